@@ -1,0 +1,38 @@
+"""ep: OneFlow-style execution-provider primitives, on the CPU and NVIDIA GPUs, with Numba."""
+from ep.common.data_type import DataType
+from ep.common.device import Device, DeviceType, GetDevice
+from ep.common.stream import Stream
+from ep.include.primitive import (
+    BinaryOp,
+    ElementwiseUnaryFactory,
+    Factory,
+    NewPrimitive,
+    Primitive,
+    UnaryOp,
+)
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # ep.ops imports Numba; loading it on first use keeps `import ep` light.
+    if name == "ops":
+        import importlib
+
+        return importlib.import_module("ep.ops")
+    raise AttributeError(f"module 'ep' has no attribute {name!r}")
+
+__all__ = [
+    "BinaryOp",
+    "DataType",
+    "Device",
+    "DeviceType",
+    "ElementwiseUnaryFactory",
+    "Factory",
+    "GetDevice",
+    "NewPrimitive",
+    "Primitive",
+    "Stream",
+    "UnaryOp",
+    "ops",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from ep.cli import main
+
+sys.exit(main())

@@ -1,0 +1,75 @@
+"""Launch arguments checked and turned into the flat storage kernels index."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ep.common.data_type import DataType
+from ep.common.device import DeviceType
+
+
+def is_cuda_buffer(obj: object) -> bool:
+    """True for objects with __cuda_array_interface__ (and the CUDA simulator's arrays)."""
+    return hasattr(obj, "__cuda_array_interface__") or getattr(obj, "__cuda_ndarray__", False)
+
+
+def device_type_of(obj: object, name: str) -> DeviceType:
+    """Which device an array lives on: NumPy -> cpu, __cuda_array_interface__ -> cuda."""
+    if isinstance(obj, np.ndarray):
+        return DeviceType.kCPU
+    if is_cuda_buffer(obj):
+        return DeviceType.kCUDA
+    raise TypeError(f"{name}: {type(obj).__name__} is not an array; expected a numpy.ndarray or an object with __cuda_array_interface__")
+
+
+def check_count(value: object, name: str = "count") -> int:
+    """A non-negative element count."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: {value!r} is not an integer")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name}: {value!r} is not an integer") from None
+    if value < 0:
+        raise ValueError(f"{name}: {value} is negative; expected >= 0")
+    return value
+
+
+def as_cuda_array(obj):
+    """A numba device array viewing a CUDA buffer (the simulator's arrays pass through)."""
+    from numba import cuda
+
+    if getattr(obj, "__cuda_ndarray__", False):
+        return obj
+    return cuda.as_cuda_array(obj)
+
+
+def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, count: int, writable: bool = False):
+    """obj as flat C-contiguous storage of at least count elements, in dtype's storage dtype.
+
+    Raises TypeError for an array of the wrong device or dtype, ValueError for a non-contiguous or
+    short buffer, so that no kernel ever indexes outside what it was given.
+    """
+    if device_type is DeviceType.kCPU:
+        if not isinstance(obj, np.ndarray):
+            where = "a CUDA buffer" if is_cuda_buffer(obj) else type(obj).__name__
+            raise TypeError(f"{name}: {where} was given to a cpu primitive; expected a numpy.ndarray")
+        array = obj
+        if writable and not array.flags.writeable:
+            raise ValueError(f"{name}: the array is read-only")
+    else:
+        if not is_cuda_buffer(obj):
+            where = "a numpy.ndarray" if isinstance(obj, np.ndarray) else type(obj).__name__
+            raise TypeError(f"{name}: {where} was given to a cuda primitive; expected an object with __cuda_array_interface__")
+        array = as_cuda_array(obj)
+    if array.dtype != dtype.dtype:
+        raise TypeError(f"{name}: dtype {array.dtype} does not match the primitive's {dtype.value}")
+    if not array.is_c_contiguous() if device_type is DeviceType.kCUDA else not array.flags.c_contiguous:
+        raise ValueError(f"{name}: storage must be C-contiguous; got strides {array.strides} for shape {array.shape}")
+    if array.size < count:
+        raise ValueError(f"{name}: holds {array.size} elements, fewer than the {count} the launch needs")
+    flat = array.reshape(array.size)
+    if dtype.storage_dtype != dtype.dtype:
+        flat = flat.view(dtype.storage_dtype)
+    return flat

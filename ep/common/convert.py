@@ -1,0 +1,35 @@
+"""Loading an element from storage into its compute type, and storing a computed value back."""
+from __future__ import annotations
+
+from typing import Callable
+
+from ep.common.data_type import DataType
+from ep.common.half import float_to_half, half_to_float
+from ep.common.jit import scalar_function
+
+
+@scalar_function
+def _same(x):
+    return x
+
+
+@scalar_function
+def _nonzero(x):
+    return x != 0
+
+
+def load_fn(dtype: DataType) -> Callable:
+    """Storage element -> compute value (float16 bits -> float32)."""
+    return half_to_float if dtype is DataType.kFloat16 else _same
+
+
+def store_fn(dtype: DataType) -> Callable:
+    """Compute value -> storage element (float32 -> float16 bits, anything -> bool as != 0).
+
+    Other dtypes rely on the array store's own C-style conversion.
+    """
+    if dtype is DataType.kFloat16:
+        return float_to_half
+    if dtype is DataType.kBool:
+        return _nonzero
+    return _same

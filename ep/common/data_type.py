@@ -1,0 +1,71 @@
+"""DataType: the eight element types a primitive can be created for."""
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+
+class DataType(enum.Enum):
+    """Element types, named as OneFlow's DataType; each converts to its NumPy dtype."""
+
+    kBool = "bool"
+    kInt8 = "int8"
+    kUInt8 = "uint8"
+    kInt32 = "int32"
+    kInt64 = "int64"
+    kFloat16 = "float16"
+    kFloat = "float32"
+    kDouble = "float64"
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype; it also makes ``np.dtype(DataType.kFloat)`` work."""
+        return np.dtype(self.value)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def is_floating(self) -> bool:
+        return self in FLOATING_TYPES
+
+    @property
+    def is_integer(self) -> bool:
+        return self in INTEGER_TYPES
+
+    @property
+    def storage_dtype(self) -> np.dtype:
+        """The dtype kernels see: float16 moves as its 16-bit pattern (Numba's CPU has no float16)."""
+        return np.dtype(np.uint16) if self is DataType.kFloat16 else self.dtype
+
+    @property
+    def compute_dtype(self) -> np.dtype:
+        """The dtype scalar math runs in: float16 is computed in float32."""
+        return np.dtype(np.float32) if self is DataType.kFloat16 else self.dtype
+
+    def __repr__(self) -> str:
+        return f"DataType.{self.name}"
+
+
+FLOATING_TYPES = (DataType.kFloat16, DataType.kFloat, DataType.kDouble)
+INTEGER_TYPES = (DataType.kInt8, DataType.kUInt8, DataType.kInt32, DataType.kInt64)
+ALL_TYPES = tuple(DataType)
+INDEX_TYPES = (DataType.kInt32, DataType.kInt64)
+
+_BY_DTYPE = {dt.dtype: dt for dt in DataType}
+
+
+def as_data_type(value: object, name: str = "dtype") -> DataType:
+    """A DataType from a DataType, a NumPy dtype or anything np.dtype accepts; TypeError otherwise."""
+    if isinstance(value, DataType):
+        return value
+    try:
+        found = _BY_DTYPE.get(np.dtype(value))
+    except TypeError:
+        found = None
+    if found is None:
+        names = ", ".join(dt.value for dt in DataType)
+        raise TypeError(f"{name}: {value!r} is not a supported data type; expected one of {names}")
+    return found

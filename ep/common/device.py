@@ -1,0 +1,90 @@
+"""Devices: DeviceType, Device and GetDevice."""
+from __future__ import annotations
+
+import enum
+import functools
+
+
+class DeviceType(enum.Enum):
+    """Where a primitive runs; the tags "cpu" and "cuda" are accepted wherever a device is."""
+
+    kCPU = "cpu"
+    kCUDA = "cuda"
+
+    def __repr__(self) -> str:
+        return f"DeviceType.{self.name}"
+
+
+def as_device_type(device: object, name: str = "device") -> DeviceType:
+    """A DeviceType from a DeviceType, a Device or a tag ("cpu", "cuda", "cuda:0")."""
+    if isinstance(device, DeviceType):
+        return device
+    if isinstance(device, Device):
+        return device.device_type
+    if isinstance(device, str):
+        tag = device.split(":", 1)[0].lower()
+        for device_type in DeviceType:
+            if device_type.value == tag:
+                return device_type
+    raise ValueError(f"{name}: {device!r} is not a device; expected DeviceType.kCPU, DeviceType.kCUDA, 'cpu' or 'cuda'")
+
+
+@functools.cache
+def cuda_available() -> bool:
+    """True when numba.cuda can run kernels here (a GPU, or the simulator when NUMBA_ENABLE_CUDASIM=1)."""
+    try:
+        from numba import cuda
+    except ImportError:
+        return False
+    try:
+        return bool(cuda.is_available())
+    except Exception:  # a broken driver install says so by raising; either way there is no device
+        return False
+
+
+def available_device_types() -> tuple[DeviceType, ...]:
+    """The device types launches can run on in this process."""
+    return (DeviceType.kCPU, DeviceType.kCUDA) if cuda_available() else (DeviceType.kCPU,)
+
+
+class Device:
+    """One device; CreateStream() gives a Stream that launches run on."""
+
+    def __init__(self, device_type: DeviceType, index: int) -> None:
+        self.device_type = device_type
+        self.index = index
+
+    def CreateStream(self):
+        """A new stream on this device."""
+        from ep.common.stream import new_stream
+
+        return new_stream(self)
+
+    @functools.cached_property
+    def default_stream(self):
+        """The stream ep.ops launches on when none is given."""
+        from ep.common.stream import default_stream
+
+        return default_stream(self)
+
+    def __repr__(self) -> str:
+        return f"Device({self.device_type.value}:{self.index})"
+
+
+@functools.cache
+def _device(device_type: DeviceType, index: int) -> Device:
+    return Device(device_type, index)
+
+
+def GetDevice(device: object, index: int = 0) -> Device:
+    """The Device for a device type or tag and an index."""
+    device_type = as_device_type(device)
+    if isinstance(device, str) and ":" in device:
+        index = int(device.split(":", 1)[1])
+    if not isinstance(index, int) or index < 0:
+        raise ValueError(f"index: {index!r} is not a device index; expected an int >= 0")
+    if device_type is DeviceType.kCPU and index != 0:
+        raise ValueError(f"index: {index} is not a cpu device; expected 0")
+    if device_type is DeviceType.kCUDA and not cuda_available():
+        raise ValueError("device: 'cuda' is not available here (no GPU; set NUMBA_ENABLE_CUDASIM=1 for the simulator)")
+    return _device(device_type, index)

@@ -1,0 +1,71 @@
+"""float16 <-> float32 conversion on 16-bit patterns, for kernels that move float16 as uint16.
+
+Branch-light integer formulations (F. Giesen's, round to nearest even) that LLVM can vectorize,
+shared by the CPU and CUDA kernels.
+"""
+import numpy as np
+from numba import types
+from numba.extending import intrinsic
+
+from ep.common.jit import scalar_function
+
+
+@intrinsic
+def _float32_from_bits(typingctx, bits):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float32))
+
+    return types.float32(types.uint32), codegen
+
+
+@intrinsic
+def _float32_to_bits(typingctx, value):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.uint32))
+
+    return types.uint32(types.float32), codegen
+
+
+@scalar_function
+def float32_from_bits(bits):
+    """The float32 whose IEEE bit pattern is bits."""
+    return _float32_from_bits(np.uint32(bits))
+
+
+@scalar_function
+def float32_to_bits(value):
+    """The IEEE bit pattern of a float32, as an int64."""
+    return np.int64(_float32_to_bits(np.float32(value)))
+
+
+@scalar_function
+def half_to_float(h):
+    """The float32 value of a float16 bit pattern (exact)."""
+    h = np.int64(h)
+    o = (h & 0x7FFF) << 13
+    exponent = o & (0x7C00 << 13)
+    o += (127 - 15) << 23
+    if exponent == (0x7C00 << 13):
+        o += (128 - 16) << 23
+    elif exponent == 0:
+        o += 1 << 23
+        o = float32_to_bits(float32_from_bits(o) - float32_from_bits(113 << 23))
+    o |= (h & 0x8000) << 16
+    return float32_from_bits(o)
+
+
+@scalar_function
+def float_to_half(value):
+    """The float16 bit pattern nearest to a float32 value (ties to even; NaN stays NaN)."""
+    f = float32_to_bits(value)
+    sign = f & 0x80000000
+    f ^= sign
+    if f >= (127 + 16) << 23:
+        o = 0x7E00 if f > 255 << 23 else 0x7C00
+    elif f < 113 << 23:
+        denorm_magic = ((127 - 15) + (23 - 10) + 1) << 23
+        o = float32_to_bits(float32_from_bits(f) + float32_from_bits(denorm_magic)) - denorm_magic
+    else:
+        mant_odd = (f >> 13) & 1
+        o = (f + ((15 - 127) << 23) + 0xFFF + mant_odd) >> 13
+    return np.uint16(o | (sign >> 16))

@@ -1,0 +1,1 @@
+"""The CPU device: Numba @njit(parallel=True) kernels."""

@@ -1,0 +1,1 @@
+"""The CUDA device: numba.cuda kernels."""

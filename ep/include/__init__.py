@@ -1,0 +1,1 @@
+"""Interfaces (OneFlow's ep/include)."""

@@ -1,0 +1,25 @@
+"""The primitive interfaces, their op enums, and NewPrimitive."""
+from ep.include.primitive.binary_op import BinaryOp
+from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
+from ep.include.primitive.primitive import (
+    REGISTER_PRIMITIVE_FACTORY,
+    Factory,
+    GetFactory,
+    NewPrimitive,
+    Primitive,
+    RegisteredFactories,
+)
+from ep.include.primitive.unary_op import UnaryOp
+
+__all__ = [
+    "REGISTER_PRIMITIVE_FACTORY",
+    "BinaryOp",
+    "ElementwiseUnary",
+    "ElementwiseUnaryFactory",
+    "Factory",
+    "GetFactory",
+    "NewPrimitive",
+    "Primitive",
+    "RegisteredFactories",
+    "UnaryOp",
+]

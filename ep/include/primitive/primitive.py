@@ -1,0 +1,73 @@
+"""Primitive, Factory, the factory registry and NewPrimitive (OneFlow's ep/include/primitive/primitive.h)."""
+from __future__ import annotations
+
+import abc
+import importlib
+from typing import Iterator, TypeVar
+
+from ep.common.device import DeviceType, as_device_type
+
+
+class Primitive(abc.ABC):
+    """An operation on storage, created by a Factory for one device and one set of arguments."""
+
+
+class Factory(abc.ABC):
+    """Creates primitives of one kind for one device."""
+
+    @abc.abstractmethod
+    def New(self, *args, **kwargs) -> Primitive | None:
+        """A primitive for these arguments, or None when this device has no implementation of them."""
+
+    @abc.abstractmethod
+    def Combinations(self) -> Iterator[tuple[object, tuple]]:
+        """Every (op or None, dtypes in New's order) this factory implements; compiles nothing."""
+
+
+FactoryT = TypeVar("FactoryT", bound=Factory)
+
+# The modules that register each device's factories; imported on first use, as OneFlow's static
+# registrations run when its library loads, so that `import ep` stays light.
+_BACKENDS = {DeviceType.kCPU: "ep.cpu.primitive", DeviceType.kCUDA: "ep.cuda.primitive"}
+_REGISTRY: dict[tuple[DeviceType, type[Factory]], Factory] = {}
+_LOADED: set[DeviceType] = set()
+
+
+def REGISTER_PRIMITIVE_FACTORY(device_type: DeviceType, factory_type: type[Factory], impl: type[Factory]) -> None:
+    """Register impl as device_type's implementation of the factory interface factory_type."""
+    if not issubclass(impl, factory_type):
+        raise TypeError(f"impl: {impl.__name__} does not implement {factory_type.__name__}")
+    _REGISTRY[(device_type, factory_type)] = impl()
+
+
+def _load(device_type: DeviceType) -> None:
+    if device_type not in _LOADED:
+        _LOADED.add(device_type)
+        try:
+            importlib.import_module(_BACKENDS[device_type])
+        except ImportError:
+            if device_type is DeviceType.kCPU:
+                raise
+            # Without numba-cuda installed the CUDA device simply has no factories.
+
+
+def GetFactory(factory_type: type[FactoryT], device: object) -> FactoryT | None:
+    """The registered factory of factory_type for device, or None."""
+    device_type = as_device_type(device)
+    _load(device_type)
+    return _REGISTRY.get((device_type, factory_type))
+
+
+def NewPrimitive(factory_type: type[Factory], device: object, *args, **kwargs) -> Primitive | None:
+    """A primitive from device's factory of factory_type, or None when there is none for these arguments."""
+    if not (isinstance(factory_type, type) and issubclass(factory_type, Factory)):
+        raise TypeError(f"factory_type: {factory_type!r} is not a Factory interface such as ElementwiseUnaryFactory")
+    factory = GetFactory(factory_type, device)
+    return None if factory is None else factory.New(*args, **kwargs)
+
+
+def RegisteredFactories(device: object) -> dict[type[Factory], Factory]:
+    """Every factory registered for a device, by interface."""
+    device_type = as_device_type(device)
+    _load(device_type)
+    return {ft: f for (dt, ft), f in _REGISTRY.items() if dt is device_type}

@@ -1,0 +1,91 @@
+"""UnaryOp: the ElementwiseUnary ops, with OneFlow's names; the value is the op's snake_case name."""
+from __future__ import annotations
+
+import enum
+
+
+class UnaryOp(enum.Enum):
+    # activations
+    kIdentity = "identity"
+    kRelu = "relu"
+    kElu = "elu"
+    kCelu = "celu"
+    kGelu = "gelu"
+    kFastGelu = "fast_gelu"
+    kQuickGelu = "quick_gelu"
+    kHardSwish = "hard_swish"
+    kHardSigmoid = "hard_sigmoid"
+    kHardShrink = "hard_shrink"
+    kHardTanh = "hard_tanh"
+    kLeakyRelu = "leaky_relu"
+    kMish = "mish"
+    kSelu = "selu"
+    kSilu = "silu"
+    kSoftShrink = "soft_shrink"
+    kSoftSign = "soft_sign"
+    kSoftPlus = "soft_plus"
+    kTanh = "tanh"
+    kThreshold = "threshold"
+    kSquareReLU = "square_relu"
+    # math
+    kAbs = "abs"
+    kAcos = "acos"
+    kAcosh = "acosh"
+    kAsin = "asin"
+    kAsinh = "asinh"
+    kAtan = "atan"
+    kAtanh = "atanh"
+    kCeil = "ceil"
+    kCos = "cos"
+    kCosh = "cosh"
+    kDigamma = "digamma"
+    kTrigamma = "trigamma"
+    kErf = "erf"
+    kErfc = "erfc"
+    kExp = "exp"
+    kExp2 = "exp2"
+    kExpm1 = "expm1"
+    kFloor = "floor"
+    kLgamma = "lgamma"
+    kLog = "log"
+    kLog2 = "log2"
+    kLog10 = "log10"
+    kLog1p = "log1p"
+    kLogSigmoid = "log_sigmoid"
+    kNegative = "negative"
+    kReciprocal = "reciprocal"
+    kReciprocalNoNan = "reciprocal_no_nan"
+    kRint = "rint"
+    kRound = "round"
+    kRsqrt = "rsqrt"
+    kSigmoid = "sigmoid"
+    kSign = "sign"
+    kSin = "sin"
+    kSinh = "sinh"
+    kSqrt = "sqrt"
+    kSquare = "square"
+    kTan = "tan"
+    kTrunc = "trunc"
+    # predicates and logic
+    kNotEqualZero = "not_equal_zero"
+    kLogicalNot = "logical_not"
+    kIsInf = "is_inf"
+    kIsNan = "is_nan"
+    kIsFinite = "is_finite"
+    kBitwiseNot = "bitwise_not"
+    # conversion
+    kCast = "cast"
+
+    def __repr__(self) -> str:
+        return f"UnaryOp.{self.name}"
+
+
+def as_unary_op(op: object, name: str = "op") -> UnaryOp:
+    """A UnaryOp from a UnaryOp or its name ("relu", "leaky_relu", "kLeakyRelu")."""
+    if isinstance(op, UnaryOp):
+        return op
+    if isinstance(op, str):
+        for member in UnaryOp:
+            if op in (member.value, member.name) or op.replace("_", "") == member.value.replace("_", ""):
+                return member
+    raise ValueError(f"{name}: {op!r} is not a unary op; expected a UnaryOp or a name such as 'relu'")

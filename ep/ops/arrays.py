@@ -1,0 +1,51 @@
+"""Array plumbing for the ops layer: which device an array is on, new arrays, contiguous copies."""
+from __future__ import annotations
+
+import numpy as np
+
+from ep.common.buffer import device_type_of
+from ep.common.data_type import DataType
+from ep.common.device import Device, DeviceType, GetDevice
+from ep.common.stream import Stream, check_stream
+
+
+def device_of(x: object, name: str) -> Device:
+    """The Device an array lives on (NumPy -> cpu, __cuda_array_interface__ -> cuda)."""
+    return GetDevice(device_type_of(x, name))
+
+
+def stream_for(device: Device, stream: Stream | None) -> Stream:
+    """The given stream (checked against device), or the device's default stream."""
+    return device.default_stream if stream is None else check_stream(stream, device.device_type)
+
+
+def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream):
+    """A new C-contiguous array on device."""
+    if device.device_type is DeviceType.kCPU:
+        return np.empty(shape, dtype.dtype)
+    from numba import cuda
+
+    return cuda.device_array(shape, dtype.dtype, stream=stream.native)
+
+
+def contiguous(x, device: Device):
+    """x itself if C-contiguous, else a C-contiguous copy."""
+    if device.device_type is DeviceType.kCPU:
+        return np.ascontiguousarray(x)
+    from ep.common.buffer import as_cuda_array
+
+    array = as_cuda_array(x)
+    if array.is_c_contiguous():
+        return array
+    raise ValueError(f"x: non-contiguous CUDA arrays (strides {array.strides}) are not supported yet")
+
+
+def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: Device):
+    """out, if it is a C-contiguous array of shape and dtype on device; otherwise a clear error."""
+    if device_type_of(out, name) is not device.device_type:
+        raise TypeError(f"{name}: is on {device_type_of(out, name).value}; expected an array on {device.device_type.value}")
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"{name}: has shape {tuple(out.shape)}; expected {tuple(shape)}")
+    if np.dtype(out.dtype) != dtype.dtype:
+        raise TypeError(f"{name}: has dtype {out.dtype}; expected {dtype.value}")
+    return out

@@ -1,0 +1,41 @@
+"""ep.ops.unary: an ElementwiseUnary over an array of any shape and strides."""
+from __future__ import annotations
+
+from ep.common.data_type import DataType, as_data_type
+from ep.common.unary_functor import unary_dst_dtypes
+from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
+from ep.include.primitive.primitive import NewPrimitive
+from ep.include.primitive.unary_op import UnaryOp, as_unary_op
+from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
+
+
+def unary_result_dtype(op: UnaryOp, src_dtype: DataType, dtype: object = None) -> DataType:
+    """The dtype op gives for src_dtype (dtype is kCast's destination); TypeError when unsupported."""
+    choices = unary_dst_dtypes(op, src_dtype)
+    if not choices:
+        raise TypeError(f"op: {op.name} does not support dtype {src_dtype.value}")
+    if op is UnaryOp.kCast:
+        if dtype is None:
+            raise TypeError("dtype: kCast needs a destination dtype")
+        return as_data_type(dtype)
+    if dtype is not None and as_data_type(dtype) is not choices[0]:
+        raise TypeError(f"dtype: {op.name} of {src_dtype.value} gives {choices[0].value}; got dtype={dtype!r}")
+    return choices[0]
+
+
+def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None):
+    """op applied to every element of x; a new array of x's shape, or out."""
+    op = as_unary_op(op)
+    device = device_of(x, "x")
+    src_dtype = as_data_type(x.dtype, "x")
+    dst_dtype = unary_result_dtype(op, src_dtype, dtype)
+    primitive = NewPrimitive(ElementwiseUnaryFactory, device, op, src_dtype, dst_dtype, attr0, attr1)
+    stream = stream_for(device, stream)
+    x = contiguous(x, device)
+    shape = tuple(x.shape)
+    if out is None:
+        out = empty(shape, dst_dtype, device, stream)
+    else:
+        check_out(out, "out", shape, dst_dtype, device)
+    primitive.Launch(stream, x, out, x.size)
+    return out

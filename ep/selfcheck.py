@@ -1,0 +1,49 @@
+"""`python -m ep check`: launch each primitive family once per available device against NumPy."""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+CHECKS: list[tuple[str, Callable]] = []
+
+
+def check(name: str):
+    """Register a self-check: fn(device) raises AssertionError on a wrong result."""
+
+    def register(fn: Callable) -> Callable:
+        CHECKS.append((name, fn))
+        return fn
+
+    return register
+
+
+@check("ElementwiseUnary")
+def _unary(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    x = np.linspace(-4, 4, 257, dtype=np.float32)
+    got = to_numpy(ep.ops.unary("relu", to_device(x, device)))
+    np.testing.assert_array_equal(got, np.maximum(x, 0))
+
+
+def run_self_check(device: str | None = None) -> int:
+    """Run every check on every available device (or one); 0 when all pass."""
+    from ep.common.device import available_device_types
+
+    devices = [device] if device else [d.value for d in available_device_types()]
+    failed = 0
+    for tag in devices:
+        for name, fn in CHECKS:
+            start = time.perf_counter()
+            try:
+                fn(tag)
+                status = "ok"
+            except Exception as error:  # report every failing family, then fail
+                status = f"FAILED: {type(error).__name__}: {error}"
+                failed += 1
+            print(f"check {tag:4s} {name:28s} {status} ({time.perf_counter() - start:.2f} s)")
+    print(f"self-check: {len(devices) * len(CHECKS) - failed} passed, {failed} failed")
+    return 1 if failed else 0

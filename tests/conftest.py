@@ -1,0 +1,9 @@
+"""Runs "cuda" on Numba's CUDA simulator when this machine has no NVIDIA driver.
+
+This must happen before numba is imported, so it is the first thing the suite does.
+"""
+import ctypes.util
+import os
+
+if "NUMBA_ENABLE_CUDASIM" not in os.environ:
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "0" if ctypes.util.find_library("cuda") else "1"

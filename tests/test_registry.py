@@ -1,0 +1,75 @@
+"""The registry, NewPrimitive, devices, streams and data types."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ep
+from ep.common.unary_functor import unary_combinations
+
+
+def test_import_ep_compiles_nothing_and_skips_numba():
+    code = "import sys, ep; print('numba' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("data_type", list(ep.DataType))
+def test_data_type_converts_to_numpy(data_type):
+    assert np.dtype(data_type) == np.dtype(data_type.value)
+    assert ep.common.data_type.as_data_type(np.dtype(data_type.value)) is data_type
+
+
+def test_bad_data_type_names_the_argument():
+    with pytest.raises(TypeError, match="src_dtype: .*complex64"):
+        ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cpu", ep.UnaryOp.kRelu, np.complex64, np.complex64)
+
+
+def test_device_tags_and_streams(device):
+    dev = ep.GetDevice(device)
+    assert dev is ep.GetDevice(ep.DeviceType(device))
+    stream = dev.CreateStream()
+    assert stream.device is dev
+    stream.Sync()
+
+
+def test_new_primitive_reuses_a_combination(device):
+    first = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, ep.UnaryOp.kRelu, ep.DataType.kFloat, ep.DataType.kFloat)
+    again = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "relu", np.float32, "float32")
+    assert first is not None and first is again
+
+
+def test_new_primitive_returns_none_when_unsupported(device):
+    assert ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, ep.UnaryOp.kExp, ep.DataType.kInt32, ep.DataType.kInt32) is None
+    assert ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, ep.UnaryOp.kRelu, ep.DataType.kFloat, ep.DataType.kDouble) is None
+
+
+def test_new_primitive_rejects_a_non_factory():
+    with pytest.raises(TypeError, match="factory_type"):
+        ep.NewPrimitive(int, "cpu")
+
+
+def test_unknown_device_names_the_value():
+    with pytest.raises(ValueError, match="'tpu'"):
+        ep.NewPrimitive(ep.ElementwiseUnaryFactory, "tpu", ep.UnaryOp.kRelu, np.float32, np.float32)
+
+
+def test_cli_json_lists_every_unary_combination():
+    result = subprocess.run([sys.executable, "-m", "ep", "list", "--json"], capture_output=True, text=True, check=True)
+    rows = json.loads(result.stdout)
+    for device in ("cpu", "cuda"):
+        listed = {(r["op"], tuple(r["dtypes"])) for r in rows if r["device"] == device and r["primitive"] == "ElementwiseUnary"}
+        expected = {(op.name, (s.value, d.value)) for op, s, d in unary_combinations()}
+        assert listed == expected
+
+
+def test_cli_filters_by_device_and_primitive():
+    result = subprocess.run(
+        [sys.executable, "-m", "ep", "list", "--device", "cpu", "--primitive", "ElementwiseUnary"],
+        capture_output=True, text=True, check=True,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert lines[0].split()[:4] == ["primitive", "device", "op", "dtypes"]
+    assert all(" cpu " in line for line in lines[2:-1])
