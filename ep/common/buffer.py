@@ -25,6 +25,8 @@ def device_type_of(obj: object, name: str) -> DeviceType:
 
 def check_count(value: object, name: str = "count") -> int:
     """A non-negative element count."""
+    if type(value) is int and value >= 0:
+        return value
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name}: {value!r} is not an integer")
     try:
@@ -52,20 +54,28 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
     short buffer, so that no kernel ever indexes outside what it was given.
     """
     if device_type is DeviceType.kCPU:
+        # The common case first, with as few attribute lookups as possible: launches of tiny
+        # arrays are dominated by these checks.
+        if type(obj) is np.ndarray and obj.dtype is dtype.storage_dtype and obj.size >= count:
+            flags = obj.flags
+            if flags.c_contiguous and (flags.writeable or not writable):
+                return obj if obj.ndim == 1 else obj.reshape(obj.size)
         if not isinstance(obj, np.ndarray):
             where = "a CUDA buffer" if is_cuda_buffer(obj) else type(obj).__name__
             raise TypeError(f"{name}: {where} was given to a cpu primitive; expected a numpy.ndarray")
         array = obj
         if writable and not array.flags.writeable:
             raise ValueError(f"{name}: the array is read-only")
+        contiguous = array.flags.c_contiguous
     else:
         if not is_cuda_buffer(obj):
             where = "a numpy.ndarray" if isinstance(obj, np.ndarray) else type(obj).__name__
             raise TypeError(f"{name}: {where} was given to a cuda primitive; expected an object with __cuda_array_interface__")
         array = as_cuda_array(obj)
+        contiguous = array.is_c_contiguous()
     if array.dtype != dtype.dtype:
         raise TypeError(f"{name}: dtype {array.dtype} does not match the primitive's {dtype.value}")
-    if not array.is_c_contiguous() if device_type is DeviceType.kCUDA else not array.flags.c_contiguous:
+    if not contiguous:
         raise ValueError(f"{name}: storage must be C-contiguous; got strides {array.strides} for shape {array.shape}")
     if array.size < count:
         raise ValueError(f"{name}: holds {array.size} elements, fewer than the {count} the launch needs")

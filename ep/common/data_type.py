@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 
 import numpy as np
 
@@ -18,7 +19,7 @@ class DataType(enum.Enum):
     kFloat = "float32"
     kDouble = "float64"
 
-    @property
+    @functools.cached_property
     def dtype(self) -> np.dtype:
         """The NumPy dtype; it also makes ``np.dtype(DataType.kFloat)`` work."""
         return np.dtype(self.value)
@@ -35,12 +36,12 @@ class DataType(enum.Enum):
     def is_integer(self) -> bool:
         return self in INTEGER_TYPES
 
-    @property
+    @functools.cached_property
     def storage_dtype(self) -> np.dtype:
         """The dtype kernels see: float16 moves as its 16-bit pattern (Numba's CPU has no float16)."""
         return np.dtype(np.uint16) if self is DataType.kFloat16 else self.dtype
 
-    @property
+    @functools.cached_property
     def compute_dtype(self) -> np.dtype:
         """The dtype scalar math runs in: float16 is computed in float32."""
         return np.dtype(np.float32) if self is DataType.kFloat16 else self.dtype

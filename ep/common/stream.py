@@ -55,6 +55,8 @@ def default_stream(device: Device) -> Stream:
 
 def check_stream(stream: object, device_type: DeviceType) -> Stream:
     """The stream, if it is a Stream of device_type; TypeError otherwise."""
+    if isinstance(stream, Stream) and stream.device.device_type is device_type:
+        return stream
     if not isinstance(stream, Stream):
         raise TypeError(f"stream: {stream!r} is not an ep Stream; expected one from Device.CreateStream()")
     if stream.device_type is not device_type:

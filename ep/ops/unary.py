@@ -1,6 +1,8 @@
 """ep.ops.unary: an ElementwiseUnary over an array of any shape and strides."""
 from __future__ import annotations
 
+import functools
+
 from ep.common.data_type import DataType, as_data_type
 from ep.common.unary_functor import unary_dst_dtypes
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
@@ -23,13 +25,19 @@ def unary_result_dtype(op: UnaryOp, src_dtype: DataType, dtype: object = None) -
     return choices[0]
 
 
+@functools.lru_cache(maxsize=4096)
+def _primitive(op, device_type, x_dtype, attr0, attr1, dtype):
+    # Keyed by the caller's own arguments, so a repeated call skips every normalization.
+    op = as_unary_op(op)
+    src_dtype = as_data_type(x_dtype, "x")
+    dst_dtype = unary_result_dtype(op, src_dtype, dtype)
+    return NewPrimitive(ElementwiseUnaryFactory, device_type, op, src_dtype, dst_dtype, attr0, attr1), dst_dtype
+
+
 def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None):
     """op applied to every element of x; a new array of x's shape, or out."""
-    op = as_unary_op(op)
     device = device_of(x, "x")
-    src_dtype = as_data_type(x.dtype, "x")
-    dst_dtype = unary_result_dtype(op, src_dtype, dtype)
-    primitive = NewPrimitive(ElementwiseUnaryFactory, device, op, src_dtype, dst_dtype, attr0, attr1)
+    primitive, dst_dtype = _primitive(op, device.device_type, x.dtype, attr0, attr1, dtype)
     stream = stream_for(device, stream)
     x = contiguous(x, device)
     shape = tuple(x.shape)
