@@ -3,9 +3,11 @@ from ep.common.data_type import DataType
 from ep.common.device import Device, DeviceType, GetDevice
 from ep.common.stream import Stream
 from ep.include.primitive import (
+    BatchGatherFactory,
     BinaryOp,
     ElementwiseUnaryFactory,
     Factory,
+    GatherFactory,
     NewPrimitive,
     Primitive,
     UnaryOp,
@@ -23,12 +25,14 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'ep' has no attribute {name!r}")
 
 __all__ = [
+    "BatchGatherFactory",
     "BinaryOp",
     "DataType",
     "Device",
     "DeviceType",
     "ElementwiseUnaryFactory",
     "Factory",
+    "GatherFactory",
     "GetDevice",
     "NewPrimitive",
     "Primitive",

@@ -1,4 +1,6 @@
 """CPU primitives; importing this package registers their factories."""
+from ep.cpu.primitive.batch_gather import BatchGatherFactoryImpl
 from ep.cpu.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl
+from ep.cpu.primitive.gather import GatherFactoryImpl
 
-__all__ = ["ElementwiseUnaryFactoryImpl"]
+__all__ = ["BatchGatherFactoryImpl", "GatherFactoryImpl", "ElementwiseUnaryFactoryImpl"]

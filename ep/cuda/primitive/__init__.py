@@ -1,4 +1,6 @@
 """CUDA primitives; importing this package registers their factories."""
+from ep.cuda.primitive.batch_gather import BatchGatherFactoryImpl
 from ep.cuda.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl
+from ep.cuda.primitive.gather import GatherFactoryImpl
 
-__all__ = ["ElementwiseUnaryFactoryImpl"]
+__all__ = ["BatchGatherFactoryImpl", "GatherFactoryImpl", "ElementwiseUnaryFactoryImpl"]

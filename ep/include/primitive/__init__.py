@@ -1,6 +1,8 @@
 """The primitive interfaces, their op enums, and NewPrimitive."""
+from ep.include.primitive.batch_gather import BatchGather, BatchGatherFactory
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
+from ep.include.primitive.gather import Gather, GatherFactory
 from ep.include.primitive.primitive import (
     REGISTER_PRIMITIVE_FACTORY,
     Factory,
@@ -13,10 +15,14 @@ from ep.include.primitive.unary_op import UnaryOp
 
 __all__ = [
     "REGISTER_PRIMITIVE_FACTORY",
+    "BatchGather",
+    "BatchGatherFactory",
     "BinaryOp",
     "ElementwiseUnary",
     "ElementwiseUnaryFactory",
     "Factory",
+    "Gather",
+    "GatherFactory",
     "GetFactory",
     "NewPrimitive",
     "Primitive",

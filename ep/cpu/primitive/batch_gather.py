@@ -1,0 +1,66 @@
+"""BatchGather on the CPU: the shared gather kernel (gather_common) with a batch dimension."""
+from __future__ import annotations
+
+import functools
+
+from ep.common.data_type import DataType
+from ep.common.device import DeviceType
+from ep.common.gather_launch import gather_combinations, gather_launch, resolve_gather
+from ep.common.stream import check_stream
+from ep.cpu.primitive.gather_common import WIDEST_UNIT, launch_gather
+from ep.include.primitive.batch_gather import BatchGather, BatchGatherFactory
+from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
+
+
+class BatchGatherImpl(BatchGather):
+    def __init__(self, params_dtype: DataType, indices_dtype: DataType) -> None:
+        self.params_dtype, self.indices_dtype = params_dtype, indices_dtype
+
+    def Launch(
+        self,
+        stream,
+        indices,
+        num_indices,
+        in_,
+        batch_dim_size,
+        outer_dim_size,
+        gather_dim_size,
+        inner_dim_size,
+        out,
+        offset=0,
+    ) -> None:
+        check_stream(stream, DeviceType.kCPU)
+        launch = gather_launch(
+            DeviceType.kCPU,
+            self.params_dtype,
+            self.indices_dtype,
+            indices,
+            num_indices,
+            in_,
+            batch_dim_size,
+            outer_dim_size,
+            gather_dim_size,
+            inner_dim_size,
+            out,
+            offset,
+            WIDEST_UNIT,
+        )
+        if launch is not None:
+            launch_gather(launch)
+
+
+@functools.cache
+def _primitive(params_dtype: DataType, indices_dtype: DataType) -> BatchGatherImpl:
+    return BatchGatherImpl(params_dtype, indices_dtype)
+
+
+class BatchGatherFactoryImpl(BatchGatherFactory):
+    def New(self, params_dtype, indices_dtype) -> BatchGather | None:
+        resolved = resolve_gather(params_dtype, indices_dtype)
+        return None if resolved is None else _primitive(*resolved)
+
+    def Combinations(self):
+        return gather_combinations()
+
+
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, BatchGatherFactory, BatchGatherFactoryImpl)

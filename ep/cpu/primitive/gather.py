@@ -1,0 +1,54 @@
+"""Gather on the CPU: rows moved as raw bytes by the shared gather kernel (gather_common)."""
+from __future__ import annotations
+
+import functools
+
+from ep.common.data_type import DataType
+from ep.common.device import DeviceType
+from ep.common.gather_launch import gather_combinations, gather_launch, resolve_gather
+from ep.common.stream import check_stream
+from ep.cpu.primitive.gather_common import WIDEST_UNIT, launch_gather
+from ep.include.primitive.gather import Gather, GatherFactory
+from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
+
+
+class GatherImpl(Gather):
+    def __init__(self, params_dtype: DataType, indices_dtype: DataType) -> None:
+        self.params_dtype, self.indices_dtype = params_dtype, indices_dtype
+
+    def Launch(self, stream, indices, num_indices, in_, outer_dim_size, gather_dim_size, inner_dim_size, out, offset=0) -> None:
+        check_stream(stream, DeviceType.kCPU)
+        launch = gather_launch(
+            DeviceType.kCPU,
+            self.params_dtype,
+            self.indices_dtype,
+            indices,
+            num_indices,
+            in_,
+            1,
+            outer_dim_size,
+            gather_dim_size,
+            inner_dim_size,
+            out,
+            offset,
+            WIDEST_UNIT,
+        )
+        if launch is not None:
+            launch_gather(launch)
+
+
+@functools.cache
+def _primitive(params_dtype: DataType, indices_dtype: DataType) -> GatherImpl:
+    return GatherImpl(params_dtype, indices_dtype)
+
+
+class GatherFactoryImpl(GatherFactory):
+    def New(self, params_dtype, indices_dtype) -> Gather | None:
+        resolved = resolve_gather(params_dtype, indices_dtype)
+        return None if resolved is None else _primitive(*resolved)
+
+    def Combinations(self):
+        return gather_combinations()
+
+
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, GatherFactory, GatherFactoryImpl)

@@ -1,0 +1,278 @@
+"""Gather through NewPrimitive + Launch, against NumPy: dtypes, move units, the zero rule and offsets."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from numba import njit
+
+import ep
+from ep.common.byte_units import as_units, move16, move_unit
+from ep.testing import to_device, to_numpy
+
+ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
+INDEX_DTYPES = [np.int32, np.int64]
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def random_array(rng, shape, dtype):
+    if np.dtype(dtype) == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -1000), min(info.max, 1000), shape, endpoint=True).astype(dtype)
+    return (rng.standard_normal(shape) * 100).astype(dtype)
+
+
+def reference(params, indices, offset=0):
+    """out[o, i, k] = params[o, indices[i] - offset, k] inside [0, gather), else 0 (Python-int exact)."""
+    outer, gather, inner = params.shape
+    out = np.zeros((outer, indices.size, inner), params.dtype)
+    for i, index in enumerate(indices.tolist()):
+        if 0 <= index - offset < gather:
+            out[:, i] = params[:, index - offset]
+    return out
+
+
+def launch(device, params, indices, offset=0, stream=None):
+    primitive = ep.NewPrimitive(ep.GatherFactory, device, params.dtype, indices.dtype)
+    assert primitive is not None
+    stream = stream or ep.GetDevice(device).CreateStream()
+    outer, gather, inner = params.shape
+    out = to_device(np.full((outer, indices.size, inner), 1, params.dtype), device)
+    primitive.Launch(stream, to_device(indices, device), indices.size, to_device(params, device), outer, gather, inner, out, offset)
+    stream.Sync()
+    return to_numpy(out)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_matches_numpy_for_every_dtype_pair(device, dtype, index_dtype):
+    rng = np.random.default_rng(0)
+    params = random_array(rng, (3, 7, 5), dtype)
+    indices = np.array([0, 6, 3, 3, -1, 7, 100, -100, 2], index_dtype)
+    np.testing.assert_array_equal(launch(device, params, indices), reference(params, indices))
+
+
+@pytest.mark.parametrize(
+    "dtype, inner", [(np.uint8, 1), (np.uint8, 3), (np.int8, 2), (np.float16, 1), (np.float16, 3), (np.int32, 1),
+                     (np.float16, 4), (np.float32, 3), (np.float64, 1), (np.float32, 4), (np.float16, 12), (np.float64, 6)]
+)
+def test_every_move_unit(device, dtype, inner):
+    # Rows of 1, 2, 3, 4, 6, 8, 12, 16, 24 and 48 bytes: every unit from 1 to 16 bytes and odd ones.
+    rng = np.random.default_rng(1)
+    params = random_array(rng, (2, 6, inner), dtype)
+    indices = np.array([5, 0, 2, 9, 4, 4], np.int64)
+    np.testing.assert_array_equal(launch(device, params, indices), reference(params, indices))
+
+
+def test_move_unit_is_the_widest_that_sizes_and_addresses_allow(device):
+    widest = 8 if device == "cpu" else 16
+    base = to_device(np.zeros(64, np.uint8), device)
+    assert move_unit(32, [base], widest) == widest
+    assert move_unit(24, [base], widest) == 8
+    assert move_unit(12, [base], widest) == 4
+    assert move_unit(6, [base], widest) == 2
+    assert move_unit(5, [base], widest) == 1
+    assert move_unit(32, [base, base[2:]], widest) == 2
+    assert move_unit(32, [base[1:]], widest) == 1
+
+
+def test_misaligned_buffers_fall_back_to_narrower_units(device):
+    rng = np.random.default_rng(2)
+    params = random_array(rng, (2, 5, 8), np.float16)
+    indices = np.array([4, 1, 1, 0, 6], np.int32)
+    primitive = ep.NewPrimitive(ep.GatherFactory, device, np.float16, np.int32)
+    stream = ep.GetDevice(device).CreateStream()
+    # One float16 in: the buffers sit 2 bytes off the 16-byte alignment of their allocations.
+    in_ = to_device(np.concatenate([np.zeros(1, np.float16), params.ravel()]), device)[1:]
+    out = to_device(np.zeros(1 + 2 * 5 * 8, np.float16), device)[1:]
+    primitive.Launch(stream, to_device(indices, device), 5, in_, 2, 5, 8, out)
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(out).reshape(2, 5, 8), reference(params, indices))
+
+
+@pytest.mark.parametrize("parts", [2, 3, 4])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.float16, np.uint8])
+def test_split_along_the_gather_axis_sums_to_the_logical_gather(device, parts, dtype):
+    rng = np.random.default_rng(parts)
+    gather = 11
+    params = random_array(rng, (3, gather, 4), dtype)
+    indices = rng.integers(0, gather, 13).astype(np.int64)
+    # Unequal parts, one of them possibly a single row.
+    cuts = np.sort(rng.choice(np.arange(1, gather), parts - 1, replace=False))
+    bounds = [0, *cuts.tolist(), gather]
+    total = np.zeros((3, indices.size, 4), np.float64)
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        part = launch(device, np.ascontiguousarray(params[:, start:stop]), indices, offset=start)
+        np.testing.assert_array_equal(part, reference(params[:, start:stop], indices, offset=start))
+        total += part.astype(np.float64)
+    np.testing.assert_array_equal(total.astype(dtype), reference(params, indices))
+
+
+def test_never_reads_outside_in_and_writes_only_out_count(device):
+    # in_ is the middle of a buffer full of sentinels: no index may bring one into out.
+    buffer = np.full(3 * 4 * 2 + 20, 99, np.int32)
+    buffer[10:34] = np.arange(24)
+    primitive = ep.NewPrimitive(ep.GatherFactory, device, np.int32, np.int64)
+    stream = ep.GetDevice(device).CreateStream()
+    indices = np.array([-1, 4, 3, 0, -5, 7], np.int64)
+    out = to_device(np.full(3 * 6 * 2 + 5, 7, np.int32), device)
+    primitive.Launch(stream, to_device(indices, device), 6, to_device(buffer, device)[10:34], 3, 4, 2, out)
+    stream.Sync()
+    got = to_numpy(out)
+    np.testing.assert_array_equal(got[:36].reshape(3, 6, 2), reference(np.arange(24, dtype=np.int32).reshape(3, 4, 2), indices))
+    np.testing.assert_array_equal(got[36:], 7)
+
+
+def test_launch_leaves_indices_and_in_unchanged(device):
+    rng = np.random.default_rng(3)
+    params = random_array(rng, (2, 5, 3), np.float32)
+    indices = np.array([4, -2, 0, 9], np.int64)
+    primitive = ep.NewPrimitive(ep.GatherFactory, device, np.float32, np.int64)
+    stream = ep.GetDevice(device).CreateStream()
+    d_params, d_indices = to_device(params, device), to_device(indices, device)
+    out = to_device(np.zeros((2, 4, 3), np.float32), device)
+    primitive.Launch(stream, d_indices, 4, d_params, 2, 5, 3, out, 1)
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(d_params), params)
+    np.testing.assert_array_equal(to_numpy(d_indices), indices)
+
+
+def test_offsets_near_the_ends_of_int64(device):
+    params = np.arange(2 * 5 * 3, dtype=np.int64).reshape(2, 5, 3)
+    indices = np.array([INT64_MAX, INT64_MAX - 1, INT64_MAX - 4, INT64_MAX - 5, 0, INT64_MIN, -1], np.int64)
+    for offset in (INT64_MAX - 4, INT64_MAX, INT64_MIN, -3, 0):
+        np.testing.assert_array_equal(launch(device, params, indices, offset), reference(params, indices, offset))
+
+
+@pytest.mark.parametrize(
+    "outer, gather, inner, num_indices", [(0, 4, 3, 2), (2, 4, 0, 2), (2, 4, 3, 0), (2, 0, 3, 2), (0, 0, 0, 0)]
+)
+def test_empty_sizes(device, outer, gather, inner, num_indices):
+    params = np.arange(outer * gather * inner, dtype=np.float32).reshape(outer, gather, inner)
+    indices = np.arange(num_indices, dtype=np.int32)
+    # With gather_dim_size 0 every row is missing: all zeros, and nothing is read.
+    np.testing.assert_array_equal(launch(device, params, indices), reference(params, indices))
+
+
+@pytest.mark.parametrize("index_dtype", [np.float32, np.int8, np.uint8, np.bool_, np.float64])
+def test_new_returns_none_unless_indices_are_int32_or_int64(device, index_dtype):
+    assert ep.NewPrimitive(ep.GatherFactory, device, np.float32, index_dtype) is None
+
+
+def test_new_refuses_what_is_not_a_dtype(device):
+    with pytest.raises(TypeError, match="params_dtype: 'frobnicate' is not a supported data type"):
+        ep.NewPrimitive(ep.GatherFactory, device, "frobnicate", np.int32)
+
+
+def _primitive_and_buffers(device):
+    primitive = ep.NewPrimitive(ep.GatherFactory, device, np.float32, np.int32)
+    stream = ep.GetDevice(device).CreateStream()
+    indices = to_device(np.array([0, 1, 2], np.int32), device)
+    in_ = to_device(np.zeros((2, 4, 3), np.float32), device)
+    out = to_device(np.zeros((2, 3, 3), np.float32), device)
+    return primitive, stream, indices, in_, out
+
+
+@pytest.mark.parametrize(
+    "change, error, message",
+    [
+        ({"num_indices": 4}, ValueError, "indices: holds 3 elements, fewer than the 4"),
+        ({"gather_dim_size": 5}, ValueError, "in_: holds 24 elements, fewer than the 30"),
+        ({"inner_dim_size": 4}, ValueError, "in_: holds 24 elements, fewer than the 32"),
+        ({"outer_dim_size": 3}, ValueError, "in_: holds 24 elements, fewer than the 36"),
+        ({"outer_dim_size": -1}, ValueError, "outer_dim_size: -1 is negative"),
+        ({"inner_dim_size": 1.5}, TypeError, "inner_dim_size: 1.5 is not an integer"),
+        ({"offset": 1.0}, TypeError, "offset: 1.0 is not an integer"),
+        ({"offset": True}, TypeError, "offset: True is not an integer"),
+        ({"offset": 1 << 63}, ValueError, "offset: 9223372036854775808 does not fit in int64"),
+    ],
+)
+def test_launch_arguments_are_checked(device, change, error, message):
+    primitive, stream, indices, in_, out = _primitive_and_buffers(device)
+    args = dict(num_indices=3, outer_dim_size=2, gather_dim_size=4, inner_dim_size=3, offset=0)
+    args.update(change)
+    with pytest.raises(error, match=message):
+        primitive.Launch(
+            stream, indices, args["num_indices"], in_, args["outer_dim_size"], args["gather_dim_size"],
+            args["inner_dim_size"], out, args["offset"],
+        )
+    np.testing.assert_array_equal(to_numpy(out), 0)
+
+
+def test_short_out_wrong_dtype_and_wrong_stream(device):
+    primitive, stream, indices, in_, out = _primitive_and_buffers(device)
+    with pytest.raises(ValueError, match="out: holds 18 elements, fewer than the 24"):
+        primitive.Launch(stream, to_device(np.zeros(4, np.int32), device), 4, in_, 2, 4, 3, out)
+    with pytest.raises(TypeError, match="indices: dtype int64 does not match the primitive's int32"):
+        primitive.Launch(stream, to_device(np.zeros(3, np.int64), device), 3, in_, 2, 4, 3, out)
+    with pytest.raises(TypeError, match="in_: dtype float64 does not match the primitive's float32"):
+        primitive.Launch(stream, indices, 3, to_device(np.zeros(24), device), 2, 4, 3, out)
+    with pytest.raises(TypeError, match="stream: .* is not an ep Stream"):
+        primitive.Launch(object(), indices, 3, in_, 2, 4, 3, out)
+    if device == "cuda":
+        with pytest.raises(TypeError, match="stream: .* is a cpu stream; expected a cuda stream"):
+            primitive.Launch(ep.GetDevice("cpu").CreateStream(), indices, 3, in_, 2, 4, 3, out)
+
+
+def test_read_only_out_is_refused_on_cpu():
+    primitive, stream, indices, in_, out = _primitive_and_buffers("cpu")
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="out: the array is read-only"):
+        primitive.Launch(stream, indices, 3, in_, 2, 4, 3, out)
+
+
+def test_the_64_bit_kernels_match_the_32_bit_ones(device, monkeypatch):
+    if device == "cpu":
+        pytest.skip("the CPU kernel has one index width")
+    from ep.cuda.primitive import gather_common
+
+    rng = np.random.default_rng(4)
+    params = random_array(rng, (3, 6, 8), np.float16)
+    indices = np.array([5, -1, 0, 2, 6, 3], np.int32)
+    narrow = launch(device, params, indices, 1)
+    monkeypatch.setattr(gather_common, "_needs_wide", lambda *counts: True)
+    np.testing.assert_array_equal(launch(device, params, indices, 1), narrow)
+    np.testing.assert_array_equal(narrow, reference(params, indices, 1))
+
+
+def test_as_units_views_the_same_bytes(device):
+    x = np.arange(12, dtype=np.float32)
+    units = to_numpy(as_units(to_device(x, device), 8, 16))
+    assert units.dtype == np.uint64 and units.size == 4
+    np.testing.assert_array_equal(units.view(np.float32), x[:8])
+
+
+@njit
+def _move_pairs(dst, src, pairs):
+    for j in range(pairs):
+        move16(dst, 2 * j, src, 2 * (pairs - 1 - j))
+
+
+def test_move16_copies_16_bytes():
+    src = np.arange(8, dtype=np.uint64)
+    dst = np.zeros(8, np.uint64)
+    _move_pairs(dst, src, 4)
+    np.testing.assert_array_equal(dst, [6, 7, 4, 5, 2, 3, 0, 1])
+
+
+_PTX_PROBE = """
+from ep.common.data_type import DataType
+from ep.cuda.primitive.gather_common import _gather_kernel
+for wide in (False, True):
+    print("WIDE" if wide else "NARROW")
+    print(_gather_kernel(DataType.kInt64, 16, wide, True).ptx((8, 0)))
+"""
+
+
+@pytest.mark.ptx
+def test_32_bit_kernels_divide_by_multiply_high_and_move_16_bytes_at_once():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    result = subprocess.run([sys.executable, "-c", _PTX_PROBE], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    narrow, wide = result.stdout.split("NARROW\n", 1)[1].split("\nWIDE\n", 1)
+    assert "mul.hi.u32" in narrow and "div." not in narrow and "rem." not in narrow
+    assert "div." in wide or "rem." in wide
+    assert "ld.global.v2.u64" in narrow and "ld.global.v2.u64" in wide
