@@ -1,0 +1,305 @@
+"""float32 transcendental functions that LLVM vectorizes inside a prange loop, for CPU and CUDA.
+
+Numba's math.exp and friends call scalar libm one element at a time; these are range reduction
+plus polynomial (Cephes / Cody-Waite style) in float32 arithmetic only, with no calls and with
+selects instead of branches, so a prange loop over them compiles to AVX2 code. Each is within
+2e-6 relative of the exact result (tests/test_fast_math.py sweeps them against float64).
+
+Python float literals are float64 in Numba and would promote the arithmetic, so every constant
+is an np.float32 (or np.int32) module global, which Numba freezes as a constant of that type.
+All functions take and return float32; float64 keeps libm's math.* (its accuracy bound is 1e-12).
+"""
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+from ep.common.jit import scalar_function
+
+
+@intrinsic
+def _as_int32(typingctx, value):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int32))
+
+    return types.int32(types.float32), codegen
+
+
+@intrinsic
+def _as_float32(typingctx, bits):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float32))
+
+    return types.float32(types.int32), codegen
+
+
+@intrinsic
+def _mul_add(typingctx, a, b, c):
+    # llvm.fmuladd: one fused multiply-add where the target has one (x86 FMA3, every CUDA GPU),
+    # a multiply and an add elsewhere. Numba never contracts a * b + c by itself without fastmath.
+    def codegen(context, builder, signature, args):
+        t = args[0].type
+        fn = builder.module.declare_intrinsic("llvm.fmuladd", [t], ir.FunctionType(t, [t, t, t]))
+        return builder.call(fn, args)
+
+    return types.float32(types.float32, types.float32, types.float32), codegen
+
+
+_F0 = np.float32(0.0)
+_HALF = np.float32(0.5)
+_ONE = np.float32(1.0)
+_TWO = np.float32(2.0)
+_INF = np.float32(np.inf)
+_NAN = np.float32(np.nan)
+_SIGN = np.int32(-0x80000000)
+_EXP_BIAS = np.int32(127)
+_MANT_BITS = np.int32(23)
+
+# Cody-Waite: ln2 = _LN2_HI + _LN2_LO, where _LN2_HI has 9 significant bits so k * _LN2_HI is
+# exact for every |k| < 2^15 and x - k * _LN2_HI loses nothing.
+_LOG2E = np.float32(1.44269504088896341)
+_LN2_HI = np.float32(0.693359375)
+_LN2_LO = np.float32(-2.12194440e-4)
+# Adding then subtracting 1.5 * 2^23 rounds a float32 below 2^22 to the nearest integer.
+_ROUNDER = np.float32(12582912.0)
+
+# expm1(r) = r + r^2 * Q(r) on |r| <= ln2 / 2 (Cephes expf).
+_E0 = np.float32(1.9875691500e-4)
+_E1 = np.float32(1.3981999507e-3)
+_E2 = np.float32(8.3334519073e-3)
+_E3 = np.float32(4.1665795894e-2)
+_E4 = np.float32(1.6666665459e-1)
+_E5 = np.float32(5.0000001201e-1)
+
+# Beyond these exp overflows to inf / underflows to 0 in float32; clamping first keeps k in
+# range for the 2^k bit trick, and the clamped result still overflows / underflows correctly.
+_EXP_MAX = np.float32(89.0)
+_EXP_MIN = np.float32(-104.0)
+# expm1(x) rounds to -1 below about -17.3.
+_EXPM1_MIN = np.float32(-30.0)
+
+
+@scalar_function
+def _pow2(k):
+    """2^k for an integral float32 k in [-126, 127], by writing the exponent field."""
+    return _as_float32((np.int32(k) + _EXP_BIAS) << _MANT_BITS)
+
+
+@scalar_function
+def _expm1_reduced(r):
+    """expm1(r) for |r| <= ln2 / 2."""
+    q = _mul_add(_E0, r, _E1)
+    q = _mul_add(q, r, _E2)
+    q = _mul_add(q, r, _E3)
+    q = _mul_add(q, r, _E4)
+    q = _mul_add(q, r, _E5)
+    return _mul_add(q, r * r, r)
+
+
+@scalar_function
+def _exp_hilo(hi, lo):
+    """exp(hi + lo) for a non-NaN hi + lo in [-104, 89], where lo carries bits that hi cannot.
+
+    k = round((hi + lo) / ln2) and r = hi + lo - k * ln2, so exp = 2^k * exp(r); 2^k is applied
+    as two factors so that k may run from -150 (subnormal results) to 128 (overflow to inf).
+    """
+    k = _mul_add(hi + lo, _LOG2E, _ROUNDER) - _ROUNDER
+    r = _mul_add(k, -_LN2_LO, _mul_add(k, -_LN2_HI, hi)) + lo
+    p = _expm1_reduced(r) + _ONE
+    k1 = np.float32(np.int32(k) >> np.int32(1))
+    return p * _pow2(k1) * _pow2(k - k1)
+
+
+@scalar_function
+def exp(x):
+    """e^x for float32 x; inf above ~88.72, 0 below ~-103.97 (subnormals on the way), NaN kept."""
+    x = np.float32(x)
+    xc = _EXP_MAX if x > _EXP_MAX else x
+    xc = _EXP_MIN if xc < _EXP_MIN else xc
+    xc = _F0 if x != x else xc
+    y = _exp_hilo(xc, _F0)
+    return x if x != x else y
+
+
+@scalar_function
+def expm1(x):
+    """e^x - 1 for float32 x, accurate relative to the result near 0."""
+    x = np.float32(x)
+    xc = _EXP_MAX if x > _EXP_MAX else x
+    xc = _EXPM1_MIN if xc < _EXPM1_MIN else xc
+    xc = _F0 if x != x else xc
+    k = _mul_add(xc, _LOG2E, _ROUNDER) - _ROUNDER
+    r = _mul_add(k, -_LN2_LO, _mul_add(k, -_LN2_HI, xc))
+    p = _expm1_reduced(r)
+    # 2^k * (p + 1) - 1 = 2 * (t * p + (t - 1/2)) with t = 2^(k-1) in [2^-44, 2^127]: for k = 0
+    # it is p exactly (full relative accuracy near 0), and 2^128 never has to be formed.
+    t = _pow2(k - _ONE)
+    y = _TWO * _mul_add(t, p, t - _HALF)
+    # NaN stays NaN, and -0.0 stays -0.0 (the sum above would give +0.0).
+    return y if (x == x) & (x != _F0) else x
+
+
+# log(1 + f) = f - f^2 / 2 + f^3 * P(f) on sqrt(1/2) - 1 <= f < sqrt(2) - 1 (Cephes logf).
+_L0 = np.float32(7.0376836292e-2)
+_L1 = np.float32(-1.1514610310e-1)
+_L2 = np.float32(1.1676998740e-1)
+_L3 = np.float32(-1.2420140846e-1)
+_L4 = np.float32(1.4249322787e-1)
+_L5 = np.float32(-1.6668057665e-1)
+_L6 = np.float32(2.0000714765e-1)
+_L7 = np.float32(-2.4999993993e-1)
+_L8 = np.float32(3.3333331174e-1)
+_FLT_MIN = np.float32(1.17549435e-38)
+_TWO_23 = np.float32(8388608.0)
+_SQRT_HALF_BITS = np.int32(0x3F3504F3)
+_ONE_BITS = np.int32(0x3F800000)
+_MANT_MASK = np.int32(0x007FFFFF)
+
+
+@scalar_function
+def log(x):
+    """Natural log of float32 x: -inf at 0, NaN below 0 and for NaN, inf at inf."""
+    x = np.float32(x)
+    # Subnormals are scaled into the normal range first so the exponent field is meaningful.
+    subnormal = x < _FLT_MIN
+    xs = x * _TWO_23 if subnormal else x
+    bias = np.float32(-23.0) if subnormal else _F0
+    # Split x = m * 2^e with m in [sqrt(1/2), sqrt(2)): offsetting the bits by 1 - sqrt(1/2)
+    # makes the exponent field step where m crosses sqrt(1/2).
+    ix = _as_int32(xs) + (_ONE_BITS - _SQRT_HALF_BITS)
+    e = np.float32((ix >> _MANT_BITS) - _EXP_BIAS) + bias
+    f = _as_float32((ix & _MANT_MASK) + _SQRT_HALF_BITS) - _ONE
+    z = f * f
+    p = _mul_add(_L0, f, _L1)
+    p = _mul_add(p, f, _L2)
+    p = _mul_add(p, f, _L3)
+    p = _mul_add(p, f, _L4)
+    p = _mul_add(p, f, _L5)
+    p = _mul_add(p, f, _L6)
+    p = _mul_add(p, f, _L7)
+    p = _mul_add(p, f, _L8)
+    y = _mul_add(f * z, p, _mul_add(e, _LN2_LO, -_HALF * z))
+    y = _mul_add(e, _LN2_HI, f + y)
+    y = -_INF if x == _F0 else y
+    y = _INF if x == _INF else y
+    return _NAN if not x >= _F0 else y
+
+
+@scalar_function
+def _copysign(magnitude, sign_of):
+    """magnitude with the sign bit of sign_of (so -0.0 stays -0.0)."""
+    return _as_float32(_as_int32(magnitude) | (_as_int32(sign_of) & _SIGN))
+
+
+# tanh(x) rounds to +-1 beyond this.
+_TANH_MAX = np.float32(9.0)
+
+
+@scalar_function
+def tanh(x):
+    """tanh of float32 x, as expm1(2|x|) / (expm1(2|x|) + 2) with x's sign."""
+    x = np.float32(x)
+    a = abs(x)
+    a = _TANH_MAX if a > _TANH_MAX else a
+    e = expm1(_TWO * a)
+    return _copysign(e / (e + _TWO), x)
+
+
+@scalar_function
+def sigmoid(x):
+    """1 / (1 + e^-x) for float32 x, accurate relative to the result on both tails."""
+    x = np.float32(x)
+    # e^-|x| never overflows, and e / (1 + e) keeps the left tail down to subnormals.
+    e = exp(-abs(x))
+    s = _ONE / (_ONE + e)
+    return s if x >= _F0 else e * s
+
+
+# erf(x) = x * P(x^2) / R(x^2) on |x| <= _ERF_MAX: a relative minimax rational fit
+# (Sanathanan-Koerner + Lawson iterations in float64), max error 2e-8 before float32 rounding.
+_ERF_MAX = np.float32(3.92)
+_P0 = np.float32(1.1283791458159071)
+_P1 = np.float32(0.19056551481127956)
+_P2 = np.float32(0.05276616402129537)
+_P3 = np.float32(0.0037714979612998656)
+_P4 = np.float32(0.00028484810093997934)
+_P5 = np.float32(2.046622450235791e-06)
+_R1 = np.float32(0.5022170223644805)
+_R2 = np.float32(0.11417159394196426)
+_R3 = np.float32(0.014981074624384066)
+_R4 = np.float32(0.001163654708828071)
+_R5 = np.float32(3.8054156442327014e-05)
+# erfc(a) = t * exp(-a^2 + Q(t)) with t = 1 / (1 + a / 2), a >= 0: Numerical Recipes' erfcc
+# (Chebyshev fit, fractional error below 1.2e-7 everywhere).
+_Q0 = np.float32(-1.26551223)
+_Q1 = np.float32(1.00002368)
+_Q2 = np.float32(0.37409196)
+_Q3 = np.float32(0.09678418)
+_Q4 = np.float32(-0.18628806)
+_Q5 = np.float32(0.27886807)
+_Q6 = np.float32(-1.13520398)
+_Q7 = np.float32(1.48851587)
+_Q8 = np.float32(-0.82215223)
+_Q9 = np.float32(0.17087277)
+# erfc(a) underflows to 0 beyond this; clamping keeps inf out of a^2.
+_ERFC_MAX = np.float32(10.5)
+_SQRT_HALF = np.float32(0.70710678118654752)
+# Clears the low 12 significand bits of a float32, so the result squared is exact.
+_HIGH_MASK = np.int32(-0x1000)
+
+
+@scalar_function
+def erf(x):
+    """The error function of float32 x, accurate relative to the result (also near 0)."""
+    x = np.float32(x)
+    a = min(abs(x), _ERF_MAX)
+    z = a * a
+    p = _mul_add(_P5, z, _P4)
+    p = _mul_add(p, z, _P3)
+    p = _mul_add(p, z, _P2)
+    p = _mul_add(p, z, _P1)
+    p = _mul_add(p, z, _P0)
+    r = _mul_add(_R5, z, _R4)
+    r = _mul_add(r, z, _R3)
+    r = _mul_add(r, z, _R2)
+    r = _mul_add(r, z, _R1)
+    r = _mul_add(r, z, _ONE)
+    # erf(x) rounds to +-1 from _ERF_MAX on; exactly 1 there keeps gelu's 1 + erf(x) at 0.
+    y = _copysign(_ONE if a >= _ERF_MAX else a * p / r, x)
+    return x if x != x else y
+
+
+@scalar_function
+def erfc(x):
+    """1 - erf(x) for float32 x, accurate relative to the result on the right tail too."""
+    x = np.float32(x)
+    a = abs(x)
+    a = _ERFC_MAX if a > _ERFC_MAX else a
+    t = _ONE / _mul_add(_HALF, a, _ONE)
+    q = _mul_add(_Q9, t, _Q8)
+    q = _mul_add(q, t, _Q7)
+    q = _mul_add(q, t, _Q6)
+    q = _mul_add(q, t, _Q5)
+    q = _mul_add(q, t, _Q4)
+    q = _mul_add(q, t, _Q3)
+    q = _mul_add(q, t, _Q2)
+    q = _mul_add(q, t, _Q1)
+    q = _mul_add(q, t, _Q0)
+    # a^2 = ah^2 + (a - ah)(a + ah) with ah^2 exact: a^2 rounded to float32 would cost up to
+    # 6e-6 relative in exp(-a^2) at a = 10.
+    ah = _as_float32(_as_int32(a) & _HIGH_MASK)
+    e = t * _exp_hilo(-(ah * ah), q - (a - ah) * (a + ah))
+    y = e if x > _F0 else _TWO - e
+    return x if x != x else y
+
+
+@scalar_function
+def gelu(x):
+    """x / 2 * (1 + erf(x / sqrt(2))) for float32 x (PyTorch's exact gelu).
+
+    Relative accuracy holds for x > -1; on the left tail the error stays below 6e-7 absolute,
+    since 1 + erf cancels there (as in PyTorch). 0.5 * x * erfc(-x * sqrt(1/2)) is accurate
+    relative there too, at twice the cost.
+    """
+    x = np.float32(x)
+    return x * _mul_add(_HALF, erf(x * _SQRT_HALF), _HALF)
