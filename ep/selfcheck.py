@@ -29,6 +29,28 @@ def _unary(device: str) -> None:
     np.testing.assert_array_equal(got, np.maximum(x, 0))
 
 
+@check("Gather")
+def _gather(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    params = np.arange(60, dtype=np.float32).reshape(3, 5, 4)
+    indices = np.array([[4, -1], [0, 2]], dtype=np.int64)
+    got = to_numpy(ep.ops.gather(to_device(params, device), to_device(indices, device), axis=1))
+    np.testing.assert_array_equal(got, np.take(params, indices, axis=1))
+
+
+@check("BatchGather")
+def _batch_gather(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    params = np.arange(60, dtype=np.float32).reshape(3, 5, 4)
+    indices = np.array([[4, 0], [1, 1], [2, 3]], dtype=np.int32)
+    got = to_numpy(ep.ops.batch_gather(to_device(params, device), to_device(indices, device)))
+    np.testing.assert_array_equal(got, np.take_along_axis(params, indices[:, :, None], axis=1))
+
+
 def run_self_check(device: str | None = None) -> int:
     """Run every check on every available device (or one); 0 when all pass."""
     from ep.common.device import available_device_types

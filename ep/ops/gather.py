@@ -1,0 +1,194 @@
+"""ep.ops.gather, batch_gather and gather_grad: tf.gather's shapes folded onto Gather and BatchGather.
+
+Negative indices are wrapped, and checked when asked, by one pass over the indices into a new
+array (the caller's indices are never written); the primitives then see indices in [0, n) or
+out of range, which they turn into zeros.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+import operator
+from typing import NamedTuple
+
+import numpy as np
+
+from ep.common.data_type import INDEX_TYPES, DataType, as_data_type
+from ep.common.device import Device
+from ep.common.gather_launch import GRAD_TYPES
+from ep.include.primitive.batch_gather import BatchGatherFactory
+from ep.include.primitive.gather import GatherFactory
+from ep.include.primitive.primitive import NewPrimitive
+from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
+
+_INT32_MAX = (1 << 31) - 1
+_INDEX_DTYPES = {dtype.dtype: dtype for dtype in INDEX_TYPES}
+
+
+class GatherShape(NamedTuple):
+    """A gather's normalized axis and batch_dims, its result shape, and its dims folded for the primitives."""
+
+    axis: int
+    batch_dims: int
+    shape: tuple[int, ...]
+    batch: int
+    outer: int
+    gather: int
+    inner: int
+    num_indices: int
+
+
+def _integer(value: object, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: {value!r} is not an integer")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name}: {value!r} is not an integer") from None
+
+
+def gather_shape(params_shape, indices_shape, axis: object = 0, batch_dims: object = 0) -> GatherShape:
+    """tf.gather's shape rule: params.shape[:axis] + indices.shape[batch_dims:] + params.shape[axis+1:].
+
+    A negative axis counts from params' rank, a negative batch_dims from indices' rank;
+    batch_dims <= axis and params.shape[:batch_dims] == indices.shape[:batch_dims] are required.
+    """
+    params_shape, indices_shape = tuple(params_shape), tuple(indices_shape)
+    rank = len(params_shape)
+    axis = _integer(axis, "axis")
+    batch_dims = _integer(batch_dims, "batch_dims")
+    if rank == 0:
+        raise ValueError("params: a 0-d array has no axis to gather along; expected rank >= 1")
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis: {axis} is out of range for params of rank {rank}; expected {-rank} <= axis < {rank}")
+    axis %= rank
+    indices_rank = len(indices_shape)
+    if not -indices_rank <= batch_dims <= indices_rank:
+        raise ValueError(
+            f"batch_dims: {batch_dims} is out of range for indices of rank {indices_rank}; "
+            f"expected {-indices_rank} <= batch_dims <= {indices_rank}"
+        )
+    if batch_dims < 0:
+        batch_dims += indices_rank
+    if batch_dims > axis:
+        raise ValueError(f"batch_dims: {batch_dims} is greater than axis {axis}; expected batch_dims <= axis")
+    if params_shape[:batch_dims] != indices_shape[:batch_dims]:
+        raise ValueError(
+            f"indices: batch shape {indices_shape[:batch_dims]} differs from params' {params_shape[:batch_dims]} "
+            f"(the first batch_dims={batch_dims} dims must match)"
+        )
+    return GatherShape(
+        axis,
+        batch_dims,
+        params_shape[:axis] + indices_shape[batch_dims:] + params_shape[axis + 1 :],
+        math.prod(params_shape[:batch_dims]),
+        math.prod(params_shape[batch_dims:axis]),
+        params_shape[axis],
+        math.prod(params_shape[axis + 1 :]),
+        math.prod(indices_shape[batch_dims:]),
+    )
+
+
+def _indices_dtype(indices) -> DataType:
+    dtype = np.dtype(indices.dtype)
+    found = _INDEX_DTYPES.get(dtype)
+    if found is None:
+        raise TypeError(f"indices: dtype {dtype} is not an index type; expected int32 or int64")
+    return found
+
+
+def _same_device(params, indices, params_name: str) -> Device:
+    device = device_of(params, params_name)
+    other = device_of(indices, "indices")
+    if other is not device:
+        raise TypeError(
+            f"indices: is on {other.device_type.value} but {params_name} is on {device.device_type.value}; "
+            "expected both on one device"
+        )
+    return device
+
+
+def _backend(device: Device):
+    # The index and gradient kernels live beside the device's gather kernels.
+    return importlib.import_module(f"ep.{device.device_type.value}.primitive.gather_common")
+
+
+def _prepare(device: Device, stream, indices, shape: tuple[int, ...], indices_dtype: DataType, size: int, check: bool):
+    """indices (contiguous, of the caller's shape) with negatives wrapped by size, as a new flat array,
+    and its index DataType. With check, an index outside [-size, size) raises IndexError naming it
+    and its position."""
+    # Wrapped values reach size - 1, which int32 cannot hold for axes longer than int32.
+    wrapped_dtype = DataType.kInt64 if size > _INT32_MAX else indices_dtype
+    wrapped, bad = _backend(device).prepare_indices(stream, indices, indices.size, size, wrapped_dtype, check)
+    if bad >= 0:
+        position = np.unravel_index(bad, shape)
+        value = int(indices.reshape(indices.size)[bad])
+        where = f"indices[{', '.join(str(int(p)) for p in position)}]" if position else "indices"
+        raise IndexError(f"{where} = {value} is out of range for an axis of size {size}; expected {-size} <= index < {size}")
+    return wrapped, wrapped_dtype
+
+
+def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, out=None, stream=None):
+    """tf.gather: slices of params along axis at indices, per batch for the first batch_dims dims.
+
+    Indices in [-n, n) are valid (negatives count from the end); with check_bounds any other index
+    raises IndexError, without it gives zeros. Returns a new array, or out.
+    """
+    device = _same_device(params, indices, "params")
+    params_dtype = as_data_type(params.dtype, "params")
+    indices_dtype = _indices_dtype(indices)
+    shape = gather_shape(params.shape, indices.shape, axis, batch_dims)
+    stream = stream_for(device, stream)
+    if out is None:
+        out = empty(shape.shape, params_dtype, device, stream)
+    else:
+        check_out(out, "out", shape.shape, params_dtype, device)
+    if indices.size == 0 or (math.prod(shape.shape) == 0 and not check_bounds):
+        return out
+    indices_shape = tuple(indices.shape)
+    params = contiguous(params, device)
+    indices = contiguous(indices, device)
+    wrapped, wrapped_dtype = _prepare(device, stream, indices, indices_shape, indices_dtype, shape.gather, check_bounds)
+    if math.prod(shape.shape) == 0:
+        return out
+    if shape.batch_dims == 0:
+        primitive = NewPrimitive(GatherFactory, device, params_dtype, wrapped_dtype)
+        primitive.Launch(stream, wrapped, shape.num_indices, params, shape.outer, shape.gather, shape.inner, out)
+    else:
+        primitive = NewPrimitive(BatchGatherFactory, device, params_dtype, wrapped_dtype)
+        primitive.Launch(stream, wrapped, shape.num_indices, params, shape.batch, shape.outer, shape.gather, shape.inner, out)
+    return out
+
+
+def batch_gather(params, indices, *, check_bounds: bool = True, out=None, stream=None):
+    """OneFlow's batch_gather: every dim of indices but the last is a batch dim, and the gather
+    runs along params' axis indices.ndim - 1."""
+    rank = len(tuple(indices.shape))
+    if rank == 0:
+        raise ValueError("indices: batch_gather needs indices of rank >= 1; got a 0-d array")
+    return gather(params, indices, rank - 1, rank - 1, check_bounds=check_bounds, out=out, stream=stream)
+
+
+def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds: bool = True, stream=None):
+    """The gradient of gather with respect to params: dy's slices added into zeros of params_shape
+    at indices; repeated indices accumulate. Out-of-range indices raise IndexError with check_bounds
+    and are dropped without it."""
+    device = _same_device(dy, indices, "dy")
+    dtype = as_data_type(dy.dtype, "dy")
+    if dtype not in GRAD_TYPES:
+        raise TypeError(f"dy: dtype {dtype.value} is not supported by gather_grad; expected one of {', '.join(d.value for d in GRAD_TYPES)}")
+    indices_dtype = _indices_dtype(indices)
+    params_shape = tuple(_integer(d, "params_shape") for d in params_shape)
+    if any(d < 0 for d in params_shape):
+        raise ValueError(f"params_shape: {params_shape} has a negative dim")
+    shape = gather_shape(params_shape, indices.shape, axis, batch_dims)
+    if tuple(dy.shape) != shape.shape:
+        raise ValueError(f"dy: has shape {tuple(dy.shape)}; expected {shape.shape}, the gather's result shape")
+    stream = stream_for(device, stream)
+    dx = empty(params_shape, dtype, device, stream)
+    indices_shape = tuple(indices.shape)
+    dy = contiguous(dy, device)
+    indices = contiguous(indices, device)
+    wrapped, _ = _prepare(device, stream, indices, indices_shape, indices_dtype, shape.gather, check_bounds)
+    _backend(device).gather_grad(stream, wrapped, dy, dx, dtype, shape.batch, shape.outer, shape.gather, shape.inner, shape.num_indices)
+    return dx
