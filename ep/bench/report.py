@@ -1,0 +1,119 @@
+"""The report: derived figures (GB/s, % of copy bandwidth, ratio to the fastest peer), the table,
+and the JSON file, which holds the same numbers."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ep.bench.timing import Timing
+from ep.bench.workloads import Workload
+
+EP_IMPLS = ("ep.ops", "ep.Launch")
+
+
+@dataclass
+class Result:
+    """One contender on one workload: a timing, or why there is none."""
+
+    impl: str
+    status: str  # "ok", "not available" or "error"
+    reason: str | None = None
+    timing: Timing | None = None
+    matches_reference: bool | None = None
+
+
+def workload_record(workload: Workload, nbytes: int, results: list[Result], copy_GBps: float) -> dict:
+    """The JSON record of one workload, with every derived figure filled in."""
+    peers = [r for r in results if r.impl not in EP_IMPLS and r.timing is not None]
+    best = min(peers, key=lambda r: r.timing.median_s, default=None)
+    rows = []
+    for r in results:
+        row = {"impl": r.impl, "status": r.status, "reason": r.reason, "matches_reference": r.matches_reference}
+        if r.timing is not None:
+            seconds = r.timing.median_s
+            rate = None if workload.tiny else nbytes / seconds / 1e9
+            row.update(
+                median_s=seconds,
+                min_s=r.timing.min_s,
+                repeats=r.timing.repeats,
+                calls_per_sample=r.timing.number,
+                GBps=rate,
+                pct_copy=None if rate is None else 100 * rate / copy_GBps,
+                ratio_to_best_peer=None if best is None else seconds / best.timing.median_s,
+            )
+        rows.append(row)
+    return {
+        "id": workload.id,
+        "title": workload.title,
+        "kind": workload.kind,
+        "bytes": nbytes,
+        "memory_bound": workload.memory_bound,
+        "tiny": workload.tiny,
+        "best_peer": None if best is None else best.impl,
+        "results": rows,
+    }
+
+
+def cold_start_record(cold: dict) -> dict:
+    """C as a workload record, so the table shows it beside the others."""
+    rows = [
+        {"impl": "import ep", "status": "ok", "median_s": cold["import_s"]},
+        {"impl": "first call", "status": "ok", "median_s": cold["first_call_s"]},
+    ]
+    return {"id": "C", "title": f"cold start; first call: {cold['primitive']}", "kind": "cold_start", "results": rows}
+
+
+def _time(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.2f} us"
+
+
+def _cells(record: dict, row: dict) -> tuple[str, ...]:
+    if "median_s" not in row:
+        note = f"{row['status']}: {row['reason']}"
+        return (record["id"], row["impl"], row["status"], "-", "-", "-", note[:70])
+    gbps, pct, ratio = row.get("GBps"), row.get("pct_copy"), row.get("ratio_to_best_peer")
+    note = "fastest peer" if row["impl"] == record.get("best_peer") else ""
+    if row.get("matches_reference") is False:
+        note = "OUTPUT DIFFERS FROM THE PEERS'"
+    return (
+        record["id"],
+        row["impl"],
+        _time(row["median_s"]),
+        "-" if gbps is None else f"{gbps:.1f}",
+        "-" if pct is None else f"{pct:.0f}%",
+        "-" if ratio is None else f"{ratio:.2f}x",
+        note,
+    )
+
+
+def table(report: dict) -> str:
+    """The report as a text table (Markdown-compatible), preceded by the run's setting."""
+    copy = report["copy_bandwidth"]
+    header = ("id", "impl", "median", "GB/s", "% copy", "vs fastest peer", "note")
+    lines = [
+        f"device: {report['device']} ({report['machine']['device_name']}), quick: {report['quick']}",
+        f"copy bandwidth: {copy['GBps']:.1f} GB/s (bytes read + written; "
+        + ", ".join(f"{k.removesuffix('_GBps')} {v:.1f}" for k, v in copy.items() if k.endswith("_GBps"))
+        + ")",
+        "",
+    ]
+    cells = [header]
+    for record in report["workloads"]:
+        cells += [_cells(record, row) for row in record["results"]]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+    for n, row in enumerate(cells):
+        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
+        if n == 0:
+            lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    titles = [f"{r['id']}: {r['title']}" for r in report["workloads"]]
+    return "\n".join(lines + ["", *titles])
+
+
+def write_json(report: dict, path: str) -> None:
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")

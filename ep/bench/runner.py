@@ -1,0 +1,185 @@
+"""`python -m ep bench`: every workload for ep's two contenders and the peers, then the report.
+
+EP_BENCH_ONLY=U1,T-unary,C (workload ids, comma-separated) runs only those workloads.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from ep.bench import ep_calls, peers
+from ep.bench.bandwidth import copy_bandwidth
+from ep.bench.cold_start import cold_start
+from ep.bench.ep_calls import Unavailable
+from ep.bench.progress import Progress
+from ep.bench.report import EP_IMPLS, Result, cold_start_record, table, workload_record, write_json
+from ep.bench.timing import measure
+from ep.bench.workloads import Workload, workloads
+
+# Outputs of ep and the peers agree within twice the float32 accuracy bound of ep's ops.
+_RTOL = _ATOL = 4e-6
+
+
+@dataclass(frozen=True)
+class Settings:
+    repeats: int
+    min_sample_s: float
+    cold_repeats: int
+
+
+FULL = Settings(repeats=9, min_sample_s=0.02, cold_repeats=3)
+QUICK = Settings(repeats=3, min_sample_s=0.002, cold_repeats=1)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the suite on args.device, print the table, write args.json if given; 0 on success."""
+    device, settings = args.device, QUICK if args.quick else FULL
+    if device == "cuda" and not _have_gpu():
+        print("bench: --device cuda needs a GPU (the CUDA simulator's timings mean nothing)", file=sys.stderr)
+        return 2
+    sync = _cuda_sync if device == "cuda" else _no_sync
+    only = {w for w in os.environ.get("EP_BENCH_ONLY", "").split(",") if w}
+    chosen = [w for w in workloads(device, args.quick) if not only or w.id in only]
+    with_cold_start = not only or "C" in only
+    impl_count = len(EP_IMPLS) + len(peers.peer_names(device))
+    progress = Progress(total=1 + with_cold_start + len(chosen) * impl_count)
+    progress.show("copy bandwidth")
+    copy = copy_bandwidth(device, settings.repeats)
+    progress.advance()
+    records = [_run(workload, device, settings, sync, progress, copy["GBps"]) for workload in chosen]
+    if with_cold_start:
+        progress.show("C cold start")
+        records.append(cold_start_record(cold_start(device, settings.cold_repeats)))
+        progress.advance()
+    progress.close()
+    report = {
+        "command": "python -m ep " + " ".join(sys.argv[1:]),
+        "device": device,
+        "quick": bool(args.quick),
+        "machine": _machine(device),
+        "copy_bandwidth": copy,
+        "workloads": records,
+    }
+    print(table(report))
+    if args.json:
+        write_json(report, args.json)
+    return 0
+
+
+def _run(workload: Workload, device: str, settings: Settings, sync, progress: Progress, copy_GBps: float) -> dict:
+    case = workload.build()
+    host_out = np.zeros(case.out_shape, case.out_dtype)
+    contenders = peers.candidates(workload, device, case.inputs, host_out)
+    if device == "cuda":
+        from numba import cuda
+
+        ep_inputs = {k: cuda.to_device(v) for k, v in case.inputs.items()}
+        ep_out = cuda.device_array(case.out_shape, case.out_dtype)
+    else:
+        ep_inputs, ep_out = case.inputs, host_out
+    # Peers first: the first one's output is the reference ep's outputs are checked against.
+    contenders.update(ep_calls.candidates(workload, device, ep_inputs, ep_out))
+    reference = None
+    results = {}
+    for impl, fn in contenders.items():
+        progress.show(f"{workload.id} {impl}")
+        if isinstance(fn, Unavailable):
+            results[impl] = Result(impl, "not available", str(fn))
+        else:
+            # Zeroed before each contender's first run, so none passes the check on another's output.
+            if device == "cpu":
+                host_out.fill(0)  # shared by every CPU contender
+            else:
+                ep_out.copy_to_device(host_out)  # host_out stays zero on CUDA: the peers have copies
+            try:
+                output = _to_host(fn(), sync)
+            except Exception as error:  # ep code still being written must not stop the run
+                results[impl] = Result(impl, "error", f"{type(error).__name__}: {error}")
+            else:
+                matches = None if reference is None else _close(output, reference)
+                if reference is None:
+                    reference = output
+                timing = measure(fn, sync, repeats=settings.repeats, min_sample_s=settings.min_sample_s)
+                results[impl] = Result(impl, "ok", timing=timing, matches_reference=matches)
+        progress.advance()
+    ordered = [results[impl] for impl in EP_IMPLS] + [r for impl, r in results.items() if impl not in EP_IMPLS]
+    return workload_record(workload, case.bytes, ordered, copy_GBps)
+
+
+def _to_host(output, sync) -> np.ndarray:
+    sync()
+    if hasattr(output, "copy_to_host"):  # numba device array
+        return output.copy_to_host()
+    if hasattr(output, "detach"):  # torch tensor
+        return output.detach().cpu().numpy()
+    if hasattr(output, "get") and not isinstance(output, np.ndarray):  # cupy array
+        return output.get()
+    return np.array(output)
+
+
+def _close(output: np.ndarray, reference: np.ndarray) -> bool:
+    if output.shape != reference.shape:
+        return False
+    if np.issubdtype(reference.dtype, np.floating):
+        a, b = output.astype(np.float64), reference.astype(np.float64)
+        return bool(np.allclose(a, b, rtol=_RTOL, atol=_ATOL, equal_nan=True))
+    return bool(np.array_equal(output, reference))
+
+
+def _no_sync() -> None:
+    """CPU contenders finish before they return."""
+
+
+def _cuda_sync() -> None:
+    from numba import cuda
+
+    cuda.synchronize()
+
+
+def _have_gpu() -> bool:
+    from numba import config, cuda
+
+    return not config.ENABLE_CUDASIM and cuda.is_available()
+
+
+def _machine(device: str) -> dict:
+    import numba
+
+    info = {
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "numba_threads": numba.get_num_threads(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+    }
+    try:
+        torch = peers.torch_module()
+        info.update(torch=torch.__version__, torch_threads=torch.get_num_threads())
+    except Unavailable:
+        info["torch"] = None
+    if device == "cuda":
+        from numba import cuda
+
+        name = cuda.get_current_device().name
+        info["device_name"] = name.decode() if isinstance(name, bytes) else name
+    else:
+        info["device_name"] = info["cpu"]
+    return info
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
