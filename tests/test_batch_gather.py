@@ -75,7 +75,9 @@ def test_split_along_the_gather_axis_sums_to_the_logical_batch_gather(device, pa
     np.testing.assert_array_equal(total.astype(dtype), reference(params, indices))
 
 
-@pytest.mark.parametrize("shape, num_indices", [((0, 2, 3, 2), 2), ((2, 0, 3, 2), 2), ((2, 2, 3, 0), 2), ((2, 2, 0, 2), 3), ((2, 2, 3, 2), 0)])
+@pytest.mark.parametrize(
+    "shape, num_indices", [((0, 2, 3, 2), 2), ((2, 0, 3, 2), 2), ((2, 2, 3, 0), 2), ((2, 2, 0, 2), 3), ((2, 2, 3, 2), 0)]
+)
 def test_empty_sizes(device, shape, num_indices):
     params = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
     indices = np.zeros((shape[0], num_indices), np.int64)

@@ -188,7 +188,9 @@ def test_scalar_index_drops_the_axis(device):
     np.testing.assert_array_equal(got, params[:, 1])
 
 
-@pytest.mark.parametrize("params_shape, indices_shape, axis", [((0, 3), (2,), 1), ((3, 4), (0,), 0), ((3, 0, 2), (2, 0), 2), ((2, 3), (0, 4), 1)])
+@pytest.mark.parametrize(
+    "params_shape, indices_shape, axis", [((0, 3), (2,), 1), ((3, 4), (0,), 0), ((3, 0, 2), (2, 0), 2), ((2, 3), (0, 4), 1)]
+)
 def test_empty_params_or_indices_give_empty_results(device, params_shape, indices_shape, axis):
     params = np.zeros(params_shape, np.float32)
     indices = np.zeros(indices_shape, np.int64)
@@ -225,8 +227,16 @@ def test_out_receives_the_result(device):
         ({"axis": -4}, ValueError, "axis: -4 is out of range for params of rank 3"),
         ({"axis": 1.0}, TypeError, "axis: 1.0 is not an integer"),
         ({"axis": 0, "batch_dims": 1, "indices": np.zeros((2, 2), np.int32)}, ValueError, "batch_dims: 1 is greater than axis 0"),
-        ({"axis": 2, "batch_dims": 1, "indices": np.zeros((3, 2), np.int32)}, ValueError, r"indices: batch shape \(3,\) differs from params' \(2,\)"),
-        ({"axis": 2, "batch_dims": 2, "indices": np.zeros((2,), np.int32)}, ValueError, "batch_dims: 2 is out of range for indices of rank 1"),
+        (
+            {"axis": 2, "batch_dims": 1, "indices": np.zeros((3, 2), np.int32)},
+            ValueError,
+            r"indices: batch shape \(3,\) differs from params' \(2,\)",
+        ),
+        (
+            {"axis": 2, "batch_dims": 2, "indices": np.zeros((2,), np.int32)},
+            ValueError,
+            "batch_dims: 2 is out of range for indices of rank 1",
+        ),
     ],
 )
 def test_bad_arguments_are_refused(device, kwargs, error, message):

@@ -13,7 +13,13 @@ from numba import types
 from numba.extending import intrinsic
 
 UNITS = (16, 8, 4, 2, 1)
-_UNIT_DTYPE = {16: np.dtype(np.uint64), 8: np.dtype(np.uint64), 4: np.dtype(np.uint32), 2: np.dtype(np.uint16), 1: np.dtype(np.uint8)}
+_UNIT_DTYPE = {
+    16: np.dtype(np.uint64),
+    8: np.dtype(np.uint64),
+    4: np.dtype(np.uint32),
+    2: np.dtype(np.uint16),
+    1: np.dtype(np.uint8),
+}
 
 
 def address(array) -> int:

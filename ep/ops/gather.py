@@ -135,21 +135,23 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
     raises IndexError, without it gives zeros. Returns a new array, or out.
     """
     device = _same_device(params, indices, "params")
+    # Shapes first: a contiguous NumPy copy of a 0-d array is 1-d.
+    params_shape, indices_shape = tuple(params.shape), tuple(indices.shape)
+    params = contiguous(params, device)
+    indices = contiguous(indices, device)
     params_dtype = as_data_type(params.dtype, "params")
     indices_dtype = _indices_dtype(indices)
-    shape = gather_shape(params.shape, indices.shape, axis, batch_dims)
+    shape = gather_shape(params_shape, indices_shape, axis, batch_dims)
     stream = stream_for(device, stream)
     if out is None:
         out = empty(shape.shape, params_dtype, device, stream)
     else:
         check_out(out, "out", shape.shape, params_dtype, device)
-    if indices.size == 0 or (math.prod(shape.shape) == 0 and not check_bounds):
+    empty_result = math.prod(shape.shape) == 0
+    if math.prod(indices_shape) == 0 or (empty_result and not check_bounds):
         return out
-    indices_shape = tuple(indices.shape)
-    params = contiguous(params, device)
-    indices = contiguous(indices, device)
     wrapped, wrapped_dtype = _prepare(device, stream, indices, indices_shape, indices_dtype, shape.gather, check_bounds)
-    if math.prod(shape.shape) == 0:
+    if empty_result:
         return out
     if shape.batch_dims == 0:
         primitive = NewPrimitive(GatherFactory, device, params_dtype, wrapped_dtype)
@@ -174,21 +176,23 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
     at indices; repeated indices accumulate. Out-of-range indices raise IndexError with check_bounds
     and are dropped without it."""
     device = _same_device(dy, indices, "dy")
+    dy_shape, indices_shape = tuple(dy.shape), tuple(indices.shape)
+    dy = contiguous(dy, device)
+    indices = contiguous(indices, device)
     dtype = as_data_type(dy.dtype, "dy")
     if dtype not in GRAD_TYPES:
-        raise TypeError(f"dy: dtype {dtype.value} is not supported by gather_grad; expected one of {', '.join(d.value for d in GRAD_TYPES)}")
+        names = ", ".join(d.value for d in GRAD_TYPES)
+        raise TypeError(f"dy: dtype {dtype.value} is not supported by gather_grad; expected one of {names}")
     indices_dtype = _indices_dtype(indices)
     params_shape = tuple(_integer(d, "params_shape") for d in params_shape)
     if any(d < 0 for d in params_shape):
         raise ValueError(f"params_shape: {params_shape} has a negative dim")
-    shape = gather_shape(params_shape, indices.shape, axis, batch_dims)
-    if tuple(dy.shape) != shape.shape:
-        raise ValueError(f"dy: has shape {tuple(dy.shape)}; expected {shape.shape}, the gather's result shape")
+    shape = gather_shape(params_shape, indices_shape, axis, batch_dims)
+    if dy_shape != shape.shape:
+        raise ValueError(f"dy: has shape {dy_shape}; expected {shape.shape}, the gather's result shape")
     stream = stream_for(device, stream)
     dx = empty(params_shape, dtype, device, stream)
-    indices_shape = tuple(indices.shape)
-    dy = contiguous(dy, device)
-    indices = contiguous(indices, device)
     wrapped, _ = _prepare(device, stream, indices, indices_shape, indices_dtype, shape.gather, check_bounds)
-    _backend(device).gather_grad(stream, wrapped, dy, dx, dtype, shape.batch, shape.outer, shape.gather, shape.inner, shape.num_indices)
+    backend = _backend(device)
+    backend.gather_grad(stream, wrapped, dy, dx, dtype, shape.batch, shape.outer, shape.gather, shape.inner, shape.num_indices)
     return dx

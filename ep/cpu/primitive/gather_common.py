@@ -151,7 +151,9 @@ def _scatter_kernel(indices_dtype: np.dtype, dtype: DataType) -> CpuKernel:
     )
 
 
-def gather_grad(stream, indices, dy, dx, dtype: DataType, batch: int, outer: int, gather: int, inner: int, num_indices: int) -> None:
+def gather_grad(
+    stream, indices, dy, dx, dtype: DataType, batch: int, outer: int, gather: int, inner: int, num_indices: int
+) -> None:
     """dx ([batch, outer, gather, inner]) = zeros plus dy ([batch, outer, num_indices, inner]) rows added at
     indices ([batch, num_indices], already wrapped); rows of out-of-range indices are dropped."""
     dx_count = batch * outer * gather * inner
@@ -168,4 +170,5 @@ def gather_grad(stream, indices, dy, dx, dtype: DataType, batch: int, outer: int
     rows_per_block = -(-gather // row_blocks)
     row_blocks = -(-gather // rows_per_block)
     kernel = _scatter_kernel(indices.dtype, dtype)
-    kernel(dx_count + dy.size, indices, dy, acc, dx, slabs * row_blocks, row_blocks, rows_per_block, num_indices, outer, gather, inner)
+    tasks = slabs * row_blocks
+    kernel(dx_count + dy.size, indices, dy, acc, dx, tasks, row_blocks, rows_per_block, num_indices, outer, gather, inner)

@@ -237,7 +237,9 @@ def helper_kernels():
     yield _to_half_kernel()
 
 
-def gather_grad(stream, indices, dy, dx, dtype: DataType, batch: int, outer: int, gather: int, inner: int, num_indices: int) -> None:
+def gather_grad(
+    stream, indices, dy, dx, dtype: DataType, batch: int, outer: int, gather: int, inner: int, num_indices: int
+) -> None:
     """dx ([batch, outer, gather, inner]) = zeros plus dy ([batch, outer, num_indices, inner]) rows added at
     indices ([batch, num_indices], already wrapped) with atomics; out-of-range rows are dropped."""
     indices_dtype = as_data_type(indices.dtype, "indices")
