@@ -53,13 +53,15 @@ def _gather(indices, in_, out, rows, rows_per_chunk, num_indices, outer, gather,
                 src = in_[batch_outer * gather * inner : (batch_outer + 1) * gather * inner]
                 for i in range(count):
                     index = np.int64(segment_indices[i])
-                    row_dst = dst[i * inner : (i + 1) * inner]
+                    # Unsigned offsets: Numba then skips its negative-index wraparound.
+                    d = np.uint64(i * inner)
                     if lo <= index <= hi:
-                        row_src = src[(index - lo) * inner : (index - lo + 1) * inner]
-                        for k in range(inner):
-                            row_dst[k] = row_src[k]
+                        s = np.uint64((index - lo) * inner)
+                        for k in range(np.uint64(inner)):
+                            dst[d + k] = src[s + k]
                     else:
-                        row_dst[:] = 0
+                        for k in range(np.uint64(inner)):
+                            dst[d + k] = ZERO  # noqa: F821 (bound by specialize)
             row += count
 
 
@@ -131,9 +133,9 @@ def _scatter_add(indices, dy, acc, dx, tasks, row_blocks, rows_per_block, num_in
         for i in range(num_indices):
             index = np.int64(indices[b * num_indices + i])
             if r0 <= index < r1:
-                dst = slab + index * inner
-                src = (batch_outer * num_indices + i) * inner
-                for k in range(inner):
+                dst = np.uint64(slab + index * inner)
+                src = np.uint64((batch_outer * num_indices + i) * inner)
+                for k in range(np.uint64(inner)):
                     acc[dst + k] += load(dy[src + k])  # noqa: F821 (bound by specialize)
         if FINISH:  # noqa: F821 (bound by specialize)
             for k in range(slab + r0 * inner, slab + r1 * inner):
