@@ -27,6 +27,8 @@ _RTOL = _ATOL = 4e-6
 
 @dataclass(frozen=True)
 class Settings:
+    """How long to measure: samples per contender, the least time one sample takes, cold runs."""
+
     repeats: int
     min_sample_s: float
     cold_repeats: int
@@ -44,7 +46,12 @@ def main(args: argparse.Namespace) -> int:
         return 2
     sync = _cuda_sync if device == "cuda" else _no_sync
     only = {w for w in os.environ.get("EP_BENCH_ONLY", "").split(",") if w}
-    chosen = [w for w in workloads(device, args.quick) if not only or w.id in only]
+    suite = workloads(device, args.quick)
+    unknown = only - {w.id for w in suite} - {"C"}
+    if unknown:
+        print(f"bench: EP_BENCH_ONLY names unknown workloads: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    chosen = [w for w in suite if not only or w.id in only]
     with_cold_start = not only or "C" in only
     impl_count = len(EP_IMPLS) + len(peers.peer_names(device))
     progress = Progress(total=1 + with_cold_start + len(chosen) * impl_count)
