@@ -29,6 +29,16 @@ def _unary(device: str) -> None:
     np.testing.assert_array_equal(got, np.maximum(x, 0))
 
 
+@check("Expand")
+def _expand(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 1, 4)
+    got = to_numpy(ep.ops.expand(to_device(x, device), (2, 3, 5, 4)))
+    np.testing.assert_array_equal(got, np.broadcast_to(x, (2, 3, 5, 4)))
+
+
 @check("Gather")
 def _gather(device: str) -> None:
     import ep

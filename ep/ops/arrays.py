@@ -4,9 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from ep.common.buffer import device_type_of
-from ep.common.data_type import DataType
+from ep.common.data_type import DataType, as_data_type
 from ep.common.device import Device, DeviceType, GetDevice
 from ep.common.stream import Stream, check_stream
+from ep.include.primitive.expand import ExpandFactory
+from ep.include.primitive.primitive import NewPrimitive
 
 
 def device_of(x: object, name: str) -> Device:
@@ -28,8 +30,8 @@ def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Strea
     return cuda.device_array(shape, dtype.dtype, stream=stream.native)
 
 
-def contiguous(x, device: Device):
-    """x itself if C-contiguous, else a C-contiguous copy."""
+def contiguous(x, device: Device, stream: Stream | None = None):
+    """x itself if C-contiguous, else a C-contiguous copy on x's device (on stream, or the default one)."""
     if device.device_type is DeviceType.kCPU:
         return np.ascontiguousarray(x)
     from ep.common.buffer import as_cuda_array
@@ -37,7 +39,13 @@ def contiguous(x, device: Device):
     array = as_cuda_array(x)
     if array.is_c_contiguous():
         return array
-    raise ValueError(f"x: non-contiguous CUDA arrays (strides {array.strides}) are not supported yet")
+    if any(s < 0 for s in array.strides):
+        raise ValueError(f"x: negative strides {tuple(array.strides)} are not supported; expected strides >= 0")
+    dtype = as_data_type(array.dtype, "x")
+    stream = stream_for(device, stream)
+    copy = empty(tuple(array.shape), dtype, device, stream)
+    NewPrimitive(ExpandFactory, device, dtype).LaunchStrided(stream, array, copy)
+    return copy
 
 
 def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: Device):

@@ -2,6 +2,8 @@
 from ep.include.primitive.batch_gather import BatchGather, BatchGatherFactory
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
+from ep.include.primitive.expand import Expand, ExpandFactory
+from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
 from ep.include.primitive.gather import Gather, GatherFactory
 from ep.include.primitive.primitive import (
     REGISTER_PRIMITIVE_FACTORY,
@@ -20,6 +22,10 @@ __all__ = [
     "BinaryOp",
     "ElementwiseUnary",
     "ElementwiseUnaryFactory",
+    "Expand",
+    "ExpandFactory",
+    "ExpandGrad",
+    "ExpandGradFactory",
     "Factory",
     "Gather",
     "GatherFactory",

@@ -1,0 +1,120 @@
+"""Planning ExpandGrad: which elements of the expanded gradient each input element sums.
+
+After SimplifyBroadcastDims the dims alternate between kept dims (dst size == src size) and
+summed dims (dst size 1). Element i of dst starts at map_offset(i, dst_strides, src_strides) in
+src and sums `inner` elements `inner_stride` apart (the innermost summed dim) at each of
+`num_outer` offsets map_offset(k, outer_strides, outer_src_strides) (the other summed dims).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ep.common.broadcast import simplify_broadcast_dims
+from ep.common.buffer import storage
+from ep.common.convert import store_fn
+from ep.common.data_type import DataType
+from ep.common.device import DeviceType
+from ep.common.jit import scalar_function
+from ep.common.nd_index_offset_helper import contiguous_strides
+from ep.common.strided_copy import MAX_NUM_DIMS, check_broadcast_dims
+
+# What each dtype sums in: float16 in float32 (as OneFlow), integers in int64 (wrapping like NumPy's
+# sum with dtype=); bool has no sum.
+ACCUMULATE_DTYPES = {
+    DataType.kInt8: np.int64,
+    DataType.kUInt8: np.int64,
+    DataType.kInt32: np.int64,
+    DataType.kInt64: np.int64,
+    DataType.kFloat16: np.float32,
+    DataType.kFloat: np.float32,
+    DataType.kDouble: np.float64,
+}
+
+
+
+
+def _wrapping_cast(np_type):
+    @scalar_function
+    def cast(total):
+        return np_type(total)
+
+    return cast
+
+
+_WRAPPING_CASTS = {dtype: _wrapping_cast(dtype.dtype.type) for dtype in ACCUMULATE_DTYPES if dtype.is_integer}
+
+
+def store_sum_fn(dtype: DataType):
+    """Sum -> storage element; integer sums wrap to dtype explicitly, as NumPy's sum with dtype=.
+
+    Explicit, because the CUDA simulator runs kernels as Python, where an array store overflows.
+    """
+    return _WRAPPING_CASTS.get(dtype) or store_fn(dtype)
+
+
+@dataclass(frozen=True)
+class ExpandGradPlan:
+    count: int
+    dst_strides: tuple[int, ...]
+    src_strides: tuple[int, ...]
+    outer_strides: tuple[int, ...]
+    outer_src_strides: tuple[int, ...]
+    num_outer: int
+    inner: int
+    inner_stride: int
+    # dst's innermost dim when it is kept (its elements are contiguous in src too), else 1.
+    row: int
+
+    @property
+    def ndim(self) -> int:
+        return len(self.dst_strides)
+
+    def args(self) -> tuple:
+        """The kernel's arguments after src and dst."""
+        return (
+            self.count,
+            self.dst_strides,
+            self.src_strides,
+            self.outer_strides,
+            self.outer_src_strides,
+            self.num_outer,
+            self.inner,
+            self.inner_stride,
+        )
+
+
+def expand_grad_plan(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> ExpandGradPlan:
+    """The plan for summing src of src_dims into dst of dst_dims (dst_dims broadcasts to src_dims)."""
+    dst_simple, src_simple = simplify_broadcast_dims(dst_dims, src_dims)
+    dst_simple, src_simple = dst_simple or (1,), src_simple or (1,)
+    if len(dst_simple) > MAX_NUM_DIMS:
+        raise ValueError(f"dst_dims: needs {len(dst_simple)} dims after simplification; at most {MAX_NUM_DIMS} are supported")
+    src_strides = contiguous_strides(src_simple)
+    summed = [d for d, (n, m) in enumerate(zip(dst_simple, src_simple)) if n != m]
+    inner_dim = summed[-1] if summed else None
+    outer = tuple(m if d in summed and d != inner_dim else 1 for d, m in enumerate(src_simple))
+    return ExpandGradPlan(
+        count=math.prod(dst_simple),
+        dst_strides=contiguous_strides(dst_simple),
+        src_strides=src_strides,
+        outer_strides=contiguous_strides(outer),
+        outer_src_strides=tuple(s if o != 1 else 0 for o, s in zip(outer, src_strides)),
+        num_outer=math.prod(outer),
+        inner=1 if inner_dim is None else src_simple[inner_dim],
+        inner_stride=0 if inner_dim is None else src_strides[inner_dim],
+        row=1 if inner_dim == len(src_simple) - 1 else src_simple[-1],
+    )
+
+
+def prepare_expand_grad(device_type: DeviceType, dtype: DataType, src_dims, src, dst_dims, dst):
+    """(plan, src storage, dst storage) for ExpandGrad.Launch after checking every argument; None when dst is empty."""
+    dst_dims, src_dims = check_broadcast_dims(dst_dims, src_dims, ("dst_dims", "src_dims"))
+    src_count, dst_count = math.prod(src_dims), math.prod(dst_dims)
+    src = storage(src, "src", device_type, dtype, src_count)
+    dst = storage(dst, "dst", device_type, dtype, dst_count, writable=True)
+    if dst_count == 0:
+        return None
+    return expand_grad_plan(src_dims, dst_dims), src, dst

@@ -1,0 +1,115 @@
+"""ep.ops.expand, expand_grad and repeat: OneFlow's expand rules, then the Expand and ExpandGrad primitives."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from ep.common.data_type import as_data_type
+from ep.common.strided_copy import check_dims
+from ep.include.primitive.expand import ExpandFactory
+from ep.include.primitive.expand_grad import ExpandGradFactory
+from ep.include.primitive.primitive import NewPrimitive
+from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
+
+
+def _int_sizes(sizes: object, name: str) -> tuple[int, ...]:
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+        raise TypeError(f"{name}: {sizes!r} is not a sequence of ints")
+    out = []
+    for i, size in enumerate(sizes):
+        if isinstance(size, bool) or not hasattr(size, "__index__"):
+            raise TypeError(f"{name}[{i}]: {size!r} is not an integer")
+        out.append(size.__index__())
+    return tuple(out)
+
+
+def expand_shape(input_shape: Sequence[int], sizes: Sequence[int], name: str = "sizes") -> tuple[int, ...]:
+    """The shape OneFlow's expand gives input_shape for sizes; ValueError naming the dim otherwise.
+
+    len(sizes) >= len(input_shape); the extra dims are new leading dims, each >= 1 (never -1);
+    -1 keeps the input's size; an input dim of 1 may become any size >= 1; any other input dim
+    must be kept (its own size or -1).
+    """
+    input_shape = check_dims(input_shape, "input_shape")
+    sizes = _int_sizes(sizes, name)
+    lead = len(sizes) - len(input_shape)
+    if lead < 0:
+        raise ValueError(f"{name}: has {len(sizes)} dims, fewer than the input's {len(input_shape)} ({input_shape})")
+    shape = []
+    for dim, size in enumerate(sizes):
+        if dim < lead:
+            if size < 1:
+                raise ValueError(f"{name}[{dim}]: dim {dim} is a new leading dim (no input size); expected a size >= 1, got {size}")
+            shape.append(size)
+            continue
+        input_size = input_shape[dim - lead]
+        if size == -1 or size == input_size:
+            shape.append(input_size)
+        elif input_size == 1 and size >= 1:
+            shape.append(size)
+        else:
+            allowed = f"{input_size} or -1" + (" or a size >= 1" if input_size == 1 else "")
+            raise ValueError(f"{name}[{dim}]: dim {dim} has input size {input_size}; cannot expand it to {size} (expected {allowed})")
+    return tuple(shape)
+
+
+def expand(x, sizes: Sequence[int], *, out=None, stream=None):
+    """x broadcast to expand_shape(x.shape, sizes), as a new C-contiguous array (or out)."""
+    device = device_of(x, "x")
+    dtype = as_data_type(x.dtype, "x")
+    shape = expand_shape(tuple(x.shape), sizes)
+    stream = stream_for(device, stream)
+    if out is None:
+        out = empty(shape, dtype, device, stream)
+    else:
+        check_out(out, "out", shape, dtype, device)
+    x = contiguous(x, device, stream)
+    NewPrimitive(ExpandFactory, device, dtype).Launch(stream, tuple(x.shape), x, shape, out)
+    return out
+
+
+def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None):
+    """The gradient of expand for an input of input_shape: dy summed over every dim expand broadcast."""
+    device = device_of(dy, "dy")
+    dtype = as_data_type(dy.dtype, "dy")
+    input_shape = check_dims(input_shape, "input_shape")
+    dy_shape = tuple(dy.shape)
+    # dy must be a shape expand can produce from input_shape.
+    expand_shape(input_shape, dy_shape, "dy.shape")
+    primitive = NewPrimitive(ExpandGradFactory, device, dtype)
+    if primitive is None:
+        raise TypeError(f"dy: expand_grad does not support dtype {dtype.value}")
+    stream = stream_for(device, stream)
+    if out is None:
+        out = empty(input_shape, dtype, device, stream)
+    else:
+        check_out(out, "out", input_shape, dtype, device)
+    dy = contiguous(dy, device, stream)
+    primitive.Launch(stream, dy_shape, dy, input_shape, out)
+    return out
+
+
+def repeat(x, sizes: Sequence[int], *, stream=None):
+    """x tiled sizes times along each dim (torch.Tensor.repeat; np.tile when len(sizes) >= x.ndim).
+
+    A repeat r of a dim of size n becomes a new dim r in front of it, expanded, then merged:
+    reshape to (1, n0, 1, n1, ...), expand to (r0, n0, r1, n1, ...), reshape to (r0 * n0, ...).
+    """
+    device = device_of(x, "x")
+    dtype = as_data_type(x.dtype, "x")
+    sizes = _int_sizes(sizes, "sizes")
+    if len(sizes) < x.ndim:
+        raise ValueError(f"sizes: has {len(sizes)} dims, fewer than x's {x.ndim}")
+    for dim, size in enumerate(sizes):
+        if size < 0:
+            raise ValueError(f"sizes[{dim}]: repeat count {size} is negative; expected >= 0")
+    padded = (1,) * (len(sizes) - x.ndim) + tuple(x.shape)
+    shape = tuple(r * n for r, n in zip(sizes, padded))
+    stream = stream_for(device, stream)
+    if math.prod(sizes) == 0:
+        # Expand only grows dims, it never empties one.
+        return empty(shape, dtype, device, stream)
+    interleaved = tuple(d for n in padded for d in (1, n))
+    expanded = tuple(d for r, n in zip(sizes, padded) for d in (r, n))
+    source = contiguous(x, device, stream).reshape(interleaved)
+    return expand(source, expanded, stream=stream).reshape(shape)

@@ -1,0 +1,559 @@
+"""Expand, ExpandGrad and the ops built on them (expand, expand_grad, repeat, contiguous), against NumPy."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ep
+from ep.common.strided_copy import MAX_NUM_DIMS, expand_plan, strided_plan
+from ep.ops.expand import expand_shape
+from ep.testing import to_device, to_numpy
+
+ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
+SUM_DTYPES = [np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
+
+
+def sample(shape, dtype, seed=0):
+    """Random elements of dtype; floats are random bit patterns (NaNs and infinities included)."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    return rng.integers(0, 256, size=(math.prod(shape) * dtype.itemsize,), dtype=np.uint8).view(dtype).reshape(shape)
+
+
+def same_bytes(a, b):
+    """Equal shapes and bytes: Expand moves bytes, so NaN payloads must survive too."""
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def launch_expand(device, x, dst_dims, src_dims=None):
+    """Expand.Launch of x into a new dst of dst_dims; returns (dst, src) on the host."""
+    primitive = ep.NewPrimitive(ep.ExpandFactory, device, x.dtype)
+    stream = ep.GetDevice(device).CreateStream()
+    src = to_device(x, device)
+    dst = to_device(np.zeros(dst_dims, x.dtype), device)
+    primitive.Launch(stream, x.shape if src_dims is None else src_dims, src, dst_dims, dst)
+    stream.Sync()
+    return to_numpy(dst).reshape(dst_dims), to_numpy(src)
+
+
+# ---- the Expand primitive
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize(
+    "src_dims, dst_dims",
+    [
+        ((4, 3, 1, 2), (4, 3, 5, 2)),
+        ((1, 4, 3, 5), (2, 1, 2, 4, 3, 5)),
+        ((), (3, 2)),
+        ((1,), (7,)),
+        ((3, 1), (3, 5)),
+        ((1, 3), (4, 3)),
+        ((2, 1, 3, 1), (2, 5, 3, 7)),
+        ((5,), (5,)),
+    ],
+)
+def test_expand_moves_every_dtype_like_broadcast_to(device, dtype, src_dims, dst_dims):
+    x = sample(src_dims, dtype)
+    got, src_after = launch_expand(device, x, dst_dims)
+    assert same_bytes(got, np.broadcast_to(x, dst_dims))
+    assert same_bytes(src_after.reshape(src_dims), x)
+
+
+def test_every_dtype_has_an_expand(device):
+    for dtype in ep.DataType:
+        assert ep.NewPrimitive(ep.ExpandFactory, device, dtype) is not None
+
+
+@st.composite
+def broadcastable_dims(draw, max_rank=4, max_dim=4):
+    dst = tuple(draw(st.lists(st.integers(1, max_dim), max_size=max_rank)))
+    rank = draw(st.integers(0, len(dst)))
+    src = tuple(draw(st.sampled_from((d, 1))) for d in dst[len(dst) - rank :])
+    return src, dst
+
+
+@given(broadcastable_dims(), st.sampled_from(ALL_DTYPES))
+@settings(max_examples=40, deadline=None)
+def test_random_broadcastable_dims(device, dims, dtype):
+    src_dims, dst_dims = dims
+    x = sample(src_dims, dtype, seed=len(src_dims))
+    got, _ = launch_expand(device, x, dst_dims)
+    assert same_bytes(got, np.broadcast_to(x, dst_dims))
+
+
+def test_empty_dst_writes_nothing(device):
+    got, _ = launch_expand(device, np.ones((1, 3), np.float32), (0, 3))
+    assert got.shape == (0, 3)
+
+
+def test_dst_larger_than_needed_is_written_only_up_to_its_dims(device):
+    primitive = ep.NewPrimitive(ep.ExpandFactory, device, np.int32)
+    stream = ep.GetDevice(device).CreateStream()
+    dst = to_device(np.full(10, -1, np.int32), device)
+    primitive.Launch(stream, (2,), to_device(np.array([1, 2], np.int32), device), (3, 2), dst)
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(dst), [1, 2, 1, 2, 1, 2, -1, -1, -1, -1])
+
+
+def bad_launch(device, src_dims, dst_dims, src_size=None, dst_size=None, dtype=np.float32):
+    primitive = ep.NewPrimitive(ep.ExpandFactory, device, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    src = to_device(np.ones(src_size if src_size is not None else max(math.prod(src_dims), 1), dtype), device)
+    dst = to_device(np.zeros(dst_size if dst_size is not None else max(math.prod(dst_dims), 1), np.float32), device)
+    try:
+        primitive.Launch(stream, src_dims, src, dst_dims, dst)
+    finally:
+        np.testing.assert_array_equal(to_numpy(dst), 0)
+
+
+@pytest.mark.parametrize(
+    "src_dims, dst_dims, error, message",
+    [
+        ((2, 3), (3,), ValueError, r"src_dims: has 2 dims, more than the 1 of dst_dims"),
+        ((2, 3), (2, 4), ValueError, r"src_dims\[1\] = 3 does not broadcast to dst_dims\[1\] = 4; expected 4 or 1"),
+        ((3,), (2, 1), ValueError, r"src_dims\[0\] = 3 does not broadcast to dst_dims\[1\] = 1"),
+        ((2, -1), (2, 3), ValueError, r"src_dims\[1\]: -1 is negative"),
+        ((2,), (2, 2.0), TypeError, r"dst_dims\[1\]: 2.0 is not an integer"),
+        ((True,), (1,), TypeError, r"src_dims\[0\]: True is not an integer"),
+        (3, (3,), TypeError, r"src_dims: 3 is not a sequence of ints"),
+    ],
+)
+def test_bad_dims_are_refused_before_any_write(device, src_dims, dst_dims, error, message):
+    with pytest.raises(error, match=message):
+        bad_launch(device, src_dims, dst_dims, src_size=4, dst_size=8)
+
+
+def test_short_buffers_are_refused(device):
+    with pytest.raises(ValueError, match="src: holds 5 elements, fewer than the 6"):
+        bad_launch(device, (2, 3), (2, 2, 3), src_size=5)
+    with pytest.raises(ValueError, match="dst: holds 11 elements, fewer than the 12"):
+        bad_launch(device, (2, 3), (2, 2, 3), dst_size=11)
+
+
+def test_wrong_dtype_buffer_is_refused(device):
+    with pytest.raises(TypeError, match="src: dtype float64 does not match the primitive's float32"):
+        bad_launch(device, (3,), (2, 3), dtype=np.float64)
+
+
+def test_buffer_of_the_other_device_or_a_list_is_refused(device):
+    primitive = ep.NewPrimitive(ep.ExpandFactory, device, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    with pytest.raises(TypeError, match="src: list"):
+        primitive.Launch(stream, (2,), [1.0, 2.0], (2,), to_device(np.zeros(2, np.float32), device))
+    other = "cpu" if device == "cuda" else "cuda"
+    if other in [d.value for d in ep.common.device.available_device_types()]:
+        with pytest.raises(TypeError, match=f"src: .* was given to a {device} primitive"):
+            primitive.Launch(stream, (2,), to_device(np.ones(2, np.float32), other), (2,), to_device(np.zeros(2, np.float32), device))
+
+
+def test_stream_of_another_device_is_refused(device):
+    primitive = ep.NewPrimitive(ep.ExpandFactory, device, np.float32)
+    with pytest.raises(TypeError, match="stream: "):
+        primitive.Launch(object(), (2,), to_device(np.ones(2, np.float32), device), (2,), to_device(np.zeros(2, np.float32), device))
+
+
+def test_read_only_dst_is_refused_on_cpu():
+    primitive = ep.NewPrimitive(ep.ExpandFactory, "cpu", np.float32)
+    dst = np.zeros(4, np.float32)
+    dst.flags.writeable = False
+    with pytest.raises(ValueError, match="dst: the array is read-only"):
+        primitive.Launch(ep.GetDevice("cpu").CreateStream(), (1,), np.ones(1, np.float32), (4,), dst)
+
+
+def test_dims_that_do_not_simplify_below_the_limit_are_refused(device):
+    # Alternating broadcast dims never merge: 2 * (MAX_NUM_DIMS + 1) dims stay that many.
+    dst_dims = (2,) * (2 * MAX_NUM_DIMS + 2)
+    src_dims = (2, 1) * (MAX_NUM_DIMS + 1)
+    with pytest.raises(ValueError, match="dst_dims: needs .* dims after simplification"):
+        bad_launch(device, src_dims, dst_dims)
+
+
+# ---- how inner runs are moved: raw units of the widest width alignment allows
+
+
+def test_plan_moves_contiguous_runs_in_the_widest_unit():
+    src, dst = np.zeros(8, np.float32), np.zeros(64, np.float32)
+    plan = expand_plan((1, 8), (8, 8), 4, src, dst)  # rows of 32 bytes
+    assert (plan.unit, plan.dims, plan.src_strides) == (8, (8, 4), (0, 1))
+    plan = expand_plan((1, 3), (8, 3), 4, src, dst)  # rows of 12 bytes
+    assert (plan.unit, plan.dims, plan.src_strides) == (4, (8, 3), (0, 1))
+    plan = expand_plan((8, 1), (8, 5), 4, src, dst)  # a broadcast element: a fill of 5 units
+    assert (plan.unit, plan.dims, plan.src_strides) == (4, (8, 5), (1, 0))
+    half = np.zeros(8, np.float16)
+    plan = expand_plan((8, 1, 2), (8, 3, 2), 2, half, half)  # 4-byte pairs, each filled 3 times
+    assert (plan.unit, plan.dims, plan.src_strides) == (4, (8, 3), (1, 0))
+
+
+def test_plan_falls_back_to_bytes_for_misaligned_buffers():
+    raw = np.zeros(65, np.uint8)
+    misaligned = raw[1:].view(np.uint8)
+    plan = expand_plan((1, 8), (8, 8), 4, misaligned, np.zeros(64, np.float32))
+    assert (plan.unit, plan.dims, plan.src_strides) == (1, (8, 32), (0, 1))
+
+
+def test_misaligned_cpu_buffers_still_expand():
+    x = np.arange(6, dtype=np.float32).reshape(3, 1, 2)
+    src = np.frombuffer(b"\0" + x.tobytes(), np.float32, offset=1)
+    primitive = ep.NewPrimitive(ep.ExpandFactory, "cpu", np.float32)
+    dst = np.zeros((3, 4, 2), np.float32)
+    primitive.Launch(ep.GetDevice("cpu").CreateStream(), (3, 1, 2), src, (3, 4, 2), dst)
+    np.testing.assert_array_equal(dst, np.broadcast_to(x, (3, 4, 2)))
+
+
+def test_strided_plan_merges_what_is_contiguous():
+    x = np.zeros((4, 6, 8), np.float32)
+    plan = strided_plan(x[::2].shape, x[::2].strides, 4, x[::2], np.zeros(96, np.float32))
+    assert (plan.unit, plan.dims, plan.src_strides) == (8, (2, 24), (48, 1))
+    plan = strided_plan(x[:, :, ::2].shape, x[:, :, ::2].strides, 4, x, np.zeros(96, np.float32))
+    assert (plan.unit, plan.dims, plan.src_strides) == (4, (96,), (2,))
+
+
+# ---- LaunchStrided, the copy behind contiguous()
+
+VIEWS = [
+    np.s_[:, ::2],
+    np.s_[::2],
+    np.s_[1:, 1:],
+    np.s_[:, 3],
+    np.s_[::3, 1::2],
+]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("view", VIEWS)
+def test_launch_strided_copies_any_view(device, dtype, view):
+    x = sample((6, 8), dtype, seed=3)
+    src = to_device(x, device)[view]
+    primitive = ep.NewPrimitive(ep.ExpandFactory, device, dtype)
+    stream = ep.GetDevice(device).CreateStream()
+    dst = to_device(np.zeros(x[view].shape, dtype), device)
+    primitive.LaunchStrided(stream, src, dst)
+    stream.Sync()
+    assert same_bytes(to_numpy(dst), x[view])
+
+
+def test_launch_strided_reads_zero_strides_on_cpu():
+    x = np.arange(5, dtype=np.int32)
+    view = np.broadcast_to(x[:, None], (5, 3))
+    dst = np.zeros((5, 3), np.int32)
+    ep.NewPrimitive(ep.ExpandFactory, "cpu", np.int32).LaunchStrided(ep.GetDevice("cpu").CreateStream(), view, dst)
+    np.testing.assert_array_equal(dst, view)
+
+
+def test_launch_strided_refuses_negative_strides(device):
+    src = to_device(np.arange(6, dtype=np.float32), device)[::-1]
+    primitive = ep.NewPrimitive(ep.ExpandFactory, device, np.float32)
+    with pytest.raises(ValueError, match=r"src: negative strides \(-4,\) are not supported"):
+        primitive.LaunchStrided(ep.GetDevice(device).CreateStream(), src, to_device(np.zeros(6, np.float32), device))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_contiguous_copies_a_strided_cuda_array_on_the_device(device, dtype):
+    if device != "cuda":
+        pytest.skip("cpu arrays are made contiguous by NumPy")
+    from ep.ops.arrays import contiguous
+
+    x = sample((4, 3, 6), dtype, seed=5)
+    array = to_device(x, device)
+    for view in (np.s_[:, :, ::2], np.s_[::2, 1:], np.s_[:, 1]):
+        strided = array[view]
+        assert not strided.is_c_contiguous()
+        copy = contiguous(strided, ep.GetDevice(device))
+        assert copy.is_c_contiguous()
+        assert same_bytes(to_numpy(copy), x[view])
+    assert same_bytes(to_numpy(array), x)
+
+
+def test_contiguous_transposed_cuda_array_and_negative_strides(device):
+    if device != "cuda":
+        pytest.skip("cpu arrays are made contiguous by NumPy")
+    from ep.ops.arrays import contiguous
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    array = to_device(x, device)
+    np.testing.assert_array_equal(to_numpy(contiguous(array.T, ep.GetDevice(device))), x.T)
+    with pytest.raises(ValueError, match="x: negative strides"):
+        contiguous(array[:, ::-1], ep.GetDevice(device))
+
+
+# ---- ep.ops.expand and the expand rule
+
+# Per dim of each issue example: candidate size -> the size it gives, or None when the rule
+# forbids it (own size, -1, 1, other values).
+EXAMPLES = [
+    (
+        (4, 3, 1, 2),
+        [
+            {4: 4, -1: 4, 1: None, 5: None, 0: None},
+            {3: 3, -1: 3, 1: None, 6: None},
+            {5: 5, -1: 1, 1: 1, 0: None, -2: None},
+            {2: 2, -1: 2, 1: None, 4: None},
+        ],
+    ),
+    (
+        (1, 4, 3, 5),
+        [
+            {2: 2, 1: 1, -1: None, 0: None},
+            {1: 1, 3: 3, -1: None, 0: None},
+            {2: 2, -1: 1, 1: 1, 0: None},
+            {4: 4, -1: 4, 1: None, 8: None},
+            {3: 3, -1: 3, 1: None},
+            {5: 5, -1: 5, 1: None, 10: None},
+        ],
+    ),
+]
+
+
+def candidates(example):
+    input_shape, dims = example
+    for sizes in itertools.product(*dims):
+        resolved = [table[size] for table, size in zip(dims, sizes)]
+        bad = [dim for dim, size in enumerate(resolved) if size is None]
+        yield input_shape, sizes, (None if bad else tuple(resolved)), (bad[0] if bad else None)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=["4,3,1,2", "1,4,3,5"])
+def test_expand_shape_follows_the_rule_for_every_candidate(example):
+    for input_shape, sizes, expected, bad_dim in candidates(example):
+        if expected is None:
+            input_size = "no input size" if bad_dim < len(sizes) - len(input_shape) else f"input size {input_shape[bad_dim - len(sizes) + len(input_shape)]}"
+            with pytest.raises(ValueError, match=rf"sizes\[{bad_dim}\]: dim {bad_dim} .*{input_size}.*{sizes[bad_dim]}"):
+                expand_shape(input_shape, sizes)
+        else:
+            assert expand_shape(input_shape, sizes) == expected
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=["4,3,1,2", "1,4,3,5"])
+def test_ops_expand_matches_broadcast_to_for_every_legal_candidate(device, example):
+    x = sample(example[0], np.float32, seed=1)
+    array = to_device(x, device)
+    for _, sizes, expected, _ in candidates(example):
+        if expected is None:
+            with pytest.raises(ValueError, match=r"sizes\["):
+                ep.ops.expand(array, sizes)
+        else:
+            assert same_bytes(to_numpy(ep.ops.expand(array, sizes)), np.broadcast_to(x, expected))
+    assert same_bytes(to_numpy(array), x)
+
+
+def test_expand_rule_on_the_number_of_sizes():
+    assert expand_shape((4, 3, 1, 2), (4, 3, 5, 2)) == (4, 3, 5, 2)
+    assert expand_shape((4, 3, 1, 2), (2, 2, 4, 3, 5, 2)) == (2, 2, 4, 3, 5, 2)
+    assert expand_shape((), (3, 2)) == (3, 2)
+    assert expand_shape((0, 1), (0, 3)) == (0, 3)
+    with pytest.raises(ValueError, match=r"sizes: has 3 dims, fewer than the input's 4"):
+        expand_shape((4, 3, 1, 2), (3, 5, 2))
+    with pytest.raises(ValueError, match=r"sizes\[0\]: dim 0 is a new leading dim .* got -1"):
+        expand_shape((4, 3, 1, 2), (-1, 4, 3, 5, 2))
+
+
+def test_ops_expand_of_a_zero_dim_array():
+    np.testing.assert_array_equal(ep.ops.expand(np.array(2.5), (2, 3)), np.full((2, 3), 2.5))
+
+
+def test_expand_sizes_must_be_ints():
+    with pytest.raises(TypeError, match=r"sizes\[1\]: 5.0 is not an integer"):
+        expand_shape((4, 1), (4, 5.0))
+    with pytest.raises(TypeError, match=r"sizes: 'ab' is not a sequence of ints"):
+        expand_shape((4, 1), "ab")
+    assert expand_shape((4, 1), (np.int64(4), np.int32(3))) == (4, 3)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_ops_expand_every_dtype(device, dtype):
+    x = sample((3, 1, 2), dtype, seed=2)
+    got = ep.ops.expand(to_device(x, device), (2, 3, 4, -1))
+    assert same_bytes(to_numpy(got), np.broadcast_to(x, (2, 3, 4, 2)))
+
+
+def test_ops_expand_of_a_strided_input(device):
+    x = np.arange(24, dtype=np.int32).reshape(4, 6)
+    view = to_device(x, device)[::2, 1:2]
+    got = ep.ops.expand(view, (3, 2, 5))
+    np.testing.assert_array_equal(to_numpy(got), np.broadcast_to(x[::2, 1:2], (3, 2, 5)))
+
+
+def test_ops_expand_into_out(device):
+    x = np.arange(3, dtype=np.float64)
+    out = to_device(np.zeros((2, 3)), device)
+    assert ep.ops.expand(to_device(x, device), (2, 3), out=out) is out
+    np.testing.assert_array_equal(to_numpy(out), np.broadcast_to(x, (2, 3)))
+    with pytest.raises(ValueError, match=r"out: has shape \(2, 3\); expected \(4, 3\)"):
+        ep.ops.expand(to_device(x, device), (4, 3), out=out)
+
+
+@st.composite
+def expand_cases(draw):
+    input_shape = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=3)))
+    lead = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    sizes = lead + tuple(draw(st.sampled_from((n, -1) if n != 1 else (1, -1, 2, 3))) for n in input_shape)
+    return input_shape, sizes
+
+
+@given(expand_cases(), st.sampled_from(ALL_DTYPES))
+@settings(max_examples=30, deadline=None)
+def test_random_legal_expands_match_broadcast_to(device, case, dtype):
+    input_shape, sizes = case
+    x = sample(input_shape, dtype, seed=7)
+    shape = expand_shape(input_shape, sizes)
+    assert shape == np.broadcast_shapes(input_shape, tuple(abs(s) for s in sizes))
+    assert same_bytes(to_numpy(ep.ops.expand(to_device(x, device), sizes)).reshape(shape), np.broadcast_to(x, shape))
+
+
+# ---- ep.ops.repeat
+
+
+@pytest.mark.parametrize(
+    "shape, sizes",
+    [
+        ((3,), (2,)),
+        ((2, 3), (2, 2)),
+        ((2, 3), (3, 1, 2)),
+        ((2, 1, 3), (1, 4, 1)),
+        ((4,), (2, 1, 3)),
+        ((), (2, 3)),
+        ((2, 3), (1, 1)),
+        ((2, 3), (0, 2)),
+        ((0, 3), (2, 2)),
+    ],
+)
+def test_repeat_matches_tile(device, shape, sizes):
+    x = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+    array = to_device(x, device)
+    got = to_numpy(ep.ops.repeat(array, sizes))
+    np.testing.assert_array_equal(got.reshape(np.tile(x, sizes).shape), np.tile(x, sizes))
+    np.testing.assert_array_equal(to_numpy(array).reshape(shape), x)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_repeat_every_dtype(device, dtype):
+    x = sample((2, 3), dtype, seed=4)
+    assert same_bytes(to_numpy(ep.ops.repeat(to_device(x, device), (2, 1, 3))), np.tile(x, (2, 1, 3)))
+
+
+def test_repeat_of_a_strided_input(device):
+    x = np.arange(12, dtype=np.int64).reshape(3, 4)
+    view = to_device(x, device)[:, ::2]
+    np.testing.assert_array_equal(to_numpy(ep.ops.repeat(view, (2, 2))), np.tile(x[:, ::2], (2, 2)))
+
+
+def test_repeat_bad_sizes(device):
+    array = to_device(np.ones((2, 3), np.float32), device)
+    with pytest.raises(ValueError, match="sizes: has 1 dims, fewer than x's 2"):
+        ep.ops.repeat(array, (2,))
+    with pytest.raises(ValueError, match=r"sizes\[1\]: repeat count -1 is negative"):
+        ep.ops.repeat(array, (2, -1))
+    with pytest.raises(TypeError, match=r"sizes\[0\]: 1.5 is not an integer"):
+        ep.ops.repeat(array, (1.5, 2))
+
+
+# ---- ExpandGrad and ep.ops.expand_grad
+
+
+def grad_reference(dy, input_shape):
+    """dy summed over the dims expand broadcast, in dy's dtype (float16 summed in float32)."""
+    lead = dy.ndim - len(input_shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(input_shape) if n == 1 and dy.shape[lead + i] != 1)
+    if dy.dtype == np.float16:
+        return dy.astype(np.float32).sum(axis=axes).astype(np.float16).reshape(input_shape)
+    return dy.sum(axis=axes, dtype=dy.dtype).reshape(input_shape)
+
+
+def grad_sample(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return rng.integers(-8, 8, size=shape).astype(dtype) / 4
+    return rng.integers(-100, 100, size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", SUM_DTYPES)
+@pytest.mark.parametrize(
+    "input_shape, dy_shape",
+    [
+        ((4, 3, 1, 2), (4, 3, 5, 2)),
+        ((1, 4, 3, 5), (2, 1, 2, 4, 3, 5)),
+        ((), (3, 2)),
+        ((1,), (7,)),
+        ((3, 1), (3, 5)),
+        ((1, 3), (4, 3)),
+        ((2, 1, 3, 1), (2, 5, 3, 7)),
+        ((5,), (5,)),
+    ],
+)
+def test_expand_grad_matches_numpy_sum(device, dtype, input_shape, dy_shape):
+    dy = grad_sample(dy_shape, dtype)
+    array = to_device(dy, device)
+    got = to_numpy(ep.ops.expand_grad(array, input_shape)).reshape(input_shape)
+    expected = grad_reference(dy, input_shape)
+    if dtype in (np.float16, np.float32, np.float64):
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=1e-3 if dtype == np.float16 else 1e-6)
+    else:
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(to_numpy(array).reshape(dy_shape), dy)
+
+
+def test_expand_grad_float16_accumulates_in_float32(device):
+    # A float16 running sum of ones stops at 2048; a float32 one reaches 3000, which float16 holds.
+    dy = np.ones(3000, np.float16)
+    np.testing.assert_array_equal(to_numpy(ep.ops.expand_grad(to_device(dy, device), (1,))), [3000])
+
+
+def test_expand_grad_integer_sums_wrap_like_numpy(device):
+    dy = np.full((4, 100), 100, np.int8)
+    got = to_numpy(ep.ops.expand_grad(to_device(dy, device), (1, 100)))
+    np.testing.assert_array_equal(got.reshape(100), dy.sum(axis=0, dtype=np.int8))
+
+
+def test_expand_grad_over_an_empty_dim_is_zero(device):
+    primitive = ep.NewPrimitive(ep.ExpandGradFactory, device, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    dst = to_device(np.full(3, 7, np.float32), device)
+    primitive.Launch(stream, (0, 3), to_device(np.zeros(1, np.float32), device), (1, 3), dst)
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(dst), 0)
+
+
+@st.composite
+def grad_cases(draw):
+    src, dst = draw(broadcastable_dims(max_rank=4, max_dim=3))
+    return src, dst, draw(st.sampled_from(SUM_DTYPES))
+
+
+@given(grad_cases())
+@settings(max_examples=30, deadline=None)
+def test_random_expand_grads_match_numpy_sum(device, case):
+    input_shape, dy_shape, dtype = case
+    dy = grad_sample(dy_shape, dtype, seed=len(dy_shape))
+    got = to_numpy(ep.ops.expand_grad(to_device(dy, device), input_shape)).reshape(input_shape)
+    np.testing.assert_allclose(got.astype(np.float64), grad_reference(dy, input_shape).astype(np.float64), rtol=1e-3)
+
+
+def test_expand_grad_bad_inputs(device):
+    dy = to_device(np.ones((2, 3), np.float32), device)
+    with pytest.raises(ValueError, match=r"dy.shape\[1\]: dim 1 has input size 4; cannot expand it to 3"):
+        ep.ops.expand_grad(dy, (2, 4))
+    with pytest.raises(ValueError, match=r"dy.shape: has 2 dims, fewer than the input's 3"):
+        ep.ops.expand_grad(dy, (1, 2, 3))
+    with pytest.raises(ValueError, match=r"input_shape\[0\]: -2 is negative"):
+        ep.ops.expand_grad(dy, (-2, 3))
+    with pytest.raises(TypeError, match="dy: expand_grad does not support dtype bool"):
+        ep.ops.expand_grad(to_device(np.ones((2, 3), np.bool_), device), (1, 3))
+    assert ep.NewPrimitive(ep.ExpandGradFactory, device, np.bool_) is None
+
+
+def test_expand_grad_primitive_refuses_bad_dims(device):
+    primitive = ep.NewPrimitive(ep.ExpandGradFactory, device, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    src, dst = to_device(np.ones(6, np.float32), device), to_device(np.zeros(3, np.float32), device)
+    with pytest.raises(ValueError, match=r"dst_dims\[0\] = 3 does not broadcast to src_dims\[1\] = 2"):
+        primitive.Launch(stream, (3, 2), src, (3,), dst)
+    with pytest.raises(ValueError, match="src: holds 6 elements, fewer than the 9"):
+        primitive.Launch(stream, (3, 3), src, (3,), dst)
+    np.testing.assert_array_equal(to_numpy(dst), 0)
