@@ -1,96 +1,113 @@
-"""The ElementwiseUnary ops: one scalar formula each, and the table of what each op supports.
+"""The ElementwiseUnary table: each op's formula, the dtypes it has and its attributes.
 
-A formula is a scalar_function f(x, attr0, attr1) in the compute dtype (float16 is computed in
-float32); ops without attributes ignore them. Both devices compile these same formulas.
+The formulas live in unary_math (one scalar_function per op, compiled by both devices); this
+module says which (op, dtype) combinations exist and turns attr0/attr1 into kernel arguments.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
 
+from ep.common import unary_math as m
 from ep.common.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType, as_data_type
-from ep.common.jit import scalar_function
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
-
-
-@scalar_function
-def identity(x, attr0, attr1):
-    return x
-
-
-@scalar_function
-def relu(x, attr0, attr1):
-    return x if x > 0 else x - x
-
-
-@scalar_function
-def leaky_relu(x, alpha, attr1):
-    return x if x > 0 else x * alpha
-
-
-@scalar_function
-def exp(x, attr0, attr1):
-    return math.exp(x)
-
-
-@scalar_function
-def tanh(x, attr0, attr1):
-    return math.tanh(x)
-
-
-@scalar_function
-def sigmoid(x, attr0, attr1):
-    return 1.0 / (1.0 + math.exp(-x))
-
-
-@scalar_function
-def negative(x, attr0, attr1):
-    return -x
-
-
-@scalar_function
-def abs_(x, attr0, attr1):
-    return abs(x)
-
-
-@scalar_function
-def logical_not(x, attr0, attr1):
-    return x == 0
-
-
-@scalar_function
-def is_nan(x, attr0, attr1):
-    return x != x
 
 
 @dataclass(frozen=True)
 class UnaryFunctor:
-    """One op: its formula, the source dtypes it has, PyTorch's attribute defaults, its result dtype."""
+    """One op: its formula, the source dtypes it has, its attributes, whether it gives bool.
+
+    attrs names attr0 and attr1 in order, each with PyTorch's default (None: the caller must give it).
+    """
 
     formula: Callable
     dtypes: tuple[DataType, ...]
-    defaults: tuple[float, ...] = ()
+    attrs: tuple[tuple[str, float | None], ...] = ()
     to_bool: bool = False
 
 
 _FLOAT = FLOATING_TYPES
-_SIGNED_MATH = FLOATING_TYPES + INTEGER_TYPES
+_NUMBERS = FLOATING_TYPES + INTEGER_TYPES
+_BITS = INTEGER_TYPES + (DataType.kBool,)
+
+
+def _float(formula: Callable, *attrs: tuple[str, float | None]) -> UnaryFunctor:
+    return UnaryFunctor(formula, _FLOAT, attrs)
+
 
 UNARY_FUNCTORS: dict[UnaryOp, UnaryFunctor] = {
-    UnaryOp.kIdentity: UnaryFunctor(identity, ALL_TYPES),
-    UnaryOp.kRelu: UnaryFunctor(relu, ALL_TYPES),
-    UnaryOp.kLeakyRelu: UnaryFunctor(leaky_relu, _FLOAT, defaults=(0.01,)),
-    UnaryOp.kExp: UnaryFunctor(exp, _FLOAT),
-    UnaryOp.kTanh: UnaryFunctor(tanh, _FLOAT),
-    UnaryOp.kSigmoid: UnaryFunctor(sigmoid, _FLOAT),
-    UnaryOp.kNegative: UnaryFunctor(negative, _SIGNED_MATH),
-    UnaryOp.kAbs: UnaryFunctor(abs_, _SIGNED_MATH),
-    UnaryOp.kLogicalNot: UnaryFunctor(logical_not, ALL_TYPES, to_bool=True),
-    UnaryOp.kIsNan: UnaryFunctor(is_nan, ALL_TYPES, to_bool=True),
-    UnaryOp.kCast: UnaryFunctor(identity, ALL_TYPES),
+    # activations
+    UnaryOp.kIdentity: UnaryFunctor(m.identity, ALL_TYPES),
+    UnaryOp.kRelu: UnaryFunctor(m.relu, ALL_TYPES),
+    UnaryOp.kElu: _float(m.elu, ("alpha", 1.0)),
+    UnaryOp.kCelu: _float(m.celu, ("alpha", 1.0)),
+    UnaryOp.kGelu: _float(m.gelu),
+    UnaryOp.kFastGelu: _float(m.fast_gelu),
+    UnaryOp.kQuickGelu: _float(m.quick_gelu),
+    UnaryOp.kHardSwish: _float(m.hard_swish),
+    UnaryOp.kHardSigmoid: _float(m.hard_sigmoid),
+    UnaryOp.kHardShrink: _float(m.hard_shrink, ("lambd", 0.5)),
+    UnaryOp.kHardTanh: _float(m.hard_tanh, ("min_val", -1.0), ("max_val", 1.0)),
+    UnaryOp.kLeakyRelu: _float(m.leaky_relu, ("alpha", 0.01)),
+    UnaryOp.kMish: _float(m.mish),
+    UnaryOp.kSelu: _float(m.selu),
+    UnaryOp.kSilu: _float(m.silu),
+    UnaryOp.kSoftShrink: _float(m.soft_shrink, ("alpha", 0.5)),
+    UnaryOp.kSoftSign: _float(m.soft_sign),
+    UnaryOp.kSoftPlus: _float(m.soft_plus, ("beta", 1.0), ("threshold", 20.0)),
+    UnaryOp.kTanh: _float(m.tanh),
+    UnaryOp.kThreshold: _float(m.threshold, ("threshold", None), ("value", None)),
+    UnaryOp.kSquareReLU: _float(m.square_relu),
+    # math
+    UnaryOp.kAbs: UnaryFunctor(m.abs_, _NUMBERS),
+    UnaryOp.kAcos: _float(m.acos),
+    UnaryOp.kAcosh: _float(m.acosh),
+    UnaryOp.kAsin: _float(m.asin),
+    UnaryOp.kAsinh: _float(m.asinh),
+    UnaryOp.kAtan: _float(m.atan),
+    UnaryOp.kAtanh: _float(m.atanh),
+    UnaryOp.kCeil: _float(m.ceil),
+    UnaryOp.kCos: _float(m.cos),
+    UnaryOp.kCosh: _float(m.cosh),
+    UnaryOp.kDigamma: _float(m.digamma),
+    UnaryOp.kTrigamma: _float(m.trigamma),
+    UnaryOp.kErf: _float(m.erf),
+    UnaryOp.kErfc: _float(m.erfc),
+    UnaryOp.kExp: _float(m.exp),
+    UnaryOp.kExp2: _float(m.exp2),
+    UnaryOp.kExpm1: _float(m.expm1),
+    UnaryOp.kFloor: _float(m.floor),
+    UnaryOp.kLgamma: _float(m.lgamma),
+    UnaryOp.kLog: _float(m.log),
+    UnaryOp.kLog2: _float(m.log2),
+    UnaryOp.kLog10: _float(m.log10),
+    UnaryOp.kLog1p: _float(m.log1p),
+    UnaryOp.kLogSigmoid: _float(m.log_sigmoid),
+    UnaryOp.kNegative: UnaryFunctor(m.negative, _NUMBERS),
+    UnaryOp.kReciprocal: _float(m.reciprocal),
+    UnaryOp.kReciprocalNoNan: _float(m.reciprocal_no_nan),
+    UnaryOp.kRint: _float(m.rint),
+    UnaryOp.kRound: _float(m.round_),
+    UnaryOp.kRsqrt: _float(m.rsqrt),
+    UnaryOp.kSigmoid: _float(m.sigmoid),
+    UnaryOp.kSign: UnaryFunctor(m.sign, _NUMBERS),
+    UnaryOp.kSin: _float(m.sin),
+    UnaryOp.kSinh: _float(m.sinh),
+    UnaryOp.kSqrt: _float(m.sqrt),
+    UnaryOp.kSquare: UnaryFunctor(m.square, _NUMBERS),
+    UnaryOp.kTan: _float(m.tan),
+    UnaryOp.kTrunc: _float(m.trunc),
+    # predicates and logic
+    UnaryOp.kNotEqualZero: UnaryFunctor(m.not_equal_zero, ALL_TYPES),
+    UnaryOp.kLogicalNot: UnaryFunctor(m.logical_not, ALL_TYPES, to_bool=True),
+    UnaryOp.kIsInf: UnaryFunctor(m.is_inf, ALL_TYPES, to_bool=True),
+    UnaryOp.kIsNan: UnaryFunctor(m.is_nan, ALL_TYPES, to_bool=True),
+    UnaryOp.kIsFinite: UnaryFunctor(m.is_finite, ALL_TYPES, to_bool=True),
+    UnaryOp.kBitwiseNot: UnaryFunctor(m.bitwise_not, _BITS),
+    # conversion: the store converts; kernels pick the destination dtype
+    UnaryOp.kCast: UnaryFunctor(m.identity, ALL_TYPES),
 }
 
 
@@ -115,20 +132,26 @@ def unary_combinations() -> Iterator[tuple[UnaryOp, DataType, DataType]]:
 def unary_attrs(op: UnaryOp, src_dtype: DataType, attr0: object, attr1: object) -> tuple[object, object]:
     """attr0 and attr1 with PyTorch's defaults filled in, as scalars of the compute dtype.
 
-    Raises ValueError for an attribute given to an op that does not take it.
+    Raises ValueError for an attribute given to an op that does not take it, or one missing that
+    has no default; TypeError for one that is not a number.
     """
-    defaults = UNARY_FUNCTORS[op].defaults
+    attrs = UNARY_FUNCTORS[op].attrs
     given = (attr0, attr1)
     for position, value in enumerate(given):
-        if value is not None and position >= len(defaults):
-            takes = f"takes {len(defaults)} attribute(s)" if defaults else "takes no attributes"
+        if value is not None and position >= len(attrs):
+            names = ", ".join(name for name, _ in attrs)
+            takes = f"takes {len(attrs)} attribute(s) ({names})" if attrs else "takes no attributes"
             raise ValueError(f"attr{position}: {op.name} {takes}; got {value!r}")
-    scalar = src_dtype.compute_dtype.type
-    values = [defaults[i] if given[i] is None else given[i] for i in range(len(defaults))]
-    for position, value in enumerate(values):
-        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
-            raise TypeError(f"attr{position}: {value!r} is not a number")
+    values = []
+    for position, (name, default) in enumerate(attrs):
+        value = default if given[position] is None else given[position]
+        if value is None:
+            raise ValueError(f"attr{position}: {op.name} needs {name}, which has no default")
+        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"attr{position}: {name} of {op.name} must be a number; got {value!r}")
+        values.append(value)
     values += [0] * (2 - len(values))
+    scalar = src_dtype.compute_dtype.type
     return scalar(values[0]), scalar(values[1])
 
 

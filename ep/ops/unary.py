@@ -39,8 +39,8 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None):
     device = device_of(x, "x")
     primitive, dst_dtype = _primitive(op, device.device_type, x.dtype, attr0, attr1, dtype)
     stream = stream_for(device, stream)
+    shape = tuple(x.shape)  # before contiguous: np.ascontiguousarray makes rank 0 rank 1
     x = contiguous(x, device)
-    shape = tuple(x.shape)
     if out is None:
         out = empty(shape, dst_dtype, device, stream)
     else:
