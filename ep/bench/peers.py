@@ -93,10 +93,11 @@ def _torch_call(torch, workload: Workload, inputs: dict, out) -> Callable:
         a, b = inputs["a"], inputs["b"]
         return lambda: fn(a, b, out=out)
     x, op = inputs["x"], attrs["op"]
-    if op in ("relu", "gelu"):
-        # torch.relu and gelu take no out=; their aten out overloads do.
-        overload = getattr(torch.ops.aten, op).out
-        return lambda: overload(x, out=out)
+    if op == "relu":
+        # torch.relu takes no out=, and here it (and aten's relu.out) ran ~7x slower than clamp_min.
+        return lambda: torch.clamp_min(x, 0, out=out)
+    if op == "gelu":
+        return lambda: torch.ops.aten.gelu.out(x, out=out)
     fn = getattr(torch, op)
     return lambda: fn(x, out=out)
 
