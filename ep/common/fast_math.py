@@ -1,9 +1,11 @@
 """float32 transcendental functions that LLVM vectorizes inside a prange loop, for CPU and CUDA.
 
 Numba's math.exp and friends call scalar libm one element at a time; these are range reduction
-plus polynomial (Cephes / Cody-Waite style) in float32 arithmetic only, with no calls and with
-selects instead of branches, so a prange loop over them compiles to AVX2 code. Each is within
-2e-6 relative of the exact result (tests/test_fast_math.py sweeps them against float64).
+plus polynomial or rational approximations (Cody-Waite reduction, Cephes polynomials, a fitted
+rational erf) in float32 arithmetic only, with no calls and with selects instead of branches, so
+a prange loop over them compiles to AVX2 code, and a CUDA kernel inlines them. Each is within
+2e-6 relative of the exact result (gelu: see its docstring); tests/test_fast_math.py sweeps them
+against float64.
 
 Python float literals are float64 in Numba and would promote the arithmetic, so every constant
 is an np.float32 (or np.int32) module global, which Numba freezes as a constant of that type.
