@@ -5,6 +5,7 @@ from ep.common.stream import Stream
 from ep.include.primitive import (
     BatchGatherFactory,
     BinaryOp,
+    BroadcastElementwiseBinaryFactory,
     ElementwiseUnaryFactory,
     ExpandFactory,
     ExpandGradFactory,
@@ -29,6 +30,7 @@ def __getattr__(name: str):
 __all__ = [
     "BatchGatherFactory",
     "BinaryOp",
+    "BroadcastElementwiseBinaryFactory",
     "DataType",
     "Device",
     "DeviceType",

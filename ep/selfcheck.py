@@ -61,6 +61,17 @@ def _batch_gather(device: str) -> None:
     np.testing.assert_array_equal(got, np.take_along_axis(params, indices[:, :, None], axis=1))
 
 
+@check("BroadcastElementwiseBinary")
+def _binary(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    a = np.linspace(-4, 4, 60, dtype=np.float32).reshape(3, 4, 5)
+    b = np.linspace(1, 2, 20, dtype=np.float32).reshape(4, 5)
+    got = to_numpy(ep.ops.binary("mul", to_device(a, device), to_device(b, device)))
+    np.testing.assert_array_equal(got, a * b)
+
+
 def run_self_check(device: str | None = None) -> int:
     """Run every check on every available device (or one); 0 when all pass."""
     from ep.common.device import available_device_types

@@ -1,6 +1,7 @@
 """The primitive interfaces, their op enums, and NewPrimitive."""
 from ep.include.primitive.batch_gather import BatchGather, BatchGatherFactory
 from ep.include.primitive.binary_op import BinaryOp
+from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinary, BroadcastElementwiseBinaryFactory
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
 from ep.include.primitive.expand import Expand, ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
@@ -20,6 +21,8 @@ __all__ = [
     "BatchGather",
     "BatchGatherFactory",
     "BinaryOp",
+    "BroadcastElementwiseBinary",
+    "BroadcastElementwiseBinaryFactory",
     "ElementwiseUnary",
     "ElementwiseUnaryFactory",
     "Expand",

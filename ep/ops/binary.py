@@ -1,0 +1,77 @@
+"""ep.ops.binary: a BroadcastElementwiseBinary over two arrays (or an array and a scalar), NumPy-style."""
+from __future__ import annotations
+
+import numpy as np
+
+from ep.common.binary_functor import binary_dst_dtype
+from ep.common.broadcast import broadcast_shape, simplify_broadcast_dims
+from ep.common.broadcast_elementwise_binary import is_scalar, scalar_value
+from ep.common.data_type import DataType, as_data_type
+from ep.include.primitive.binary_op import as_binary_op
+from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS, BroadcastElementwiseBinaryFactory
+from ep.include.primitive.primitive import NewPrimitive
+from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
+from ep.ops.unary import unary
+
+def binary_src_dtype(a: object, b: object) -> DataType:
+    """The dtype both operands are computed in: np.result_type of the arrays and NumPy scalars, where
+    a Python scalar takes the other operand's dtype."""
+    dtypes = [np.dtype(x.dtype) for x in (a, b) if isinstance(x, np.generic) or not is_scalar(x)]
+    return as_data_type(np.result_type(*dtypes), "a, b")
+
+
+def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None):
+    """op(a, b) with NumPy broadcasting; a new C-contiguous array of the broadcast shape, or out.
+
+    Either operand may be a Python or NumPy scalar (not both). Arrays of different dtypes are cast
+    on the device to np.result_type first; comparison and logical ops give bool.
+    """
+    op = as_binary_op(op)
+    if is_scalar(a) and is_scalar(b):
+        raise TypeError("a, b: both are scalars; at least one must be an array")
+    arrays = [(name, x) for name, x in (("a", a), ("b", b)) if not is_scalar(x)]
+    devices = {name: device_of(x, name) for name, x in arrays}
+    device = next(iter(devices.values()))
+    if len({d.device_type for d in devices.values()}) > 1:
+        raise TypeError(f"a, b: a is on {devices['a'].device_type.value} and b on {devices['b'].device_type.value}")
+    src_dtype = binary_src_dtype(a, b)
+    dst_dtype = binary_dst_dtype(op, src_dtype)
+    if dst_dtype is None:
+        raise TypeError(f"op: {op.name} does not support dtype {src_dtype.value}")
+    shape = broadcast_shape(np.shape(a), np.shape(b), names=("a", "b"))
+    stream = stream_for(device, stream)
+    operands = []
+    for name, x in (("a", a), ("b", b)):
+        if is_scalar(x):
+            operands.append(scalar_value(x, name, src_dtype))
+        elif as_data_type(x.dtype, name) is not src_dtype:
+            operands.append(unary("cast", x, dtype=src_dtype, stream=stream))
+        else:
+            operands.append(contiguous(x, device, stream))
+    a, b = operands
+    primitive = NewPrimitive(BroadcastElementwiseBinaryFactory, device, op, src_dtype, dst_dtype, MAX_NUM_DIMS, attr0, attr1)
+    if out is None:
+        out = empty(shape, dst_dtype, device, stream)
+    else:
+        check_out(out, "out", shape, dst_dtype, device)
+    primitive.Launch(stream, *_launch_dims(a, b, shape), out)
+    return out
+
+
+def _launch_dims(a, b, shape: tuple[int, ...]) -> tuple:
+    """(dims0, a, dims1, b) for Launch, folded so that operands of any rank fit MAX_NUM_DIMS.
+
+    A scalar's dims are (); an array beside a scalar is one flat dim. Two arrays get their
+    simplified broadcast dims, which index the same elements.
+    """
+    if is_scalar(a):
+        return (), a, (b.size,), b
+    if is_scalar(b):
+        return (a.size,), a, (), b
+    dims0, dims1 = simplify_broadcast_dims(a.shape, b.shape)
+    if len(dims0) > MAX_NUM_DIMS:
+        raise ValueError(
+            f"a, b: shapes {tuple(a.shape)} and {tuple(b.shape)} broadcast to {shape} in {len(dims0)} "
+            f"alternating dims after merging; at most {MAX_NUM_DIMS} are supported"
+        )
+    return dims0, a, dims1, b

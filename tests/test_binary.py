@@ -1,0 +1,328 @@
+"""BroadcastElementwiseBinary: every path on every dtype, scalars, argument checks, and ep.ops.binary."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ep
+from ep.common.binary_functor import BINARY_FUNCTORS
+from ep.common.broadcast_elementwise_binary import plan_binary
+from ep.common.device import available_device_types
+from ep.testing import to_device, to_numpy
+
+ALL = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
+
+# (dims0, dims1, the path plan_binary picks); None stands for a scalar value operand.
+PATHS = [
+    ((3, 4), (3, 4), "elementwise"),
+    ((1, 1), (1,), "elementwise"),
+    ((3, 4), None, "scalar"),
+    (None, (3, 4), "scalar"),
+    ((3, 4), (1,), "scalar"),
+    ((1, 1), (2, 3, 4), "scalar"),
+    ((3, 4), (4,), "row"),
+    ((1, 4), (3, 4), "row"),
+    ((3, 4), (3, 1), "column"),
+    ((3, 1), (3, 4), "column"),
+    ((2, 3, 1), (2, 3, 4), "column"),
+    ((2, 1, 4), (2, 3, 4), "general"),
+    ((3, 1), (1, 4), "general"),
+    ((2, 3, 4), (3, 1), "general"),
+    ((2, 5, 10, 5), (5, 1, 5, 10, 1), "general"),
+    ((0, 3), (3,), "empty"),
+]
+PATH_IDS = [f"{d0}-{d1}-{path}" for d0, d1, path in PATHS]
+
+
+def operand(dims, dtype, seed):
+    """An array of dims, or for None a scalar value, with negative values where dtype has them."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dims is None:
+        return {"b": True, "i": -3, "u": 3, "f": 2.5}[dtype.kind]
+    if dtype == np.bool_:
+        return rng.integers(0, 2, dims).astype(bool)
+    if dtype.kind in "iu":
+        return rng.integers(-50 if dtype.kind == "i" else 0, 50, dims).astype(dtype)
+    return rng.normal(0, 3, dims).astype(dtype)
+
+
+def numpy_reference(op, a, b, dtype):
+    """op on a and b (arrays or a scalar) of dtype with NumPy, computed as the kernels are: float16 in
+    float32, integers in int64 wrapped to dtype, bool as int64 then != 0; a scalar is first made a
+    dtype. Predicates give bool."""
+    compute = np.float32 if dtype == np.float16 else np.int64 if np.dtype(dtype).kind in "biu" else dtype
+    x = np.asarray(np.asarray(a, dtype), compute)
+    y = np.asarray(np.asarray(b, dtype), compute)
+    with np.errstate(all="ignore"):
+        result = op(x, y)
+    if result.dtype == np.bool_:
+        return result
+    return result != 0 if dtype == np.bool_ else result.astype(dtype)
+
+
+def launch(device, op, a, b, dst_dtype, attr0=None, attr1=None, stream=None):
+    """op(a, b) through NewPrimitive + Launch; a scalar operand passes as itself with dims ()."""
+    src_dtype = (b if np.isscalar(a) else a).dtype
+    primitive = ep.NewPrimitive(ep.BroadcastElementwiseBinaryFactory, device, op, src_dtype, dst_dtype, 8, attr0, attr1)
+    stream = stream or ep.GetDevice(device).CreateStream()
+    dims0, dims1 = np.shape(a), np.shape(b)
+    src0 = a if np.isscalar(a) else to_device(a, device)
+    src1 = b if np.isscalar(b) else to_device(b, device)
+    dst = to_device(np.zeros(np.broadcast_shapes(dims0, dims1), dst_dtype), device)
+    primitive.Launch(stream, dims0, src0, dims1, src1, dst)
+    stream.Sync()
+    for x, src in ((a, src0), (b, src1)):
+        if not np.isscalar(x):
+            np.testing.assert_array_equal(to_numpy(src), x)  # inputs are never modified
+    return to_numpy(dst)
+
+
+def assert_close(got, expected):
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    if expected.dtype.kind == "f":
+        rtol = {2: 2.0**-10, 4: 2e-6, 8: 1e-12}[expected.itemsize]
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=rtol)
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dims0, dims1, path", PATHS, ids=PATH_IDS)
+def test_shapes_take_the_intended_path(dims0, dims1, path):
+    assert plan_binary(dims0 or (), dims1 or (), dims0 is None, dims1 is None).path == path
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("dims0, dims1, path", PATHS, ids=PATH_IDS)
+def test_sub_on_every_path_and_dtype(device, dims0, dims1, path, dtype):
+    a, b = operand(dims0, dtype, 0), operand(dims1, dtype, 1)
+    assert_close(launch(device, "sub", a, b, dtype), numpy_reference(np.subtract, a, b, dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float64])
+@pytest.mark.parametrize("dims0, dims1, path", PATHS, ids=PATH_IDS)
+def test_comparison_on_every_path(device, dims0, dims1, path, dtype):
+    a, b = operand(dims0, dtype, 2), operand(dims1, dtype, 3)
+    assert_close(launch(device, "greater_equal", a, b, np.bool_), numpy_reference(np.greater_equal, a, b, dtype))
+
+
+@pytest.mark.parametrize("dims0, dims1, path", PATHS, ids=PATH_IDS)
+def test_attributes_reach_every_path(device, dims0, dims1, path):
+    a, b = operand(dims0, np.float32, 4), operand(dims1, np.float32, 5)
+    atol, rtol = 1.5, 0.25
+    expected = np.abs(np.subtract(a, b, dtype=np.float32)) <= np.float32(atol) + np.float32(rtol) * np.abs(np.float32(b))
+    assert_close(launch(device, "is_close", a, b, np.bool_, atol, rtol), expected)
+
+
+def test_scalar_is_converted_to_the_src_dtype(device):
+    a = np.array([100, 120, -128], np.int8)
+    np.testing.assert_array_equal(launch(device, "add", a, 10.9, np.int8), a + np.int8(10))
+    h = np.array([1.0, 2.0, 3.0], np.float16)
+    expected = (h.astype(np.float32) * np.float32(np.float16(0.1))).astype(np.float16)
+    np.testing.assert_array_equal(launch(device, "mul", h, 0.1, np.float16), expected)
+    np.testing.assert_array_equal(launch(device, "add", np.array([True, False]), 2, np.bool_), [True, True])
+    np.testing.assert_array_equal(launch(device, "sub", np.float32(1.5), np.ones(3, np.float32), np.float32), 0.5)
+
+
+@pytest.mark.parametrize("value, message", [(300, "out of the range of int8"), (float("nan"), "has no int8 value")])
+def test_scalar_without_a_value_in_the_dtype(device, value, message):
+    with pytest.raises(ValueError, match=f"src1: .*{message}"):
+        launch(device, "add", np.ones(3, np.int8), value, np.int8)
+
+
+def test_integer_division_by_zero_on_every_path(device):
+    a = np.arange(-6, 6, dtype=np.int32).reshape(3, 4)
+    for b in (np.zeros((3, 4), np.int32), np.zeros((4,), np.int32), np.zeros((3, 1), np.int32), np.zeros(1, np.int32), 0):
+        assert not launch(device, "floor_mod", a, b, np.int32).any()
+        assert not launch(device, "div", a, b, np.int32).any()
+
+
+def new(device, *args, **kwargs):
+    return ep.NewPrimitive(ep.BroadcastElementwiseBinaryFactory, device, *args, **kwargs)
+
+
+def test_new_returns_none_for_unsupported_combinations(device):
+    assert new(device, "add", np.float32, np.float32, max_num_dims=9) is None
+    assert new(device, "add", np.float32, np.bool_) is None
+    assert new(device, "less_than", np.float32, np.float32) is None
+    assert new(device, "bitwise_and", np.float32, np.float32) is None
+    assert new(device, "sigmoid_backward_with_dy_y", np.int32, np.int32) is None
+    assert new(device, ep.BinaryOp.kAdd, np.float32, np.float32, max_num_dims=2) is not None
+
+
+def test_new_checks_attributes(device):
+    with pytest.raises(ValueError, match="attr0: kAdd takes no attributes"):
+        new(device, "add", np.float32, np.float32, 8, 1.0)
+    with pytest.raises(ValueError, match="attr0: kThresholdBackwardWithDyX needs threshold"):
+        new(device, "threshold_backward_with_dy_x", np.float32, np.float32)
+    with pytest.raises(TypeError, match="attr1: rtol of kIsClose must be a number"):
+        new(device, "is_close", np.float32, np.bool_, 8, 1e-3, "x")
+    with pytest.raises(ValueError, match="op: 'frobnicate' is not a binary op"):
+        new(device, "frobnicate", np.float32, np.float32)
+    with pytest.raises(TypeError, match="max_num_dims"):
+        new(device, "add", np.float32, np.float32, max_num_dims=2.5)
+
+
+@pytest.fixture
+def sub_f32(device):
+    return new(device, "sub", np.float32, np.float32, max_num_dims=3), ep.GetDevice(device).CreateStream()
+
+
+def test_launch_rejects_more_dims_than_max_num_dims(device, sub_f32):
+    primitive, stream = sub_f32
+    x = to_device(np.ones(16, np.float32), device)
+    with pytest.raises(ValueError, match="src0_dims: has 4 dims, more than the primitive's max_num_dims 3"):
+        primitive.Launch(stream, (2, 2, 2, 2), x, (2,), x, to_device(np.zeros(16, np.float32), device))
+
+
+def test_launch_rejects_shapes_that_do_not_broadcast(device, sub_f32):
+    primitive, stream = sub_f32
+    x = to_device(np.ones(12, np.float32), device)
+    with pytest.raises(ValueError, match=r"src0_dims=\(3, 4\) and src1_dims=\(3,\) do not broadcast"):
+        primitive.Launch(stream, (3, 4), x, (3,), x, to_device(np.zeros(12, np.float32), device))
+
+
+def test_launch_checks_buffers(device, sub_f32):
+    primitive, stream = sub_f32
+    small = to_device(np.ones(5, np.float32), device)
+    full = to_device(np.ones(6, np.float32), device)
+    dst = to_device(np.zeros(6, np.float32), device)
+    with pytest.raises(ValueError, match="src1: holds 5 elements, fewer than the 6"):
+        primitive.Launch(stream, (2, 3), full, (2, 3), small, dst)
+    with pytest.raises(ValueError, match="dst: holds 5 elements, fewer than the 6"):
+        primitive.Launch(stream, (2, 3), full, (3,), full, small)
+    with pytest.raises(TypeError, match="src0: dtype float64 does not match the primitive's float32"):
+        primitive.Launch(stream, (2, 3), to_device(np.ones(6), device), (3,), full, dst)
+    with pytest.raises(TypeError, match="src0, src1: both are scalars"):
+        primitive.Launch(stream, (), 1.0, (), 2.0, dst)
+    with pytest.raises(ValueError, match=r"src1: a scalar operand has dims \(\); got src1_dims=\(1,\)"):
+        primitive.Launch(stream, (2, 3), full, (1,), 2.0, dst)
+    with pytest.raises(TypeError, match="src1: str"):
+        primitive.Launch(stream, (2, 3), full, (), "2", dst)
+    with pytest.raises(TypeError, match="stream"):
+        primitive.Launch(None, (2, 3), full, (3,), full, dst)
+    np.testing.assert_array_equal(to_numpy(dst), 0)
+
+
+def test_launch_writes_count_elements_only(device, sub_f32):
+    primitive, stream = sub_f32
+    a = np.arange(6, dtype=np.float32)
+    dst = to_device(np.full(10, 7, np.float32), device)
+    primitive.Launch(stream, (2, 3), to_device(a, device), (3,), to_device(a[:3], device), dst)
+    stream.Sync()
+    out = to_numpy(dst)
+    np.testing.assert_array_equal(out[:6], (a.reshape(2, 3) - a[:3]).ravel())
+    np.testing.assert_array_equal(out[6:], 7)
+
+
+def test_buffer_of_the_other_device_is_refused(device, sub_f32):
+    other = "cpu" if device == "cuda" else "cuda"
+    if other not in [d.value for d in available_device_types()]:
+        pytest.skip("needs both devices")
+    primitive, stream = sub_f32
+    x = to_device(np.ones(3, np.float32), device)
+    with pytest.raises(TypeError, match=f"src1: .* was given to a {device} primitive"):
+        primitive.Launch(stream, (3,), x, (3,), to_device(np.ones(3, np.float32), other), x)
+
+
+def test_every_combination_is_listed_and_compiled_for_the_ptx_check():
+    expected = {(op, dtype) for op, functor in BINARY_FUNCTORS.items() for dtype in functor.dtypes}
+    for device in available_device_types():
+        factory = ep.include.primitive.GetFactory(ep.BroadcastElementwiseBinaryFactory, device)
+        listed = {(op, dtypes[0]) for op, dtypes in factory.Combinations()}
+        assert listed == expected
+        if device is ep.DeviceType.kCUDA:
+            assert len(list(factory.Kernels())) == len(expected)
+
+
+@st.composite
+def broadcastable_shapes(draw, max_rank=5):
+    """Two shapes that broadcast: suffixes of one output shape with some dims set to 1."""
+    out = draw(st.lists(st.integers(1, 3), min_size=0, max_size=max_rank))
+    shapes = []
+    for _ in range(2):
+        rank = draw(st.integers(0, len(out)))
+        suffix = out[len(out) - rank:]
+        shapes.append(tuple(1 if draw(st.booleans()) else n for n in suffix))
+    return shapes
+
+
+@settings(max_examples=30, deadline=None)
+@given(shapes=broadcastable_shapes(), dtype=st.sampled_from([np.int32, np.float32]))
+def test_random_broadcastable_shapes_match_numpy(device, shapes, dtype):
+    # to_device makes a 0-d array 1-d: the reference takes the arrays as they reach the device.
+    a = to_device(operand(shapes[0], dtype, 6), device)
+    b = to_device(operand(shapes[1], dtype, 7), device)
+    got = to_numpy(ep.ops.binary("sub", a, b))
+    assert_close(got, numpy_reference(np.subtract, to_numpy(a), to_numpy(b), dtype))
+
+
+# ep.ops.binary
+
+
+def ops_binary(device, op, a, b, **kwargs):
+    a = a if np.isscalar(a) else to_device(a, device)
+    b = b if np.isscalar(b) else to_device(b, device)
+    return to_numpy(ep.ops.binary(op, a, b, **kwargs))
+
+
+@pytest.mark.parametrize(
+    "dtype0, dtype1",
+    [(np.int32, np.float32), (np.bool_, np.int8), (np.int8, np.float16), (np.uint8, np.int32), (np.float16, np.float64)],
+)
+def test_ops_promote_by_result_type(device, dtype0, dtype1):
+    a = operand((2, 3), dtype0, 8)
+    b = operand((3,), dtype1, 9)
+    got = ops_binary(device, "mul", a, b)
+    result = np.result_type(dtype0, dtype1)
+    assert_close(got, numpy_reference(np.multiply, a.astype(result), b.astype(result), result))
+
+
+def test_ops_python_scalar_takes_the_other_dtype_and_numpy_scalar_promotes(device):
+    a = np.array([[120, -5, 3]], np.int8)
+    assert_close(ops_binary(device, "add", a, 10), (a + np.int8(10)).astype(np.int8))
+    assert_close(ops_binary(device, "sub", 3, a), (np.int8(3) - a).astype(np.int8))
+    assert_close(ops_binary(device, "mul", a, 2.7), a * np.int8(2))
+    assert_close(ops_binary(device, "add", a, np.float64(0.5)), a + np.float64(0.5))
+    assert_close(ops_binary(device, "less_than", a, 3), a < 3)
+
+
+def test_ops_shapes_that_do_not_broadcast_name_both(device):
+    with pytest.raises(ValueError, match=r"shapes a=\(2, 3\) and b=\(4,\) do not broadcast together"):
+        ops_binary(device, "add", np.ones((2, 3), np.float32), np.ones(4, np.float32))
+
+
+def test_ops_errors(device):
+    with pytest.raises(TypeError, match="a, b: both are scalars"):
+        ep.ops.binary("add", 1, 2)
+    with pytest.raises(TypeError, match="op: kBitwiseAnd does not support dtype float32"):
+        ops_binary(device, "bitwise_and", np.ones(3, np.float32), np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="int16.* is not a supported data type"):
+        ops_binary(device, "add", np.ones(3, np.uint8), np.ones(3, np.int8))
+
+
+def test_ops_out(device):
+    a, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.ones(3, np.float32)
+    out = to_device(np.zeros((2, 3), np.float32), device)
+    assert ep.ops.binary("add", to_device(a, device), to_device(b, device), out=out) is out
+    np.testing.assert_array_equal(to_numpy(out), a + b)
+    with pytest.raises(ValueError, match=r"out: has shape \(3,\); expected \(2, 3\)"):
+        ep.ops.binary("add", to_device(a, device), to_device(b, device), out=to_device(np.zeros(3, np.float32), device))
+    with pytest.raises(TypeError, match="out: has dtype float32; expected bool"):
+        ep.ops.binary("less_than", to_device(a, device), to_device(b, device), out=out)
+
+
+def test_ops_strided_inputs(device):
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    b = np.arange(4, dtype=np.float32).reshape(4, 1)
+    got = to_numpy(ep.ops.binary("sub", to_device(a, device)[:, ::2], to_device(b, device)))
+    np.testing.assert_array_equal(got, a[:, ::2] - b)
+
+
+def test_ops_rank_above_max_num_dims_when_it_merges(device):
+    a = np.arange(6, dtype=np.float32).reshape((1,) * 9 + (2, 3))
+    b = np.arange(3, dtype=np.float32).reshape((1,) * 10 + (3,))
+    assert_close(ops_binary(device, "add", a, b), a + b)
+    alternating = (2, 1) * 5
+    with pytest.raises(ValueError, match="at most 8 are supported"):
+        ops_binary(device, "add", np.ones(alternating, np.float32), np.ones(alternating[::-1], np.float32))
