@@ -66,6 +66,21 @@ def test_expand_moves_every_dtype_like_broadcast_to(device, dtype, src_dims, dst
     assert same_bytes(src_after.reshape(src_dims), x)
 
 
+@pytest.mark.parametrize(
+    "src_dims, dst_dims, dtype",
+    [
+        ((1, 4099), (2, 4099), np.int8),  # odd runs move as bytes, longer than one piece
+        ((1,), (300,), np.float32),  # a long fill
+        ((3, 1), (3, 600), np.uint8),
+        ((2, 1, 520), (2, 3, 520), np.float16),
+    ],
+)
+def test_long_runs(device, src_dims, dst_dims, dtype):
+    x = sample(src_dims, dtype, seed=9)
+    got, _ = launch_expand(device, x, dst_dims)
+    assert same_bytes(got, np.broadcast_to(x, dst_dims))
+
+
 def test_every_dtype_has_an_expand(device):
     for dtype in ep.DataType:
         assert ep.NewPrimitive(ep.ExpandFactory, device, dtype) is not None
@@ -150,7 +165,8 @@ def test_buffer_of_the_other_device_or_a_list_is_refused(device):
     other = "cpu" if device == "cuda" else "cuda"
     if other in [d.value for d in ep.common.device.available_device_types()]:
         with pytest.raises(TypeError, match=f"src: .* was given to a {device} primitive"):
-            primitive.Launch(stream, (2,), to_device(np.ones(2, np.float32), other), (2,), to_device(np.zeros(2, np.float32), device))
+            foreign = to_device(np.ones(2, np.float32), other)
+            primitive.Launch(stream, (2,), foreign, (2,), to_device(np.zeros(2, np.float32), device))
 
 
 def test_stream_of_another_device_is_refused(device):
@@ -178,24 +194,34 @@ def test_dims_that_do_not_simplify_below_the_limit_are_refused(device):
 # ---- how inner runs are moved: raw units of the widest width alignment allows
 
 
+def aligned(count, dtype, offset=0):
+    """A zeroed array of count elements whose first element is offset bytes past a 64-byte boundary."""
+    dtype = np.dtype(dtype)
+    raw = np.zeros(count * dtype.itemsize + 128, np.uint8)
+    start = -raw.ctypes.data % 64 + offset
+    return raw[start : start + count * dtype.itemsize].view(dtype)
+
+
 def test_plan_moves_contiguous_runs_in_the_widest_unit():
-    src, dst = np.zeros(8, np.float32), np.zeros(64, np.float32)
-    plan = expand_plan((1, 8), (8, 8), 4, src, dst)  # rows of 32 bytes
+    src, dst = aligned(8, np.float32), aligned(64, np.float32)
+    plan = expand_plan((1, 8), (8, 8), 4, src, dst, 8)  # rows of 32 bytes
     assert (plan.unit, plan.dims, plan.src_strides) == (8, (8, 4), (0, 1))
-    plan = expand_plan((1, 3), (8, 3), 4, src, dst)  # rows of 12 bytes
+    plan = expand_plan((1, 8), (8, 8), 4, src, dst, 16)  # CUDA also moves 16-byte units
+    assert (plan.unit, plan.dims, plan.src_strides) == (16, (8, 2), (0, 1))
+    plan = expand_plan((1, 3), (8, 3), 4, src, dst, 16)  # rows of 12 bytes
     assert (plan.unit, plan.dims, plan.src_strides) == (4, (8, 3), (0, 1))
-    plan = expand_plan((8, 1), (8, 5), 4, src, dst)  # a broadcast element: a fill of 5 units
+    plan = expand_plan((8, 1), (8, 5), 4, src, dst, 16)  # a broadcast element: a fill of 5 units
     assert (plan.unit, plan.dims, plan.src_strides) == (4, (8, 5), (1, 0))
-    half = np.zeros(8, np.float16)
-    plan = expand_plan((8, 1, 2), (8, 3, 2), 2, half, half)  # 4-byte pairs, each filled 3 times
+    half = aligned(48, np.float16)
+    plan = expand_plan((8, 1, 2), (8, 3, 2), 2, half, half, 8)  # 4-byte pairs, each filled 3 times
     assert (plan.unit, plan.dims, plan.src_strides) == (4, (8, 3), (1, 0))
 
 
-def test_plan_falls_back_to_bytes_for_misaligned_buffers():
-    raw = np.zeros(65, np.uint8)
-    misaligned = raw[1:].view(np.uint8)
-    plan = expand_plan((1, 8), (8, 8), 4, misaligned, np.zeros(64, np.float32))
+def test_plan_falls_back_to_narrower_units_for_misaligned_buffers():
+    plan = expand_plan((1, 8), (8, 8), 4, aligned(32, np.uint8, offset=1), aligned(64, np.float32), 8)
     assert (plan.unit, plan.dims, plan.src_strides) == (1, (8, 32), (0, 1))
+    plan = expand_plan((1, 8), (8, 8), 4, aligned(32, np.uint8, offset=4), aligned(64, np.float32), 16)
+    assert (plan.unit, plan.dims, plan.src_strides) == (4, (8, 8), (0, 1))
 
 
 def test_misaligned_cpu_buffers_still_expand():
@@ -208,11 +234,14 @@ def test_misaligned_cpu_buffers_still_expand():
 
 
 def test_strided_plan_merges_what_is_contiguous():
-    x = np.zeros((4, 6, 8), np.float32)
-    plan = strided_plan(x[::2].shape, x[::2].strides, 4, x[::2], np.zeros(96, np.float32))
+    x = aligned(4 * 6 * 8, np.float32).reshape(4, 6, 8)
+    dst = aligned(96, np.float32)
+    plan = strided_plan(x[::2].shape, x[::2].strides, 4, x[::2], dst, 8)
     assert (plan.unit, plan.dims, plan.src_strides) == (8, (2, 24), (48, 1))
-    plan = strided_plan(x[:, :, ::2].shape, x[:, :, ::2].strides, 4, x, np.zeros(96, np.float32))
+    plan = strided_plan(x[:, :, ::2].shape, x[:, :, ::2].strides, 4, x, dst, 8)
     assert (plan.unit, plan.dims, plan.src_strides) == (4, (96,), (2,))
+    plan = strided_plan(x[:, 1].shape, x[:, 1].strides, 4, x[:, 1], dst, 16)
+    assert (plan.unit, plan.dims, plan.src_strides) == (16, (4, 2), (12, 1))
 
 
 # ---- LaunchStrided, the copy behind contiguous()
@@ -237,6 +266,15 @@ def test_launch_strided_copies_any_view(device, dtype, view):
     primitive.LaunchStrided(stream, src, dst)
     stream.Sync()
     assert same_bytes(to_numpy(dst), x[view])
+
+
+def test_launch_strided_long_rows(device):
+    x = sample((4, 601), np.int8, seed=6)
+    for view in (np.s_[::2], np.s_[:, ::2]):
+        dst = to_device(np.zeros(x[view].shape, np.int8), device)
+        primitive = ep.NewPrimitive(ep.ExpandFactory, device, np.int8)
+        primitive.LaunchStrided(ep.GetDevice(device).CreateStream(), to_device(x, device)[view], dst)
+        assert same_bytes(to_numpy(dst), x[view])
 
 
 def test_launch_strided_reads_zero_strides_on_cpu():
@@ -323,7 +361,8 @@ def candidates(example):
 def test_expand_shape_follows_the_rule_for_every_candidate(example):
     for input_shape, sizes, expected, bad_dim in candidates(example):
         if expected is None:
-            input_size = "no input size" if bad_dim < len(sizes) - len(input_shape) else f"input size {input_shape[bad_dim - len(sizes) + len(input_shape)]}"
+            input_dim = bad_dim - (len(sizes) - len(input_shape))
+            input_size = "no input size" if input_dim < 0 else f"input size {input_shape[input_dim]}"
             with pytest.raises(ValueError, match=rf"sizes\[{bad_dim}\]: dim {bad_dim} .*{input_size}.*{sizes[bad_dim]}"):
                 expand_shape(input_shape, sizes)
         else:
@@ -485,6 +524,7 @@ def grad_sample(shape, dtype, seed=0):
         ((1, 3), (4, 3)),
         ((2, 1, 3, 1), (2, 5, 3, 7)),
         ((5,), (5,)),
+        ((1,), (1,)),
     ],
 )
 def test_expand_grad_matches_numpy_sum(device, dtype, input_shape, dy_shape):
@@ -493,7 +533,8 @@ def test_expand_grad_matches_numpy_sum(device, dtype, input_shape, dy_shape):
     got = to_numpy(ep.ops.expand_grad(array, input_shape)).reshape(input_shape)
     expected = grad_reference(dy, input_shape)
     if dtype in (np.float16, np.float32, np.float64):
-        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=1e-3 if dtype == np.float16 else 1e-6)
+        rtol = 1e-3 if dtype == np.float16 else 1e-6
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=rtol)
     else:
         np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(to_numpy(array).reshape(dy_shape), dy)

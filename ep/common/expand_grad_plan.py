@@ -34,8 +34,6 @@ ACCUMULATE_DTYPES = {
 }
 
 
-
-
 def _wrapping_cast(np_type):
     @scalar_function
     def cast(total):

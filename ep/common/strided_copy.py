@@ -4,8 +4,8 @@ Expand and the device copy behind ops.contiguous share one kernel per (unit widt
 dims). A plan describes the destination as `num_runs` runs of `run` units; run r reads its units
 from `map_offset(r, run_strides, src_strides) + j * inner_stride` (j < run), where inner_stride is
 1 for a contiguous run, 0 for a broadcast element and anything else for a strided gather. Units
-are the widest of 8, 4, 2 or 1 bytes that divides the contiguous run, every source stride and
-both buffers' addresses, so the kernel never depends on the dtype.
+are the widest of 16 (CUDA), 8, 4, 2 or 1 bytes that divides the contiguous run, every source
+stride and both buffers' addresses, so the kernel never depends on the dtype.
 """
 from __future__ import annotations
 
@@ -21,8 +21,6 @@ from ep.common.device import DeviceType
 from ep.common.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.strided_storage import raw_units, strided_source
 
-# The widest unit a kernel moves with a plain array access.
-WIDEST_UNIT = 8
 # The most dims a kernel indexes outside its inner run; more only when simplification cannot merge.
 MAX_NUM_DIMS = 8
 
@@ -95,7 +93,7 @@ def _plan(unit: int, dims: Sequence[int], src_strides: Sequence[int], name: str)
     return plan
 
 
-def expand_plan(src_dims: Sequence[int], dst_dims: Sequence[int], itemsize: int, src, dst) -> CopyPlan:
+def expand_plan(src_dims: Sequence[int], dst_dims: Sequence[int], itemsize: int, src, dst, widest: int) -> CopyPlan:
     """The plan for broadcasting C-contiguous src of src_dims to C-contiguous dst of dst_dims.
 
     The element's bytes become an innermost dim, so SimplifyBroadcastDims merges them into the
@@ -105,7 +103,7 @@ def expand_plan(src_dims: Sequence[int], dst_dims: Sequence[int], itemsize: int,
     src_bytes, dst_bytes = simplify_broadcast_dims(tuple(src_dims) + (itemsize,), tuple(dst_dims) + (itemsize,))
     src_bytes, dst_bytes = src_bytes or (1,), dst_bytes or (1,)
     contiguous_run = src_bytes[-1] == dst_bytes[-1]
-    unit = move_unit(dst_bytes[-1] if contiguous_run else 1, (src, dst), WIDEST_UNIT)
+    unit = move_unit(dst_bytes[-1] if contiguous_run else 1, (src, dst), widest)
     if contiguous_run:
         src_bytes = src_bytes[:-1] + (src_bytes[-1] // unit,)
         dst_bytes = dst_bytes[:-1] + (dst_bytes[-1] // unit,)
@@ -130,36 +128,39 @@ def _merge_strided(dims: Sequence[int], strides: Sequence[int]) -> tuple[list[in
     return out_dims, out_strides
 
 
-def strided_plan(dims: Sequence[int], byte_strides: Sequence[int], itemsize: int, src, dst) -> CopyPlan:
+def strided_plan(dims: Sequence[int], byte_strides: Sequence[int], itemsize: int, src, dst, widest: int) -> CopyPlan:
     """The plan for copying a view with non-negative byte strides into C-contiguous dst."""
     dims, strides = _merge_strided(tuple(dims) + (itemsize,), tuple(byte_strides) + (1,))
     if not dims or strides[-1] != 1:  # one-byte elements whose innermost dim is not contiguous
         dims, strides = dims + [1], strides + [1]
     run_bytes = math.gcd(dims[-1], *strides[:-1])
-    unit = move_unit(run_bytes, (src, dst), WIDEST_UNIT)
+    unit = move_unit(run_bytes, (src, dst), widest)
     dims[-1] //= unit
     dims, strides = _merge_strided(dims, [s // unit for s in strides[:-1]] + [1])
     return _plan(unit, dims, strides, "src")
 
 
-def prepare_expand(device_type: DeviceType, dtype: DataType, src_dims, src, dst_dims, dst):
-    """(plan, src units, dst units) for Expand.Launch after checking every argument; None when dst is empty."""
+def prepare_expand(device_type: DeviceType, dtype: DataType, src_dims, src, dst_dims, dst, widest: int):
+    """(plan, src units, dst units) for Expand.Launch after checking every argument; None when dst is empty.
+
+    widest is the device's widest move unit in bytes.
+    """
     src_dims, dst_dims = check_broadcast_dims(src_dims, dst_dims, ("src_dims", "dst_dims"))
     src_count, dst_count = math.prod(src_dims), math.prod(dst_dims)
     src = storage(src, "src", device_type, dtype, src_count)
     dst = storage(dst, "dst", device_type, dtype, dst_count, writable=True)
     if dst_count == 0:
         return None
-    plan = expand_plan(src_dims, dst_dims, dtype.itemsize, src, dst)
+    plan = expand_plan(src_dims, dst_dims, dtype.itemsize, src, dst, widest)
     return plan, as_units(src, src_count, plan.unit), as_units(dst, dst_count, plan.unit)
 
 
-def prepare_strided(device_type: DeviceType, dtype: DataType, src, dst):
+def prepare_strided(device_type: DeviceType, dtype: DataType, src, dst, widest: int):
     """(plan, src units, dst units) for Expand.LaunchStrided after checking every argument; None when src is empty."""
     src = strided_source(src, "src", device_type, dtype)
     count = src.size
     dst = storage(dst, "dst", device_type, dtype, count, writable=True)
     if count == 0:
         return None
-    plan = strided_plan(src.shape, src.strides, dtype.itemsize, src, dst)
+    plan = strided_plan(src.shape, src.strides, dtype.itemsize, src, dst, widest)
     return plan, raw_units(src, plan.unit, plan.src_extent, device_type), as_units(dst, count, plan.unit)

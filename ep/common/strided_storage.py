@@ -35,15 +35,16 @@ def raw_units(array, unit: int, count: int, device_type: DeviceType):
     reaches past the memory array spans.
     """
     dtype = unit_dtype(unit)
+    words = count * unit // dtype.itemsize  # 16-byte units are pairs of uint64 words
     if device_type is DeviceType.kCPU or _simulated():
         # A one-element view of the first element, then widened over the span.
         host = np.asarray(array)
         first = host[(slice(0, 1),) * host.ndim].reshape(1).view(np.uint8)
-        raw = np.lib.stride_tricks.as_strided(first, shape=(count * unit,), strides=(1,), writeable=False).view(dtype)
+        raw = np.lib.stride_tricks.as_strided(first, shape=(words * dtype.itemsize,), strides=(1,), writeable=False).view(dtype)
         return raw if device_type is DeviceType.kCPU else _fake_cuda_array(raw)
     from numba import cuda
 
-    interface = {"shape": (count,), "strides": None, "typestr": dtype.str, "data": (address(array), True), "version": 3}
+    interface = {"shape": (words,), "strides": None, "typestr": dtype.str, "data": (address(array), True), "version": 3}
     return cuda.from_cuda_array_interface(interface, owner=array, sync=False)
 
 

@@ -39,7 +39,9 @@ def expand_shape(input_shape: Sequence[int], sizes: Sequence[int], name: str = "
     for dim, size in enumerate(sizes):
         if dim < lead:
             if size < 1:
-                raise ValueError(f"{name}[{dim}]: dim {dim} is a new leading dim (no input size); expected a size >= 1, got {size}")
+                raise ValueError(
+                    f"{name}[{dim}]: dim {dim} is a new leading dim (no input size); expected a size >= 1, got {size}"
+                )
             shape.append(size)
             continue
         input_size = input_shape[dim - lead]
@@ -49,7 +51,9 @@ def expand_shape(input_shape: Sequence[int], sizes: Sequence[int], name: str = "
             shape.append(size)
         else:
             allowed = f"{input_size} or -1" + (" or a size >= 1" if input_size == 1 else "")
-            raise ValueError(f"{name}[{dim}]: dim {dim} has input size {input_size}; cannot expand it to {size} (expected {allowed})")
+            raise ValueError(
+                f"{name}[{dim}]: dim {dim} has input size {input_size}; cannot expand it to {size} (expected {allowed})"
+            )
     return tuple(shape)
 
 

@@ -16,11 +16,11 @@ from ep.cpu.kernel import CpuKernel
 from ep.include.primitive.expand import Expand, ExpandFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
+# The widest unit: slices of uint64 already copy at memcpy speed.
+WIDEST_UNIT = 8
 # Units per task: a long row (a broadcast row, a big fill) is split so that every core gets work,
 # and short runs are grouped so that no task is tiny.
 CHUNK = 1 << 14
-
-
 # Below this many units a plain loop beats slicing, whose setup costs more than the moves.
 SHORT_RUN = 16
 
@@ -92,13 +92,13 @@ class ExpandImpl(Expand):
 
     def Launch(self, stream, src_dims, src, dst_dims, dst) -> None:
         check_stream(stream, DeviceType.kCPU)
-        prepared = prepare_expand(DeviceType.kCPU, self.dtype, src_dims, src, dst_dims, dst)
+        prepared = prepare_expand(DeviceType.kCPU, self.dtype, src_dims, src, dst_dims, dst, WIDEST_UNIT)
         if prepared is not None:
             launch_copy(*prepared)
 
     def LaunchStrided(self, stream, src, dst) -> None:
         check_stream(stream, DeviceType.kCPU)
-        prepared = prepare_strided(DeviceType.kCPU, self.dtype, src, dst)
+        prepared = prepare_strided(DeviceType.kCPU, self.dtype, src, dst, WIDEST_UNIT)
         if prepared is not None:
             launch_copy(*prepared)
 

@@ -23,24 +23,22 @@ BLOCK = 512
 
 
 def _sum_view(view, n):
-    # Eight running sums: one would wait on each add's latency, as LLVM keeps float adds in order.
-    t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = accumulate(0)  # noqa: F821 (bound by specialize)
-    octets = n // 8 * 8
-    for j in range(0, octets, 8):
+    # Four running sums: one would wait on each add's latency, as LLVM keeps float adds in order.
+    t0 = t1 = t2 = t3 = accumulate(0)  # noqa: F821 (bound by specialize)
+    quads = n // 4 * 4
+    for j in range(0, quads, 4):
         t0 += load(view[j])  # noqa: F821
         t1 += load(view[j + 1])  # noqa: F821
         t2 += load(view[j + 2])  # noqa: F821
         t3 += load(view[j + 3])  # noqa: F821
-        t4 += load(view[j + 4])  # noqa: F821
-        t5 += load(view[j + 5])  # noqa: F821
-        t6 += load(view[j + 6])  # noqa: F821
-        t7 += load(view[j + 7])  # noqa: F821
-    for j in range(octets, n):
+    for j in range(quads, n):
         t0 += load(view[j])  # noqa: F821
-    return ((t0 + t1) + (t2 + t3)) + ((t4 + t5) + (t6 + t7))
+    return (t0 + t1) + (t2 + t3)
 
 
-def _expand_grad(src, dst, sums, num_tasks, pieces, row, dst_strides, src_strides, outer_strides, outer_src_strides, num_outer, inner, inner_stride):
+def _expand_grad(
+    src, dst, sums, num_tasks, pieces, row, dst_strides, src_strides, outer_strides, outer_src_strides, num_outer, inner, inner_stride
+):
     # A task is a block of dst elements along dst's innermost dim. When that dim is kept, the block
     # is contiguous in src too, and adding whole src rows into `sums` (host-allocated accumulators)
     # reads src in order; otherwise the block is one element summing runs of its innermost summed dim.
@@ -55,10 +53,11 @@ def _expand_grad(src, dst, sums, num_tasks, pieces, row, dst_strides, src_stride
             total = accumulate(0)  # noqa: F821
             for k in range(num_outer):
                 offset = base + map_offset(k, outer_strides, outer_src_strides)
-                if inner_stride == 1:
+                if inner_stride <= 1:  # 0 when nothing is summed: one element
                     total += sum_view(src[offset : offset + inner], inner)  # noqa: F821
                 else:
-                    total += sum_view(src[offset : offset + (inner - 1) * inner_stride + 1 : max(inner_stride, 1)], inner)  # noqa: F821
+                    end = offset + (inner - 1) * inner_stride + 1
+                    total += sum_view(src[offset:end:inner_stride], inner)  # noqa: F821
             dst[first] = store(total)  # noqa: F821
         else:
             acc = sums[first : first + n]
@@ -83,7 +82,9 @@ def _kernel(dtype: DataType) -> CpuKernel:
         accumulate=ACCUMULATE_DTYPES[dtype],
         load=load_fn(dtype),
         store=store_sum_fn(dtype),
-        sum_view=scalar_function(specialize(_sum_view, f"sum_view_{dtype.value}", accumulate=ACCUMULATE_DTYPES[dtype], load=load_fn(dtype))),
+        sum_view=scalar_function(
+            specialize(_sum_view, f"sum_view_{dtype.value}", accumulate=ACCUMULATE_DTYPES[dtype], load=load_fn(dtype))
+        ),
     )
 
 
