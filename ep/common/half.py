@@ -1,4 +1,5 @@
-"""float16 <-> float32 conversion on 16-bit patterns, for kernels that move float16 as uint16.
+"""float16 <-> float32 (and float64 -> float16) conversion on 16-bit patterns, for kernels that
+move float16 as uint16.
 
 Branch-light integer formulations (F. Giesen's, round to nearest even) that LLVM can vectorize,
 shared by the CPU and CUDA kernels.
@@ -69,3 +70,28 @@ def float_to_half(value):
         mant_odd = (f >> 13) & 1
         o = (f + ((15 - 127) << 23) + 0xFFF + mant_odd) >> 13
     return np.uint16(o | (sign >> 16))
+
+
+@scalar_function
+def double_to_float_round_to_odd(value):
+    """float64 -> float32 rounded to odd: truncated toward zero, low bit set when inexact.
+
+    Rounding that float32 to float16 (nearest even) rounds the float64 correctly, since float32
+    keeps 13 more significand bits than float16 (at least 2 are needed) and the odd bit stands
+    for everything truncated; rounding to nearest twice would round some ties the wrong way.
+    """
+    d = np.float64(value)
+    f = np.float32(d)
+    bits = float32_to_bits(f)
+    wide = np.float64(f)
+    # Rounded away from zero: step the magnitude back one unit (f is then never 0).
+    bits = bits - 1 if abs(wide) > abs(d) else bits
+    # NaN compares unequal to itself but is no inexact result.
+    bits = bits | 1 if (wide != d) & (d == d) else bits
+    return float32_from_bits(bits)
+
+
+@scalar_function
+def double_to_half(value):
+    """The float16 bit pattern nearest to a float64 value (ties to even; NaN stays NaN)."""
+    return float_to_half(double_to_float_round_to_odd(value))

@@ -25,9 +25,9 @@ def _kernel(op, src_dtype, dst_dtype) -> CpuKernel:
     return CpuKernel(
         _unary,
         f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}",
-        formula=UNARY_FUNCTORS[op].formula,
+        formula=UNARY_FUNCTORS[op].formula_for(src_dtype),
         load=load_fn(src_dtype),
-        store=store_fn(dst_dtype),
+        store=store_fn(dst_dtype, src_dtype.compute_dtype),
     )
 
 

@@ -38,9 +38,9 @@ def _kernel(op, src_dtype, dst_dtype) -> CudaKernel:
         _unary,
         f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}",
         argtypes,
-        formula=UNARY_FUNCTORS[op].formula,
+        formula=UNARY_FUNCTORS[op].formula_for(src_dtype),
         load=load_fn(src_dtype),
-        store=store_fn(dst_dtype),
+        store=store_fn(dst_dtype, src_dtype.compute_dtype),
     )
 
 
