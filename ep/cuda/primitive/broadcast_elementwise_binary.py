@@ -1,11 +1,11 @@
-"""BroadcastElementwiseBinary on CUDA: two grid-stride kernels per (op, src dtype, dst dtype).
+"""BroadcastElementwiseBinary on CUDA: one grid-stride kernel per (op, src dtype, dst dtype).
 
-The elementwise kernel serves equal shapes and the scalar path: each operand is read at i * step,
-with step 1 (a full operand), 0 (a one-element operand) or -1 (a scalar passed as a kernel
-argument), so it does no index arithmetic. The broadcast kernel serves the row and column paths
-(two dims: one division per element) and the general path (NdIndexOffsetHelper over up to 8 dims,
-0 strides on broadcast dims). The path branches are uniform across the grid and the formula is
-inlined once per kernel, which keeps the PTX check at two kernels per (op, dtype).
+The kernel branches on the simplified rank, which is the same for every thread, so the branches
+never diverge: one flat dim serves equal shapes and the scalar path (each operand read at i times
+a stride of 1 for a full operand, 0 for a one-element one, or VALUE_STRIDE for a scalar passed as
+a kernel argument: no index arithmetic); two dims serve row and column broadcast (one division per
+element); more dims take the general path (NdIndexOffsetHelper, 0 strides on broadcast dims).
+The formula is inlined once, which keeps the PTX check at one kernel per (op, dtype).
 """
 from __future__ import annotations
 
