@@ -224,6 +224,43 @@ def test_read_only_out_is_refused_on_cpu():
         primitive.Launch(stream, indices, 3, in_, 2, 4, 3, out)
 
 
+def test_read_only_in_and_indices_are_read_on_cpu():
+    rng = np.random.default_rng(8)
+    params = random_array(rng, (2, 6, 3), np.float32)
+    indices = np.array([5, 0, -1, 2, 7], np.int64)
+    params.flags.writeable = False
+    indices.flags.writeable = False
+    primitive = ep.NewPrimitive(ep.GatherFactory, "cpu", np.float32, np.int64)
+    out = np.zeros((2, 5, 3), np.float32)
+    primitive.Launch(ep.GetDevice("cpu").CreateStream(), indices, 5, params, 2, 6, 3, out)
+    np.testing.assert_array_equal(out, reference(params, indices))
+
+
+@pytest.mark.parametrize(
+    "dtype, outer, gather, inner, num_indices",
+    [
+        (np.float32, 40, 300, 1, 500),  # element gather: the next slab prefetched along the way
+        (np.float32, 3, 700, 8, 2000),  # rows of 32 bytes: prefetched rows, non-temporal stores
+        (np.float32, 2, 50, 12, 300),  # serial chunks: rows of 48 bytes
+        (np.int8, 3, 40, 16, 200),  # 1-byte elements: 16 per non-temporal store
+        (np.float32, 2, 50, 3, 300),  # rows of 12 bytes: no non-temporal stores
+    ],
+)
+def test_cpu_prefetch_and_non_temporal_paths_match_numpy(monkeypatch, dtype, outer, gather, inner, num_indices):
+    # The thresholds that switch these paths on for large buffers, lowered to test them on small ones;
+    # the sizes are new to the plan caches, so the lowered values apply.
+    from ep.cpu.primitive import gather_common
+
+    monkeypatch.setattr(gather_common, "_PREFETCH_BYTES", 0)
+    monkeypatch.setattr(gather_common, "_STREAM_BYTES", 0)
+    rng = np.random.default_rng(outer * gather)
+    params = random_array(rng, (outer, gather, inner), dtype)
+    indices = rng.integers(-2, gather + 2, num_indices).astype(np.int64)
+    in_range = rng.integers(0, gather, num_indices).astype(np.int64)
+    for index_values, offset in ((indices, 0), (in_range, 0), (in_range + 5, 5)):
+        np.testing.assert_array_equal(launch("cpu", params, index_values, offset), reference(params, index_values, offset))
+
+
 def test_the_64_bit_kernels_match_the_32_bit_ones(device, monkeypatch):
     if device == "cpu":
         pytest.skip("the CPU kernel has one index width")

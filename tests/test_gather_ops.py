@@ -166,6 +166,14 @@ def test_out_of_range_index_names_value_and_first_position(device):
         ep.ops.gather(on(params, device), on(indices, device), axis=1)
 
 
+def test_a_bad_index_leaves_out_as_it_was(device):
+    params = np.arange(15, dtype=np.float32).reshape(3, 5)
+    out = on(np.full((3, 4), 7, np.float32), device)
+    with pytest.raises(IndexError, match=r"indices\[3\] = -6 is out of range"):
+        ep.ops.gather(on(params, device), on(np.array([0, 4, -5, -6], np.int64), device), axis=1, out=out)
+    np.testing.assert_array_equal(to_numpy(out), 7)
+
+
 def test_without_check_bounds_out_of_range_gives_zeros(device):
     params = np.arange(1, 16, dtype=np.float32).reshape(3, 5)
     indices = np.array([4, 5, -5, -6, 1 << 40], np.int64)
@@ -293,6 +301,10 @@ def test_large_cpu_gather_runs_the_parallel_kernels():
     params = rng.standard_normal((3000, 8)).astype(np.float32)
     indices = rng.integers(-3000, 3000, 40000).astype(np.int64)
     np.testing.assert_array_equal(ep.ops.gather(params, indices), reference_gather(params, indices))
+    in_range = np.abs(indices) % 3000
+    np.testing.assert_array_equal(ep.ops.gather(params, in_range), reference_gather(params, in_range))
+    wide = indices * 100
+    np.testing.assert_array_equal(ep.ops.gather(params, wide, check_bounds=False), reference_gather(params, wide))
     dy = rng.integers(-8, 9, (40000, 8)).astype(np.float32)
     np.testing.assert_array_equal(ep.ops.gather_grad(dy, indices, params.shape), reference_grad(dy, indices, params.shape))
     indices[[30000, 35000]] = [3000, -3001]

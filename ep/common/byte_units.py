@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 UNITS = (16, 8, 4, 2, 1)
@@ -66,3 +67,61 @@ def move16(typingctx, dst, dst_word, src, src_word):
         return context.get_dummy_value()
 
     return types.none(dst, types.intp, src, types.intp), codegen
+
+
+def _element_pointer(context, builder, array_type, array, index, pointee):
+    """A pointer to array[index], cast to pointee*."""
+    data = context.make_array(array_type)(context, builder, array).data
+    return builder.bitcast(builder.gep(data, [index], inbounds=True), pointee.as_pointer())
+
+
+@intrinsic
+def stream16(typingctx, dst, dst_index, src, src_index):
+    """Copy the 16 bytes at element src_index of src to element dst_index of dst with a non-temporal store.
+
+    CPU only. The store bypasses the caches (no read of the destination line first, as memcpy does
+    for large copies); dst + dst_index must be 16-byte aligned, src need not be. Call store_fence
+    before another thread may read what was stored.
+    """
+
+    def codegen(context, builder, signature, args):
+        vector = ir.VectorType(ir.IntType(64), 2)
+        src_pointer = _element_pointer(context, builder, signature.args[2], args[2], args[3], vector)
+        dst_pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1], vector)
+        store = builder.store(builder.load(src_pointer, align=1, typ=vector), dst_pointer, align=16)
+        store.set_metadata("nontemporal", builder.module.add_metadata([ir.IntType(32)(1)]))
+        return context.get_dummy_value()
+
+    return types.none(dst, types.intp, src, types.intp), codegen
+
+
+@intrinsic
+def store_fence(typingctx):
+    """Order every store before it (non-temporal ones included) before any store after it."""
+
+    def codegen(context, builder, signature, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
+@intrinsic
+def prefetch(typingctx, array, index):
+    """Hint that array[index] will soon be read: its cache line is fetched into every cache level.
+
+    A hint only (never faults), for reads the hardware prefetcher cannot predict, such as the
+    rows a gather reads next. CPU only.
+    """
+
+    def codegen(context, builder, signature, args):
+        byte = ir.IntType(8)
+        pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1], byte)
+        i32 = ir.IntType(32)
+        function_type = ir.FunctionType(ir.VoidType(), [byte.as_pointer(), i32, i32, i32])
+        function = cgutils.get_or_insert_function(builder.module, function_type, "llvm.prefetch.p0")
+        # (address, read, keep in every cache level, data cache)
+        builder.call(function, [pointer, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.none(array, types.intp), codegen

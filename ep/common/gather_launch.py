@@ -1,7 +1,7 @@
 """Host side of a Gather or BatchGather launch, shared by the CPU and CUDA implementations.
 
-Checks the launch arguments, turns the buffers into flat storage viewed in move units (see
-byte_units), and turns offset into the inclusive range [lo, hi] of index values a device holds.
+gather_plan checks the sizes and turns offset into the inclusive range [lo, hi] of index values a
+device holds; gather_launch also checks the buffers and views them in move units (see byte_units).
 """
 from __future__ import annotations
 
@@ -72,6 +72,49 @@ def check_offset(offset: object) -> int:
     return offset
 
 
+class GatherPlan(NamedTuple):
+    """Checked sizes of a launch, the element counts its buffers must hold, and offset as the
+    inclusive range [lo, hi] of index values a device holds (empty when hi < lo)."""
+
+    batch: int
+    outer: int
+    gather: int
+    inner: int
+    num_indices: int
+    lo: int
+    hi: int
+    index_count: int
+    in_count: int
+    out_count: int
+
+
+def gather_plan(num_indices, batch, outer, gather, inner, offset) -> GatherPlan:
+    """The plan of a launch with these sizes; TypeError or ValueError naming a bad one."""
+    num_indices = check_count(num_indices, "num_indices")
+    batch = check_count(batch, "batch_dim_size")
+    outer = check_count(outer, "outer_dim_size")
+    gather = check_count(gather, "gather_dim_size")
+    inner = check_count(inner, "inner_dim_size")
+    offset = check_offset(offset)
+    if gather == 0:
+        lo, hi = 0, -1
+    else:
+        # Inclusive bounds clamped to int64, so that the kernels' comparisons cannot overflow.
+        lo, hi = offset, min(offset + gather - 1, INT64_MAX)
+    return GatherPlan(
+        batch,
+        outer,
+        gather,
+        inner,
+        num_indices,
+        lo,
+        hi,
+        batch * num_indices,
+        batch * outer * gather * inner,
+        batch * outer * num_indices * inner,
+    )
+
+
 def gather_launch(
     device_type: DeviceType,
     params_dtype: DataType,
@@ -87,38 +130,26 @@ def gather_launch(
     offset,
     widest: int,
 ) -> GatherLaunch | None:
-    """The checked launch, or None when out is empty; widest is the device's widest move unit."""
-    num_indices = check_count(num_indices, "num_indices")
-    batch = check_count(batch, "batch_dim_size")
-    outer = check_count(outer, "outer_dim_size")
-    gather = check_count(gather, "gather_dim_size")
-    inner = check_count(inner, "inner_dim_size")
-    offset = check_offset(offset)
-    in_count = batch * outer * gather * inner
-    out_count = batch * outer * num_indices * inner
-    indices = storage(indices, "indices", device_type, indices_dtype, batch * num_indices)
-    in_ = storage(in_, "in_", device_type, params_dtype, in_count)
-    out = storage(out, "out", device_type, params_dtype, out_count, writable=True)
-    if out_count == 0:
+    """The checked launch in move units, or None when out is empty; widest is the device's widest move unit."""
+    plan = gather_plan(num_indices, batch, outer, gather, inner, offset)
+    indices = storage(indices, "indices", device_type, indices_dtype, plan.index_count)
+    in_ = storage(in_, "in_", device_type, params_dtype, plan.in_count)
+    out = storage(out, "out", device_type, params_dtype, plan.out_count, writable=True)
+    if plan.out_count == 0:
         return None
     # Every size is now bounded by a buffer's length, except gather when in_ is empty: then it is 0.
-    row_bytes = inner * params_dtype.itemsize
-    unit = move_unit(row_bytes, (in_, out) if in_count else (out,), widest)
-    if gather == 0:
-        lo, hi = 0, -1
-    else:
-        # Inclusive bounds clamped to int64, so that the kernels' comparisons cannot overflow.
-        lo, hi = offset, min(offset + gather - 1, INT64_MAX)
+    row_bytes = plan.inner * params_dtype.itemsize
+    unit = move_unit(row_bytes, (in_, out) if plan.in_count else (out,), widest)
     return GatherLaunch(
         indices,
-        as_units(in_, in_count, unit),
-        as_units(out, out_count, unit),
-        batch,
-        outer,
-        gather,
+        as_units(in_, plan.in_count, unit),
+        as_units(out, plan.out_count, unit),
+        plan.batch,
+        plan.outer,
+        plan.gather,
         row_bytes // unit,
-        num_indices,
-        lo,
-        hi,
+        plan.num_indices,
+        plan.lo,
+        plan.hi,
         unit,
     )

@@ -1,11 +1,13 @@
 """ep.ops.gather, batch_gather and gather_grad: tf.gather's shapes folded onto Gather and BatchGather.
 
-Negative indices are wrapped, and checked when asked, by one pass over the indices into a new
-array (the caller's indices are never written); the primitives then see indices in [0, n) or
-out of range, which they turn into zeros.
+Negative indices count from the end, and out-of-range ones raise (when checked) or give zeros.
+gather runs the device's gather with that index rule (on the CPU the gather kernel applies it as
+it reads each index; on CUDA a pass wraps the indices into a temporary first); gather_grad wraps
+them into a new array. The caller's indices are never written.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import operator
@@ -14,15 +16,13 @@ from typing import NamedTuple
 import numpy as np
 
 from ep.common.data_type import INDEX_TYPES, DataType, as_data_type
-from ep.common.device import Device
+from ep.common.device import Device, DeviceType, GetDevice
 from ep.common.gather_launch import GRAD_TYPES
-from ep.include.primitive.batch_gather import BatchGatherFactory
-from ep.include.primitive.gather import GatherFactory
-from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
 
 _INT32_MAX = (1 << 31) - 1
 _INDEX_DTYPES = {dtype.dtype: dtype for dtype in INDEX_TYPES}
+_CPU = GetDevice(DeviceType.kCPU)
 
 
 class GatherShape(NamedTuple):
@@ -89,8 +89,8 @@ def gather_shape(params_shape, indices_shape, axis: object = 0, batch_dims: obje
     )
 
 
-def _indices_dtype(indices) -> DataType:
-    dtype = np.dtype(indices.dtype)
+def _indices_dtype(dtype) -> DataType:
+    dtype = np.dtype(dtype)
     found = _INDEX_DTYPES.get(dtype)
     if found is None:
         raise TypeError(f"indices: dtype {dtype} is not an index type; expected int32 or int64")
@@ -108,9 +108,33 @@ def _same_device(params, indices, params_name: str) -> Device:
     return device
 
 
+@functools.cache
 def _backend(device: Device):
     # The index and gradient kernels live beside the device's gather kernels.
     return importlib.import_module(f"ep.{device.device_type.value}.primitive.gather_common")
+
+
+def _gather_op(device: Device, params_dtype, indices_dtype, params_shape, indices_shape, axis, batch_dims, check_bounds):
+    """(params DataType, GatherShape, the device's prepared launch) of a gather."""
+    params = as_data_type(params_dtype, "params")
+    indices = _indices_dtype(indices_dtype)
+    shape = gather_shape(params_shape, indices_shape, axis, batch_dims)
+    launch = _backend(device).prepare_gather(
+        params, indices, shape.num_indices, shape.batch, shape.outer, shape.gather, shape.inner, bool(check_bounds)
+    )
+    return params, shape, launch
+
+
+# Keyed by the caller's own arguments (typed, so True never passes for 1): a repeated call skips
+# every lookup, check and derivation.
+_cached_gather_op = functools.lru_cache(maxsize=1024, typed=True)(_gather_op)
+
+
+def _bad_index(indices, shape: tuple[int, ...], bad: int, size: int) -> IndexError:
+    position = np.unravel_index(bad, shape)
+    value = int(indices.reshape(indices.size)[bad])
+    where = f"indices[{', '.join(str(int(p)) for p in position)}]" if position else "indices"
+    return IndexError(f"{where} = {value} is out of range for an axis of size {size}; expected {-size} <= index < {size}")
 
 
 def _prepare(device: Device, stream, indices, shape: tuple[int, ...], indices_dtype: DataType, size: int, check: bool):
@@ -121,10 +145,7 @@ def _prepare(device: Device, stream, indices, shape: tuple[int, ...], indices_dt
     wrapped_dtype = DataType.kInt64 if size > _INT32_MAX else indices_dtype
     wrapped, bad = _backend(device).prepare_indices(stream, indices, indices.size, size, wrapped_dtype, check)
     if bad >= 0:
-        position = np.unravel_index(bad, shape)
-        value = int(indices.reshape(indices.size)[bad])
-        where = f"indices[{', '.join(str(int(p)) for p in position)}]" if position else "indices"
-        raise IndexError(f"{where} = {value} is out of range for an axis of size {size}; expected {-size} <= index < {size}")
+        raise _bad_index(indices, shape, bad, size)
     return wrapped, wrapped_dtype
 
 
@@ -132,33 +153,38 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
     """tf.gather: slices of params along axis at indices, per batch for the first batch_dims dims.
 
     Indices in [-n, n) are valid (negatives count from the end); with check_bounds any other index
-    raises IndexError, without it gives zeros. Returns a new array, or out.
+    raises IndexError (and nothing is written), without it gives zeros. Returns a new array, or out.
     """
-    device = _same_device(params, indices, "params")
     # Shapes first: a contiguous NumPy copy of a 0-d array is 1-d.
-    params_shape, indices_shape = tuple(params.shape), tuple(indices.shape)
-    params = contiguous(params, device)
-    indices = contiguous(indices, device)
-    params_dtype = as_data_type(params.dtype, "params")
-    indices_dtype = _indices_dtype(indices)
-    shape = gather_shape(params_shape, indices_shape, axis, batch_dims)
-    stream = stream_for(device, stream)
+    if type(params) is np.ndarray and type(indices) is np.ndarray:
+        # The common case, without the general device lookup and copies.
+        device = _CPU
+        params_shape, indices_shape = params.shape, indices.shape
+        if not params.flags.c_contiguous:
+            params = np.ascontiguousarray(params)
+        if not indices.flags.c_contiguous:
+            indices = np.ascontiguousarray(indices)
+    else:
+        device = _same_device(params, indices, "params")
+        params_shape, indices_shape = tuple(params.shape), tuple(indices.shape)
+        params = contiguous(params, device)
+        indices = contiguous(indices, device)
+    key = (device, params.dtype, indices.dtype, params_shape, indices_shape, axis, batch_dims, check_bounds)
+    try:
+        params_dtype, shape, launch = _cached_gather_op(*key)
+    except TypeError:
+        # An unhashable argument, or a bad one: the uncached op raises the error that names it.
+        params_dtype, shape, launch = _gather_op(*key)
+    stream = device.default_stream if stream is None else stream_for(device, stream)
     if out is None:
         out = empty(shape.shape, params_dtype, device, stream)
-    else:
+    elif not (device is _CPU and type(out) is np.ndarray and out.shape == shape.shape and out.dtype is params.dtype):
         check_out(out, "out", shape.shape, params_dtype, device)
-    empty_result = math.prod(shape.shape) == 0
-    if math.prod(indices_shape) == 0 or (empty_result and not check_bounds):
+    if shape.batch * shape.num_indices == 0 or (not check_bounds and math.prod(shape.shape) == 0):
         return out
-    wrapped, wrapped_dtype = _prepare(device, stream, indices, indices_shape, indices_dtype, shape.gather, check_bounds)
-    if empty_result:
-        return out
-    if shape.batch_dims == 0:
-        primitive = NewPrimitive(GatherFactory, device, params_dtype, wrapped_dtype)
-        primitive.Launch(stream, wrapped, shape.num_indices, params, shape.outer, shape.gather, shape.inner, out)
-    else:
-        primitive = NewPrimitive(BatchGatherFactory, device, params_dtype, wrapped_dtype)
-        primitive.Launch(stream, wrapped, shape.num_indices, params, shape.batch, shape.outer, shape.gather, shape.inner, out)
+    bad = launch(stream, indices, params, out)
+    if bad >= 0:
+        raise _bad_index(indices, indices_shape, bad, shape.gather)
     return out
 
 
@@ -183,7 +209,7 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
     if dtype not in GRAD_TYPES:
         names = ", ".join(d.value for d in GRAD_TYPES)
         raise TypeError(f"dy: dtype {dtype.value} is not supported by gather_grad; expected one of {names}")
-    indices_dtype = _indices_dtype(indices)
+    indices_dtype = _indices_dtype(indices.dtype)
     params_shape = tuple(_integer(d, "params_shape") for d in params_shape)
     if any(d < 0 for d in params_shape):
         raise ValueError(f"params_shape: {params_shape} has a negative dim")

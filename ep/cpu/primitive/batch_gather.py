@@ -5,9 +5,9 @@ import functools
 
 from ep.common.data_type import DataType
 from ep.common.device import DeviceType
-from ep.common.gather_launch import gather_combinations, gather_launch, resolve_gather
-from ep.common.stream import check_stream
-from ep.cpu.primitive.gather_common import WIDEST_UNIT, launch_gather
+from ep.common.gather_launch import gather_combinations, resolve_gather
+from ep.common.stream import CpuStream, check_stream
+from ep.cpu.primitive.gather_common import gather_launcher
 from ep.include.primitive.batch_gather import BatchGather, BatchGatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -15,6 +15,7 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 class BatchGatherImpl(BatchGather):
     def __init__(self, params_dtype: DataType, indices_dtype: DataType) -> None:
         self.params_dtype, self.indices_dtype = params_dtype, indices_dtype
+        self._launch = gather_launcher(params_dtype, indices_dtype)
 
     def Launch(
         self,
@@ -29,24 +30,10 @@ class BatchGatherImpl(BatchGather):
         out,
         offset=0,
     ) -> None:
-        check_stream(stream, DeviceType.kCPU)
-        launch = gather_launch(
-            DeviceType.kCPU,
-            self.params_dtype,
-            self.indices_dtype,
-            indices,
-            num_indices,
-            in_,
-            batch_dim_size,
-            outer_dim_size,
-            gather_dim_size,
-            inner_dim_size,
-            out,
-            offset,
-            WIDEST_UNIT,
-        )
-        if launch is not None:
-            launch_gather(launch)
+        # A CpuStream is a cpu stream by construction; anything else gets the full check.
+        if type(stream) is not CpuStream:
+            check_stream(stream, DeviceType.kCPU)
+        self._launch(stream, indices, num_indices, in_, batch_dim_size, outer_dim_size, gather_dim_size, inner_dim_size, out, offset)
 
 
 @functools.cache

@@ -1,95 +1,355 @@
 """CPU kernels behind Gather and BatchGather, and the index and gradient kernels ep.ops.gather uses.
 
 Gather is BatchGather with one batch, so one kernel serves both: a prange over chunks of output
-rows, each row one contiguous copy of inner units.
+rows, each row one contiguous copy of inner elements. It runs on the buffers' own storage dtype
+(Numba compiles one specialization per storage and index dtype on first use), so that a launch
+makes no views. One pass over the indices first tells whether every index is in range as given
+or once negatives wrap (then the element loops need no range check), and, for ep.ops, which
+index is the first bad one, before anything is written.
 """
 from __future__ import annotations
 
 import functools
+from typing import Callable, NamedTuple
 
 import numba
 import numpy as np
 from numba import prange
 
 from ep.common.buffer import storage
+from ep.common.byte_units import address, prefetch, store_fence, stream16
 from ep.common.convert import load_fn, store_fn
 from ep.common.data_type import DataType, as_data_type
 from ep.common.device import DeviceType
-from ep.common.gather_launch import GatherLaunch, accumulator_dtype
-from ep.cpu.kernel import CpuKernel
-
-# The widest move unit on the CPU is 8 bytes: each row is one contiguous loop that LLVM vectorizes
-# into SIMD moves whatever the unit, so a 16-byte unit would only halve a trip count.
-WIDEST_UNIT = 8
+from ep.common.gather_launch import INT64_MAX, INT64_MIN, accumulator_dtype, gather_plan
+from ep.common.jit import scalar_function
+from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel
 
 # Rows are split into this many chunks (or fewer), enough to balance any core count.
 _CHUNKS = 256
+# A params buffer this large is not expected in the caches: the kernel then prefetches the rows it
+# reads next, whose addresses come from indices and so are beyond the hardware prefetcher.
+_PREFETCH_BYTES = 1 << 21
+# How many rows ahead the row loop prefetches (measured on a Zen 3: 2 to 8 are alike).
+_AHEAD = 4
+# An element gather (inner == 1) prefetches the next slab of params whole when it is at most this
+# large and its indices are dense enough to read most of its cache lines (columns of a matrix).
+_SLAB_PREFETCH_BYTES = 1 << 16
+# From this many output bytes rows are written with non-temporal stores, as memcpy does for large
+# copies: the output would not stay in the caches anyway, and the store skips reading each line first.
+_STREAM_BYTES = 1 << 24
+_LINE_BYTES = 64
+
+# Below this many indices the pass over them runs on the calling thread: a parallel region of its
+# own would cost a fork and a join, which on a busy machine can wait out another process's slice.
+_PARALLEL_INDICES = 1 << 18
+
+# What the pass over the indices finds: all in [lo, hi]; all in range once negatives wrap; neither.
+_DIRECT, _WRAPPED, _CHECKED = 0, 1, 2
 
 
-def _gather(indices, in_, out, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi):
-    for chunk in prange((rows + rows_per_chunk - 1) // rows_per_chunk):
-        row = chunk * rows_per_chunk
-        stop = min(row + rows_per_chunk, rows)
-        # A chunk is cut into segments of rows of one (batch, outer) slab; inside a segment the
-        # loops see plain views, which is what lets LLVM vectorize them.
-        while row < stop:
-            batch_outer = row // num_indices
-            i0 = row - batch_outer * num_indices
-            count = min(num_indices - i0, stop - row)
-            first_index = (batch_outer // outer) * num_indices + i0
-            segment_indices = indices[first_index : first_index + count]
-            dst = out[row * inner : (row + count) * inner]
-            if gather == 0:
-                dst[:] = 0
-            elif inner == 1:
-                src = in_[batch_outer * gather : (batch_outer + 1) * gather]
-                for i in range(count):
-                    index = np.int64(segment_indices[i])
-                    valid = lo <= index <= hi
-                    # Always read a row that exists, then select: branch-free, so it vectorizes.
-                    value = src[index - lo if valid else 0]
-                    dst[i] = value if valid else ZERO  # noqa: F821 (bound by specialize)
+@scalar_function
+def _row_of(value, lo, hi, size, wrap):
+    """The row an index value selects, value - lo when lo <= value <= hi (a negative value first
+    gains size when wrap), else -1."""
+    if wrap and value < 0:
+        value += size
+    return value - lo if lo <= value <= hi else -1
+
+
+@scalar_function
+def _mode(low, high, lo, hi, size, wrap):
+    """What indices between low and high (their least and greatest) are: _DIRECT, _WRAPPED or _CHECKED."""
+    if lo <= low and high <= hi:
+        return _DIRECT
+    if wrap and lo == 0 and -size <= low and high <= hi:
+        return _WRAPPED
+    return _CHECKED
+
+
+@scalar_function
+def _first_bad(indices, count, lo, hi, size, wrap):
+    """The position of the first of count indices that selects no row, or -1."""
+    for t in range(count):
+        if _row_of(np.int64(indices[t]), lo, hi, size, wrap) < 0:
+            return t
+    return -1
+
+
+@scalar_function
+def _gather_rows(segment, src, dst, count, gather, inner, lo, hi, wrap, mode, ahead, stream, next_src, next_lines):
+    """dst's count rows of inner elements: the rows of src (one slab of in_) that segment's
+    indices select, zeros for the others. Along the way the first next_lines cache lines of
+    next_src are prefetched, spread over the rows."""
+    if gather == 0:
+        dst[: count * inner] = 0
+    elif inner == 1:
+        # Blocks of elements with one prefetch each: a steady stream of line fetches the loads
+        # never wait on, where a burst at the start would fill the miss queues.
+        line = max(1, _LINE_BYTES // src.itemsize)
+        block = max(1, count // next_lines) if next_lines else max(1, count)
+        fetched = 0
+        for start in range(0, count, block):
+            if fetched < next_lines:
+                prefetch(next_src, fetched * line)
+                fetched += 1
+            stop = min(start + block, count)
+            # Unsigned positions: Numba then skips its negative-index wraparound.
+            if mode == _DIRECT:
+                for i in range(start, stop):
+                    dst[i] = src[np.uint64(np.int64(segment[i]) - lo)]
+            elif mode == _WRAPPED:
+                for i in range(start, stop):
+                    value = np.int64(segment[i])
+                    dst[i] = src[np.uint64(value + gather if value < 0 else value)]
             else:
-                src = in_[batch_outer * gather * inner : (batch_outer + 1) * gather * inner]
-                for i in range(count):
-                    index = np.int64(segment_indices[i])
-                    # Unsigned offsets: Numba then skips its negative-index wraparound.
-                    d = np.uint64(i * inner)
-                    if lo <= index <= hi:
-                        s = np.uint64((index - lo) * inner)
-                        for k in range(np.uint64(inner)):
-                            dst[d + k] = src[s + k]
+                for i in range(start, stop):
+                    r = _row_of(np.int64(segment[i]), lo, hi, gather, wrap)
+                    if r >= 0:
+                        dst[i] = src[r]
                     else:
-                        for k in range(np.uint64(inner)):
-                            dst[d + k] = ZERO  # noqa: F821 (bound by specialize)
-            row += count
+                        dst[i] = 0
+        for k in range(fetched, next_lines):
+            prefetch(next_src, k * line)
+    else:
+        line = max(1, _LINE_BYTES // src.itemsize)
+        for i in range(count):
+            if ahead and i + ahead < count:
+                r = _row_of(np.int64(segment[i + ahead]), lo, hi, gather, wrap)
+                if r >= 0:
+                    for k in range(0, inner, line):
+                        prefetch(src, r * inner + k)
+            r = _row_of(np.int64(segment[i]), lo, hi, gather, wrap)
+            if r >= 0 and stream:
+                for k in range(0, inner, 16 // dst.itemsize):
+                    stream16(dst, i * inner + k, src, r * inner + k)
+            elif r >= 0:
+                d = np.uint64(i * inner)
+                s = np.uint64(r * inner)
+                for k in range(np.uint64(inner)):
+                    dst[d + k] = src[s + k]
+            else:
+                d = np.uint64(i * inner)
+                for k in range(np.uint64(inner)):
+                    dst[d + k] = 0
+
+
+def _gather(indices, in_, out, index_count, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, check, ahead, stream):
+    low = INT64_MAX
+    high = INT64_MIN
+    if index_count < _PARALLEL_INDICES:
+        for t in range(index_count):
+            value = np.int64(indices[t])
+            low = min(low, value)
+            high = max(high, value)
+    else:
+        for t in prange(index_count):
+            value = np.int64(indices[t])
+            low = min(low, value)
+            high = max(high, value)
+    mode = _mode(low, high, lo, hi, gather, wrap)
+    if check and mode == _CHECKED:
+        bad = _first_bad(indices, index_count, lo, hi, gather, wrap)
+        if bad >= 0:
+            return bad
+    if rows * inner == 0:
+        return -1
+    line = max(1, _LINE_BYTES // in_.itemsize)
+    slabs = rows // num_indices
+    for chunk in prange((rows + rows_per_chunk - 1) // rows_per_chunk):
+        _gather_chunk(indices, in_, out, chunk, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, stream, line, slabs)
+    return -1
+
+
+@scalar_function
+def _gather_chunk(indices, in_, out, chunk, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, stream, line, slabs):
+    """Rows [chunk * rows_per_chunk, ...) of out, at most rows_per_chunk of them."""
+    row = chunk * rows_per_chunk
+    stop = min(row + rows_per_chunk, rows)
+    # A chunk is cut into segments of rows of one (batch, outer) slab; inside a segment the
+    # loops see plain views, which is what lets LLVM vectorize them.
+    while row < stop:
+        batch_outer = row // num_indices
+        i0 = row - batch_outer * num_indices
+        count = min(num_indices - i0, stop - row)
+        first_index = (batch_outer // outer) * num_indices + i0
+        src = in_[batch_outer * gather * inner : (batch_outer + 1) * gather * inner]
+        # An element gather reads its next slab while it works on this one (ahead says it is dense).
+        next_lines = (gather + line - 1) // line if inner == 1 and ahead and batch_outer + 1 < slabs else 0
+        _gather_rows(
+            indices[first_index : first_index + count],
+            src,
+            out[row * inner : (row + count) * inner],
+            count,
+            gather,
+            inner,
+            lo,
+            hi,
+            wrap,
+            mode,
+            ahead,
+            stream,
+            in_[(batch_outer + 1) * gather : (batch_outer + 2) * gather] if next_lines else src,
+            next_lines,
+        )
+        row += count
+    if stream:
+        store_fence()
+
+
+def _gather_slab(indices, in_, out, num_indices, gather, inner, lo, hi, wrap, check):
+    # A launch of one slab (batch and outer 1) small enough to run serially: no chunks, no
+    # segments, fewer arguments; what tiny launches cost is mostly the call.
+    low = INT64_MAX
+    high = INT64_MIN
+    for t in range(num_indices):
+        value = np.int64(indices[t])
+        low = min(low, value)
+        high = max(high, value)
+    mode = _mode(low, high, lo, hi, gather, wrap)
+    if check and mode == _CHECKED:
+        bad = _first_bad(indices, num_indices, lo, hi, gather, wrap)
+        if bad >= 0:
+            return bad
+    if inner:
+        _gather_rows(indices, in_, out, num_indices, gather, inner, lo, hi, wrap, mode, 0, 0, in_, 0)
+    return -1
+
+
+# One kernel for every dtype: Numba compiles a specialization per buffer and index dtype.
+_KERNEL = CpuKernel(_gather, "gather")
+_SLAB_KERNEL = CpuKernel(_gather_slab, "gather_slab")
+
+
+class _Plan(NamedTuple):
+    """A CPU launch's buffer counts, the kernel build to run and its size arguments."""
+
+    index_count: int
+    in_count: int
+    out_count: int
+    run: Callable
+    args: tuple
+    # Whether out is large enough, and its rows sized, for non-temporal stores: then the launch adds
+    # the last argument, whether out is aligned for them.
+    stream: bool
+
+
+def _nothing(*args) -> int:
+    # The launch of an empty out that checks no index.
+    return -1
+
+
+def _plan(itemsize: int, num_indices, batch, outer, gather, inner, offset, wrap: int = 0, check: int = 0) -> _Plan:
+    plan = gather_plan(num_indices, batch, outer, gather, inner, offset)
+    if plan.out_count == 0 and not check:
+        return _Plan(plan.index_count, plan.in_count, plan.out_count, _nothing, (), False)
+    rows = plan.batch * plan.outer * plan.num_indices
+    serial = plan.out_count + plan.index_count < PARALLEL_THRESHOLD
+    if serial and plan.batch * plan.outer == 1:
+        args = (plan.num_indices, plan.gather, plan.inner, plan.lo, plan.hi, wrap, check)
+        return _Plan(plan.index_count, plan.in_count, plan.out_count, _SLAB_KERNEL.serial, args, False)
+    if plan.inner == 1:
+        slab_bytes = plan.gather * itemsize
+        dense = _LINE_BYTES * plan.num_indices >= slab_bytes
+        ahead = int(plan.in_count * itemsize >= _PREFETCH_BYTES and slab_bytes <= _SLAB_PREFETCH_BYTES and dense)
+    else:
+        ahead = _AHEAD if plan.in_count * itemsize >= _PREFETCH_BYTES else 0
+    stream = plan.out_count * itemsize >= _STREAM_BYTES and plan.inner > 1 and plan.inner * itemsize % 16 == 0
+    args = (
+        plan.index_count,
+        rows,
+        max(1, -(-rows // _CHUNKS)),
+        plan.num_indices,
+        plan.outer,
+        plan.gather,
+        plan.inner,
+        plan.lo,
+        plan.hi,
+        wrap,
+        check,
+        ahead,
+    )
+    if not stream:
+        args += (0,)
+    run = _KERNEL.serial if serial else _KERNEL.parallel
+    return _Plan(plan.index_count, plan.in_count, plan.out_count, run, args, stream)
+
+
+class GatherLauncher:
+    """Checks and runs CPU Gather and BatchGather launches of one params and one indices dtype."""
+
+    def __init__(self, params_dtype: DataType, indices_dtype: DataType) -> None:
+        self.params_dtype, self.indices_dtype = params_dtype, indices_dtype
+        self._dtype = params_dtype.storage_dtype
+        self._index_dtype = indices_dtype.dtype
+        self._uncached_plan = functools.partial(_plan, self._dtype.itemsize)
+        # Keyed by the caller's own size arguments (typed, so True never passes for 1): a
+        # repeated launch skips every check and derivation of its sizes.
+        self._plan = functools.lru_cache(maxsize=1024, typed=True)(self._uncached_plan)
+
+    def __call__(self, stream, indices, num_indices, in_, batch, outer, gather, inner, out, offset=0) -> None:
+        """Check and run a launch; the stream is already checked."""
+        try:
+            plan = self._plan(num_indices, batch, outer, gather, inner, offset)
+        except TypeError:
+            # An unhashable argument, or a bad one: the uncached plan raises the error that names it.
+            plan = self._uncached_plan(num_indices, batch, outer, gather, inner, offset)
+        self.run(plan, stream, indices, in_, out)
+
+    def prepare(self, num_indices, batch, outer, gather, inner, offset, wrap: int, check: int) -> Callable:
+        """(stream, indices, in_, out) -> -1, or with check the position of the first bad index: a
+        launch of these sizes, its buffers checked at each call.
+
+        wrap and check (0 or 1) are ep.ops' index rule: wrap gives a negative index the gather size
+        first (offset must be 0); check stops the launch at a bad index (out of range after that)
+        before anything is written.
+        """
+        return functools.partial(self.run, self._uncached_plan(num_indices, batch, outer, gather, inner, offset, wrap, check))
+
+    def run(self, plan: _Plan, stream, indices, in_, out) -> int:
+        """Check the buffers against plan and run it."""
+        dtype = self._dtype
+        out_flags = out.flags if type(out) is np.ndarray else None
+        # The common case in a few attribute reads (they are most of what a tiny launch costs):
+        # 1-d C-contiguous NumPy buffers of the primitive's dtypes and long enough. Anything else
+        # goes through storage(), which also reshapes, views float16 and names what is wrong.
+        if not (
+            out_flags is not None
+            and type(indices) is np.ndarray
+            and type(in_) is np.ndarray
+            and indices.dtype is self._index_dtype
+            and in_.dtype is dtype
+            and out.dtype is dtype
+            and indices.ndim == 1
+            and in_.ndim == 1
+            and out.ndim == 1
+            and indices.size >= plan.index_count
+            and in_.size >= plan.in_count
+            and out.size >= plan.out_count
+            and indices.flags.c_contiguous
+            and in_.flags.c_contiguous
+            and out_flags.c_contiguous
+            and out_flags.writeable
+        ):
+            indices = storage(indices, "indices", DeviceType.kCPU, self.indices_dtype, plan.index_count)
+            in_ = storage(in_, "in_", DeviceType.kCPU, self.params_dtype, plan.in_count)
+            out = storage(out, "out", DeviceType.kCPU, self.params_dtype, plan.out_count, writable=True)
+        if plan.stream:
+            return plan.run(indices, in_, out, *plan.args, int(address(out) % 16 == 0))
+        return plan.run(indices, in_, out, *plan.args)
 
 
 @functools.cache
-def _gather_kernel(indices_dtype: np.dtype, unit_dtype: np.dtype) -> CpuKernel:
-    # The kernel depends on the index type and the move unit only, never on the params dtype.
-    return CpuKernel(_gather, f"gather_{indices_dtype.name}_{unit_dtype.name}", ZERO=unit_dtype.type(0))
+def gather_launcher(params_dtype: DataType, indices_dtype: DataType) -> GatherLauncher:
+    """The launcher of CPU gathers of params_dtype by indices_dtype."""
+    return GatherLauncher(params_dtype, indices_dtype)
 
 
-def launch_gather(launch: GatherLaunch) -> None:
-    """Run a checked Gather or BatchGather launch."""
-    rows = launch.rows
-    rows_per_chunk = -(-rows // _CHUNKS)
-    kernel = _gather_kernel(launch.indices.dtype, launch.out.dtype)
-    kernel(
-        rows * launch.inner,
-        launch.indices,
-        launch.in_,
-        launch.out,
-        rows,
-        rows_per_chunk,
-        launch.num_indices,
-        launch.outer,
-        launch.gather,
-        launch.inner,
-        launch.lo,
-        launch.hi,
-    )
+def prepare_gather(params_dtype: DataType, indices_dtype: DataType, num_indices, batch, outer, gather, inner, check: bool):
+    """ep.ops.gather's launch of these sizes: (stream, indices, in_, out) -> -1, or the position
+    of the first bad index when check. Negative indices count from the end; the index rule runs
+    inside the gather kernel."""
+    return gather_launcher(params_dtype, indices_dtype).prepare(num_indices, batch, outer, gather, inner, 0, 1, int(check))
 
 
 def _prepare(indices, wrapped, count, size, first_bad):
