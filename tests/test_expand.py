@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 import ep
 from ep.common.strided_copy import MAX_NUM_DIMS, expand_plan, strided_plan
+from ep.cpu.kernel import PARALLEL_THRESHOLD
+from ep.cpu.primitive.expand import STREAM_BYTES
 from ep.ops.expand import expand_shape
 from ep.testing import to_device, to_numpy
 
@@ -204,23 +206,23 @@ def aligned(count, dtype, offset=0):
 
 def test_plan_moves_contiguous_runs_in_the_widest_unit():
     src, dst = aligned(8, np.float32), aligned(64, np.float32)
-    plan = expand_plan((1, 8), (8, 8), 4, src, dst, 8)  # rows of 32 bytes
+    plan = expand_plan((1, 8), (8, 8), 4, (src, dst), 8)  # rows of 32 bytes
     assert (plan.unit, plan.dims, plan.src_strides) == (8, (8, 4), (0, 1))
-    plan = expand_plan((1, 8), (8, 8), 4, src, dst, 16)  # CUDA also moves 16-byte units
+    plan = expand_plan((1, 8), (8, 8), 4, (src, dst), 16)  # CUDA also moves 16-byte units
     assert (plan.unit, plan.dims, plan.src_strides) == (16, (8, 2), (0, 1))
-    plan = expand_plan((1, 3), (8, 3), 4, src, dst, 16)  # rows of 12 bytes
+    plan = expand_plan((1, 3), (8, 3), 4, (src, dst), 16)  # rows of 12 bytes
     assert (plan.unit, plan.dims, plan.src_strides) == (4, (8, 3), (0, 1))
-    plan = expand_plan((8, 1), (8, 5), 4, src, dst, 16)  # a broadcast element: a fill of 5 units
+    plan = expand_plan((8, 1), (8, 5), 4, (src, dst), 16)  # a broadcast element: a fill of 5 units
     assert (plan.unit, plan.dims, plan.src_strides) == (4, (8, 5), (1, 0))
     half = aligned(48, np.float16)
-    plan = expand_plan((8, 1, 2), (8, 3, 2), 2, half, half, 8)  # 4-byte pairs, each filled 3 times
+    plan = expand_plan((8, 1, 2), (8, 3, 2), 2, (half, half), 8)  # 4-byte pairs, each filled 3 times
     assert (plan.unit, plan.dims, plan.src_strides) == (4, (8, 3), (1, 0))
 
 
 def test_plan_falls_back_to_narrower_units_for_misaligned_buffers():
-    plan = expand_plan((1, 8), (8, 8), 4, aligned(32, np.uint8, offset=1), aligned(64, np.float32), 8)
+    plan = expand_plan((1, 8), (8, 8), 4, (aligned(32, np.uint8, offset=1), aligned(64, np.float32)), 8)
     assert (plan.unit, plan.dims, plan.src_strides) == (1, (8, 32), (0, 1))
-    plan = expand_plan((1, 8), (8, 8), 4, aligned(32, np.uint8, offset=4), aligned(64, np.float32), 16)
+    plan = expand_plan((1, 8), (8, 8), 4, (aligned(32, np.uint8, offset=4), aligned(64, np.float32)), 16)
     assert (plan.unit, plan.dims, plan.src_strides) == (4, (8, 8), (0, 1))
 
 
@@ -231,6 +233,87 @@ def test_misaligned_cpu_buffers_still_expand():
     dst = np.zeros((3, 4, 2), np.float32)
     primitive.Launch(ep.GetDevice("cpu").CreateStream(), (3, 1, 2), src, (3, 4, 2), dst)
     np.testing.assert_array_equal(dst, np.broadcast_to(x, (3, 4, 2)))
+
+
+# ---- the CPU's launch paths: a plan cached per dims; elements below the parallel threshold;
+# raw units at any address above it; streaming stores for outputs of STREAM_BYTES and more
+
+
+def cpu_launch(x, dst_dims, dst):
+    primitive = ep.NewPrimitive(ep.ExpandFactory, "cpu", x.dtype)
+    primitive.Launch(ep.GetDevice("cpu").CreateStream(), x.shape, x, dst_dims, dst)
+    return dst.reshape(dst_dims)
+
+
+def test_a_cached_plan_does_not_let_other_dims_types_through():
+    primitive = ep.NewPrimitive(ep.ExpandFactory, "cpu", np.float32)
+    stream = ep.GetDevice("cpu").CreateStream()
+    src, dst = np.arange(2, dtype=np.float32), np.zeros(4, np.float32)
+    primitive.Launch(stream, (2,), src, (2, 2), dst)
+    primitive.Launch(stream, (1,), src, (2, 2), dst)
+    # 2.0 and True hash and compare equal to the cached 2 and 1.
+    with pytest.raises(TypeError, match=r"dst_dims\[1\]: 2.0 is not an integer"):
+        primitive.Launch(stream, (2,), src, (2, 2.0), dst)
+    with pytest.raises(TypeError, match=r"src_dims\[0\]: True is not an integer"):
+        primitive.Launch(stream, (True,), src, (2, 2), dst)
+    for src_dims, dst_dims in (([2], [2, 2]), ((np.int64(2),), (2, np.int32(2)))):
+        dst[:] = 0
+        primitive.Launch(stream, src_dims, src, dst_dims, dst)
+        np.testing.assert_array_equal(dst, [0, 1, 0, 1])
+
+
+def test_a_cached_plan_still_checks_the_buffers():
+    primitive = ep.NewPrimitive(ep.ExpandFactory, "cpu", np.float32)
+    stream = ep.GetDevice("cpu").CreateStream()
+    primitive.Launch(stream, (3,), np.ones(3, np.float32), (2, 3), np.zeros(6, np.float32))
+    with pytest.raises(ValueError, match="dst: holds 5 elements, fewer than the 6"):
+        primitive.Launch(stream, (3,), np.ones(3, np.float32), (2, 3), np.zeros(5, np.float32))
+    with pytest.raises(TypeError, match="src: dtype float64 does not match"):
+        primitive.Launch(stream, (3,), np.ones(3), (2, 3), np.zeros(6, np.float32))
+    with pytest.raises(ValueError, match="dst: storage must be C-contiguous"):
+        primitive.Launch(stream, (3,), np.ones(3, np.float32), (2, 3), np.zeros((3, 4), np.float32)[:, :2])
+
+
+def test_bool_bytes_are_moved_as_they_are(device):
+    x = np.array([0, 1, 2, 255], np.uint8).view(np.bool_).reshape(4, 1)
+    got, _ = launch_expand(device, x, (4, 3))
+    assert same_bytes(got, np.broadcast_to(x, (4, 3)))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize(
+    "src_dims, dst_dims",
+    [
+        ((64, 1, 24), (64, 30, 24)),  # rows of 8-byte units
+        ((700, 1), (700, 50)),  # fills of one element
+        ((1, 7, 1, 5), (3, 7, 400, 5)),  # short runs in rows that need a division each
+    ],
+)
+def test_parallel_launches_at_any_address(dtype, src_dims, dst_dims):
+    assert math.prod(dst_dims) >= PARALLEL_THRESHOLD
+    x = sample(src_dims, dtype, seed=12)
+    src = aligned(x.size, dtype, offset=3)
+    src[:] = x.reshape(-1)
+    dst = aligned(math.prod(dst_dims), dtype, offset=5)
+    assert same_bytes(cpu_launch(src.reshape(src_dims), dst_dims, dst), np.broadcast_to(x, dst_dims))
+
+
+@pytest.mark.parametrize(
+    "src_dims, dst_dims, dtype, offset",
+    [
+        ((64, 1, 1024), (64, 33, 1024), np.float32, 0),  # 8-byte units, rows of whole vectors
+        ((3, 1, 1023), (3, 701, 1023), np.float32, 0),  # 4-byte units, rows starting anywhere in a vector
+        ((30000, 1), (30000, 37), np.float64, 0),  # fills of 8-byte units
+        ((1000, 1), (1000, 2101), np.int32, 4),  # fills of 4-byte units
+        ((64, 1, 1024), (64, 33, 1024), np.float32, 4),  # dst not aligned to its 8-byte units: ordinary stores
+        ((2, 1, 4095), (2, 1100, 4095), np.int8, 0),  # 1-byte units: ordinary stores
+    ],
+)
+def test_large_outputs(src_dims, dst_dims, dtype, offset):
+    x = sample(src_dims, dtype, seed=11)
+    dst = aligned(math.prod(dst_dims), dtype, offset)
+    assert dst.nbytes >= STREAM_BYTES
+    assert same_bytes(cpu_launch(x, dst_dims, dst), np.broadcast_to(x, dst_dims))
 
 
 def test_strided_plan_merges_what_is_contiguous():
@@ -275,6 +358,22 @@ def test_launch_strided_long_rows(device):
         primitive = ep.NewPrimitive(ep.ExpandFactory, device, np.int8)
         primitive.LaunchStrided(ep.GetDevice(device).CreateStream(), to_device(x, device)[view], dst)
         assert same_bytes(to_numpy(dst), x[view])
+
+
+@pytest.mark.parametrize(
+    "shape, view, dtype",
+    [
+        ((600, 130), np.s_[:, ::2], np.int32),  # parallel, strided runs
+        ((600, 130), np.s_[::2, 1:], np.float16),  # parallel, contiguous runs
+        ((2100, 2048), np.s_[:, 3:1027], np.float32),  # streamed rows
+    ],
+)
+def test_launch_strided_large_views_on_cpu(shape, view, dtype):
+    x = sample(shape, dtype, seed=8)
+    dst = np.zeros(x[view].shape, dtype)
+    assert dst.size >= PARALLEL_THRESHOLD
+    ep.NewPrimitive(ep.ExpandFactory, "cpu", dtype).LaunchStrided(ep.GetDevice("cpu").CreateStream(), x[view], dst)
+    assert same_bytes(dst, x[view])
 
 
 def test_launch_strided_reads_zero_strides_on_cpu():

@@ -68,6 +68,13 @@ class CopyPlan:
 
 def check_dims(dims: object, name: str) -> tuple[int, ...]:
     """dims as a tuple of non-negative ints; TypeError or ValueError naming the entry otherwise."""
+    if type(dims) is tuple:
+        # Shapes are tuples of non-negative ints: check them without a call per dim.
+        for d in dims:
+            if type(d) is not int or d < 0:
+                break
+        else:
+            return dims
     if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
         raise TypeError(f"{name}: {dims!r} is not a sequence of ints")
     return tuple(check_count(d, f"{name}[{i}]") for i, d in enumerate(dims))
@@ -93,17 +100,19 @@ def _plan(unit: int, dims: Sequence[int], src_strides: Sequence[int], name: str)
     return plan
 
 
-def expand_plan(src_dims: Sequence[int], dst_dims: Sequence[int], itemsize: int, src, dst, widest: int) -> CopyPlan:
+def expand_plan(src_dims: Sequence[int], dst_dims: Sequence[int], itemsize: int, buffers: Sequence, widest: int) -> CopyPlan:
     """The plan for broadcasting C-contiguous src of src_dims to C-contiguous dst of dst_dims.
 
-    The element's bytes become an innermost dim, so SimplifyBroadcastDims merges them into the
-    contiguous inner run; once that run is counted in units a run of one unit is a size-1 dim,
-    and simplifying again drops it, leaving a broadcast dim as the inner run (a fill).
+    The unit is the widest (at most widest bytes) dividing the contiguous run and the address of
+    every array in buffers (none where unaligned moves are fine). The element's bytes become an
+    innermost dim, so SimplifyBroadcastDims merges them into the contiguous inner run; once that
+    run is counted in units a run of one unit is a size-1 dim, and simplifying again drops it,
+    leaving a broadcast dim as the inner run (a fill).
     """
     src_bytes, dst_bytes = simplify_broadcast_dims(tuple(src_dims) + (itemsize,), tuple(dst_dims) + (itemsize,))
     src_bytes, dst_bytes = src_bytes or (1,), dst_bytes or (1,)
     contiguous_run = src_bytes[-1] == dst_bytes[-1]
-    unit = move_unit(dst_bytes[-1] if contiguous_run else 1, (src, dst), widest)
+    unit = move_unit(dst_bytes[-1] if contiguous_run else 1, tuple(buffers), widest)
     if contiguous_run:
         src_bytes = src_bytes[:-1] + (src_bytes[-1] // unit,)
         dst_bytes = dst_bytes[:-1] + (dst_bytes[-1] // unit,)
@@ -151,7 +160,7 @@ def prepare_expand(device_type: DeviceType, dtype: DataType, src_dims, src, dst_
     dst = storage(dst, "dst", device_type, dtype, dst_count, writable=True)
     if dst_count == 0:
         return None
-    plan = expand_plan(src_dims, dst_dims, dtype.itemsize, src, dst, widest)
+    plan = expand_plan(src_dims, dst_dims, dtype.itemsize, (src, dst), widest)
     return plan, as_units(src, src_count, plan.unit), as_units(dst, dst_count, plan.unit)
 
 

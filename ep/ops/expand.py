@@ -1,6 +1,7 @@
 """ep.ops.expand, expand_grad and repeat: OneFlow's expand rules, then the Expand and ExpandGrad primitives."""
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
@@ -12,7 +13,21 @@ from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
 
 
+@functools.lru_cache(maxsize=256)
+def _expand_primitive(device_type, x_dtype):
+    # Keyed by the array's own dtype, so a repeated call skips every normalization.
+    dtype = as_data_type(x_dtype, "x")
+    return NewPrimitive(ExpandFactory, device_type, dtype), dtype
+
+
 def _int_sizes(sizes: object, name: str) -> tuple[int, ...]:
+    if type(sizes) is tuple or type(sizes) is list:
+        # The common case without a call per size.
+        for size in sizes:
+            if type(size) is not int:
+                break
+        else:
+            return tuple(sizes)
     if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
         raise TypeError(f"{name}: {sizes!r} is not a sequence of ints")
     out = []
@@ -60,15 +75,15 @@ def expand_shape(input_shape: Sequence[int], sizes: Sequence[int], name: str = "
 def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     """x broadcast to expand_shape(x.shape, sizes), as a new C-contiguous array (or out)."""
     device = device_of(x, "x")
-    dtype = as_data_type(x.dtype, "x")
-    shape = expand_shape(tuple(x.shape), sizes)
+    primitive, dtype = _expand_primitive(device.device_type, x.dtype)
+    shape = expand_shape(x.shape, sizes)
     stream = stream_for(device, stream)
     if out is None:
         out = empty(shape, dtype, device, stream)
     else:
         check_out(out, "out", shape, dtype, device)
     x = contiguous(x, device, stream)
-    NewPrimitive(ExpandFactory, device, dtype).Launch(stream, tuple(x.shape), x, shape, out)
+    primitive.Launch(stream, x.shape, x, shape, out)
     return out
 
 
@@ -96,11 +111,11 @@ def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None):
 def repeat(x, sizes: Sequence[int], *, stream=None):
     """x tiled sizes times along each dim (torch.Tensor.repeat; np.tile when len(sizes) >= x.ndim).
 
-    A repeat r of a dim of size n becomes a new dim r in front of it, expanded, then merged:
-    reshape to (1, n0, 1, n1, ...), expand to (r0, n0, r1, n1, ...), reshape to (r0 * n0, ...).
+    A repeat r of a dim of size n becomes a new dim r in front of it, expanded: x's storage read
+    as (1, n0, 1, n1, ...) is expanded to (r0, n0, r1, n1, ...), which is the result's storage.
     """
     device = device_of(x, "x")
-    dtype = as_data_type(x.dtype, "x")
+    primitive, dtype = _expand_primitive(device.device_type, x.dtype)
     sizes = _int_sizes(sizes, "sizes")
     if len(sizes) < x.ndim:
         raise ValueError(f"sizes: has {len(sizes)} dims, fewer than x's {x.ndim}")
@@ -110,10 +125,11 @@ def repeat(x, sizes: Sequence[int], *, stream=None):
     padded = (1,) * (len(sizes) - x.ndim) + tuple(x.shape)
     shape = tuple(r * n for r, n in zip(sizes, padded))
     stream = stream_for(device, stream)
+    out = empty(shape, dtype, device, stream)
     if math.prod(sizes) == 0:
         # Expand only grows dims, it never empties one.
-        return empty(shape, dtype, device, stream)
+        return out
     interleaved = tuple(d for n in padded for d in (1, n))
     expanded = tuple(d for r, n in zip(sizes, padded) for d in (r, n))
-    source = contiguous(x, device, stream).reshape(interleaved)
-    return expand(source, expanded, stream=stream).reshape(shape)
+    primitive.Launch(stream, interleaved, contiguous(x, device, stream), expanded, out)
+    return out
