@@ -3,15 +3,14 @@
 Each is f(dy, v, attr0, attr1) -> dy * f'(x), where v is the forward input x (...WithDyX) or its
 output y (...WithDyY), in the float compute dtype. A derivative that is a function of the forward
 ops calls their formulas from UNARY_FUNCTORS (sigmoid' = s (1 - s) with s from kSigmoid's formula),
-so no forward formula is written twice. Divisions are IEEE (true_divide) on both devices.
+so no forward formula is written twice. Divisions are IEEE (special.divide) on both devices.
 """
 from __future__ import annotations
 
 import math
 
-from ep.common.binary_math import true_divide
 from ep.common.jit import scalar_function
-from ep.common.special import as_type
+from ep.common.special import as_type, divide
 from ep.common.unary_functor import UNARY_FUNCTORS
 from ep.include.primitive.unary_op import UnaryOp
 
@@ -58,7 +57,7 @@ def elu_backward_with_dy_x(dy, x, alpha, attr1):
 def celu_backward_with_dy_y(dy, y, alpha, attr1):
     # For x <= 0, y = alpha (exp(x / alpha) - 1), so exp(x / alpha) = (y + alpha) / alpha; y + alpha
     # is exact where it is small, unlike y / alpha + 1.
-    return dy if y > 0 else dy * true_divide(y + alpha, alpha)
+    return dy if y > 0 else dy * divide(y + alpha, alpha)
 
 
 @scalar_function
@@ -92,14 +91,14 @@ def hardswish_backward_with_dy_x(dy, x, attr0, attr1):
         return as_type(0, dy)
     if x >= as_type(3, x):
         return dy
-    return dy * (true_divide(x, as_type(3, x)) + as_type(0.5, x))
+    return dy * (divide(x, as_type(3, x)) + as_type(0.5, x))
 
 
 @scalar_function
 def hardsigmoid_backward_with_dy_x(dy, x, attr0, attr1):
     if x <= as_type(-3, x) or x >= as_type(3, x):
         return as_type(0, dy)
-    return true_divide(dy, as_type(6, x))
+    return divide(dy, as_type(6, x))
 
 
 @scalar_function
@@ -123,7 +122,7 @@ def mish_backward_with_dy_x(dy, x, attr0, attr1):
     # relative accuracy where 1 - tanh^2 would cancel.
     sp = _soft_plus(x, as_type(1, x), as_type(20, x))
     c = _cosh(sp, attr0, attr1)
-    return dy * (_tanh(sp, attr0, attr1) + true_divide(x * _sigmoid(x, attr0, attr1), c * c))
+    return dy * (_tanh(sp, attr0, attr1) + divide(x * _sigmoid(x, attr0, attr1), c * c))
 
 
 @scalar_function
@@ -158,7 +157,7 @@ def silu_backward_with_dy_x(dy, x, attr0, attr1):
 @scalar_function
 def softsign_backward_with_dy_x(dy, x, attr0, attr1):
     v = as_type(1, x) + abs(x)
-    return true_divide(dy, v * v)
+    return divide(dy, v * v)
 
 
 @scalar_function
@@ -182,7 +181,7 @@ def tanh_backward_with_dy_y(dy, y, attr0, attr1):
 def tanh_backward_with_dy_x(dy, x, attr0, attr1):
     # 1 - tanh^2 = 1 / cosh^2, without the cancellation for large |x|.
     c = _cosh(x, attr0, attr1)
-    return true_divide(dy, c * c)
+    return divide(dy, c * c)
 
 
 @scalar_function
@@ -222,30 +221,30 @@ def acos_backward_with_dy_x(dy, x, attr0, attr1):
 @scalar_function
 def acosh_backward_with_dy_x(dy, x, attr0, attr1):
     one = as_type(1, x)
-    return true_divide(dy, _sqrt((x - one) * (x + one), attr0, attr1))
+    return divide(dy, _sqrt((x - one) * (x + one), attr0, attr1))
 
 
 @scalar_function
 def asin_backward_with_dy_x(dy, x, attr0, attr1):
     # (1 - x)(1 + x) keeps its relative accuracy for |x| near 1, where 1 - x*x cancels.
     one = as_type(1, x)
-    return true_divide(dy, _sqrt((one - x) * (one + x), attr0, attr1))
+    return divide(dy, _sqrt((one - x) * (one + x), attr0, attr1))
 
 
 @scalar_function
 def asinh_backward_with_dy_x(dy, x, attr0, attr1):
-    return true_divide(dy, _sqrt(as_type(1, x) + x * x, attr0, attr1))
+    return divide(dy, _sqrt(as_type(1, x) + x * x, attr0, attr1))
 
 
 @scalar_function
 def atan_backward_with_dy_x(dy, x, attr0, attr1):
-    return true_divide(dy, as_type(1, x) + x * x)
+    return divide(dy, as_type(1, x) + x * x)
 
 
 @scalar_function
 def atanh_backward_with_dy_x(dy, x, attr0, attr1):
     one = as_type(1, x)
-    return true_divide(dy, (one - x) * (one + x))
+    return divide(dy, (one - x) * (one + x))
 
 
 @scalar_function
@@ -295,22 +294,22 @@ def lgamma_backward_with_dy_x(dy, x, attr0, attr1):
 
 @scalar_function
 def log_backward_with_dy_x(dy, x, attr0, attr1):
-    return true_divide(dy, x)
+    return divide(dy, x)
 
 
 @scalar_function
 def log2_backward_with_dy_x(dy, x, attr0, attr1):
-    return true_divide(dy, x * as_type(math.log(2), x))
+    return divide(dy, x * as_type(math.log(2), x))
 
 
 @scalar_function
 def log10_backward_with_dy_x(dy, x, attr0, attr1):
-    return true_divide(dy, x * as_type(math.log(10), x))
+    return divide(dy, x * as_type(math.log(10), x))
 
 
 @scalar_function
 def log1p_backward_with_dy_x(dy, x, attr0, attr1):
-    return true_divide(dy, x + as_type(1, x))
+    return divide(dy, x + as_type(1, x))
 
 
 @scalar_function
@@ -320,7 +319,7 @@ def log_sigmoid_backward_with_dy_x(dy, x, attr0, attr1):
 
 @scalar_function
 def reciprocal_backward_with_dy_x(dy, x, attr0, attr1):
-    return -true_divide(dy, x * x)
+    return -divide(dy, x * x)
 
 
 @scalar_function
@@ -330,7 +329,7 @@ def reciprocal_no_nan_backward_with_dy_x(dy, x, attr0, attr1):
 
 @scalar_function
 def rsqrt_backward_with_dy_x(dy, x, attr0, attr1):
-    return -true_divide(dy, as_type(2, x) * x * _sqrt(x, attr0, attr1))
+    return -divide(dy, as_type(2, x) * x * _sqrt(x, attr0, attr1))
 
 
 @scalar_function
@@ -345,7 +344,7 @@ def sinh_backward_with_dy_x(dy, x, attr0, attr1):
 
 @scalar_function
 def sqrt_backward_with_dy_x(dy, x, attr0, attr1):
-    return true_divide(dy, as_type(2, x) * _sqrt(x, attr0, attr1))
+    return divide(dy, as_type(2, x) * _sqrt(x, attr0, attr1))
 
 
 @scalar_function
@@ -356,4 +355,4 @@ def square_backward_with_dy_x(dy, x, attr0, attr1):
 @scalar_function
 def tan_backward_with_dy_x(dy, x, attr0, attr1):
     c = _cos(x, attr0, attr1)
-    return true_divide(dy, c * c)
+    return divide(dy, c * c)

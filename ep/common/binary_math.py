@@ -5,7 +5,7 @@ returns the operands' type (bool for predicates). Ops whose integer semantics di
 integer formula too (used for the integer dtypes and bool): it works in int64 and wraps the result
 to the operands' type with as_type, as NumPy's integers wrap (bool is then result != 0).
 Integer division and modulo by zero give 0, and the int64 overflow of MIN // -1 is sidestepped,
-so no kernel ever traps. Float division is IEEE (inf and NaN, never ZeroDivisionError).
+so no kernel ever traps. Float division is IEEE (special.divide: inf and NaN, never ZeroDivisionError).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 from numba.extending import intrinsic
 
 from ep.common.jit import scalar_function
-from ep.common.special import as_type, round_down, round_toward_zero
+from ep.common.special import as_type, divide, round_down, round_toward_zero
 
 
 @intrinsic
@@ -31,15 +31,6 @@ def _fmod(typingctx, a, b):
 
 
 @scalar_function
-def true_divide(a, b):
-    """a / b for floats with IEEE results for a zero divisor on both devices.
-
-    numba's CPU `/` raises ZeroDivisionError (its Python error model); NumPy's divide does not.
-    """
-    return np.divide(a, b)
-
-
-@scalar_function
 def fmod(a, b):
     """C fmod of two floats of the same type: the remainder with a's sign."""
     return _fmod(a, as_type(b, a))
@@ -50,8 +41,8 @@ def float_divmod(a, b):
     """(a // b, a % b) for floats, as NumPy's npy_divmod: Python's floor semantics, IEEE at b == 0."""
     mod = fmod(a, b)
     if b == 0:
-        return true_divide(a, b), mod
-    div = true_divide(a - mod, b)
+        return divide(a, b), mod
+    div = divide(a - mod, b)
     zero = as_type(0, a)
     if mod != 0:
         if (b < zero) != (mod < zero):
@@ -64,7 +55,7 @@ def float_divmod(a, b):
         if div - floordiv > as_type(0.5, a):
             floordiv += as_type(1, a)
     else:
-        floordiv = math.copysign(zero, true_divide(a, b))
+        floordiv = math.copysign(zero, divide(a, b))
     return floordiv, mod
 
 
@@ -101,7 +92,7 @@ def mul(a, b, attr0, attr1):
 
 @scalar_function
 def div(a, b, attr0, attr1):
-    return true_divide(a, b)
+    return divide(a, b)
 
 
 @scalar_function
@@ -170,7 +161,7 @@ def int_floor_div(a, b, attr0, attr1):
 
 @scalar_function
 def trunc_div(a, b, attr0, attr1):
-    return round_toward_zero(true_divide(a, b))
+    return round_toward_zero(divide(a, b))
 
 
 @scalar_function
