@@ -240,19 +240,17 @@ def test_read_only_in_and_indices_are_read_on_cpu():
     "dtype, outer, gather, inner, num_indices",
     [
         (np.float32, 40, 300, 1, 500),  # element gather: the next slab prefetched along the way
-        (np.float32, 3, 700, 8, 2000),  # rows of 32 bytes: prefetched rows, non-temporal stores
-        (np.float32, 2, 50, 12, 300),  # serial chunks: rows of 48 bytes
-        (np.int8, 3, 40, 16, 200),  # 1-byte elements: 16 per non-temporal store
-        (np.float32, 2, 50, 3, 300),  # rows of 12 bytes: no non-temporal stores
+        (np.float32, 3, 700, 8, 2000),  # parallel: prefetched rows
+        (np.float32, 2, 50, 12, 300),  # serial chunks
+        (np.int8, 3, 40, 16, 200),
     ],
 )
-def test_cpu_prefetch_and_non_temporal_paths_match_numpy(monkeypatch, dtype, outer, gather, inner, num_indices):
-    # The thresholds that switch these paths on for large buffers, lowered to test them on small ones;
-    # the sizes are new to the plan caches, so the lowered values apply.
+def test_cpu_prefetch_paths_match_numpy(monkeypatch, dtype, outer, gather, inner, num_indices):
+    # The threshold that switches prefetching on for large params, lowered to test it on small
+    # ones; the sizes are new to the plan caches, so the lowered value applies.
     from ep.cpu.primitive import gather_common
 
     monkeypatch.setattr(gather_common, "_PREFETCH_BYTES", 0)
-    monkeypatch.setattr(gather_common, "_STREAM_BYTES", 0)
     rng = np.random.default_rng(outer * gather)
     params = random_array(rng, (outer, gather, inner), dtype)
     indices = rng.integers(-2, gather + 2, num_indices).astype(np.int64)

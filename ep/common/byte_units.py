@@ -76,37 +76,6 @@ def _element_pointer(context, builder, array_type, array, index, pointee):
 
 
 @intrinsic
-def stream16(typingctx, dst, dst_index, src, src_index):
-    """Copy the 16 bytes at element src_index of src to element dst_index of dst with a non-temporal store.
-
-    CPU only. The store bypasses the caches (no read of the destination line first, as memcpy does
-    for large copies); dst + dst_index must be 16-byte aligned, src need not be. Call store_fence
-    before another thread may read what was stored.
-    """
-
-    def codegen(context, builder, signature, args):
-        vector = ir.VectorType(ir.IntType(64), 2)
-        src_pointer = _element_pointer(context, builder, signature.args[2], args[2], args[3], vector)
-        dst_pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1], vector)
-        store = builder.store(builder.load(src_pointer, align=1, typ=vector), dst_pointer, align=16)
-        store.set_metadata("nontemporal", builder.module.add_metadata([ir.IntType(32)(1)]))
-        return context.get_dummy_value()
-
-    return types.none(dst, types.intp, src, types.intp), codegen
-
-
-@intrinsic
-def store_fence(typingctx):
-    """Order every store before it (non-temporal ones included) before any store after it."""
-
-    def codegen(context, builder, signature, args):
-        builder.fence("seq_cst")
-        return context.get_dummy_value()
-
-    return types.none(), codegen
-
-
-@intrinsic
 def prefetch(typingctx, array, index):
     """Hint that array[index] will soon be read: its cache line is fetched into every cache level.
 

@@ -15,7 +15,7 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 class BatchGatherImpl(BatchGather):
     def __init__(self, params_dtype: DataType, indices_dtype: DataType) -> None:
         self.params_dtype, self.indices_dtype = params_dtype, indices_dtype
-        self._launch = gather_launcher(params_dtype, indices_dtype)
+        self._launcher = gather_launcher(params_dtype, indices_dtype)
 
     def Launch(
         self,
@@ -33,7 +33,13 @@ class BatchGatherImpl(BatchGather):
         # A CpuStream is a cpu stream by construction; anything else gets the full check.
         if type(stream) is not CpuStream:
             check_stream(stream, DeviceType.kCPU)
-        self._launch(stream, indices, num_indices, in_, batch_dim_size, outer_dim_size, gather_dim_size, inner_dim_size, out, offset)
+        launcher = self._launcher
+        try:
+            plan = launcher.plan(num_indices, batch_dim_size, outer_dim_size, gather_dim_size, inner_dim_size, offset)
+        except TypeError:
+            # An unhashable argument, or a bad one: the uncached plan raises the error that names it.
+            plan = launcher.uncached_plan(num_indices, batch_dim_size, outer_dim_size, gather_dim_size, inner_dim_size, offset)
+        launcher.run(plan, stream, indices, in_, out)
 
 
 @functools.cache

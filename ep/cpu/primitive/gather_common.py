@@ -17,7 +17,7 @@ import numpy as np
 from numba import prange
 
 from ep.common.buffer import storage
-from ep.common.byte_units import address, prefetch, store_fence, stream16
+from ep.common.byte_units import prefetch
 from ep.common.convert import load_fn, store_fn
 from ep.common.data_type import DataType, as_data_type
 from ep.common.device import DeviceType
@@ -32,12 +32,10 @@ _CHUNKS = 256
 _PREFETCH_BYTES = 1 << 21
 # How many rows ahead the row loop prefetches (measured on a Zen 3: 2 to 8 are alike).
 _AHEAD = 4
-# An element gather (inner == 1) prefetches the next slab of params whole when it is at most this
-# large and its indices are dense enough to read most of its cache lines (columns of a matrix).
+# An element gather (inner == 1) prefetches the next slab of params, a line at a time spread over
+# its work on the current one, when the slab is at most this large and its indices are dense
+# enough to read most of its cache lines (columns of a matrix).
 _SLAB_PREFETCH_BYTES = 1 << 16
-# From this many output bytes rows are written with non-temporal stores, as memcpy does for large
-# copies: the output would not stay in the caches anyway, and the store skips reading each line first.
-_STREAM_BYTES = 1 << 24
 _LINE_BYTES = 64
 
 # Below this many indices the pass over them runs on the calling thread: a parallel region of its
@@ -77,7 +75,7 @@ def _first_bad(indices, count, lo, hi, size, wrap):
 
 
 @scalar_function
-def _gather_rows(segment, src, dst, count, gather, inner, lo, hi, wrap, mode, ahead, stream, next_src, next_lines):
+def _gather_rows(segment, src, dst, count, gather, inner, lo, hi, wrap, mode, ahead, next_src, next_lines):
     """dst's count rows of inner elements: the rows of src (one slab of in_) that segment's
     indices select, zeros for the others. Along the way the first next_lines cache lines of
     next_src are prefetched, spread over the rows."""
@@ -120,21 +118,17 @@ def _gather_rows(segment, src, dst, count, gather, inner, lo, hi, wrap, mode, ah
                     for k in range(0, inner, line):
                         prefetch(src, r * inner + k)
             r = _row_of(np.int64(segment[i]), lo, hi, gather, wrap)
-            if r >= 0 and stream:
-                for k in range(0, inner, 16 // dst.itemsize):
-                    stream16(dst, i * inner + k, src, r * inner + k)
-            elif r >= 0:
-                d = np.uint64(i * inner)
+            d = np.uint64(i * inner)
+            if r >= 0:
                 s = np.uint64(r * inner)
                 for k in range(np.uint64(inner)):
                     dst[d + k] = src[s + k]
             else:
-                d = np.uint64(i * inner)
                 for k in range(np.uint64(inner)):
                     dst[d + k] = 0
 
 
-def _gather(indices, in_, out, index_count, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, check, ahead, stream):
+def _gather(indices, in_, out, index_count, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, check, ahead):
     low = INT64_MAX
     high = INT64_MIN
     if index_count < _PARALLEL_INDICES:
@@ -157,12 +151,12 @@ def _gather(indices, in_, out, index_count, rows, rows_per_chunk, num_indices, o
     line = max(1, _LINE_BYTES // in_.itemsize)
     slabs = rows // num_indices
     for chunk in prange((rows + rows_per_chunk - 1) // rows_per_chunk):
-        _gather_chunk(indices, in_, out, chunk, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, stream, line, slabs)
+        _gather_chunk(indices, in_, out, chunk, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, line, slabs)
     return -1
 
 
 @scalar_function
-def _gather_chunk(indices, in_, out, chunk, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, stream, line, slabs):
+def _gather_chunk(indices, in_, out, chunk, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, line, slabs):
     """Rows [chunk * rows_per_chunk, ...) of out, at most rows_per_chunk of them."""
     row = chunk * rows_per_chunk
     stop = min(row + rows_per_chunk, rows)
@@ -188,13 +182,10 @@ def _gather_chunk(indices, in_, out, chunk, rows, rows_per_chunk, num_indices, o
             wrap,
             mode,
             ahead,
-            stream,
             in_[(batch_outer + 1) * gather : (batch_outer + 2) * gather] if next_lines else src,
             next_lines,
         )
         row += count
-    if stream:
-        store_fence()
 
 
 def _gather_slab(indices, in_, out, num_indices, gather, inner, lo, hi, wrap, check):
@@ -212,7 +203,7 @@ def _gather_slab(indices, in_, out, num_indices, gather, inner, lo, hi, wrap, ch
         if bad >= 0:
             return bad
     if inner:
-        _gather_rows(indices, in_, out, num_indices, gather, inner, lo, hi, wrap, mode, 0, 0, in_, 0)
+        _gather_rows(indices, in_, out, num_indices, gather, inner, lo, hi, wrap, mode, 0, in_, 0)
     return -1
 
 
@@ -229,9 +220,6 @@ class _Plan(NamedTuple):
     out_count: int
     run: Callable
     args: tuple
-    # Whether out is large enough, and its rows sized, for non-temporal stores: then the launch adds
-    # the last argument, whether out is aligned for them.
-    stream: bool
 
 
 def _nothing(*args) -> int:
@@ -242,19 +230,18 @@ def _nothing(*args) -> int:
 def _plan(itemsize: int, num_indices, batch, outer, gather, inner, offset, wrap: int = 0, check: int = 0) -> _Plan:
     plan = gather_plan(num_indices, batch, outer, gather, inner, offset)
     if plan.out_count == 0 and not check:
-        return _Plan(plan.index_count, plan.in_count, plan.out_count, _nothing, (), False)
+        return _Plan(plan.index_count, plan.in_count, plan.out_count, _nothing, ())
     rows = plan.batch * plan.outer * plan.num_indices
     serial = plan.out_count + plan.index_count < PARALLEL_THRESHOLD
     if serial and plan.batch * plan.outer == 1:
         args = (plan.num_indices, plan.gather, plan.inner, plan.lo, plan.hi, wrap, check)
-        return _Plan(plan.index_count, plan.in_count, plan.out_count, _SLAB_KERNEL.serial, args, False)
+        return _Plan(plan.index_count, plan.in_count, plan.out_count, _SLAB_KERNEL.serial, args)
     if plan.inner == 1:
         slab_bytes = plan.gather * itemsize
         dense = _LINE_BYTES * plan.num_indices >= slab_bytes
         ahead = int(plan.in_count * itemsize >= _PREFETCH_BYTES and slab_bytes <= _SLAB_PREFETCH_BYTES and dense)
     else:
         ahead = _AHEAD if plan.in_count * itemsize >= _PREFETCH_BYTES else 0
-    stream = plan.out_count * itemsize >= _STREAM_BYTES and plan.inner > 1 and plan.inner * itemsize % 16 == 0
     args = (
         plan.index_count,
         rows,
@@ -269,10 +256,8 @@ def _plan(itemsize: int, num_indices, batch, outer, gather, inner, offset, wrap:
         check,
         ahead,
     )
-    if not stream:
-        args += (0,)
     run = _KERNEL.serial if serial else _KERNEL.parallel
-    return _Plan(plan.index_count, plan.in_count, plan.out_count, run, args, stream)
+    return _Plan(plan.index_count, plan.in_count, plan.out_count, run, args)
 
 
 class GatherLauncher:
@@ -282,19 +267,12 @@ class GatherLauncher:
         self.params_dtype, self.indices_dtype = params_dtype, indices_dtype
         self._dtype = params_dtype.storage_dtype
         self._index_dtype = indices_dtype.dtype
-        self._uncached_plan = functools.partial(_plan, self._dtype.itemsize)
-        # Keyed by the caller's own size arguments (typed, so True never passes for 1): a
-        # repeated launch skips every check and derivation of its sizes.
-        self._plan = functools.lru_cache(maxsize=1024, typed=True)(self._uncached_plan)
-
-    def __call__(self, stream, indices, num_indices, in_, batch, outer, gather, inner, out, offset=0) -> None:
-        """Check and run a launch; the stream is already checked."""
-        try:
-            plan = self._plan(num_indices, batch, outer, gather, inner, offset)
-        except TypeError:
-            # An unhashable argument, or a bad one: the uncached plan raises the error that names it.
-            plan = self._uncached_plan(num_indices, batch, outer, gather, inner, offset)
-        self.run(plan, stream, indices, in_, out)
+        # plan(num_indices, batch, outer, gather, inner, offset[, wrap, check]) -> _Plan, or a
+        # TypeError or ValueError naming a bad size. The cache is keyed by the caller's own
+        # arguments (typed, so True never passes for 1): a repeated launch skips every check and
+        # derivation of its sizes; unhashable arguments take uncached_plan.
+        self.uncached_plan = functools.partial(_plan, self._dtype.itemsize)
+        self.plan = functools.lru_cache(maxsize=1024, typed=True)(self.uncached_plan)
 
     def prepare(self, num_indices, batch, outer, gather, inner, offset, wrap: int, check: int) -> Callable:
         """(stream, indices, in_, out) -> -1, or with check the position of the first bad index: a
@@ -304,10 +282,11 @@ class GatherLauncher:
         first (offset must be 0); check stops the launch at a bad index (out of range after that)
         before anything is written.
         """
-        return functools.partial(self.run, self._uncached_plan(num_indices, batch, outer, gather, inner, offset, wrap, check))
+        return functools.partial(self.run, self.uncached_plan(num_indices, batch, outer, gather, inner, offset, wrap, check))
 
     def run(self, plan: _Plan, stream, indices, in_, out) -> int:
-        """Check the buffers against plan and run it."""
+        """Check the buffers against plan and run it (the stream is already checked); -1, or
+        with the plan's check the position of the first bad index."""
         dtype = self._dtype
         out_flags = out.flags if type(out) is np.ndarray else None
         # The common case in a few attribute reads (they are most of what a tiny launch costs):
@@ -334,8 +313,6 @@ class GatherLauncher:
             indices = storage(indices, "indices", DeviceType.kCPU, self.indices_dtype, plan.index_count)
             in_ = storage(in_, "in_", DeviceType.kCPU, self.params_dtype, plan.in_count)
             out = storage(out, "out", DeviceType.kCPU, self.params_dtype, plan.out_count, writable=True)
-        if plan.stream:
-            return plan.run(indices, in_, out, *plan.args, int(address(out) % 16 == 0))
         return plan.run(indices, in_, out, *plan.args)
 
 
