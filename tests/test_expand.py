@@ -274,6 +274,17 @@ def test_a_cached_plan_still_checks_the_buffers():
         primitive.Launch(stream, (3,), np.ones(3, np.float32), (2, 3), np.zeros((3, 4), np.float32)[:, :2])
 
 
+def test_serial_launches_of_read_only_or_unaligned_buffers():
+    x = sample((3, 1, 5), np.float64, seed=4)
+    read_only = x.copy()
+    read_only.flags.writeable = False
+    unaligned = aligned(x.size, np.float64, offset=4)
+    unaligned[:] = x.reshape(-1)
+    for src in (x, read_only, unaligned.reshape(x.shape)):
+        for dst in (np.zeros(60), aligned(60, np.float64, offset=2)):
+            assert same_bytes(cpu_launch(src, (3, 4, 5), dst), np.broadcast_to(x, (3, 4, 5)))
+
+
 def test_bool_bytes_are_moved_as_they_are(device):
     x = np.array([0, 1, 2, 255], np.uint8).view(np.bool_).reshape(4, 1)
     got, _ = launch_expand(device, x, (4, 3))

@@ -13,11 +13,16 @@ from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
 
 
+# expand_shape's results by (input_shape, sizes); a program cycling through more shapes recomputes them.
+MAX_REMEMBERED_SHAPES = 1024
+_EXPAND_SHAPES: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
+
+
 @functools.lru_cache(maxsize=256)
-def _expand_primitive(device_type, x_dtype):
-    # Keyed by the array's own dtype, so a repeated call skips every normalization.
+def _expand_primitive(device, x_dtype):
+    # Keyed by the Device and the array's own dtype, so a repeated call skips every normalization.
     dtype = as_data_type(x_dtype, "x")
-    return NewPrimitive(ExpandFactory, device_type, dtype), dtype
+    return NewPrimitive(ExpandFactory, device, dtype), dtype
 
 
 def _int_sizes(sizes: object, name: str) -> tuple[int, ...]:
@@ -47,6 +52,17 @@ def expand_shape(input_shape: Sequence[int], sizes: Sequence[int], name: str = "
     """
     input_shape = check_dims(input_shape, "input_shape")
     sizes = _int_sizes(sizes, name)
+    # Both are tuples of ints now, so a remembered result is this rule's result.
+    shape = _EXPAND_SHAPES.get((input_shape, sizes))
+    if shape is None:
+        shape = _expand_shape(input_shape, sizes, name)
+        if len(_EXPAND_SHAPES) >= MAX_REMEMBERED_SHAPES:
+            _EXPAND_SHAPES.clear()
+        _EXPAND_SHAPES[input_shape, sizes] = shape
+    return shape
+
+
+def _expand_shape(input_shape: tuple[int, ...], sizes: tuple[int, ...], name: str) -> tuple[int, ...]:
     lead = len(sizes) - len(input_shape)
     if lead < 0:
         raise ValueError(f"{name}: has {len(sizes)} dims, fewer than the input's {len(input_shape)} ({input_shape})")
@@ -75,7 +91,7 @@ def expand_shape(input_shape: Sequence[int], sizes: Sequence[int], name: str = "
 def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     """x broadcast to expand_shape(x.shape, sizes), as a new C-contiguous array (or out)."""
     device = device_of(x, "x")
-    primitive, dtype = _expand_primitive(device.device_type, x.dtype)
+    primitive, dtype = _expand_primitive(device, x.dtype)
     shape = expand_shape(x.shape, sizes)
     stream = stream_for(device, stream)
     if out is None:
@@ -115,7 +131,7 @@ def repeat(x, sizes: Sequence[int], *, stream=None):
     as (1, n0, 1, n1, ...) is expanded to (r0, n0, r1, n1, ...), which is the result's storage.
     """
     device = device_of(x, "x")
-    primitive, dtype = _expand_primitive(device.device_type, x.dtype)
+    primitive, dtype = _expand_primitive(device, x.dtype)
     sizes = _int_sizes(sizes, "sizes")
     if len(sizes) < x.ndim:
         raise ValueError(f"sizes: has {len(sizes)} dims, fewer than x's {x.ndim}")

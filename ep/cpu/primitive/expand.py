@@ -12,11 +12,12 @@ import functools
 import math
 from typing import Callable, NamedTuple
 
+import numba
 import numpy as np
 from numba import prange
 
 from ep.common.buffer import storage
-from ep.common.byte_units import as_units, unit_dtype
+from ep.common.byte_units import as_units
 from ep.common.data_type import ALL_TYPES, DataType, as_data_type
 from ep.common.device import DeviceType
 from ep.common.jit import scalar_function
@@ -156,14 +157,23 @@ class _Launch(NamedTuple):
 
     src_count: int
     dst_count: int
-    kernel: Callable
+    parallel: bool  # serial launches move elements of the buffers' own dtype, parallel ones raw units
     params: np.ndarray
-    unit: int  # 0: elements of the buffers' own dtype (serial launches)
+    unit: int
 
 
 _ndarray = np.ndarray
 # Element dtypes Numba would not move bit for bit: bools are normalized to 0 or 1, float16 has no CPU type.
 _ELEMENT_VIEW = {DataType.kBool: np.dtype(np.uint8), DataType.kFloat16: np.dtype(np.uint16)}
+
+
+@functools.cache
+def _serial_entry(element_dtype: np.dtype) -> Callable:
+    # The serial kernel compiled for flat, aligned, writable arrays of element_dtype. Calling it
+    # directly skips Numba's per-call type dispatch (a third of a tiny launch); Launch calls it
+    # only with arrays of exactly these types.
+    array = numba.types.Array(numba.from_dtype(element_dtype), 1, "C")
+    return _KERNEL.serial.compile((array, array, numba.types.Array(numba.int64, 1, "C")))
 
 
 class ExpandImpl(Expand):
@@ -172,6 +182,7 @@ class ExpandImpl(Expand):
         self._np_dtype = dtype.dtype
         self._element_view = _ELEMENT_VIEW.get(dtype)
         self._plans: dict[tuple[tuple[int, ...], tuple[int, ...]], _Launch] = {}
+        self._serial_entry: Callable | None = None  # compiled on the first serial launch
 
     def Launch(self, stream, src_dims, src, dst_dims, dst) -> None:
         # Written for tiny launches, whose cost is this function: one lookup, a few checks, one call.
@@ -190,24 +201,39 @@ class ExpandImpl(Expand):
             for d in dst_dims:
                 if type(d) is not int:
                     launch = self._new_launch(src_dims, dst_dims)
-        src_count, dst_count, kernel, params, unit = launch
+        src_count, dst_count, parallel, params, unit = launch
         dtype = self._np_dtype
-        if not (type(src) is _ndarray and src.dtype is dtype and src.size >= src_count and src.flags.c_contiguous):
+        # exact: both arrays have the types _serial_entry was compiled for (once flattened).
+        if type(src) is _ndarray and src.dtype is dtype and src.size >= src_count:
+            flags = src.flags
+            if not flags.c_contiguous:
+                src = self._storage(src, "src", src_count, False)
+            exact = flags.aligned and flags.writeable
+        else:
             src = self._storage(src, "src", src_count, False)
+            exact = False
         if type(dst) is _ndarray and dst.dtype is dtype and dst.size >= dst_count:
             flags = dst.flags
             if not (flags.c_contiguous and flags.writeable):
                 dst = self._storage(dst, "dst", dst_count, True)
+            exact = exact and flags.aligned
         else:
             dst = self._storage(dst, "dst", dst_count, True)
         if dst_count == 0:
             return
-        if unit:
-            kernel(as_units(src.ravel(), src_count, unit), as_units(dst.ravel(), dst_count, unit), params)
-        elif self._element_view is None:
-            kernel(src.ravel(), dst.ravel(), params)
+        src, dst = src.ravel(), dst.ravel()
+        if parallel:
+            _KERNEL.parallel(as_units(src, src_count, unit), as_units(dst, dst_count, unit), params)
+            return
+        if self._element_view is not None:
+            src, dst = src.view(self._element_view), dst.view(self._element_view)
+        if exact:
+            entry = self._serial_entry
+            if entry is None:
+                entry = self._serial_entry = _serial_entry(src.dtype)
+            entry(src, dst, params)
         else:
-            kernel(src.ravel().view(self._element_view), dst.ravel().view(self._element_view), params)
+            _KERNEL.serial(src, dst, params)
 
     def _storage(self, obj, name: str, count: int, writable: bool):
         # storage() explains what is wrong, or returns flat storage, viewed back as the dtype.
@@ -236,12 +262,11 @@ class ExpandImpl(Expand):
 def _new_launch(itemsize: int, src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> _Launch:
     src_count, dst_count = math.prod(src_dims), math.prod(dst_dims)
     if dst_count == 0:
-        return _Launch(src_count, 0, _KERNEL.serial, np.zeros(0, np.int64), 0)
+        return _Launch(src_count, 0, False, np.zeros(0, np.int64), itemsize)
     parallel = dst_count >= PARALLEL_THRESHOLD
     # No buffers: units ignore addresses on the CPU. A serial launch moves whole elements.
     plan = expand_plan(src_dims, dst_dims, itemsize, (), WIDEST_UNIT if parallel else itemsize)
-    kernel = _KERNEL.parallel if parallel else _KERNEL.serial
-    return _Launch(src_count, dst_count, kernel, kernel_params(plan, parallel), plan.unit if parallel else 0)
+    return _Launch(src_count, dst_count, parallel, kernel_params(plan, parallel), plan.unit)
 
 
 @functools.cache
