@@ -239,7 +239,8 @@ def test_read_only_in_and_indices_are_read_on_cpu():
 @pytest.mark.parametrize(
     "dtype, outer, gather, inner, num_indices",
     [
-        (np.float32, 40, 300, 1, 500),  # element gather: the next slab prefetched along the way
+        (np.float32, 80, 300, 1, 500),  # parallel element gather: the next slab prefetched along the way
+        (np.float64, 20, 300, 1, 400),  # serial element gather
         (np.float32, 3, 700, 8, 2000),  # parallel: prefetched rows
         (np.float32, 2, 50, 12, 300),  # serial chunks
         (np.int8, 3, 40, 16, 200),

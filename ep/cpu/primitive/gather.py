@@ -1,4 +1,4 @@
-"""Gather on the CPU: rows moved as raw bytes by the shared gather kernel (gather_common)."""
+"""Gather on the CPU: the shared gather kernel (gather_common) with one batch."""
 from __future__ import annotations
 
 import functools

@@ -5,7 +5,10 @@ rows, each row one contiguous copy of inner elements. It runs on the buffers' ow
 (Numba compiles one specialization per storage and index dtype on first use), so that a launch
 makes no views. One pass over the indices first tells whether every index is in range as given
 or once negatives wrap (then the element loops need no range check), and, for ep.ops, which
-index is the first bad one, before anything is written.
+index is the first bad one, before anything is written. Reads from params too large for the
+caches are prefetched: rows a few ahead, or for an element gather the next slab, since their
+addresses come from indices and the hardware prefetcher cannot guess them. A tiny launch of one
+slab runs a serial kernel with fewer arguments, and every launch looks its sizes up in a cache.
 """
 from __future__ import annotations
 
@@ -129,6 +132,8 @@ def _gather_rows(segment, src, dst, count, gather, inner, lo, hi, wrap, mode, ah
 
 
 def _gather(indices, in_, out, index_count, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, check, ahead):
+    # The least and greatest index decide the loops' mode (_mode); with check, a bad index ends
+    # the launch before any write.
     low = INT64_MAX
     high = INT64_MIN
     if index_count < _PARALLEL_INDICES:
