@@ -1,11 +1,12 @@
 """Planning a copy from a broadcast or strided source into a C-contiguous destination, in raw units.
 
-Expand and the device copy behind ops.contiguous share one kernel per (unit width, number of
-dims). A plan describes the destination as `num_runs` runs of `run` units; run r reads its units
-from `map_offset(r, run_strides, src_strides) + j * inner_stride` (j < run), where inner_stride is
+Expand and the device copy behind ops.contiguous share their kernels. A plan describes
+the destination as `num_runs` runs of `run` units; run r reads its units from
+`map_offset(r, run_strides, src_strides) + j * inner_stride` (j < run), where inner_stride is
 1 for a contiguous run, 0 for a broadcast element and anything else for a strided gather. Units
 are the widest of 16 (CUDA), 8, 4, 2 or 1 bytes that divides the contiguous run, every source
-stride and both buffers' addresses, so the kernel never depends on the dtype.
+stride and the addresses of the buffers given (CUDA needs aligned units; the CPU's Expand gives
+none), so the kernel never depends on the dtype.
 """
 from __future__ import annotations
 

@@ -1,10 +1,12 @@
 """Expand on the CPU: one kernel, driven by a plan cached per (src_dims, dst_dims).
 
 Launches below the parallel threshold run on the calling thread and move elements of the
-buffers' own dtype, so that a tiny launch pays for no views; larger ones run on every thread
-and move raw units of up to 8 bytes (ep.common.strided_copy). On the CPU a unit ignores the
-buffers' addresses: x86 moves unaligned words at full speed, and Numba types an unaligned view
-as such, so no launch has to look up an address.
+buffers' own dtype, so that a tiny launch pays for no views (and, for flat aligned writable
+arrays, calls the compiled kernel without Numba's type dispatch); larger ones run on every
+thread and move raw units of up to 8 bytes (ep.common.strided_copy), with streaming stores
+once the output reaches STREAM_BYTES. On the CPU a unit ignores the buffers' addresses: x86
+moves unaligned words at full speed, and Numba types an unaligned view as such, so no launch
+has to look up an address.
 """
 from __future__ import annotations
 
