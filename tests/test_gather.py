@@ -36,11 +36,12 @@ def reference(params, indices, offset=0):
 
 
 def launch(device, params, indices, offset=0, stream=None):
+    """The Gather of params ([outer, gather, inner], or [gather] for flat buffers) by indices."""
     primitive = ep.NewPrimitive(ep.GatherFactory, device, params.dtype, indices.dtype)
     assert primitive is not None
     stream = stream or ep.GetDevice(device).CreateStream()
-    outer, gather, inner = params.shape
-    out = to_device(np.full((outer, indices.size, inner), 1, params.dtype), device)
+    outer, gather, inner = params.shape if params.ndim == 3 else (1, params.size, 1)
+    out = to_device(np.full(indices.size if params.ndim == 1 else (outer, indices.size, inner), 1, params.dtype), device)
     primitive.Launch(stream, to_device(indices, device), indices.size, to_device(params, device), outer, gather, inner, out, offset)
     stream.Sync()
     return to_numpy(out)
@@ -53,6 +54,16 @@ def test_matches_numpy_for_every_dtype_pair(device, dtype, index_dtype):
     params = random_array(rng, (3, 7, 5), dtype)
     indices = np.array([0, 6, 3, 3, -1, 7, 100, -100, 2], index_dtype)
     np.testing.assert_array_equal(launch(device, params, indices), reference(params, indices))
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_flat_buffers_of_every_dtype_pair(device, dtype, index_dtype):
+    # 1-d buffers of one slab: on the CPU the launch that calls the compiled kernel directly.
+    rng = np.random.default_rng(9)
+    params = random_array(rng, (1, 9, 1), dtype)
+    indices = np.array([8, 0, -1, 9, 4, 4, 1 << 20], index_dtype)
+    np.testing.assert_array_equal(launch(device, params.ravel(), indices), reference(params, indices).ravel())
 
 
 @pytest.mark.parametrize(
@@ -224,16 +235,15 @@ def test_read_only_out_is_refused_on_cpu():
         primitive.Launch(stream, indices, 3, in_, 2, 4, 3, out)
 
 
-def test_read_only_in_and_indices_are_read_on_cpu():
+@pytest.mark.parametrize("shape, flat", [((2, 6, 3), False), ((1, 6, 1), True)])
+def test_read_only_in_and_indices_are_read_on_cpu(shape, flat):
     rng = np.random.default_rng(8)
-    params = random_array(rng, (2, 6, 3), np.float32)
+    params = random_array(rng, shape, np.float32)
     indices = np.array([5, 0, -1, 2, 7], np.int64)
     params.flags.writeable = False
     indices.flags.writeable = False
-    primitive = ep.NewPrimitive(ep.GatherFactory, "cpu", np.float32, np.int64)
-    out = np.zeros((2, 5, 3), np.float32)
-    primitive.Launch(ep.GetDevice("cpu").CreateStream(), indices, 5, params, 2, 6, 3, out)
-    np.testing.assert_array_equal(out, reference(params, indices))
+    got = launch("cpu", params.ravel() if flat else params, indices)
+    np.testing.assert_array_equal(got, reference(params, indices).reshape(got.shape))
 
 
 @pytest.mark.parametrize(

@@ -225,6 +225,8 @@ class _Plan(NamedTuple):
     out_count: int
     run: Callable
     args: tuple
+    # Whether run is the one-slab serial kernel, whose launches of plain buffers skip Numba's dispatch.
+    slab: bool
 
 
 def _nothing(*args) -> int:
@@ -235,12 +237,12 @@ def _nothing(*args) -> int:
 def _plan(itemsize: int, num_indices, batch, outer, gather, inner, offset, wrap: int = 0, check: int = 0) -> _Plan:
     plan = gather_plan(num_indices, batch, outer, gather, inner, offset)
     if plan.out_count == 0 and not check:
-        return _Plan(plan.index_count, plan.in_count, plan.out_count, _nothing, ())
+        return _Plan(plan.index_count, plan.in_count, plan.out_count, _nothing, (), False)
     rows = plan.batch * plan.outer * plan.num_indices
     serial = plan.out_count + plan.index_count < PARALLEL_THRESHOLD
     if serial and plan.batch * plan.outer == 1:
         args = (plan.num_indices, plan.gather, plan.inner, plan.lo, plan.hi, wrap, check)
-        return _Plan(plan.index_count, plan.in_count, plan.out_count, _SLAB_KERNEL.serial, args)
+        return _Plan(plan.index_count, plan.in_count, plan.out_count, _SLAB_KERNEL.serial, args, True)
     if plan.inner == 1:
         slab_bytes = plan.gather * itemsize
         dense = _LINE_BYTES * plan.num_indices >= slab_bytes
@@ -262,7 +264,7 @@ def _plan(itemsize: int, num_indices, batch, outer, gather, inner, offset, wrap:
         ahead,
     )
     run = _KERNEL.serial if serial else _KERNEL.parallel
-    return _Plan(plan.index_count, plan.in_count, plan.out_count, run, args)
+    return _Plan(plan.index_count, plan.in_count, plan.out_count, run, args, False)
 
 
 class GatherLauncher:
@@ -278,6 +280,7 @@ class GatherLauncher:
         # derivation of its sizes; unhashable arguments take uncached_plan.
         self.uncached_plan = functools.partial(_plan, self._dtype.itemsize)
         self.plan = functools.lru_cache(maxsize=1024, typed=True)(self.uncached_plan)
+        self._slab_entry: Callable | None = None  # compiled on the first one-slab launch
 
     def prepare(self, num_indices, batch, outer, gather, inner, offset, wrap: int, check: int) -> Callable:
         """(stream, indices, in_, out) -> -1, or with check the position of the first bad index: a
@@ -293,14 +296,14 @@ class GatherLauncher:
         """Check the buffers against plan and run it (the stream is already checked); -1, or
         with the plan's check the position of the first bad index."""
         dtype = self._dtype
-        out_flags = out.flags if type(out) is np.ndarray else None
         # The common case in a few attribute reads (they are most of what a tiny launch costs):
-        # 1-d C-contiguous NumPy buffers of the primitive's dtypes and long enough. Anything else
-        # goes through storage(), which also reshapes, views float16 and names what is wrong.
-        if not (
-            out_flags is not None
-            and type(indices) is np.ndarray
+        # 1-d C-contiguous aligned NumPy buffers of the primitive's dtypes and long enough.
+        # Anything else goes through storage(), which also reshapes, views float16 and names
+        # what is wrong.
+        if (
+            type(indices) is np.ndarray
             and type(in_) is np.ndarray
+            and type(out) is np.ndarray
             and indices.dtype is self._index_dtype
             and in_.dtype is dtype
             and out.dtype is dtype
@@ -310,15 +313,29 @@ class GatherLauncher:
             and indices.size >= plan.index_count
             and in_.size >= plan.in_count
             and out.size >= plan.out_count
-            and indices.flags.c_contiguous
-            and in_.flags.c_contiguous
-            and out_flags.c_contiguous
+            and (index_flags := indices.flags).c_contiguous
+            and index_flags.aligned
+            and (in_flags := in_.flags).c_contiguous
+            and in_flags.aligned
+            and (out_flags := out.flags).c_contiguous
+            and out_flags.aligned
             and out_flags.writeable
         ):
-            indices = storage(indices, "indices", DeviceType.kCPU, self.indices_dtype, plan.index_count)
-            in_ = storage(in_, "in_", DeviceType.kCPU, self.params_dtype, plan.in_count)
-            out = storage(out, "out", DeviceType.kCPU, self.params_dtype, plan.out_count, writable=True)
+            if plan.slab:
+                # The buffers have exactly the types the entry was compiled for (read-only inputs
+                # are only read), so the call skips Numba's type dispatch.
+                return (self._slab_entry or self._compile_slab_entry())(indices, in_, out, *plan.args)
+            return plan.run(indices, in_, out, *plan.args)
+        indices = storage(indices, "indices", DeviceType.kCPU, self.indices_dtype, plan.index_count)
+        in_ = storage(in_, "in_", DeviceType.kCPU, self.params_dtype, plan.in_count)
+        out = storage(out, "out", DeviceType.kCPU, self.params_dtype, plan.out_count, writable=True)
         return plan.run(indices, in_, out, *plan.args)
+
+    def _compile_slab_entry(self) -> Callable:
+        index_array = numba.types.Array(numba.from_dtype(self._index_dtype), 1, "C")
+        array = numba.types.Array(numba.from_dtype(self._dtype), 1, "C")
+        self._slab_entry = _SLAB_KERNEL.serial.compile((index_array, array, array) + (numba.int64,) * 7)
+        return self._slab_entry
 
 
 @functools.cache
