@@ -1,12 +1,15 @@
 """ep.ops.binary: a BroadcastElementwiseBinary over two arrays (or an array and a scalar), NumPy-style."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ep.common.binary_functor import binary_dst_dtype
 from ep.common.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.broadcast_elementwise_binary import is_scalar, scalar_value
 from ep.common.data_type import DataType, as_data_type
+from ep.common.device import DeviceType, GetDevice
 from ep.include.primitive.binary_op import as_binary_op
 from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS, BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import NewPrimitive
@@ -26,6 +29,22 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None):
     Either operand may be a Python or NumPy scalar (not both). Arrays of different dtypes are cast
     on the device to np.result_type first; comparison and logical ops give bool.
     """
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is b.dtype:
+        # Two CPU arrays of one dtype: everything but the buffers comes from the cache.
+        primitive, dst_dtype, shape, dims0, dims1 = _array_plan(
+            op, a.dtype, a.shape, b.shape, type(attr0), attr0, type(attr1), attr1
+        )
+        stream = stream_for(GetDevice(DeviceType.kCPU), stream)
+        if out is None:
+            out = np.empty(shape, dst_dtype.dtype)
+        else:
+            check_out(out, "out", shape, dst_dtype, GetDevice(DeviceType.kCPU))
+        if not a.flags.c_contiguous:
+            a = np.ascontiguousarray(a)
+        if not b.flags.c_contiguous:
+            b = np.ascontiguousarray(b)
+        primitive.Launch(stream, dims0, a, dims1, b, out)
+        return out
     op = as_binary_op(op)
     if is_scalar(a) and is_scalar(b):
         raise TypeError("a, b: both are scalars; at least one must be an array")
@@ -58,6 +77,34 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None):
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _array_plan(op, dtype, a_shape, b_shape, attr0_type, attr0, attr1_type, attr1):
+    # Keyed by the caller's own arguments (attribute types included, since 1 == 1.0 == True), so
+    # a repeated call skips every normalization: (primitive, dst dtype, shape, dims0, dims1).
+    op = as_binary_op(op)
+    src_dtype = as_data_type(dtype, "a, b")
+    dst_dtype = binary_dst_dtype(op, src_dtype)
+    if dst_dtype is None:
+        raise TypeError(f"op: {op.name} does not support dtype {src_dtype.value}")
+    shape = broadcast_shape(a_shape, b_shape, names=("a", "b"))
+    dims0, dims1 = _array_dims(a_shape, b_shape, shape)
+    primitive = NewPrimitive(
+        BroadcastElementwiseBinaryFactory, GetDevice(DeviceType.kCPU), op, src_dtype, dst_dtype, MAX_NUM_DIMS, attr0, attr1
+    )
+    return primitive, dst_dtype, shape, dims0, dims1
+
+
+def _array_dims(a_shape: tuple[int, ...], b_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple:
+    """(dims0, dims1): the simplified broadcast dims of two arrays, which index the same elements."""
+    dims0, dims1 = simplify_broadcast_dims(a_shape, b_shape)
+    if len(dims0) > MAX_NUM_DIMS:
+        raise ValueError(
+            f"a, b: shapes {tuple(a_shape)} and {tuple(b_shape)} broadcast to {shape} in {len(dims0)} "
+            f"alternating dims after merging; at most {MAX_NUM_DIMS} are supported"
+        )
+    return dims0, dims1
+
+
 def _launch_dims(a, b, shape: tuple[int, ...]) -> tuple:
     """(dims0, a, dims1, b) for Launch, folded so that operands of any rank fit MAX_NUM_DIMS.
 
@@ -68,10 +115,5 @@ def _launch_dims(a, b, shape: tuple[int, ...]) -> tuple:
         return (), a, (b.size,), b
     if is_scalar(b):
         return (a.size,), a, (), b
-    dims0, dims1 = simplify_broadcast_dims(a.shape, b.shape)
-    if len(dims0) > MAX_NUM_DIMS:
-        raise ValueError(
-            f"a, b: shapes {tuple(a.shape)} and {tuple(b.shape)} broadcast to {shape} in {len(dims0)} "
-            f"alternating dims after merging; at most {MAX_NUM_DIMS} are supported"
-        )
+    dims0, dims1 = _array_dims(a.shape, b.shape, shape)
     return dims0, a, dims1, b
