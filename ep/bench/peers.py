@@ -34,9 +34,13 @@ def _array_api_call(xp, workload: Workload, inputs: dict, out) -> Callable:
         params, indices, axis = inputs["params"], inputs["indices"], attrs["axis"]
         return lambda: xp.take(params, indices, axis=axis, out=out)
     if kind == "batch_gather":
-        # indices [batch, n] -> [batch, n, 1], broadcast along the inner dim.
-        params, indices = inputs["params"], inputs["indices"][..., None]
-        return lambda: xp.take_along_axis(params, indices, axis=attrs["axis"])
+        # Advanced indexing gathers whole rows per batch (take_along_axis would gather element by
+        # element): the fastest way NumPy and CuPy users write a batch gather along axis 1.
+        params, indices = inputs["params"], inputs["indices"]
+        batch = xp.arange(indices.shape[0])[:, None]
+        if attrs["axis"] != 1:
+            raise Unavailable("the peer is written for axis 1")
+        return lambda: params[batch, indices]
     if kind in ("expand", "cast"):
         # The materialized expansion, or the cast: a copy into out with broadcasting or converting.
         src = xp.broadcast_to(inputs["x"], attrs["sizes"]) if kind == "expand" else inputs["x"]
@@ -76,9 +80,12 @@ def _torch_call(torch, workload: Workload, inputs: dict, out) -> Callable:
         params, indices, axis = inputs["params"], inputs["indices"], attrs["axis"]
         return lambda: torch.index_select(params, axis, indices, out=out)
     if kind == "batch_gather":
+        # Row gather per batch by advanced indexing; torch.gather would need an index per element.
         params, indices = inputs["params"], inputs["indices"]
-        index = indices[..., None].expand(*indices.shape, math.prod(params.shape[attrs["axis"] + 1 :]))
-        return lambda: torch.gather(params, attrs["axis"], index, out=out)
+        batch = torch.arange(indices.shape[0], device=indices.device)[:, None]
+        if attrs["axis"] != 1:
+            raise Unavailable("the peer is written for axis 1")
+        return lambda: params[batch, indices]
     if kind == "expand":
         x, shape = inputs["x"], attrs["sizes"]
         return lambda: out.copy_(x.expand(*shape))

@@ -11,8 +11,13 @@ from ep.include.primitive.expand import ExpandFactory
 from ep.include.primitive.primitive import NewPrimitive
 
 
+_CPU = GetDevice(DeviceType.kCPU)
+
+
 def device_of(x: object, name: str) -> Device:
     """The Device an array lives on (NumPy -> cpu, __cuda_array_interface__ -> cuda)."""
+    if type(x) is np.ndarray:  # the common case, without GetDevice's argument checks
+        return _CPU
     return GetDevice(device_type_of(x, name))
 
 
