@@ -322,3 +322,17 @@ def test_32_bit_kernels_divide_by_multiply_high_and_move_16_bytes_at_once():
     assert "mul.hi.u32" in narrow and "div." not in narrow and "rem." not in narrow
     assert "div." in wide or "rem." in wide
     assert "ld.global.v2.u64" in narrow and "ld.global.v2.u64" in wide
+
+
+def test_cpu_rows_move_in_the_widest_raw_unit():
+    # The CPU plan moves rows of int8 as uint64, uint32 or uint16 words when the row size allows.
+    from ep.cpu.primitive.gather_common import gather_launcher
+
+    launcher = gather_launcher(ep.DataType.kInt8, ep.DataType.kInt64)
+    assert launcher.uncached_plan(5, 1, 2, 6, 24, 0).unit == np.dtype(np.uint64)
+    assert launcher.uncached_plan(5, 1, 2, 6, 12, 0).unit == np.dtype(np.uint32)
+    assert launcher.uncached_plan(5, 1, 2, 6, 6, 0).unit == np.dtype(np.uint16)
+    assert launcher.uncached_plan(5, 1, 2, 6, 3, 0).unit is None
+    params = np.arange(2 * 6 * 24, dtype=np.int8).reshape(2, 6, 24)
+    indices = np.array([5, 0, 2, 9, -1], np.int64)
+    np.testing.assert_array_equal(launch("cpu", params, indices), reference(params, indices))

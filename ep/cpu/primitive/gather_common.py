@@ -227,6 +227,11 @@ class _Plan(NamedTuple):
     args: tuple
     # Whether run is the one-slab serial kernel, whose launches of plain buffers skip Numba's dispatch.
     slab: bool
+    # Rows move as raw bytes in the widest unsigned unit (8, 4 or 2 bytes) dividing a row, when it
+    # is wider than the element and both buffers are aligned to it: unit_args is then args with
+    # inner counted in units. None where the element is already the widest unit.
+    unit: np.dtype | None = None
+    unit_args: tuple = ()
 
 
 def _nothing(*args) -> int:
@@ -264,7 +269,13 @@ def _plan(itemsize: int, num_indices, batch, outer, gather, inner, offset, wrap:
         ahead,
     )
     run = _KERNEL.serial if serial else _KERNEL.parallel
-    return _Plan(plan.index_count, plan.in_count, plan.out_count, run, args, False)
+    row_bytes = plan.inner * itemsize
+    width = next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)
+    if plan.inner == 1 or width <= itemsize:
+        return _Plan(plan.index_count, plan.in_count, plan.out_count, run, args, False)
+    unit_args = args[:6] + (row_bytes // width,) + args[7:]
+    unit = np.dtype(f"uint{8 * width}")
+    return _Plan(plan.index_count, plan.in_count, plan.out_count, run, args, False, unit, unit_args)
 
 
 class GatherLauncher:
@@ -325,17 +336,27 @@ class GatherLauncher:
                 # The buffers have exactly the types the entry was compiled for (read-only inputs
                 # are only read), so the call skips Numba's type dispatch.
                 return (self._slab_entry or self._compile_slab_entry())(indices, in_, out, *plan.args)
-            return plan.run(indices, in_, out, *plan.args)
+            return _run_in_units(plan, indices, in_, out)
         indices = storage(indices, "indices", DeviceType.kCPU, self.indices_dtype, plan.index_count)
         in_ = storage(in_, "in_", DeviceType.kCPU, self.params_dtype, plan.in_count)
         out = storage(out, "out", DeviceType.kCPU, self.params_dtype, plan.out_count, writable=True)
-        return plan.run(indices, in_, out, *plan.args)
+        return _run_in_units(plan, indices, in_, out)
 
     def _compile_slab_entry(self) -> Callable:
         index_array = numba.types.Array(numba.from_dtype(self._index_dtype), 1, "C")
         array = numba.types.Array(numba.from_dtype(self._dtype), 1, "C")
         self._slab_entry = _SLAB_KERNEL.serial.compile((index_array, array, array) + (numba.int64,) * 7)
         return self._slab_entry
+
+
+def _run_in_units(plan: _Plan, indices, in_, out) -> int:
+    """Run plan, moving rows in its raw unit when both buffers are aligned to it."""
+    unit = plan.unit
+    if unit is not None and in_.ctypes.data % unit.itemsize == 0 and out.ctypes.data % unit.itemsize == 0:
+        in_units = in_[: plan.in_count].view(unit)
+        out_units = out[: plan.out_count].view(unit)
+        return plan.run(indices, in_units, out_units, *plan.unit_args)
+    return plan.run(indices, in_, out, *plan.args)
 
 
 @functools.cache
