@@ -14,6 +14,7 @@ import numpy as np
 from ep.common import binary_backward as d
 from ep.common import binary_math as m
 from ep.common.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType, as_data_type
+from ep.common.unary_functor import fill_attrs
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 
 
@@ -166,29 +167,8 @@ def binary_combinations() -> Iterator[tuple[BinaryOp, DataType, DataType]]:
 
 
 def binary_attrs(op: BinaryOp, src_dtype: DataType, attr0: object, attr1: object) -> tuple[object, object]:
-    """attr0 and attr1 with their defaults filled in, as scalars of binary_attr_dtype(src_dtype).
-
-    Raises ValueError for an attribute given to an op that does not take it, or one missing that
-    has no default; TypeError for one that is not a number.
-    """
-    attrs = BINARY_FUNCTORS[op].attrs
-    given = (attr0, attr1)
-    for position, value in enumerate(given):
-        if value is not None and position >= len(attrs):
-            names = ", ".join(name for name, _ in attrs)
-            takes = f"takes {len(attrs)} attribute(s) ({names})" if attrs else "takes no attributes"
-            raise ValueError(f"attr{position}: {op.name} {takes}; got {value!r}")
-    values = []
-    for position, (name, default) in enumerate(attrs):
-        value = default if given[position] is None else given[position]
-        if value is None:
-            raise ValueError(f"attr{position}: {op.name} needs {name}, which has no default")
-        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"attr{position}: {name} of {op.name} must be a number; got {value!r}")
-        values.append(value)
-    values += [0] * (2 - len(values))
-    scalar = binary_attr_dtype(src_dtype).type
-    return scalar(values[0]), scalar(values[1])
+    """attr0 and attr1 with their defaults filled in, as scalars of binary_attr_dtype(src_dtype)."""
+    return fill_attrs(op, BINARY_FUNCTORS[op].attrs, attr0, attr1, binary_attr_dtype(src_dtype).type)
 
 
 def resolve_binary(op: object, src_dtype: object, dst_dtype: object, attr0: object, attr1: object):

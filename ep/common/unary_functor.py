@@ -138,13 +138,12 @@ def unary_combinations() -> Iterator[tuple[UnaryOp, DataType, DataType]]:
                 yield op, src, dst
 
 
-def unary_attrs(op: UnaryOp, src_dtype: DataType, attr0: object, attr1: object) -> tuple[object, object]:
-    """attr0 and attr1 with PyTorch's defaults filled in, as scalars of the compute dtype.
+def fill_attrs(op: object, attrs: tuple, attr0: object, attr1: object, scalar: type) -> tuple[object, object]:
+    """attr0 and attr1 with the defaults of attrs ((name, default) pairs) filled in, as scalars.
 
     Raises ValueError for an attribute given to an op that does not take it, or one missing that
-    has no default; TypeError for one that is not a number.
+    has no default; TypeError for one that is not a number. Unary and binary ops share it.
     """
-    attrs = UNARY_FUNCTORS[op].attrs
     given = (attr0, attr1)
     for position, value in enumerate(given):
         if value is not None and position >= len(attrs):
@@ -160,8 +159,12 @@ def unary_attrs(op: UnaryOp, src_dtype: DataType, attr0: object, attr1: object) 
             raise TypeError(f"attr{position}: {name} of {op.name} must be a number; got {value!r}")
         values.append(value)
     values += [0] * (2 - len(values))
-    scalar = src_dtype.compute_dtype.type
     return scalar(values[0]), scalar(values[1])
+
+
+def unary_attrs(op: UnaryOp, src_dtype: DataType, attr0: object, attr1: object) -> tuple[object, object]:
+    """attr0 and attr1 with PyTorch's defaults filled in, as scalars of the compute dtype."""
+    return fill_attrs(op, UNARY_FUNCTORS[op].attrs, attr0, attr1, src_dtype.compute_dtype.type)
 
 
 def resolve_unary(op: object, src_dtype: object, dst_dtype: object, attr0: object, attr1: object):
