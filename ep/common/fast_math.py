@@ -16,23 +16,9 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from ep.common.bits import float32_from_int32 as _as_float32
+from ep.common.bits import int32_from_float32 as _as_int32
 from ep.common.jit import scalar_function
-
-
-@intrinsic
-def _as_int32(typingctx, value):
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int32))
-
-    return types.int32(types.float32), codegen
-
-
-@intrinsic
-def _as_float32(typingctx, bits):
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float32))
-
-    return types.float32(types.int32), codegen
 
 
 @intrinsic

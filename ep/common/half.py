@@ -5,26 +5,10 @@ Branch-light integer formulations (F. Giesen's, round to nearest even) that LLVM
 shared by the CPU and CUDA kernels.
 """
 import numpy as np
-from numba import types
-from numba.extending import intrinsic
 
+from ep.common.bits import float32_from_uint32 as _float32_from_bits
+from ep.common.bits import uint32_from_float32 as _float32_to_bits
 from ep.common.jit import scalar_function
-
-
-@intrinsic
-def _float32_from_bits(typingctx, bits):
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float32))
-
-    return types.float32(types.uint32), codegen
-
-
-@intrinsic
-def _float32_to_bits(typingctx, value):
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.uint32))
-
-    return types.uint32(types.float32), codegen
 
 
 @scalar_function
