@@ -8,7 +8,7 @@ import sys
 
 def registry_rows(device: str | None = None, primitive: str | None = None) -> list[dict]:
     """One row per registered (primitive, device, op, dtypes) combination; compiles nothing."""
-    from ep.common.device import DeviceType
+    from ep.common.runtime.device import DeviceType
     from ep.include.primitive.primitive import RegisteredFactories
 
     rows = []

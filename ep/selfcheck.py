@@ -74,7 +74,7 @@ def _binary(device: str) -> None:
 
 def run_self_check(device: str | None = None) -> int:
     """Run every check on every available device (or one); 0 when all pass."""
-    from ep.common.device import available_device_types
+    from ep.common.runtime.device import available_device_types
 
     devices = [device] if device else [d.value for d in available_device_types()]
     if device is None and "cuda" not in devices:

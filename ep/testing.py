@@ -19,7 +19,7 @@ def pytest_addoption(parser) -> None:
 
 def selected_devices(config) -> list[str]:
     """The device tags a run covers: --ep-device, else every available device."""
-    from ep.common.device import available_device_types
+    from ep.common.runtime.device import available_device_types
 
     chosen = config.getoption("--ep-device")
     if chosen is not None:
@@ -36,7 +36,7 @@ def to_device(array, device):
     """A copy of the NumPy array on device ("cpu" or "cuda")."""
     import numpy as np
 
-    from ep.common.device import DeviceType, as_device_type
+    from ep.common.runtime.device import DeviceType, as_device_type
 
     array = np.ascontiguousarray(array)
     if as_device_type(device) is DeviceType.kCPU:
@@ -52,6 +52,6 @@ def to_numpy(array):
 
     if isinstance(array, np.ndarray):
         return array.copy()
-    from ep.common.buffer import as_cuda_array
+    from ep.common.runtime.buffer import as_cuda_array
 
     return as_cuda_array(array).copy_to_host()

@@ -5,9 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ep
-from ep.common.binary_functor import BINARY_FUNCTORS
-from ep.common.broadcast_elementwise_binary import plan_binary
-from ep.common.device import available_device_types
+from ep.common.math.binary_functor import BINARY_FUNCTORS
+from ep.common.primitive.broadcast_elementwise_binary import plan_binary
+from ep.common.runtime.device import available_device_types
 from ep.testing import to_device, to_numpy
 
 ALL = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ep
-from ep.common.binary_functor import BINARY_FUNCTORS
+from ep.common.math.binary_functor import BINARY_FUNCTORS
 from ep.testing import to_device, to_numpy
 
 FLOATS = [np.float16, np.float32, np.float64]

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from ep.common.broadcast import broadcast_shape, simplify_broadcast_dims
-from ep.common.nd_index_offset_helper import (
+from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
+from ep.common.math.nd_index_offset_helper import (
     broadcast_strides,
     contiguous_strides,
     index_to_offset,

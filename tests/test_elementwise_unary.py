@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from numba import config
 
 import ep
-from ep.common.unary_functor import unary_combinations
+from ep.common.math.unary_functor import unary_combinations
 from ep.testing import to_device, to_numpy
 
 U = ep.UnaryOp
@@ -455,7 +455,7 @@ def test_non_array_argument(device):
 
 def test_buffer_of_the_other_device_is_refused(device):
     other = "cpu" if device == "cuda" else "cuda"
-    if other not in [d.value for d in ep.common.device.available_device_types()]:
+    if other not in [d.value for d in ep.common.runtime.device.available_device_types()]:
         pytest.skip("needs both devices")
     primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, ep.UnaryOp.kRelu, np.float32, np.float32)
     stream = ep.GetDevice(device).CreateStream()
@@ -556,7 +556,7 @@ def test_ops_unary_any_shape_and_strides_on_cpu(name, src, dtype, attrs, referen
 @settings(max_examples=10, deadline=None)
 @given(data=st.data())
 def test_ops_unary_any_shape_on_cuda_contiguous(name, src, dtype, attrs, reference, data):
-    if "cuda" not in [d.value for d in ep.common.device.available_device_types()]:
+    if "cuda" not in [d.value for d in ep.common.runtime.device.available_device_types()]:
         pytest.skip("no cuda device")
     x = data.draw(strided_views(src)).copy()
     _check_property(x, name, dtype, attrs, reference, "cuda")

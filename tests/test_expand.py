@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ep
-from ep.common.strided_copy import MAX_NUM_DIMS, expand_plan, strided_plan
+from ep.common.primitive.strided_copy import MAX_NUM_DIMS, expand_plan, strided_plan
 from ep.cpu.kernel import PARALLEL_THRESHOLD
 from ep.cpu.primitive.expand import STREAM_BYTES
 from ep.ops.expand import expand_shape
@@ -165,7 +165,7 @@ def test_buffer_of_the_other_device_or_a_list_is_refused(device):
     with pytest.raises(TypeError, match="src: list"):
         primitive.Launch(stream, (2,), [1.0, 2.0], (2,), to_device(np.zeros(2, np.float32), device))
     other = "cpu" if device == "cuda" else "cuda"
-    if other in [d.value for d in ep.common.device.available_device_types()]:
+    if other in [d.value for d in ep.common.runtime.device.available_device_types()]:
         with pytest.raises(TypeError, match=f"src: .* was given to a {device} primitive"):
             foreign = to_device(np.ones(2, np.float32), other)
             primitive.Launch(stream, (2,), foreign, (2,), to_device(np.zeros(2, np.float32), device))

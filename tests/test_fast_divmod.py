@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from ep.common.fast_divmod import FAST_DIVMOD_LIMIT, fast_divmod, fast_divmod_params
+from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT, fast_divmod, fast_divmod_params
 
 
 @njit

@@ -1,4 +1,4 @@
-"""ep.common.fast_math against float64 references: dense sweeps, special values, and PTX."""
+"""ep.common.math.fast_math against float64 references: dense sweeps, special values, and PTX."""
 import math
 import os
 import subprocess
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from ep.common import fast_math
+from ep.common.math import fast_math
 
 RTOL = 2e-6
 FLT_MIN = 2.0**-126
@@ -129,7 +129,7 @@ def test_special_values(compiled, name):
 PTX_SCRIPT = """
 import numpy as np
 from numba import cuda, float32
-from ep.common import fast_math
+from ep.common.math import fast_math
 
 def kernel_for(fn):
     def kernel(src, dst):

@@ -8,7 +8,8 @@ import pytest
 from numba import njit
 
 import ep
-from ep.common.byte_units import as_units, move16, move_unit
+from ep.common.math.intrinsics import move16
+from ep.common.primitive.byte_units import as_units, move_unit
 from ep.testing import to_device, to_numpy
 
 ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
@@ -305,7 +306,7 @@ def test_move16_copies_16_bytes():
 
 
 _PTX_PROBE = """
-from ep.common.data_type import DataType
+from ep.common.runtime.data_type import DataType
 from ep.cuda.primitive.gather_common import _gather_kernel
 for wide in (False, True):
     print("WIDE" if wide else "NARROW")

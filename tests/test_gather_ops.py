@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ep
-from ep.common.device import available_device_types
+from ep.common.runtime.device import available_device_types
 from ep.ops.gather import gather_shape
 from ep.testing import to_device, to_numpy
 

@@ -1,10 +1,10 @@
-"""float16 conversions of ep.common.half against NumPy: every bit pattern, and float64 values at ties."""
+"""float16 conversions of ep.common.math.half against NumPy: every bit pattern, and float64 values at ties."""
 import numpy as np
 import pytest
 from numba import njit
 
 import ep
-from ep.common import half
+from ep.common.math import half
 from ep.testing import to_device, to_numpy
 
 ALL_HALVES = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ep.common.device import DeviceType
+from ep.common.runtime.device import DeviceType
 from ep.include.primitive.primitive import RegisteredFactories
 
 FACTORIES = sorted(f.__name__ for f in RegisteredFactories(DeviceType.kCUDA))

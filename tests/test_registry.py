@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ep
-from ep.common.unary_functor import unary_combinations
+from ep.common.math.unary_functor import unary_combinations
 
 
 def test_import_ep_compiles_nothing_and_skips_numba():
@@ -19,7 +19,7 @@ def test_import_ep_compiles_nothing_and_skips_numba():
 @pytest.mark.parametrize("data_type", list(ep.DataType))
 def test_data_type_converts_to_numpy(data_type):
     assert np.dtype(data_type) == np.dtype(data_type.value)
-    assert ep.common.data_type.as_data_type(np.dtype(data_type.value)) is data_type
+    assert ep.common.runtime.data_type.as_data_type(np.dtype(data_type.value)) is data_type
 
 
 def test_bad_data_type_names_the_argument():

@@ -1,1 +1,1 @@
-"""Data types, devices, streams, storage checks and the scalar math shared by every device."""
+"""What every device shares, by layer: runtime/, math/ (compiled for both devices), primitive/ (host-side primitive logic), and jit (how kernels are built)."""

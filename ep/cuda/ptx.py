@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ep.common.device import DeviceType
+from ep.common.runtime.device import DeviceType
 from ep.include.primitive.primitive import RegisteredFactories
 
 CAPABILITIES = ((8, 0), (9, 0))

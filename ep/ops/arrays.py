@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ep.common.buffer import device_type_of
-from ep.common.data_type import DataType, as_data_type
-from ep.common.device import Device, DeviceType, GetDevice
-from ep.common.stream import Stream, check_stream
+from ep.common.runtime.buffer import device_type_of
+from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.device import Device, DeviceType, GetDevice
+from ep.common.runtime.stream import Stream, check_stream
 from ep.include.primitive.expand import ExpandFactory
 from ep.include.primitive.primitive import NewPrimitive
 
@@ -39,7 +39,7 @@ def contiguous(x, device: Device, stream: Stream | None = None):
     """x itself if C-contiguous, else a C-contiguous copy on x's device (on stream, or the default one)."""
     if device.device_type is DeviceType.kCPU:
         return np.ascontiguousarray(x)
-    from ep.common.buffer import as_cuda_array
+    from ep.common.runtime.buffer import as_cuda_array
 
     array = as_cuda_array(x)
     if array.is_c_contiguous():

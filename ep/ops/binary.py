@@ -5,11 +5,11 @@ import functools
 
 import numpy as np
 
-from ep.common.binary_functor import binary_dst_dtype
-from ep.common.broadcast import broadcast_shape, simplify_broadcast_dims
-from ep.common.broadcast_elementwise_binary import is_scalar, scalar_value
-from ep.common.data_type import DataType, as_data_type
-from ep.common.device import DeviceType, GetDevice
+from ep.common.math.binary_functor import binary_dst_dtype
+from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
+from ep.common.primitive.broadcast_elementwise_binary import is_scalar, scalar_value
+from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.device import DeviceType, GetDevice
 from ep.include.primitive.binary_op import as_binary_op
 from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS, BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import NewPrimitive

@@ -5,8 +5,8 @@ import functools
 import math
 from typing import Sequence
 
-from ep.common.data_type import as_data_type
-from ep.common.strided_copy import check_dims
+from ep.common.runtime.data_type import as_data_type
+from ep.common.primitive.strided_copy import check_dims
 from ep.include.primitive.expand import ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import NewPrimitive

@@ -15,9 +15,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ep.common.data_type import INDEX_TYPES, DataType, as_data_type
-from ep.common.device import Device, DeviceType, GetDevice
-from ep.common.gather_launch import GRAD_TYPES
+from ep.common.runtime.data_type import INDEX_TYPES, DataType, as_data_type
+from ep.common.runtime.device import Device, DeviceType, GetDevice
+from ep.common.primitive.gather import GRAD_TYPES
 from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
 
 _INT32_MAX = (1 << 31) - 1

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import functools
 
-from ep.common.data_type import DataType, as_data_type
-from ep.common.unary_functor import unary_dst_dtypes
+from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.math.unary_functor import unary_dst_dtypes
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op

@@ -15,8 +15,8 @@ import numpy as np
 
 from numba import prange
 
-from ep.common.binary_functor import binary_combinations, binary_formula
-from ep.common.broadcast_elementwise_binary import (
+from ep.common.math.binary_functor import binary_combinations, binary_formula
+from ep.common.primitive.broadcast_elementwise_binary import (
     check_launch,
     host_element,
     is_scalar,
@@ -25,12 +25,12 @@ from ep.common.broadcast_elementwise_binary import (
     prepare_launch,
     resolve_new,
 )
-from ep.common.buffer import storage
-from ep.common.convert import load_fn, store_fn
-from ep.common.device import DeviceType
+from ep.common.runtime.buffer import storage
+from ep.common.math.convert import load_fn, store_fn
+from ep.common.runtime.device import DeviceType
 from ep.common.jit import scalar_function, specialize
-from ep.common.nd_index_offset_helper import offset_to_index
-from ep.common.stream import CpuStream, check_stream
+from ep.common.math.nd_index_offset_helper import offset_to_index
+from ep.common.runtime.stream import CpuStream, check_stream
 from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel
 from ep.include.primitive.broadcast_elementwise_binary import (
     MAX_NUM_DIMS,

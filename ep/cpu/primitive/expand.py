@@ -3,7 +3,7 @@
 Launches below the parallel threshold run on the calling thread and move elements of the
 buffers' own dtype, so that a tiny launch pays for no views (and, for flat aligned writable
 arrays, calls the compiled kernel without Numba's type dispatch); larger ones run on every
-thread and move raw units of up to 8 bytes (ep.common.strided_copy), with streaming stores
+thread and move raw units of up to 8 bytes (ep.common.primitive.strided_copy), with streaming stores
 once the output reaches STREAM_BYTES. On the CPU a unit ignores the buffers' addresses: x86
 moves unaligned words at full speed, and Numba types an unaligned view as such, so no launch
 has to look up an address.
@@ -18,15 +18,15 @@ import numba
 import numpy as np
 from numba import prange
 
-from ep.common.buffer import storage
-from ep.common.byte_units import as_units
-from ep.common.data_type import ALL_TYPES, DataType, as_data_type
-from ep.common.device import DeviceType
+from ep.common.runtime.buffer import storage
+from ep.common.primitive.byte_units import as_units
+from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
+from ep.common.runtime.device import DeviceType
 from ep.common.jit import scalar_function
-from ep.common.stream import CpuStream, check_stream
-from ep.common.strided_copy import CopyPlan, check_broadcast_dims, expand_plan, prepare_strided
+from ep.common.runtime.stream import CpuStream, check_stream
+from ep.common.primitive.strided_copy import CopyPlan, check_broadcast_dims, expand_plan, prepare_strided
 from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel
-from ep.cpu.nontemporal import VECTOR_BYTES, stream_copy_vector, stream_fence, stream_fill_vector, stream_store
+from ep.common.math.intrinsics import VECTOR_BYTES, stream_copy_vector, stream_fence, stream_fill_vector, stream_store
 from ep.include.primitive.expand import Expand, ExpandFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 

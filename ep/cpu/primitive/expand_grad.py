@@ -6,13 +6,13 @@ import functools
 import numpy as np
 from numba import prange
 
-from ep.common.convert import load_fn
-from ep.common.data_type import DataType, as_data_type
-from ep.common.device import DeviceType
-from ep.common.expand_grad_plan import ACCUMULATE_DTYPES, prepare_expand_grad, store_sum_fn
+from ep.common.math.convert import load_fn
+from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.device import DeviceType
+from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, prepare_expand_grad, store_sum_fn
 from ep.common.jit import scalar_function, specialize
-from ep.common.nd_index_offset_helper import map_offset
-from ep.common.stream import check_stream
+from ep.common.math.nd_index_offset_helper import map_offset
+from ep.common.runtime.stream import check_stream
 from ep.cpu.kernel import CpuKernel
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import functools
 
-from ep.common.data_type import DataType
-from ep.common.device import DeviceType
-from ep.common.gather_launch import gather_combinations, resolve_gather
-from ep.common.stream import CpuStream, check_stream
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
+from ep.common.primitive.gather import gather_combinations, resolve_gather
+from ep.common.runtime.stream import CpuStream, check_stream
 from ep.cpu.primitive.gather_common import gather_launcher
 from ep.include.primitive.gather import Gather, GatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY

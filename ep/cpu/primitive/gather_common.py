@@ -19,12 +19,12 @@ import numba
 import numpy as np
 from numba import prange
 
-from ep.common.buffer import storage
-from ep.common.byte_units import prefetch
-from ep.common.convert import load_fn, store_fn
-from ep.common.data_type import DataType, as_data_type
-from ep.common.device import DeviceType
-from ep.common.gather_launch import INT64_MAX, INT64_MIN, accumulator_dtype, gather_plan
+from ep.common.runtime.buffer import storage
+from ep.common.math.intrinsics import prefetch
+from ep.common.math.convert import load_fn, store_fn
+from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.device import DeviceType
+from ep.common.primitive.gather import INT64_MAX, INT64_MIN, accumulator_dtype, gather_plan
 from ep.common.jit import scalar_function
 from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import functools
 
-from ep.common.data_type import DataType
-from ep.common.device import DeviceType
-from ep.common.gather_launch import gather_combinations, gather_launch, resolve_gather
-from ep.common.stream import check_stream
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
+from ep.common.primitive.gather import gather_combinations, gather_launch, resolve_gather
+from ep.common.runtime.stream import check_stream
 from ep.cuda.primitive.gather_common import WIDEST_UNIT, gather_kernels, launch_gather
 from ep.include.primitive.batch_gather import BatchGather, BatchGatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY

@@ -14,12 +14,12 @@ import functools
 import numba
 from numba import cuda, types
 
-from ep.common.binary_functor import binary_attr_dtype, binary_combinations, binary_formula
-from ep.common.broadcast_elementwise_binary import STRIDES_LEN, is_scalar, padded, prepare_launch, resolve_new
-from ep.common.convert import load_fn, store_fn
-from ep.common.device import DeviceType
-from ep.common.nd_index_offset_helper import offset_to_index
-from ep.common.stream import check_stream
+from ep.common.math.binary_functor import binary_attr_dtype, binary_combinations, binary_formula
+from ep.common.primitive.broadcast_elementwise_binary import STRIDES_LEN, is_scalar, padded, prepare_launch, resolve_new
+from ep.common.math.convert import load_fn, store_fn
+from ep.common.runtime.device import DeviceType
+from ep.common.math.nd_index_offset_helper import offset_to_index
+from ep.common.runtime.stream import check_stream
 from ep.cuda.kernel import CudaKernel
 from ep.include.primitive.broadcast_elementwise_binary import (
     MAX_NUM_DIMS,

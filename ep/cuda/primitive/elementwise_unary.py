@@ -6,11 +6,11 @@ import functools
 import numba
 from numba import cuda
 
-from ep.common.buffer import check_count, storage
-from ep.common.convert import load_fn, store_fn
-from ep.common.device import DeviceType
-from ep.common.stream import check_stream
-from ep.common.unary_functor import UNARY_FUNCTORS, resolve_unary, unary_combinations
+from ep.common.runtime.buffer import check_count, storage
+from ep.common.math.convert import load_fn, store_fn
+from ep.common.runtime.device import DeviceType
+from ep.common.runtime.stream import check_stream
+from ep.common.math.unary_functor import UNARY_FUNCTORS, resolve_unary, unary_combinations
 from ep.cuda.kernel import CudaKernel
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY

@@ -6,12 +6,13 @@ import functools
 import numba
 from numba import config, cuda
 
-from ep.common.byte_units import UNITS, move16, unit_dtype
-from ep.common.data_type import ALL_TYPES, DataType, as_data_type
-from ep.common.device import DeviceType
-from ep.common.nd_index_offset_helper import map_offset
-from ep.common.stream import check_stream
-from ep.common.strided_copy import MAX_NUM_DIMS, CopyPlan, prepare_expand, prepare_strided
+from ep.common.math.intrinsics import move16
+from ep.common.primitive.byte_units import UNITS, unit_dtype
+from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
+from ep.common.runtime.device import DeviceType
+from ep.common.math.nd_index_offset_helper import map_offset
+from ep.common.runtime.stream import check_stream
+from ep.common.primitive.strided_copy import MAX_NUM_DIMS, CopyPlan, prepare_expand, prepare_strided
 from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel
 from ep.include.primitive.expand import Expand, ExpandFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY

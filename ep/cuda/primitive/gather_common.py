@@ -13,14 +13,15 @@ import numba
 import numpy as np
 from numba import config, cuda
 
-from ep.common.buffer import storage
-from ep.common.byte_units import UNITS, move16, unit_dtype
-from ep.common.convert import load_fn
-from ep.common.data_type import DataType, as_data_type
-from ep.common.device import DeviceType
-from ep.common.fast_divmod import FAST_DIVMOD_LIMIT, fast_divmod, fast_divmod_params
-from ep.common.gather_launch import GRAD_TYPES, GatherLaunch, accumulator_dtype, gather_launch
-from ep.common.half import float_to_half
+from ep.common.runtime.buffer import storage
+from ep.common.math.intrinsics import move16
+from ep.common.primitive.byte_units import UNITS, unit_dtype
+from ep.common.math.convert import load_fn
+from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.device import DeviceType
+from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT, fast_divmod, fast_divmod_params
+from ep.common.primitive.gather import GRAD_TYPES, GatherLaunch, accumulator_dtype, gather_launch
+from ep.common.math.half import float_to_half
 from ep.common.jit import scalar_function
 from ep.cuda.kernel import CudaKernel
 

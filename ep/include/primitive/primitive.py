@@ -5,7 +5,7 @@ import abc
 import importlib
 from typing import Iterator, TypeVar
 
-from ep.common.device import DeviceType, as_device_type
+from ep.common.runtime.device import DeviceType, as_device_type
 
 
 class Primitive(abc.ABC):

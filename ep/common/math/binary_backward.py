@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 
 from ep.common.jit import scalar_function
-from ep.common.special import as_type, divide
-from ep.common.unary_functor import UNARY_FUNCTORS
+from ep.common.math.special import as_type, divide
+from ep.common.math.unary_functor import UNARY_FUNCTORS
 from ep.include.primitive.unary_op import UnaryOp
 
 _sigmoid = UNARY_FUNCTORS[UnaryOp.kSigmoid].formula

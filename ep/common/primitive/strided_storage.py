@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ep.common.buffer import as_cuda_array, is_cuda_buffer
-from ep.common.byte_units import address, unit_dtype
-from ep.common.data_type import DataType
-from ep.common.device import DeviceType
+from ep.common.runtime.buffer import as_cuda_array, is_cuda_buffer
+from ep.common.primitive.byte_units import address, unit_dtype
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
 
 
 def strided_source(obj: object, name: str, device_type: DeviceType, dtype: DataType):

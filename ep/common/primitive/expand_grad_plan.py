@@ -12,14 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ep.common.broadcast import simplify_broadcast_dims
-from ep.common.buffer import storage
-from ep.common.convert import store_fn
-from ep.common.data_type import DataType
-from ep.common.device import DeviceType
+from ep.common.primitive.broadcast import simplify_broadcast_dims
+from ep.common.runtime.buffer import storage
+from ep.common.math.convert import store_fn
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
 from ep.common.jit import scalar_function
-from ep.common.nd_index_offset_helper import contiguous_strides
-from ep.common.strided_copy import MAX_NUM_DIMS, check_broadcast_dims
+from ep.common.math.nd_index_offset_helper import contiguous_strides
+from ep.common.primitive.strided_copy import MAX_NUM_DIMS, check_broadcast_dims
 
 # What each dtype sums in: float16 in float32 (as OneFlow), integers in int64 (wrapping like NumPy's
 # sum with dtype=); bool has no sum.

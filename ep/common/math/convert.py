@@ -5,8 +5,8 @@ from typing import Callable
 
 import numpy as np
 
-from ep.common.data_type import DataType
-from ep.common.half import double_to_half, float_to_half, half_to_float
+from ep.common.runtime.data_type import DataType
+from ep.common.math.half import double_to_half, float_to_half, half_to_float
 from ep.common.jit import scalar_function
 
 

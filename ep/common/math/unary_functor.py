@@ -10,8 +10,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ep.common import unary_math as m
-from ep.common.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType, as_data_type
+from ep.common.math import unary_math as m
+from ep.common.runtime.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType, as_data_type
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
 
 
@@ -21,7 +21,7 @@ class UnaryFunctor:
 
     attrs names attr0 and attr1 in order, each with PyTorch's default (None: the caller must give it).
     float32_formula, where given, replaces formula when the compute dtype is float32 (float16 too):
-    the same formula over ep.common.fast_math's vectorizable functions instead of libm's.
+    the same formula over ep.common.math.fast_math's vectorizable functions instead of libm's.
     """
 
     formula: Callable

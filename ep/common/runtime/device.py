@@ -56,14 +56,14 @@ class Device:
 
     def CreateStream(self):
         """A new stream on this device."""
-        from ep.common.stream import new_stream
+        from ep.common.runtime.stream import new_stream
 
         return new_stream(self)
 
     @functools.cached_property
     def default_stream(self):
         """The stream ep.ops launches on when none is given."""
-        from ep.common.stream import default_stream
+        from ep.common.runtime.stream import default_stream
 
         return default_stream(self)
 

@@ -12,25 +12,11 @@ is an np.float32 (or np.int32) module global, which Numba freezes as a constant 
 All functions take and return float32; float64 keeps libm's math.* (its accuracy bound is 1e-12).
 """
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
 
-from ep.common.bits import float32_from_int32 as _as_float32
-from ep.common.bits import int32_from_float32 as _as_int32
 from ep.common.jit import scalar_function
-
-
-@intrinsic
-def _mul_add(typingctx, a, b, c):
-    # llvm.fmuladd: one fused multiply-add where the target has one (x86 FMA3, every CUDA GPU),
-    # a multiply and an add elsewhere. Numba never contracts a * b + c by itself without fastmath.
-    def codegen(context, builder, signature, args):
-        t = args[0].type
-        fn = builder.module.declare_intrinsic("llvm.fmuladd", [t], ir.FunctionType(t, [t, t, t]))
-        return builder.call(fn, args)
-
-    return types.float32(types.float32, types.float32, types.float32), codegen
+from ep.common.math.intrinsics import float32_from_int32 as _as_float32
+from ep.common.math.intrinsics import int32_from_float32 as _as_int32
+from ep.common.math.intrinsics import mul_add as _mul_add
 
 
 _F0 = np.float32(0.0)

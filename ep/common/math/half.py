@@ -6,8 +6,8 @@ shared by the CPU and CUDA kernels.
 """
 import numpy as np
 
-from ep.common.bits import float32_from_uint32 as _float32_from_bits
-from ep.common.bits import uint32_from_float32 as _float32_to_bits
+from ep.common.math.intrinsics import float32_from_uint32 as _float32_from_bits
+from ep.common.math.intrinsics import uint32_from_float32 as _float32_to_bits
 from ep.common.jit import scalar_function
 
 

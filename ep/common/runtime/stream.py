@@ -1,7 +1,7 @@
 """Streams: a CPU stream runs launches at once, a CUDA stream queues them on a numba stream."""
 from __future__ import annotations
 
-from ep.common.device import Device, DeviceType
+from ep.common.runtime.device import Device, DeviceType
 
 
 class Stream:

@@ -5,8 +5,8 @@ import operator
 
 import numpy as np
 
-from ep.common.data_type import DataType
-from ep.common.device import DeviceType
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
 
 
 def is_cuda_buffer(obj: object) -> bool:

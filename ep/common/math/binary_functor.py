@@ -11,10 +11,10 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ep.common import binary_backward as d
-from ep.common import binary_math as m
-from ep.common.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType, as_data_type
-from ep.common.unary_functor import fill_attrs
+from ep.common.math import binary_backward as d
+from ep.common.math import binary_math as m
+from ep.common.runtime.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType, as_data_type
+from ep.common.math.unary_functor import fill_attrs
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 
 

@@ -10,20 +10,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
 from ep.common.jit import scalar_function
-
-
-@intrinsic
-def _cast(typingctx, value, like):
-    def codegen(context, builder, signature, args):
-        return context.cast(builder, args[0], signature.args[0], signature.return_type)
-
-    return like(types.unliteral(value), like), codegen
+from ep.common.math.intrinsics import cast_like, divide, round_down, round_toward_zero, round_up
 
 
 @scalar_function
@@ -33,49 +22,7 @@ def as_type(value, x):
     A Python float literal is float64 in Numba and promotes float32 arithmetic; as_type(0.5, x)
     keeps it in x's precision. Integer results go through it to wrap as NumPy does.
     """
-    return _cast(value, x)
-
-
-@intrinsic
-def divide(typingctx, a, b):
-    """a / b in IEEE arithmetic: inf or NaN where b == 0.
-
-    A CPU @njit kernel (error_model="python") checks `/` for a zero divisor and raises
-    ZeroDivisionError, which also keeps the loop from vectorizing; this emits the bare fdiv.
-    """
-    common = typingctx.unify_types(types.unliteral(a), types.unliteral(b))
-    if not isinstance(common, types.Float):
-        return None
-
-    def codegen(context, builder, signature, args):
-        a, b = (context.cast(builder, v, t, common) for v, t in zip(args, signature.args))
-        return builder.fdiv(a, b)
-
-    return common(a, b), codegen
-
-
-def _llvm_float_intrinsic(name: str):
-    """An intrinsic calling llvm.<name>.f32/.f64 on a float."""
-
-    @intrinsic
-    def call(typingctx, x):
-        if not isinstance(x, types.Float):
-            return None
-
-        def codegen(context, builder, signature, args):
-            value_type = args[0].type
-            suffix = "f32" if value_type == ir.FloatType() else "f64"
-            fnty = ir.FunctionType(value_type, [value_type])
-            return builder.call(cgutils.get_or_insert_function(builder.module, fnty, f"llvm.{name}.{suffix}"), args)
-
-        return x(x), codegen
-
-    return call
-
-
-round_down = _llvm_float_intrinsic("floor")
-round_up = _llvm_float_intrinsic("ceil")
-round_toward_zero = _llvm_float_intrinsic("trunc")
+    return cast_like(value, x)
 
 
 @scalar_function

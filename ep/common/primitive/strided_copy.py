@@ -14,13 +14,13 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from ep.common.broadcast import simplify_broadcast_dims
-from ep.common.buffer import check_count, storage
-from ep.common.byte_units import as_units, move_unit
-from ep.common.data_type import DataType
-from ep.common.device import DeviceType
-from ep.common.nd_index_offset_helper import broadcast_strides, contiguous_strides
-from ep.common.strided_storage import raw_units, strided_source
+from ep.common.primitive.broadcast import simplify_broadcast_dims
+from ep.common.runtime.buffer import check_count, storage
+from ep.common.primitive.byte_units import as_units, move_unit
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
+from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
+from ep.common.primitive.strided_storage import raw_units, strided_source
 
 # The most dims a kernel indexes outside its inner run; more only when simplification cannot merge.
 MAX_NUM_DIMS = 8

@@ -7,7 +7,7 @@ float32 math stays float32; integer results go through it so they wrap as NumPy'
 division is `divide`, IEEE division without the CPU kernel's ZeroDivisionError check.
 
 Ops built on exp, expm1, tanh, sigmoid, erf, erfc or log also have a `*_float32` variant, the same
-formula over ep.common.fast_math's vectorizable float32 functions instead of libm's scalar calls
+formula over ep.common.math.fast_math's vectorizable float32 functions instead of libm's scalar calls
 (unary_functor picks it when the compute dtype is float32, float16 included). Both come from one
 `_*_with(fn)` factory (or `_of_x(fn)`), so a formula is written once and only the function it calls
 differs; sigmoid and gelu use fast_math's own float32 formulations of the whole function.
@@ -18,11 +18,11 @@ import math
 
 import numpy as np
 
-from ep.common import fast_math
+from ep.common.math import fast_math
 from ep.common.jit import scalar_function
-from ep.common.special import as_type, divide, round_down, round_half_even, round_toward_zero, round_up
-from ep.common.special import digamma as _digamma
-from ep.common.special import trigamma as _trigamma
+from ep.common.math.special import as_type, divide, round_down, round_half_even, round_toward_zero, round_up
+from ep.common.math.special import digamma as _digamma
+from ep.common.math.special import trigamma as _trigamma
 
 _SQRT1_2 = 1 / math.sqrt(2)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)

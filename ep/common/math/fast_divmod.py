@@ -9,12 +9,9 @@ mulhi(m, n) < n, so every step fits in 32 bits.
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
 from ep.common.jit import scalar_function
+from ep.common.math.intrinsics import mulhi_add_shift_u32
 
 # The largest dividend and divisor the 32-bit formula is exact for.
 FAST_DIVMOD_LIMIT = (1 << 31) - 1
@@ -29,24 +26,6 @@ def fast_divmod_params(divisor: int) -> tuple[int, int]:
     return multiplier, shift
 
 
-@intrinsic
-def _fast_div(typingctx, n, multiplier, shift):
-    # Written in LLVM IR because Numba widens uint32 arithmetic to 64 bits, and NVVM then keeps a
-    # 64-bit multiply instead of the 32-bit multiply-high this needs.
-    def codegen(context, builder, signature, args):
-        n, multiplier, shift = args
-        i32, i64 = ir.IntType(32), ir.IntType(64)
-        if "nvptx" in builder.module.triple:
-            mulhi = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, [i32, i32]), "llvm.nvvm.mulhi.ui")
-            high = builder.call(mulhi, [multiplier, n])
-        else:
-            wide = builder.mul(builder.zext(multiplier, i64), builder.zext(n, i64))
-            high = builder.trunc(builder.lshr(wide, ir.Constant(i64, 32)), i32)
-        return builder.lshr(builder.add(high, n), shift)
-
-    return types.uint32(types.uint32, types.uint32, types.uint32), codegen
-
-
 @scalar_function
 def fast_divmod(n, divisor, multiplier, shift):
     """(n // divisor, n % divisor) as uint32, for 0 <= n <= FAST_DIVMOD_LIMIT.
@@ -54,5 +33,5 @@ def fast_divmod(n, divisor, multiplier, shift):
     multiplier and shift come from fast_divmod_params(divisor).
     """
     n = np.uint32(n)
-    quotient = _fast_div(n, np.uint32(multiplier), np.uint32(shift))
+    quotient = mulhi_add_shift_u32(n, np.uint32(multiplier), np.uint32(shift))
     return quotient, np.uint32(n - quotient * np.uint32(divisor))

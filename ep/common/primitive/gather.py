@@ -8,10 +8,10 @@ from __future__ import annotations
 import operator
 from typing import NamedTuple
 
-from ep.common.buffer import check_count, storage
-from ep.common.byte_units import as_units, move_unit
-from ep.common.data_type import ALL_TYPES, INDEX_TYPES, DataType, as_data_type
-from ep.common.device import DeviceType
+from ep.common.runtime.buffer import check_count, storage
+from ep.common.primitive.byte_units import as_units, move_unit
+from ep.common.runtime.data_type import ALL_TYPES, INDEX_TYPES, DataType, as_data_type
+from ep.common.runtime.device import DeviceType
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 # The dtypes gather_grad supports: what sums in a type that has an atomic add on CUDA.

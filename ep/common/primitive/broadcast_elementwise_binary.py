@@ -14,12 +14,12 @@ from typing import Sequence
 
 import numpy as np
 
-from ep.common.binary_functor import resolve_binary
-from ep.common.broadcast import broadcast_shape, simplify_broadcast_dims
-from ep.common.buffer import storage
-from ep.common.data_type import DataType
-from ep.common.device import DeviceType
-from ep.common.nd_index_offset_helper import broadcast_strides, contiguous_strides
+from ep.common.math.binary_functor import resolve_binary
+from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
+from ep.common.runtime.buffer import storage
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
+from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS
 
 # Kernels take strides as tuples of this length (padded with 0), so one compiled kernel serves

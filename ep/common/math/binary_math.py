@@ -12,28 +12,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba.extending import intrinsic
 
 from ep.common.jit import scalar_function
-from ep.common.special import as_type, divide, round_down, round_toward_zero
-
-
-@intrinsic
-def _fmod(typingctx, a, b):
-    # LLVM's frem is C fmod on the CPU (a libm call), but NVVM expands it as a - b * trunc(a / b),
-    # which is inexact for large quotients; there libdevice's fmod is exact.
-    def codegen(context, builder, signature, args):
-        if context.target_name == "cpu":
-            return builder.frem(args[0], args[1])
-        return context.get_function(math.fmod, signature)(builder, args)
-
-    return a(a, a), codegen
+from ep.common.math.intrinsics import frem
+from ep.common.math.special import as_type, divide, round_down, round_toward_zero
 
 
 @scalar_function
 def fmod(a, b):
     """C fmod of two floats of the same type: the remainder with a's sign."""
-    return _fmod(a, as_type(b, a))
+    return frem(a, as_type(b, a))
 
 
 @scalar_function

@@ -1,0 +1,255 @@
+"""Every LLVM-level operation ep's kernels use that Numba's Python subset cannot express.
+
+Each is a numba `@intrinsic`: a typing rule and a few lines of LLVM IR, inlined where it is
+called. Those marked "CPU only" emit instructions NVVM does not accept; the rest compile for
+both targets. Everything else in ep/common/math is plain Python on top of these.
+"""
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+# Bytes one vector store writes (AVX); stream_copy_vector/stream_fill_vector addresses are multiples of it.
+VECTOR_BYTES = 32
+
+
+def _bitcast(from_type: types.Type, to_type: types.Type):
+    @intrinsic
+    def bitcast(typingctx, value):
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], context.get_value_type(to_type))
+
+        return to_type(from_type), codegen
+
+    return bitcast
+
+
+int32_from_float32 = _bitcast(types.float32, types.int32)
+float32_from_int32 = _bitcast(types.int32, types.float32)
+uint32_from_float32 = _bitcast(types.float32, types.uint32)
+float32_from_uint32 = _bitcast(types.uint32, types.float32)
+
+
+@intrinsic
+def cast_like(typingctx, value, like):
+    """value converted to like's type with LLVM's conversion (ints wrap, bool is value != 0)."""
+
+    def codegen(context, builder, signature, args):
+        return context.cast(builder, args[0], signature.args[0], signature.return_type)
+
+    return like(types.unliteral(value), like), codegen
+
+
+@intrinsic
+def divide(typingctx, a, b):
+    """a / b in IEEE arithmetic: inf or NaN where b == 0.
+
+    A CPU @njit kernel (error_model="python") checks `/` for a zero divisor and raises
+    ZeroDivisionError, which also keeps the loop from vectorizing; this emits the bare fdiv.
+    """
+    common = typingctx.unify_types(types.unliteral(a), types.unliteral(b))
+    if not isinstance(common, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        a, b = (context.cast(builder, v, t, common) for v, t in zip(args, signature.args))
+        return builder.fdiv(a, b)
+
+    return common(a, b), codegen
+
+
+def _llvm_float_intrinsic(name: str):
+    """An intrinsic calling llvm.<name>.f32/.f64 on a float."""
+
+    @intrinsic
+    def call(typingctx, x):
+        if not isinstance(x, types.Float):
+            return None
+
+        def codegen(context, builder, signature, args):
+            value_type = args[0].type
+            suffix = "f32" if value_type == ir.FloatType() else "f64"
+            fnty = ir.FunctionType(value_type, [value_type])
+            return builder.call(cgutils.get_or_insert_function(builder.module, fnty, f"llvm.{name}.{suffix}"), args)
+
+        return x(x), codegen
+
+    return call
+
+
+round_down = _llvm_float_intrinsic("floor")
+round_up = _llvm_float_intrinsic("ceil")
+round_toward_zero = _llvm_float_intrinsic("trunc")
+
+
+@intrinsic
+def frem(typingctx, a, b):
+    """C fmod of two floats of a's type.
+
+    LLVM's frem is C fmod on the CPU (a libm call), but NVVM expands it as a - b * trunc(a / b),
+    which is inexact for large quotients; there libdevice's fmod is exact.
+    """
+
+    def codegen(context, builder, signature, args):
+        if context.target_name == "cpu":
+            return builder.frem(args[0], args[1])
+        return context.get_function(math.fmod, signature)(builder, args)
+
+    return a(a, a), codegen
+
+
+@intrinsic
+def mul_add(typingctx, a, b, c):
+    """a * b + c for float32, fused where the target has an FMA (x86 FMA3, every CUDA GPU).
+
+    llvm.fmuladd: Numba never contracts a * b + c by itself without fastmath.
+    """
+
+    def codegen(context, builder, signature, args):
+        t = args[0].type
+        fn = builder.module.declare_intrinsic("llvm.fmuladd", [t], ir.FunctionType(t, [t, t, t]))
+        return builder.call(fn, args)
+
+    return types.float32(types.float32, types.float32, types.float32), codegen
+
+
+@intrinsic
+def mulhi_add_shift_u32(typingctx, n, multiplier, shift):
+    """(mulhi(multiplier, n) + n) >> shift in uint32: the step of fast_divmod.
+
+    Written in LLVM IR because Numba widens uint32 arithmetic to 64 bits, and NVVM then keeps a
+    64-bit multiply instead of the 32-bit multiply-high this needs.
+    """
+
+    def codegen(context, builder, signature, args):
+        n, multiplier, shift = args
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        if "nvptx" in builder.module.triple:
+            mulhi = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, [i32, i32]), "llvm.nvvm.mulhi.ui")
+            high = builder.call(mulhi, [multiplier, n])
+        else:
+            wide = builder.mul(builder.zext(multiplier, i64), builder.zext(n, i64))
+            high = builder.trunc(builder.lshr(wide, ir.Constant(i64, 32)), i32)
+        return builder.lshr(builder.add(high, n), shift)
+
+    return types.uint32(types.uint32, types.uint32, types.uint32), codegen
+
+
+def _element_pointer(context, builder, array_type, array, index, pointee=None):
+    """A pointer to array[index], cast to pointee* when given."""
+    data = context.make_array(array_type)(context, builder, array).data
+    pointer = builder.gep(data, [index], inbounds=True)
+    return pointer if pointee is None else builder.bitcast(pointer, pointee.as_pointer())
+
+
+@intrinsic
+def move16(typingctx, dst, dst_word, src, src_word):
+    """Copy the 16 bytes at word src_word of src to word dst_word of dst (uint64 arrays, 16-byte aligned).
+
+    One vector load and store: Numba's array accesses carry only the element's alignment, so two
+    uint64 accesses would never be fused into the 128-bit transaction a GPU moves fastest.
+    """
+
+    def codegen(context, builder, signature, args):
+        vector = ir.VectorType(ir.IntType(64), 2)
+        src_pointer = _element_pointer(context, builder, signature.args[2], args[2], args[3], vector)
+        dst_pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1], vector)
+        builder.store(builder.load(src_pointer, align=16, typ=vector), dst_pointer, align=16)
+        return context.get_dummy_value()
+
+    return types.none(dst, types.intp, src, types.intp), codegen
+
+
+@intrinsic
+def prefetch(typingctx, array, index):
+    """Hint that array[index] will soon be read: its cache line is fetched into every cache level.
+
+    A hint only (never faults), for reads the hardware prefetcher cannot predict, such as the
+    rows a gather reads next. CPU only.
+    """
+
+    def codegen(context, builder, signature, args):
+        byte = ir.IntType(8)
+        pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1], byte)
+        i32 = ir.IntType(32)
+        function_type = ir.FunctionType(ir.VoidType(), [byte.as_pointer(), i32, i32, i32])
+        function = cgutils.get_or_insert_function(builder.module, function_type, "llvm.prefetch.p0")
+        # (address, read, keep in every cache level, data cache)
+        builder.call(function, [pointer, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.none(array, types.intp), codegen
+
+
+# Streaming (non-temporal) stores, CPU only. An ordinary store first reads the destination's
+# cache line from memory (read for ownership); a streaming store writes whole lines through
+# write-combining buffers without reading them, and keeps the output from evicting what the
+# kernel still reads: on a large output up to ~2.5x faster. They only pay when every byte of a
+# line is written by them (a line that mixes them with ordinary stores is read after all), so a
+# kernel streams all of its stores or none; stream_fence() must follow a task's streaming
+# stores, which are weakly ordered.
+
+
+def _nontemporal(builder, store) -> None:
+    store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+
+
+@intrinsic
+def stream_store(typingctx, dst, d, value):
+    """dst[d] = value with a streaming store (4- and 8-byte integer elements; dst[d] aligned to its size). CPU only."""
+
+    def codegen(context, builder, signature, args):
+        pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1])
+        value = context.cast(builder, args[2], signature.args[2], signature.args[0].dtype)
+        _nontemporal(builder, builder.store(value, pointer, align=signature.args[0].dtype.bitwidth // 8))
+        return context.get_dummy_value()
+
+    return types.none(dst, types.intp, value), codegen
+
+
+@intrinsic
+def stream_copy_vector(typingctx, dst, d, src, s):
+    """VECTOR_BYTES bytes from src[s] on (any alignment) to dst[d] on (aligned to VECTOR_BYTES), streaming. CPU only."""
+
+    def codegen(context, builder, signature, args):
+        vector = ir.VectorType(ir.IntType(64), VECTOR_BYTES // 8)
+        source = _element_pointer(context, builder, signature.args[2], args[2], args[3], vector)
+        target = _element_pointer(context, builder, signature.args[0], args[0], args[1], vector)
+        _nontemporal(builder, builder.store(builder.load(source, align=1), target, align=VECTOR_BYTES))
+        return context.get_dummy_value()
+
+    return types.none(dst, types.intp, src, types.intp), codegen
+
+
+@intrinsic
+def stream_fill_vector(typingctx, dst, d, value):
+    """VECTOR_BYTES bytes of copies of value (dst's element type) to dst[d] on (aligned to VECTOR_BYTES), streaming. CPU only."""
+
+    def codegen(context, builder, signature, args):
+        element_type = signature.args[0].dtype
+        element = context.get_value_type(element_type)
+        lanes = VECTOR_BYTES * 8 // element_type.bitwidth
+        value = context.cast(builder, args[2], signature.args[2], element_type)
+        splat = cgutils.get_null_value(ir.VectorType(element, lanes))
+        for lane in range(lanes):
+            splat = builder.insert_element(splat, value, ir.Constant(ir.IntType(32), lane))
+        target = _element_pointer(context, builder, signature.args[0], args[0], args[1], splat.type)
+        _nontemporal(builder, builder.store(splat, target, align=VECTOR_BYTES))
+        return context.get_dummy_value()
+
+    return types.none(dst, types.intp, value), codegen
+
+
+@intrinsic
+def stream_fence(typingctx):
+    """Order this thread's streaming stores before everything after (a full fence). CPU only."""
+
+    def codegen(context, builder, signature, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.none(), codegen
