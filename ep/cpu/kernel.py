@@ -31,6 +31,11 @@ class CpuKernel:
         fn = specialize(self._template, self._name + "_serial", **self._bindings)
         return njit(cache=True)(fn)
 
-    def __call__(self, work: int, *args: object) -> None:
-        """Run on args; work (elements touched) picks the serial or the parallel build."""
-        (self.serial if work < PARALLEL_THRESHOLD else self.parallel)(*args)
+    def launch(self, stream, work: int, *args: object):
+        """Run on args in the calling thread (a cpu stream runs launches at once); work (elements
+        touched) picks the serial or the parallel build. Returns what the kernel returns."""
+        return (self.serial if work < PARALLEL_THRESHOLD else self.parallel)(*args)
+
+    def __call__(self, work: int, *args: object):
+        # TRANSITION: callers not yet moved to launch().
+        return (self.serial if work < PARALLEL_THRESHOLD else self.parallel)(*args)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import enum
 import functools
 
+from ep.common.runtime.names import lookup
+
 
 class DeviceType(enum.Enum):
     """Where a primitive runs; the tags "cpu" and "cuda" are accepted wherever a device is."""
@@ -17,16 +19,11 @@ class DeviceType(enum.Enum):
 
 def as_device_type(device: object, name: str = "device") -> DeviceType:
     """A DeviceType from a DeviceType, a Device or a tag ("cpu", "cuda", "cuda:0")."""
-    if isinstance(device, DeviceType):
-        return device
     if isinstance(device, Device):
         return device.device_type
     if isinstance(device, str):
-        tag = device.split(":", 1)[0].lower()
-        for device_type in DeviceType:
-            if device_type.value == tag:
-                return device_type
-    raise ValueError(f"{name}: {device!r} is not a device; expected DeviceType.kCPU, DeviceType.kCUDA, 'cpu' or 'cuda'")
+        device = device.split(":", 1)[0].lower()
+    return lookup(DeviceType, device, name, "a device", "cpu")
 
 
 @functools.cache

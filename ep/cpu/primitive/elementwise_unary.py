@@ -1,62 +1,31 @@
-"""ElementwiseUnary on the CPU: one prange loop per (op, src dtype, dst dtype)."""
+"""ElementwiseUnary's CPU kernel: one prange loop per (op, src dtype, dst dtype)."""
 from __future__ import annotations
 
 import functools
 
 from numba import prange
 
-from ep.common.runtime.buffer import check_count, storage
-from ep.common.math.convert import load_fn, store_fn
+from ep.common.jit import bound, template
+from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
 from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import check_stream
-from ep.common.math.unary_functor import UNARY_FUNCTORS, resolve_unary, unary_combinations
 from ep.cpu.kernel import CpuKernel
-from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
+from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 
+@template("formula", "load", "store")
 def _unary(src, dst, count, attr0, attr1):
     for i in prange(count):
-        dst[i] = store(formula(load(src[i]), attr0, attr1))  # noqa: F821 (bound by specialize)
+        dst[i] = bound.store(bound.formula(bound.load(src[i]), attr0, attr1))
 
 
-@functools.cache
-def _kernel(op, src_dtype, dst_dtype) -> CpuKernel:
-    return CpuKernel(
-        _unary,
-        f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}",
-        formula=UNARY_FUNCTORS[op].formula_for(src_dtype),
-        load=load_fn(src_dtype),
-        store=store_fn(dst_dtype, src_dtype.compute_dtype),
-    )
+class CpuElementwiseUnaryKernels(ElementwiseUnaryKernels):
+    @functools.cache
+    def kernel(self, op, src_dtype, dst_dtype) -> CpuKernel:
+        name = f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}"
+        return CpuKernel(_unary, name, **unary_bindings(op, src_dtype, dst_dtype))
 
 
-class ElementwiseUnaryImpl(ElementwiseUnary):
-    def __init__(self, op, src_dtype, dst_dtype, attrs) -> None:
-        self.op, self.src_dtype, self.dst_dtype, self.attrs = op, src_dtype, dst_dtype, attrs
-        self._kernel = _kernel(op, src_dtype, dst_dtype)
-
-    def Launch(self, stream, src, dst, count: int) -> None:
-        check_stream(stream, DeviceType.kCPU)
-        count = check_count(count)
-        src = storage(src, "src", DeviceType.kCPU, self.src_dtype, count)
-        dst = storage(dst, "dst", DeviceType.kCPU, self.dst_dtype, count, writable=True)
-        self._kernel(count, src, dst, count, *self.attrs)
-
-
-@functools.cache
-def _primitive(op, src_dtype, dst_dtype, attrs) -> ElementwiseUnaryImpl:
-    return ElementwiseUnaryImpl(op, src_dtype, dst_dtype, attrs)
-
-
-class ElementwiseUnaryFactoryImpl(ElementwiseUnaryFactory):
-    def New(self, op, src_dtype, dst_dtype, attr0=None, attr1=None) -> ElementwiseUnary | None:
-        resolved = resolve_unary(op, src_dtype, dst_dtype, attr0, attr1)
-        return None if resolved is None else _primitive(*resolved)
-
-    def Combinations(self):
-        for op, src_dtype, dst_dtype in unary_combinations():
-            yield op, (src_dtype, dst_dtype)
-
-
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, ElementwiseUnaryFactory, ElementwiseUnaryFactoryImpl)
+REGISTER_PRIMITIVE_FACTORY(
+    DeviceType.kCPU, ElementwiseUnaryFactory, ElementwiseUnaryFactoryImpl(DeviceType.kCPU, CpuElementwiseUnaryKernels())
+)

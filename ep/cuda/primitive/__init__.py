@@ -1,9 +1,9 @@
 """CUDA primitives; importing this package registers their factories."""
-from ep.cuda.primitive.batch_gather import BatchGatherFactoryImpl
-from ep.cuda.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinaryFactoryImpl
-from ep.cuda.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl
-from ep.cuda.primitive.expand import ExpandFactoryImpl
-from ep.cuda.primitive.expand_grad import ExpandGradFactoryImpl
-from ep.cuda.primitive.gather import GatherFactoryImpl
-
-__all__ = ["BatchGatherFactoryImpl", "GatherFactoryImpl", "BroadcastElementwiseBinaryFactoryImpl", "ElementwiseUnaryFactoryImpl", "ExpandFactoryImpl", "ExpandGradFactoryImpl"]
+from ep.cuda.primitive import (  # noqa: F401 (imported for their registrations)
+    batch_gather,
+    broadcast_elementwise_binary,
+    elementwise_unary,
+    expand,
+    expand_grad,
+    gather,
+)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import enum
 
+from ep.common.runtime.names import lookup
+
 
 class BinaryOp(enum.Enum):
     # math
@@ -96,10 +98,4 @@ class BinaryOp(enum.Enum):
 
 def as_binary_op(op: object, name: str = "op") -> BinaryOp:
     """A BinaryOp from a BinaryOp or its name ("add", "less_than", "kLessThan")."""
-    if isinstance(op, BinaryOp):
-        return op
-    if isinstance(op, str):
-        for member in BinaryOp:
-            if op in (member.value, member.name) or op.replace("_", "") == member.value.replace("_", ""):
-                return member
-    raise ValueError(f"{name}: {op!r} is not a binary op; expected a BinaryOp or a name such as 'add'")
+    return lookup(BinaryOp, op, name, "a binary op", "add")

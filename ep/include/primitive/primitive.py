@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import abc
 import importlib
+import threading
 from typing import Iterator, TypeVar
 
 from ep.common.runtime.device import DeviceType, as_device_type
@@ -31,24 +32,32 @@ FactoryT = TypeVar("FactoryT", bound=Factory)
 _BACKENDS = {DeviceType.kCPU: "ep.cpu.primitive", DeviceType.kCUDA: "ep.cuda.primitive"}
 _REGISTRY: dict[tuple[DeviceType, type[Factory]], Factory] = {}
 _LOADED: set[DeviceType] = set()
+# Held while a backend registers: a thread that asks for a factory meanwhile waits, instead of
+# seeing a device marked loaded before its factories are in the registry.
+_LOADING = threading.RLock()
 
 
-def REGISTER_PRIMITIVE_FACTORY(device_type: DeviceType, factory_type: type[Factory], impl: type[Factory]) -> None:
-    """Register impl as device_type's implementation of the factory interface factory_type."""
-    if not issubclass(impl, factory_type):
-        raise TypeError(f"impl: {impl.__name__} does not implement {factory_type.__name__}")
-    _REGISTRY[(device_type, factory_type)] = impl()
+def REGISTER_PRIMITIVE_FACTORY(device_type: DeviceType, factory_type: type[Factory], impl: Factory | type[Factory]) -> None:
+    """Register impl (a Factory, or a Factory class to instantiate) as device_type's implementation of factory_type."""
+    factory = impl() if isinstance(impl, type) else impl
+    if not isinstance(factory, factory_type):
+        raise TypeError(f"impl: {type(factory).__name__} does not implement {factory_type.__name__}")
+    _REGISTRY[(device_type, factory_type)] = factory
 
 
 def _load(device_type: DeviceType) -> None:
-    if device_type not in _LOADED:
-        _LOADED.add(device_type)
+    if device_type in _LOADED:
+        return
+    with _LOADING:
+        if device_type in _LOADED:
+            return
         try:
             importlib.import_module(_BACKENDS[device_type])
         except ImportError:
             if device_type is DeviceType.kCPU:
                 raise
             # Without numba-cuda installed the CUDA device simply has no factories.
+        _LOADED.add(device_type)
 
 
 def GetFactory(factory_type: type[FactoryT], device: object) -> FactoryT | None:

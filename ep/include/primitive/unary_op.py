@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import enum
 
+from ep.common.runtime.names import lookup
+
 
 class UnaryOp(enum.Enum):
     # activations
@@ -82,10 +84,4 @@ class UnaryOp(enum.Enum):
 
 def as_unary_op(op: object, name: str = "op") -> UnaryOp:
     """A UnaryOp from a UnaryOp or its name ("relu", "leaky_relu", "kLeakyRelu")."""
-    if isinstance(op, UnaryOp):
-        return op
-    if isinstance(op, str):
-        for member in UnaryOp:
-            if op in (member.value, member.name) or op.replace("_", "") == member.value.replace("_", ""):
-                return member
-    raise ValueError(f"{name}: {op!r} is not a unary op; expected a UnaryOp or a name such as 'relu'")
+    return lookup(UnaryOp, op, name, "a unary op", "relu")

@@ -1,0 +1,63 @@
+"""ElementwiseUnary on every device: New's resolution, Launch's checks, and what a device supplies."""
+from __future__ import annotations
+
+import abc
+from typing import Iterator
+
+from ep.common.math.convert import load_fn, store_fn
+from ep.common.math.unary_functor import UNARY_FUNCTORS, resolve_unary, unary_combinations
+from ep.common.primitive.factory import GenericFactory
+from ep.common.runtime.buffer import storage
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
+from ep.common.runtime.stream import check_stream
+from ep.common.runtime.validate import count as check_count
+from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
+
+
+def unary_bindings(op, src_dtype: DataType, dst_dtype: DataType) -> dict[str, object]:
+    """The slots of a device's unary template for (op, src, dst): formula, load and store."""
+    return {
+        "formula": UNARY_FUNCTORS[op].formula_for(src_dtype),
+        "load": load_fn(src_dtype),
+        "store": store_fn(dst_dtype, src_dtype.compute_dtype),
+    }
+
+
+class ElementwiseUnaryKernels(abc.ABC):
+    """What a device supplies: its kernel for (op, src, dst), launched as
+    kernel.launch(stream, count, src, dst, count, attr0, attr1) on flat storage."""
+
+    @abc.abstractmethod
+    def kernel(self, op, src_dtype: DataType, dst_dtype: DataType):
+        """The device kernel of (op, src_dtype, dst_dtype), compiled on its first launch."""
+
+    def all_kernels(self) -> Iterator[object]:
+        for op, src_dtype, dst_dtype in unary_combinations():
+            yield self.kernel(op, src_dtype, dst_dtype)
+
+
+class ElementwiseUnaryImpl(ElementwiseUnary):
+    def __init__(self, device_type: DeviceType, kernels: ElementwiseUnaryKernels, op, src_dtype, dst_dtype, attrs) -> None:
+        self.device_type = device_type
+        self.op, self.src_dtype, self.dst_dtype, self.attrs = op, src_dtype, dst_dtype, attrs
+        self._kernel = kernels.kernel(op, src_dtype, dst_dtype)
+
+    def Launch(self, stream, src, dst, count: int) -> None:
+        check_stream(stream, self.device_type)
+        count = check_count(count)
+        src = storage(src, "src", self.device_type, self.src_dtype, count)
+        dst = storage(dst, "dst", self.device_type, self.dst_dtype, count, writable=True)
+        if count:
+            self._kernel.launch(stream, count, src, dst, count, *self.attrs)
+
+
+class ElementwiseUnaryFactoryImpl(GenericFactory, ElementwiseUnaryFactory):
+    primitive_type = ElementwiseUnaryImpl
+
+    def New(self, op, src_dtype, dst_dtype, attr0=None, attr1=None) -> ElementwiseUnary | None:
+        return self._new(resolve_unary(op, src_dtype, dst_dtype, attr0, attr1))
+
+    def Combinations(self):
+        for op, src_dtype, dst_dtype in unary_combinations():
+            yield op, (src_dtype, dst_dtype)
