@@ -1,10 +1,9 @@
 """pytest plugin for suites that test code built on ep: a `device` fixture over the available devices.
 
-Registered as the `pytest11` entry point `ep`. `--ep-device cpu` (or cuda) limits the run to one device.
+Registered as the `pytest11` entry point `ep`. It imports nothing beyond ep and NumPy, so
+`python -m ep check` can use its helpers without pytest installed. `--ep-device cpu` (or cuda) limits the run to one device.
 """
 from __future__ import annotations
-
-import pytest
 
 
 def pytest_addoption(parser) -> None:

@@ -1,0 +1,40 @@
+"""The package's layering, read from its imports: ops reach kernels only through NewPrimitive + Launch."""
+import ast
+import pathlib
+
+import pytest
+
+import ep
+
+ROOT = pathlib.Path(ep.__file__).parent
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "ops").glob("*.py")), ids=lambda p: p.name)
+def test_ops_import_no_device_code(path):
+    bad = {name for name in _imports(path) if name.split(".")[:2] in (["ep", "cpu"], ["ep", "cuda"]) or name == "importlib"}
+    assert not bad, f"ep/ops/{path.name} imports {sorted(bad)}"
+
+
+# What each lower layer of ep/common may import from ep: nothing above it (primitives, devices, ops).
+ALLOWED = {
+    "runtime": ("ep.common.runtime",),
+    "math": ("ep.common.runtime", "ep.common.jit", "ep.common.math", "ep.include.primitive.unary_op", "ep.include.primitive.binary_op"),
+}
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_lower_layers_do_not_import_higher_ones(layer):
+    for path in sorted((ROOT / "common" / layer).rglob("*.py")):
+        for name in _imports(path):
+            if name == "ep" or name.startswith("ep."):
+                assert name.startswith(ALLOWED[layer]), f"{path.relative_to(ROOT)} imports {name}"
