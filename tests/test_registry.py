@@ -73,3 +73,36 @@ def test_cli_filters_by_device_and_primitive():
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     assert lines[0].split()[:4] == ["primitive", "device", "op", "dtypes"]
     assert all(" cpu " in line for line in lines[2:-1])
+
+
+def _ep(*args):
+    return subprocess.run([sys.executable, "-m", "ep", *args], capture_output=True, text=True)
+
+
+def test_cli_list_summarizes_by_primitive_and_device():
+    result = _ep("list")
+    assert result.returncode == 0
+    rows = json.loads(_ep("list", "--json").stdout)
+    for primitive, device in {(r["primitive"], r["device"]) for r in rows}:
+        count = sum(1 for r in rows if r["primitive"] == primitive and r["device"] == device)
+        assert any(line.split()[:3] == [primitive, device, str(count)] for line in result.stdout.splitlines())
+    assert len(result.stdout.splitlines()) < 40
+
+
+def test_cli_filters_by_op():
+    rows = json.loads(_ep("list", "--op", "relu", "--json").stdout)
+    assert rows and {r["op"] for r in rows} == {"kRelu"}
+    assert json.loads(_ep("list", "--op", "kRelu", "--json").stdout) == rows
+
+
+@pytest.mark.parametrize("flag, value, listed", [("--primitive", "Nonsense", "Gather"), ("--op", "nonsense", "kRelu"), ("--device", "tpu", "cpu")])
+def test_cli_unknown_names_exit_2_listing_valid_ones(flag, value, listed):
+    result = _ep("list", flag, value)
+    assert result.returncode == 2
+    assert value in result.stderr and listed in result.stderr
+
+
+def test_cli_version_and_closed_pipe():
+    assert _ep("--version").stdout.strip() == f"ep {ep.__version__}"
+    pipe = subprocess.run(f"{sys.executable} -m ep list --json | head -1", shell=True, capture_output=True, text=True)
+    assert pipe.stdout.strip() == "[" and "Traceback" not in pipe.stderr
