@@ -23,6 +23,19 @@ def device_type_of(obj: object, name: str) -> DeviceType:
     raise TypeError(f"{name}: {type(obj).__name__} is not an array; expected a numpy.ndarray or an object with __cuda_array_interface__")
 
 
+def plain_ndarray(array: np.ndarray, name: str) -> np.ndarray:
+    """array as a base-class ndarray viewing the same memory.
+
+    Subclasses change what reshape and indexing mean (np.matrix stays 2-d), so kernels only ever
+    see the base class; a masked array is refused, since its mask would be silently lost.
+    """
+    if type(array) is np.ndarray:
+        return array
+    if isinstance(array, np.ma.MaskedArray):
+        raise TypeError(f"{name}: a numpy.ma.MaskedArray was given; ep ignores masks, so pass array.filled() or array.data")
+    return array.view(np.ndarray)
+
+
 def check_count(value: object, name: str = "count") -> int:
     """A non-negative element count."""
     if type(value) is int and value >= 0:
@@ -63,7 +76,7 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
         if not isinstance(obj, np.ndarray):
             where = "a CUDA buffer" if is_cuda_buffer(obj) else type(obj).__name__
             raise TypeError(f"{name}: {where} was given to a cpu primitive; expected a numpy.ndarray")
-        array = obj
+        array = plain_ndarray(obj, name)
         if writable and not array.flags.writeable:
             raise ValueError(f"{name}: the array is read-only")
         contiguous = array.flags.c_contiguous
