@@ -114,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     bench_parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     bench_parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
+    bench_parser.add_argument("--compare", nargs="+", metavar="OLD_JSON", help="print this run's time over these reports'")
     bench_parser.set_defaults(run=_bench)
 
     args = parser.parse_args(argv)

@@ -74,3 +74,23 @@ def test_table_and_progress(report):
     _, stdout, stderr = report
     assert "| U1 " in stdout and "% copy" in stdout and "vs fastest peer" in stdout
     assert "] " in stderr and "U1 ep.ops" in stderr
+
+
+def test_compare_divides_new_by_old_per_contender(report, tmp_path):
+    from ep.bench.compare import compare
+
+    data, _, _ = report
+    slower = json.loads(json.dumps(data))
+    for record in slower["workloads"]:
+        for row in record["results"]:
+            if "median_s" in row:
+                row["median_s"] *= 2
+    rows = compare([data], [slower])
+    assert rows and all(abs(ratio - 2) < 1e-12 and spread == 0 for *_, ratio, spread in rows)
+    assert {impl for _, impl, *_ in rows} <= {"ep.ops", "ep.Launch"}
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(data))
+    result = subprocess.run(
+        [sys.executable, "-m", "ep.bench.compare", "--old", str(old), "--new", str(old)], capture_output=True, text=True
+    )
+    assert result.returncode == 0 and "| 1.00x |" in result.stdout

@@ -5,6 +5,7 @@ EP_BENCH_ONLY=U1,T-unary,C (workload ids, comma-separated) runs only those workl
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -15,6 +16,7 @@ import numpy as np
 from ep.bench import ep_calls, peers
 from ep.bench.bandwidth import copy_bandwidth
 from ep.bench.cold_start import cold_start
+from ep.bench.compare import compare, format_rows
 from ep.bench.ep_calls import Unavailable
 from ep.bench.progress import Progress
 from ep.bench.report import EP_IMPLS, Result, cold_start_record, table, workload_record, write_json
@@ -75,6 +77,9 @@ def main(args: argparse.Namespace) -> int:
     print(table(report))
     if args.json:
         write_json(report, args.json)
+    if args.compare:
+        print()
+        print(format_rows(compare([json.load(open(path)) for path in args.compare], [report])))
     return 0
 
 

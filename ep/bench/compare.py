@@ -1,0 +1,71 @@
+"""New against old: each workload's median time in new reports over old ones, with the spread.
+
+`python -m ep.bench.compare --old A.json C.json --new B.json D.json` reads reports written by
+`python -m ep bench --json`, ideally taken alternately (old, new, old, new) so that the machine's
+drift hits both sides alike; `python -m ep bench --compare OLD.json` compares a fresh run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+
+from ep.bench.report import EP_IMPLS
+
+
+def _medians(reports: list[dict]) -> dict[tuple[str, str], list[float]]:
+    """(workload id, impl) -> its median time in each report, for ep's contenders."""
+    found: dict[tuple[str, str], list[float]] = {}
+    for report in reports:
+        for record in report["workloads"]:
+            for row in record["results"]:
+                if row["impl"] in EP_IMPLS and "median_s" in row:
+                    found.setdefault((record["id"], row["impl"]), []).append(row["median_s"])
+    return found
+
+
+def compare(old: list[dict], new: list[dict]) -> list[tuple[str, str, float, float, float, float]]:
+    """(id, impl, old median, new median, new/old, spread) per contender in both.
+
+    The spread is half the range of the pairwise ratios new[i] / old[i] (0 with one pair).
+    """
+    old_times, new_times = _medians(old), _medians(new)
+    rows = []
+    for key, before in old_times.items():
+        after = new_times.get(key)
+        if not after:
+            continue
+        ratios = [a / b for a, b in zip(after, before)]
+        spread = (max(ratios) - min(ratios)) / 2 if len(ratios) > 1 else 0.0
+        b, a = statistics.median(before), statistics.median(after)
+        rows.append((*key, b, a, a / b, spread))
+    return rows
+
+
+def format_rows(rows) -> str:
+    lines = ["| id | impl | old median | new median | new/old | +- |", "|---|---|---|---|---|---|"]
+    for id_, impl, before, after, ratio, spread in rows:
+        lines.append(f"| {id_} | {impl} | {before * 1e6:.2f} us | {after * 1e6:.2f} us | {ratio:.2f}x | {spread:.2f} |")
+    return "\n".join(lines)
+
+
+def _load(paths: list[str]) -> list[dict]:
+    reports = []
+    for path in paths:
+        with open(path) as f:
+            reports.append(json.load(f))
+    return reports
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ep.bench.compare", description=__doc__.splitlines()[0])
+    parser.add_argument("--old", nargs="+", required=True, metavar="JSON")
+    parser.add_argument("--new", nargs="+", required=True, metavar="JSON")
+    args = parser.parse_args(argv)
+    print(format_rows(compare(_load(args.old), _load(args.new))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
