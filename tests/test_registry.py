@@ -106,3 +106,16 @@ def test_cli_version_and_closed_pipe():
     assert _ep("--version").stdout.strip() == f"ep {ep.__version__}"
     pipe = subprocess.run(f"{sys.executable} -m ep list --json | head -1", shell=True, capture_output=True, text=True)
     assert pipe.stdout.strip() == "[" and "Traceback" not in pipe.stderr
+
+
+@pytest.mark.parametrize("args", [("cpu:abc",), ("cpu", 1), ("cpu:1",), ("cuda", 7), ("cuda:7",), ("cpu", -1)])
+def test_get_device_refuses_devices_this_machine_lacks(args):
+    with pytest.raises(ValueError, match="device|index") as error:
+        ep.GetDevice(*args)
+    assert repr(args[-1]).strip("'") in str(error.value) or str(args[-1]) in str(error.value)
+
+
+@pytest.mark.parametrize("tag", ["cuda:7", "cpu:3"])
+def test_new_primitive_refuses_a_device_index_this_machine_lacks(tag):
+    with pytest.raises(ValueError, match=tag.split(":")[1]):
+        ep.NewPrimitive(ep.ElementwiseUnaryFactory, tag, ep.UnaryOp.kRelu, np.float32, np.float32)

@@ -73,15 +73,34 @@ def _device(device_type: DeviceType, index: int) -> Device:
     return Device(device_type, index)
 
 
+def cuda_device_count() -> int:
+    """How many CUDA devices launches can use here (the simulator has one)."""
+    if not cuda_available():
+        return 0
+    from numba import cuda
+
+    return len(cuda.gpus)
+
+
 def GetDevice(device: object, index: int = 0) -> Device:
-    """The Device for a device type or tag and an index."""
+    """The Device for a device type or tag ("cpu", "cuda", "cuda:1") and an index.
+
+    ValueError names the device when this machine has no such device.
+    """
     device_type = as_device_type(device)
     if isinstance(device, str) and ":" in device:
-        index = int(device.split(":", 1)[1])
-    if not isinstance(index, int) or index < 0:
+        tag = device.split(":", 1)[1]
+        if not tag.isdecimal():
+            raise ValueError(f"device: {device!r} has no valid index; expected e.g. '{device_type.value}:0'")
+        index = int(tag)
+    if type(index) is not int or index < 0:
         raise ValueError(f"index: {index!r} is not a device index; expected an int >= 0")
     if device_type is DeviceType.kCPU and index != 0:
-        raise ValueError(f"index: {index} is not a cpu device; expected 0")
-    if device_type is DeviceType.kCUDA and not cuda_available():
-        raise ValueError("device: 'cuda' is not available here (no GPU; set NUMBA_ENABLE_CUDASIM=1 for the simulator)")
+        raise ValueError(f"device: cpu:{index} does not exist; expected index 0")
+    if device_type is DeviceType.kCUDA:
+        if not cuda_available():
+            raise ValueError("device: 'cuda' is not available here (no GPU; set NUMBA_ENABLE_CUDASIM=1 for the simulator)")
+        count = cuda_device_count()
+        if index >= count:
+            raise ValueError(f"device: cuda:{index} does not exist; this machine has {count} CUDA device(s), indices 0 to {count - 1}")
     return _device(device_type, index)

@@ -6,7 +6,7 @@ import importlib
 import threading
 from typing import Iterator, TypeVar
 
-from ep.common.runtime.device import DeviceType, as_device_type
+from ep.common.runtime.device import DeviceType, GetDevice, as_device_type
 
 
 class Primitive(abc.ABC):
@@ -63,6 +63,8 @@ def _load(device_type: DeviceType) -> None:
 def GetFactory(factory_type: type[FactoryT], device: object) -> FactoryT | None:
     """The registered factory of factory_type for device, or None."""
     device_type = as_device_type(device)
+    if isinstance(device, str) and ":" in device:
+        GetDevice(device)  # an explicit index must name a device of this machine
     _load(device_type)
     return _REGISTRY.get((device_type, factory_type))
 
