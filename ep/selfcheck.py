@@ -74,11 +74,14 @@ def _binary(device: str) -> None:
 
 def run_self_check(device: str | None = None) -> int:
     """Run every check on every available device (or one); 0 when all pass."""
-    from ep.common.runtime.device import available_device_types
+    from ep.common.runtime.device import available_device_types, cuda_installed
 
     devices = [device] if device else [d.value for d in available_device_types()]
     if device is None and "cuda" not in devices:
-        print("check cuda skipped: no CUDA device here (NUMBA_ENABLE_CUDASIM=1 runs it on the simulator)")
+        if cuda_installed():
+            print("check cuda skipped: no CUDA device here (NUMBA_ENABLE_CUDASIM=1 runs it on the simulator)")
+        else:
+            print("check cuda skipped: numba-cuda is not installed (pip install 'ep[cuda]' adds it)")
     failed = 0
     for tag in devices:
         for name, fn in CHECKS:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import importlib.util
 
 from ep.common.runtime.names import lookup
 
@@ -27,8 +28,19 @@ def as_device_type(device: object, name: str = "device") -> DeviceType:
 
 
 @functools.cache
+def cuda_installed() -> bool:
+    """True when the numba-cuda package (the `ep[cuda]` extra) is installed.
+
+    Numba's own deprecated CUDA target is not used: without numba-cuda, "cuda" has no factories.
+    """
+    return importlib.util.find_spec("numba_cuda") is not None
+
+
+@functools.cache
 def cuda_available() -> bool:
     """True when numba.cuda can run kernels here (a GPU, or the simulator when NUMBA_ENABLE_CUDASIM=1)."""
+    if not cuda_installed():
+        return False
     try:
         from numba import cuda
     except ImportError:

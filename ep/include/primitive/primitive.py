@@ -6,7 +6,7 @@ import importlib
 import threading
 from typing import Iterator, TypeVar
 
-from ep.common.runtime.device import DeviceType, GetDevice, as_device_type
+from ep.common.runtime.device import DeviceType, GetDevice, as_device_type, cuda_installed
 
 
 class Primitive(abc.ABC):
@@ -51,12 +51,9 @@ def _load(device_type: DeviceType) -> None:
     with _LOADING:
         if device_type in _LOADED:
             return
-        try:
+        # Without numba-cuda (the `ep[cuda]` extra) the CUDA device simply has no factories.
+        if device_type is DeviceType.kCPU or cuda_installed():
             importlib.import_module(_BACKENDS[device_type])
-        except ImportError:
-            if device_type is DeviceType.kCPU:
-                raise
-            # Without numba-cuda installed the CUDA device simply has no factories.
         _LOADED.add(device_type)
 
 
