@@ -7,3 +7,6 @@ import os
 
 if "NUMBA_ENABLE_CUDASIM" not in os.environ:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0" if ctypes.util.find_library("cuda") else "1"
+
+# This suite's tests take ep's device as `device`.
+pytest_plugins = ["ep.testing.device"]
