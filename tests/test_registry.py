@@ -119,3 +119,13 @@ def test_get_device_refuses_devices_this_machine_lacks(args):
 def test_new_primitive_refuses_a_device_index_this_machine_lacks(tag):
     with pytest.raises(ValueError, match=tag.split(":")[1]):
         ep.NewPrimitive(ep.ElementwiseUnaryFactory, tag, ep.UnaryOp.kRelu, np.float32, np.float32)
+
+
+@pytest.mark.parametrize("value", [np.float32, np.dtype(np.float32), "float32", "kFloat", ep.DataType.kFloat])
+def test_data_type_from_numpy_and_names(value):
+    assert ep.DataType(value) is ep.DataType.kFloat
+
+
+def test_data_type_refuses_other_dtypes():
+    with pytest.raises(ValueError, match="complex64"):
+        ep.DataType(np.complex64)

@@ -46,6 +46,17 @@ class DataType(enum.Enum):
         """The dtype scalar math runs in: float16 is computed in float32."""
         return np.dtype(np.float32) if self is DataType.kFloat16 else self.dtype
 
+    @classmethod
+    def _missing_(cls, value: object) -> DataType | None:
+        # DataType(np.float32), DataType(np.dtype("float32")) and DataType("kFloat") work like DataType("float32").
+        if isinstance(value, str) and value in cls.__members__:
+            return cls.__members__[value]
+        try:
+            dtype = np.dtype(value)
+        except (TypeError, ValueError):
+            return None
+        return next((member for member in cls if member.value == dtype.name), None)
+
     def __repr__(self) -> str:
         return f"DataType.{self.name}"
 
