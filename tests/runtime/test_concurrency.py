@@ -1,0 +1,90 @@
+"""Threads and fork: first use of ep from many threads at once, and a child forked after a parallel launch.
+
+Each case runs in a fresh interpreter, since both concern what a process does first.
+"""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+def _run(code: str, **env) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=600, env={**os.environ, **env}
+    )
+
+
+def test_first_use_from_many_threads_at_once():
+    result = _run("""
+        import threading
+        import numpy as np
+        import ep
+
+        barrier = threading.Barrier(8)
+        found, errors = [], []
+
+        def first_use(i):
+            barrier.wait()
+            try:
+                relu = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cpu", ep.UnaryOp.kRelu, np.float32, np.float32)
+                found.append(relu)
+                x = np.arange(-8, 8, dtype=np.float32) * (i + 1)
+                assert np.array_equal(ep.ops.unary("relu", x), np.maximum(x, 0))
+            except Exception as error:
+                errors.append(repr(error))
+
+        threads = [threading.Thread(target=first_use, args=(i,)) for i in range(8)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert not errors, errors
+        assert len(found) == 8 and all(p is found[0] for p in found), found
+        print("ok")
+    """)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_a_child_forked_after_a_parallel_launch_works():
+    result = _run("""
+        import os
+        import numba
+        import numpy as np
+        import ep
+
+        x = np.linspace(-1, 1, 1 << 20, dtype=np.float32)
+        ep.ops.unary("relu", x)  # a parallel launch: the thread pool is up
+        pid = os.fork()
+        if pid == 0:
+            ok = np.array_equal(ep.ops.unary("relu", x), np.maximum(x, 0))
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        print(numba.threading_layer(), os.waitstatus_to_exitcode(status))
+    """)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.split() == ["tbb", "0"], result.stdout + result.stderr
+
+
+def test_concurrent_parallel_launches_from_threads():
+    result = _run("""
+        import threading
+        import numpy as np
+        import ep
+
+        x = np.linspace(-1, 1, 1 << 20, dtype=np.float32)
+        expected = np.maximum(x, 0)
+        wrong = []
+
+        def launch():
+            for _ in range(10):
+                if not np.array_equal(ep.ops.unary("relu", x), expected):
+                    wrong.append(1)
+
+        threads = [threading.Thread(target=launch) for _ in range(8)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        print("ok" if not wrong else "wrong")
+    """)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
