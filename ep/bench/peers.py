@@ -27,6 +27,16 @@ def torch_module():
     return _module("torch", "pip install -e .[bench]")
 
 
+def _batch_gather_rows(arange: Callable, inputs: dict, attrs: dict) -> Callable:
+    """A batch gather along axis 1 by advanced indexing, whole rows per batch: the fastest way
+    NumPy, CuPy and PyTorch users write it (take_along_axis or torch.gather go element by element)."""
+    if attrs["axis"] != 1:
+        raise Unavailable("the peer is written for axis 1")
+    params, indices = inputs["params"], inputs["indices"]
+    batch = arange(indices.shape[0])[:, None]
+    return lambda: params[batch, indices]
+
+
 def _array_api_call(xp, workload: Workload, inputs: dict, out) -> Callable:
     """The workload in NumPy's API, for NumPy itself and for CuPy."""
     kind, attrs = workload.kind, workload.attrs
@@ -34,13 +44,7 @@ def _array_api_call(xp, workload: Workload, inputs: dict, out) -> Callable:
         params, indices, axis = inputs["params"], inputs["indices"], attrs["axis"]
         return lambda: xp.take(params, indices, axis=axis, out=out)
     if kind == "batch_gather":
-        # Advanced indexing gathers whole rows per batch (take_along_axis would gather element by
-        # element): the fastest way NumPy and CuPy users write a batch gather along axis 1.
-        params, indices = inputs["params"], inputs["indices"]
-        batch = xp.arange(indices.shape[0])[:, None]
-        if attrs["axis"] != 1:
-            raise Unavailable("the peer is written for axis 1")
-        return lambda: params[batch, indices]
+        return _batch_gather_rows(xp.arange, inputs, attrs)
     if kind in ("expand", "cast"):
         # The materialized expansion, or the cast: a copy into out with broadcasting or converting.
         src = xp.broadcast_to(inputs["x"], attrs["sizes"]) if kind == "expand" else inputs["x"]
@@ -80,12 +84,7 @@ def _torch_call(torch, workload: Workload, inputs: dict, out) -> Callable:
         params, indices, axis = inputs["params"], inputs["indices"], attrs["axis"]
         return lambda: torch.index_select(params, axis, indices, out=out)
     if kind == "batch_gather":
-        # Row gather per batch by advanced indexing; torch.gather would need an index per element.
-        params, indices = inputs["params"], inputs["indices"]
-        batch = torch.arange(indices.shape[0], device=indices.device)[:, None]
-        if attrs["axis"] != 1:
-            raise Unavailable("the peer is written for axis 1")
-        return lambda: params[batch, indices]
+        return _batch_gather_rows(lambda n: torch.arange(n, device=inputs["indices"].device), inputs, attrs)
     if kind == "expand":
         x, shape = inputs["x"], attrs["sizes"]
         return lambda: out.copy_(x.expand(*shape))
