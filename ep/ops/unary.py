@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.math.unary_functor import unary_dst_dtypes
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
@@ -25,25 +27,33 @@ def unary_result_dtype(op: UnaryOp, src_dtype: DataType, dtype: object = None) -
     return choices[0]
 
 
-@functools.lru_cache(maxsize=4096)
 def _primitive(op, device_type, x_dtype, attr0, attr1, dtype):
-    # Keyed by the caller's own arguments, so a repeated call skips every normalization.
     op = as_unary_op(op)
     src_dtype = as_data_type(x_dtype, "x")
     dst_dtype = unary_result_dtype(op, src_dtype, dtype)
-    return NewPrimitive(ElementwiseUnaryFactory, device_type, op, src_dtype, dst_dtype, attr0, attr1), dst_dtype
+    return NewPrimitive(ElementwiseUnaryFactory, device_type, op, src_dtype, dst_dtype, attr0, attr1), dst_dtype.dtype
+
+
+# Keyed by the caller's own arguments (typed, so True never passes for 1): a repeated call skips
+# every normalization. Unhashable arguments take _primitive, whose error names them.
+_cached_primitive = functools.lru_cache(maxsize=4096, typed=True)(_primitive)
 
 
 def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None):
     """op applied to every element of x; a new array of x's shape, or out."""
     device = device_of(x, "x")
-    primitive, dst_dtype = _primitive(op, device.device_type, x.dtype, attr0, attr1, dtype)
-    stream = stream_for(device, stream)
-    shape = tuple(x.shape)  # before contiguous: np.ascontiguousarray makes rank 0 rank 1
-    x = contiguous(x, device)
+    try:
+        primitive, dst_dtype = _cached_primitive(op, device, x.dtype, attr0, attr1, dtype)
+    except TypeError:
+        primitive, dst_dtype = _primitive(op, device, x.dtype, attr0, attr1, dtype)
+    stream = device.default_stream if stream is None else stream_for(device, stream)
+    shape = x.shape
+    if type(x) is not np.ndarray or not x.flags.c_contiguous:
+        # contiguous() copies; taken after the shape, since np.ascontiguousarray makes rank 0 rank 1.
+        x = contiguous(x, device)
     if out is None:
-        out = empty(shape, dst_dtype, device, stream)
-    else:
-        check_out(out, "out", shape, dst_dtype, device)
+        out = empty(shape, as_data_type(dst_dtype), device, stream)
+    elif not (type(out) is np.ndarray and out.dtype is dst_dtype and out.shape == shape and (f := out.flags).c_contiguous and f.writeable):
+        check_out(out, "out", tuple(shape), as_data_type(dst_dtype), device)
     primitive.Launch(stream, x, out, x.size)
     return out

@@ -9,6 +9,10 @@ from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 
 
+_ndarray = np.ndarray
+_CPU = DeviceType.kCPU
+
+
 def is_cuda_buffer(obj: object) -> bool:
     """True for objects with __cuda_array_interface__ (and the CUDA simulator's arrays)."""
     return hasattr(obj, "__cuda_array_interface__") or getattr(obj, "__cuda_ndarray__", False)
@@ -66,13 +70,13 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
     Raises TypeError for an array of the wrong device or dtype, ValueError for a non-contiguous or
     short buffer, so that no kernel ever indexes outside what it was given.
     """
-    if device_type is DeviceType.kCPU:
-        # The common case first, with as few attribute lookups as possible: launches of tiny
-        # arrays are dominated by these checks.
-        if type(obj) is np.ndarray and obj.dtype is dtype.storage_dtype and obj.size >= count:
-            flags = obj.flags
-            if flags.c_contiguous and (flags.writeable or not writable):
-                return obj if obj.ndim == 1 else obj.reshape(obj.size)
+    # The common case first, with as few lookups as possible (module globals, not enum attributes):
+    # launches of tiny arrays are dominated by these checks.
+    if type(obj) is _ndarray and device_type is _CPU and obj.dtype is dtype.storage_dtype and obj.size >= count:
+        flags = obj.flags
+        if flags.c_contiguous and (flags.writeable or not writable):
+            return obj if obj.ndim == 1 else obj.reshape(obj.size)
+    if device_type is _CPU:
         if not isinstance(obj, np.ndarray):
             where = "a CUDA buffer" if is_cuda_buffer(obj) else type(obj).__name__
             raise TypeError(f"{name}: {where} was given to a cpu primitive; expected a numpy.ndarray")

@@ -21,7 +21,8 @@ def _names(enum_type: type[enum.Enum]) -> dict[str, enum.Enum]:
 
 
 def lookup(enum_type: type[E], value: object, name: str, what: str, example: str) -> E:
-    """The member of enum_type that value is or names; ValueError naming name, value and the closest names otherwise.
+    """The member of enum_type that value is or names: TypeError naming name and value for a value of
+    another type, ValueError (with the closest names) for a string that names no member.
 
     what says what a member is ("a unary op") and example gives one valid name.
     """
@@ -37,4 +38,5 @@ def lookup(enum_type: type[E], value: object, name: str, what: str, example: str
         close = difflib.get_close_matches(value, [m.value for m in enum_type], n=3)
         if close:
             raise ValueError(f"{name}: {value!r} is not {what}; did you mean {', '.join(map(repr, close))}?")
-    raise ValueError(f"{name}: {value!r} is not {what}; expected a {enum_type.__name__} or a name such as {example!r}")
+        raise ValueError(f"{name}: {value!r} is not {what}; expected a {enum_type.__name__} or a name such as {example!r}")
+    raise TypeError(f"{name}: {value!r} is not {what}; expected a {enum_type.__name__} or a name such as {example!r}")

@@ -36,6 +36,10 @@ class CudaStream(Stream):
         self.native.synchronize()
 
 
+# The stream class of each device type: a launch whose stream is exactly of it skips check_stream.
+STREAM_TYPES = {DeviceType.kCPU: CpuStream, DeviceType.kCUDA: CudaStream}
+
+
 def new_stream(device: Device) -> Stream:
     if device.device_type is DeviceType.kCPU:
         return CpuStream(device)
