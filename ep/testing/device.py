@@ -1,13 +1,14 @@
-"""Opt-in pytest plugin: a `device` fixture that is ep's `ep_device`.
+"""Opt-in pytest plugin: ep's devices under the argument name `device`.
 
-Load it from a suite's root conftest with `pytest_plugins = ["ep.testing.device"]`.
+Load it from a suite's root conftest with `pytest_plugins = ["ep.testing.device"]`. `device` is a
+direct parametrization, as `ep_device` is, not a fixture: hypothesis's @given tests take it
+without the function-scoped-fixture health check.
 """
 from __future__ import annotations
 
-import pytest
+from ep.testing.plugin import selected_devices
 
 
-@pytest.fixture
-def device(ep_device: str) -> str:
-    """The ep device tag ("cpu" or "cuda") this test runs on."""
-    return ep_device
+def pytest_generate_tests(metafunc) -> None:
+    if "device" in metafunc.fixturenames:
+        metafunc.parametrize("device", selected_devices(metafunc.config))
