@@ -1,13 +1,15 @@
 """Array plumbing for the ops layer: which device an array is on, new arrays, contiguous copies."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from ep.common.runtime.buffer import device_type_of
+from ep.common.runtime.buffer import as_cuda_array, device_type_of
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice
 from ep.common.runtime.stream import Stream, check_stream
-from ep.include.primitive.expand import ExpandFactory
+from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import NewPrimitive
 
 
@@ -36,21 +38,67 @@ def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Strea
 
 
 def contiguous(x, device: Device, stream: Stream | None = None):
-    """x itself if C-contiguous, else a C-contiguous copy on x's device (on stream, or the default one)."""
-    if device.device_type is DeviceType.kCPU:
-        return np.ascontiguousarray(x)
-    from ep.common.runtime.buffer import as_cuda_array
+    """x itself if C-contiguous, else a C-contiguous copy on x's device (on stream, or the default one).
 
-    array = as_cuda_array(x)
-    if array.is_c_contiguous():
-        return array
-    if any(s < 0 for s in array.strides):
-        raise ValueError(f"x: negative strides {tuple(array.strides)} are not supported; expected strides >= 0")
+    The copy is a CopyNd launch that reads x as a strided view of the memory it spans. CopyNd takes
+    non-negative strides: a cpu array with negative ones is copied by NumPy, a cuda one refused.
+    """
+    if device.device_type is DeviceType.kCPU:
+        if x.flags.c_contiguous or any(s < 0 for s in x.strides):
+            return np.ascontiguousarray(x)
+        array = x if type(x) is np.ndarray else x.view(np.ndarray)
+    else:
+        array = as_cuda_array(x)
+        if array.is_c_contiguous():
+            return array
+        if any(s < 0 for s in array.strides):
+            raise ValueError(f"x: negative strides {tuple(array.strides)} are not supported; expected strides >= 0")
     dtype = as_data_type(array.dtype, "x")
     stream = stream_for(device, stream)
     copy = empty(tuple(array.shape), dtype, device, stream)
-    NewPrimitive(ExpandFactory, device, dtype).LaunchStrided(stream, array, copy)
+    if array.size == 0:
+        return copy
+    shape, strides, itemsize = tuple(array.shape), tuple(array.strides), dtype.itemsize
+    if all(s % itemsize == 0 for s in strides):
+        dst, element_strides = copy, tuple(s // itemsize for s in strides)
+    else:
+        # Strides that are not whole elements: copy bytes, the element's bytes an innermost dim.
+        dtype, dst = DataType.kUInt8, copy.reshape(copy.size).view(np.uint8)
+        shape, element_strides = shape + (itemsize,), strides + (1,)
+    src = _span(array, dtype, 1 + sum((n - 1) * s for n, s in zip(shape, element_strides)), device)
+    zeros = (0,) * len(shape)
+    _copy_nd(device, len(shape)).Launch(stream, dtype, len(shape), dst, shape, zeros, src, shape, zeros, shape, element_strides)
     return copy
+
+
+@functools.lru_cache(maxsize=64)
+def _copy_nd(device: Device, num_dims: int):
+    return NewPrimitive(CopyNdFactory, device, num_dims)
+
+
+def _span(array, dtype: DataType, count: int, device: Device):
+    """count elements of dtype from array's first element on, as a flat array: the storage a view reads."""
+    if device.device_type is DeviceType.kCPU or _simulated():
+        first = np.asarray(array)[(slice(0, 1),) * array.ndim].reshape(1).view(dtype.dtype)
+        flat = np.lib.stride_tricks.as_strided(first, shape=(count,), strides=(dtype.itemsize,), writeable=False)
+        return flat if device.device_type is DeviceType.kCPU else _fake_cuda_array(flat)
+    from numba import cuda
+
+    data = array.__cuda_array_interface__["data"][0]
+    interface = {"shape": (count,), "strides": None, "typestr": dtype.dtype.str, "data": (data, True), "version": 3}
+    return cuda.from_cuda_array_interface(interface, owner=array, sync=False)
+
+
+def _simulated() -> bool:
+    from numba import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+def _fake_cuda_array(host: np.ndarray):
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    return FakeCUDAArray(host)
 
 
 def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: Device):

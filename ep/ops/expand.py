@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from typing import Sequence
 
 from ep.common.runtime.data_type import as_data_type
-from ep.common.primitive.strided_copy import check_dims
+from ep.common.runtime.validate import dims
 from ep.include.primitive.expand import ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import NewPrimitive
@@ -50,7 +51,7 @@ def expand_shape(input_shape: Sequence[int], sizes: Sequence[int], name: str = "
     -1 keeps the input's size; an input dim of 1 may become any size >= 1; any other input dim
     must be kept (its own size or -1).
     """
-    input_shape = check_dims(input_shape, "input_shape")
+    input_shape = dims(input_shape, "input_shape", sys.maxsize)
     sizes = _int_sizes(sizes, name)
     # Both are tuples of ints now, so a remembered result is this rule's result.
     shape = _EXPAND_SHAPES.get((input_shape, sizes))
@@ -107,7 +108,7 @@ def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None):
     """The gradient of expand for an input of input_shape: dy summed over every dim expand broadcast."""
     device = device_of(dy, "dy")
     dtype = as_data_type(dy.dtype, "dy")
-    input_shape = check_dims(input_shape, "input_shape")
+    input_shape = dims(input_shape, "input_shape", sys.maxsize)
     dy_shape = tuple(dy.shape)
     # dy must be a shape expand can produce from input_shape.
     expand_shape(input_shape, dy_shape, "dy.shape")

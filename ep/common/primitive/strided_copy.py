@@ -1,38 +1,36 @@
-"""Planning a copy from a broadcast or strided source into a C-contiguous destination, in raw units.
+"""The copy behind Expand and CopyNd: a plan in raw units, the kernels a device supplies, and their launch.
 
-Expand and the device copy behind ops.contiguous share their kernels. A plan describes
-the destination as `num_runs` runs of `run` units; run r reads its units from
-`map_offset(r, run_strides, src_strides) + j * inner_stride` (j < run), where inner_stride is
-1 for a contiguous run, 0 for a broadcast element and anything else for a strided gather. Units
-are the widest of 16 (CUDA), 8, 4, 2 or 1 bytes that divides the contiguous run, every source
-stride and the addresses of the buffers given (CUDA needs aligned units; the CPU's Expand gives
-none), so the kernel never depends on the dtype.
+A plan describes the copied elements as `num_runs` runs of `run` units; run r reads its units from
+`map_offset(r, run_strides, src_strides) + j * inner_stride` (j < run), where inner_stride is 1 for
+a contiguous run, 0 for a broadcast element and anything else for a strided gather, and writes
+them to `map_offset(r, run_strides, dst_strides) + j`. Units are the widest of 16 (CUDA), 8, 4, 2
+or 1 bytes that divides the contiguous run, every stride and, where the device needs aligned units,
+the addresses of the buffers, so the kernels never depend on the dtype.
 """
 from __future__ import annotations
 
+import abc
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, NamedTuple, Sequence
 
-from ep.common.primitive.broadcast import simplify_broadcast_dims
-from ep.common.runtime.buffer import check_count, storage
-from ep.common.primitive.byte_units import as_units, move_unit
-from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType
+from ep.common.jit import scalar_function
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
-from ep.common.primitive.strided_storage import raw_units, strided_source
+from ep.common.primitive.byte_units import UNITS, address, move_unit
+from ep.common.runtime.validate import MAX_NUM_DIMS, dims as check_dims
 
-# The most dims a kernel indexes outside its inner run; more only when simplification cannot merge.
-MAX_NUM_DIMS = 8
+# Dims a caller may name before merging (NumPy's limit); what the kernels index is bounded by MAX_NUM_DIMS.
+MAX_CALLER_DIMS = 64
 
 
 @dataclass(frozen=True)
 class CopyPlan:
-    """dst dims in units (the last is the inner run) and the source's strides in units."""
+    """Copied dims in units (the last is the inner run) and the strides of src and dst in units."""
 
     unit: int
     dims: tuple[int, ...]
     src_strides: tuple[int, ...]
+    dst_strides: tuple[int, ...]
 
     @property
     def ndim(self) -> int:
@@ -57,33 +55,38 @@ class CopyPlan:
         return self.src_strides[:-1] or (0,)
 
     @property
-    def count(self) -> int:
-        """Destination units."""
-        return math.prod(self.dims)
+    def outer_dst_strides(self) -> tuple[int, ...]:
+        return self.dst_strides[:-1] or (0,)
 
     @property
-    def src_extent(self) -> int:
-        """Source units from the first element read to the last, inclusive."""
-        return 1 + sum((d - 1) * s for d, s in zip(self.dims, self.src_strides))
+    def count(self) -> int:
+        """Units copied."""
+        return math.prod(self.dims)
 
 
-def check_dims(dims: object, name: str) -> tuple[int, ...]:
-    """dims as a tuple of non-negative ints; TypeError or ValueError naming the entry otherwise."""
-    if type(dims) is tuple:
-        # Shapes are tuples of non-negative ints: check them without a call per dim.
-        for d in dims:
-            if type(d) is not int or d < 0:
-                break
-        else:
-            return dims
-    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
-        raise TypeError(f"{name}: {dims!r} is not a sequence of ints")
-    return tuple(check_count(d, f"{name}[{i}]") for i, d in enumerate(dims))
+def span(dims: Sequence[int], strides: Sequence[int]) -> int:
+    """Elements from the first one dims and strides reach to the last, inclusive (0 when empty)."""
+    if 0 in dims:
+        return 0
+    return 1 + sum((d - 1) * s for d, s in zip(dims, strides))
+
+
+@scalar_function
+def run_offsets(r, run_strides, src_strides, dst_strides):
+    """(src, dst) offsets where run r starts: one division per dim for both."""
+    s = 0
+    d = 0
+    for dim in range(len(run_strides)):
+        index = r // run_strides[dim]
+        r -= index * run_strides[dim]
+        s += index * src_strides[dim]
+        d += index * dst_strides[dim]
+    return s, d
 
 
 def check_broadcast_dims(small: object, large: object, names: tuple[str, str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(small, large) as int tuples if small broadcasts to large (aligned from the right, each dim equal or 1)."""
-    small, large = check_dims(small, names[0]), check_dims(large, names[1])
+    small, large = check_dims(small, names[0], MAX_CALLER_DIMS), check_dims(large, names[1], MAX_CALLER_DIMS)
     if len(small) > len(large):
         raise ValueError(f"{names[0]}: has {len(small)} dims, more than the {len(large)} of {names[1]}")
     lead = len(large) - len(small)
@@ -94,83 +97,118 @@ def check_broadcast_dims(small: object, large: object, names: tuple[str, str]) -
     return small, large
 
 
-def _plan(unit: int, dims: Sequence[int], src_strides: Sequence[int], name: str) -> CopyPlan:
-    plan = CopyPlan(unit, tuple(dims) or (1,), tuple(src_strides) or (1,))
+def _merge(dims: Sequence[int], src: Sequence[int], dst: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
+    # Dims of size 1 go, and a dim merges into its outer neighbour when, in src and in dst, the two
+    # step through memory as one dim would (broadcast dims of stride 0 merge with each other).
+    out_dims: list[int] = []
+    out_src: list[int] = []
+    out_dst: list[int] = []
+    for d, s, t in zip(dims, src, dst):
+        if d == 1:
+            continue
+        if out_dims and out_src[-1] == s * d and out_dst[-1] == t * d:
+            out_dims[-1] *= d
+            out_src[-1], out_dst[-1] = s, t
+        else:
+            out_dims.append(d)
+            out_src.append(s)
+            out_dst.append(t)
+    return out_dims, out_src, out_dst
+
+
+def _end_on_a_run(dims: list[int], src: list[int], dst: list[int], src_too: bool) -> tuple[list[int], list[int], list[int]]:
+    # The kernels write each run contiguously: where dst's (or, src_too, src's) innermost dim is
+    # not, the copy becomes runs of one.
+    if not dims or dst[-1] != 1 or (src_too and src[-1] != 1):
+        return dims + [1], src + [1], dst + [1]
+    return dims, src, dst
+
+
+def copy_plan(
+    dims: Sequence[int], src_strides: Sequence[int], dst_strides: Sequence[int], itemsize: int, buffers: Sequence, widest: int, name: str
+) -> CopyPlan:
+    """The plan for copying dims elements, with these element strides in src and dst, in units.
+
+    The unit is the widest (at most widest bytes) dividing the contiguous run, every stride, and
+    the address of every array in buffers (none where unaligned moves are fine). The element's
+    bytes become an innermost dim, so merging folds them into the contiguous inner run; once that
+    run is counted in units a run of one unit is a size-1 dim, and merging again drops it, leaving
+    e.g. a broadcast dim as the inner run (a fill). name is the argument an oversized plan blames.
+    """
+    # In bytes the inner run is contiguous in both, unless one-byte elements are strided: then it is one byte.
+    byte_dims, src, dst = _end_on_a_run(
+        *_merge(tuple(dims) + (itemsize,), [s * itemsize for s in src_strides] + [1], [s * itemsize for s in dst_strides] + [1]),
+        src_too=True,
+    )
+    unit = move_unit(math.gcd(byte_dims[-1], *src[:-1], *dst[:-1]), tuple(buffers), widest)
+    byte_dims[-1] //= unit
+    units, src, dst = _end_on_a_run(
+        *_merge(byte_dims, [s // unit for s in src[:-1]] + [1], [s // unit for s in dst[:-1]] + [1]), src_too=False
+    )
+    plan = CopyPlan(unit, tuple(units), tuple(src), tuple(dst))
     if plan.ndim > MAX_NUM_DIMS:
         raise ValueError(f"{name}: needs {plan.ndim + 1} dims after simplification; at most {MAX_NUM_DIMS + 1} are supported")
     return plan
 
 
 def expand_plan(src_dims: Sequence[int], dst_dims: Sequence[int], itemsize: int, buffers: Sequence, widest: int) -> CopyPlan:
-    """The plan for broadcasting C-contiguous src of src_dims to C-contiguous dst of dst_dims.
-
-    The unit is the widest (at most widest bytes) dividing the contiguous run and the address of
-    every array in buffers (none where unaligned moves are fine). The element's bytes become an
-    innermost dim, so SimplifyBroadcastDims merges them into the contiguous inner run; once that
-    run is counted in units a run of one unit is a size-1 dim, and simplifying again drops it,
-    leaving a broadcast dim as the inner run (a fill).
-    """
-    src_bytes, dst_bytes = simplify_broadcast_dims(tuple(src_dims) + (itemsize,), tuple(dst_dims) + (itemsize,))
-    src_bytes, dst_bytes = src_bytes or (1,), dst_bytes or (1,)
-    contiguous_run = src_bytes[-1] == dst_bytes[-1]
-    unit = move_unit(dst_bytes[-1] if contiguous_run else 1, tuple(buffers), widest)
-    if contiguous_run:
-        src_bytes = src_bytes[:-1] + (src_bytes[-1] // unit,)
-        dst_bytes = dst_bytes[:-1] + (dst_bytes[-1] // unit,)
-    src_units, dst_units = simplify_broadcast_dims(src_bytes, dst_bytes)
-    return _plan(unit, dst_units, broadcast_strides(src_units, dst_units), "dst_dims")
+    """The plan for broadcasting C-contiguous src of src_dims to C-contiguous dst of dst_dims."""
+    padded = (1,) * (len(dst_dims) - len(src_dims)) + tuple(src_dims)
+    strides = broadcast_strides(padded, dst_dims)
+    return copy_plan(dst_dims, strides, contiguous_strides(dst_dims), itemsize, buffers, widest, "dst_dims")
 
 
-def _merge_strided(dims: Sequence[int], strides: Sequence[int]) -> tuple[list[int], list[int]]:
-    # Arbitrary strides are outside SimplifyBroadcastDims' model: dims of size 1 go, and a dim
-    # merges into its outer neighbour when the two step through memory as one dim would.
-    out_dims: list[int] = []
-    out_strides: list[int] = []
-    for d, s in zip(dims, strides):
-        if d == 1:
-            continue
-        if out_dims and out_strides[-1] == s * d:
-            out_dims[-1] *= d
-            out_strides[-1] = s
-        else:
-            out_dims.append(d)
-            out_strides.append(s)
-    return out_dims, out_strides
+class CopyLaunch(NamedTuple):
+    """A planned copy: the device's launch arguments and the elements each buffer spans."""
+
+    prepared: object
+    src_span: int
+    dst_span: int
 
 
-def strided_plan(dims: Sequence[int], byte_strides: Sequence[int], itemsize: int, src, dst, widest: int) -> CopyPlan:
-    """The plan for copying a view with non-negative byte strides into C-contiguous dst."""
-    dims, strides = _merge_strided(tuple(dims) + (itemsize,), tuple(byte_strides) + (1,))
-    if not dims or strides[-1] != 1:  # one-byte elements whose innermost dim is not contiguous
-        dims, strides = dims + [1], strides + [1]
-    run_bytes = math.gcd(dims[-1], *strides[:-1])
-    unit = move_unit(run_bytes, (src, dst), widest)
-    dims[-1] //= unit
-    dims, strides = _merge_strided(dims, [s // unit for s in strides[:-1]] + [1])
-    return _plan(unit, dims, strides, "src")
+class StridedCopyKernels(abc.ABC):
+    """What a device supplies: its copy kernels, how a plan becomes a launch, and that launch."""
+
+    #: The widest move unit in bytes.
+    widest_unit: int
+    #: Whether a unit must divide the buffers' addresses (else unaligned units are fine).
+    aligned_units: bool
+
+    @abc.abstractmethod
+    def moves_elements(self, count: int) -> bool:
+        """Whether a copy of count elements moves whole elements (a tiny launch) rather than the widest units."""
+
+    @abc.abstractmethod
+    def prepare(self, plan: CopyPlan, elements: bool) -> object:
+        """What launch() needs of plan besides the buffers; cached with the plan."""
+
+    @abc.abstractmethod
+    def launch(self, stream, launch: CopyLaunch, src, dst) -> None:
+        """Run launch on stream from flat src to flat dst (storage, each from the first element copied)."""
+
+    @abc.abstractmethod
+    def all_kernels(self) -> Iterator[object]:
+        """Every kernel a copy can launch, for the PTX check."""
+
+    def alignment(self, src, dst) -> int:
+        """The low address bits of src and dst that decide the unit (0 where units ignore addresses)."""
+        if not self.aligned_units:
+            return 0
+        return (address(src) | address(dst)) & (max(UNITS) - 1)
 
 
-def prepare_expand(device_type: DeviceType, dtype: DataType, src_dims, src, dst_dims, dst, widest: int):
-    """(plan, src units, dst units) for Expand.Launch after checking every argument; None when dst is empty.
-
-    widest is the device's widest move unit in bytes.
-    """
-    src_dims, dst_dims = check_broadcast_dims(src_dims, dst_dims, ("src_dims", "dst_dims"))
-    src_count, dst_count = math.prod(src_dims), math.prod(dst_dims)
-    src = storage(src, "src", device_type, dtype, src_count)
-    dst = storage(dst, "dst", device_type, dtype, dst_count, writable=True)
-    if dst_count == 0:
-        return None
-    plan = expand_plan(src_dims, dst_dims, dtype.itemsize, (src, dst), widest)
-    return plan, as_units(src, src_count, plan.unit), as_units(dst, dst_count, plan.unit)
-
-
-def prepare_strided(device_type: DeviceType, dtype: DataType, src, dst, widest: int):
-    """(plan, src units, dst units) for Expand.LaunchStrided after checking every argument; None when src is empty."""
-    src = strided_source(src, "src", device_type, dtype)
-    count = src.size
-    dst = storage(dst, "dst", device_type, dtype, count, writable=True)
-    if count == 0:
-        return None
-    plan = strided_plan(src.shape, src.strides, dtype.itemsize, src, dst, widest)
-    return plan, raw_units(src, plan.unit, plan.src_extent, device_type), as_units(dst, count, plan.unit)
+def plan_copy(
+    kernels: StridedCopyKernels,
+    itemsize: int,
+    dims: Sequence[int],
+    src_strides: Sequence[int],
+    dst_strides: Sequence[int],
+    src,
+    dst,
+    name: str,
+) -> CopyLaunch:
+    """The launch of a copy of dims elements (at least one) from src to dst on kernels' device."""
+    elements = kernels.moves_elements(math.prod(dims))
+    buffers = (src, dst) if kernels.aligned_units else ()
+    plan = copy_plan(dims, src_strides, dst_strides, itemsize, buffers, itemsize if elements else kernels.widest_unit, name)
+    return CopyLaunch(kernels.prepare(plan, elements), span(dims, src_strides), span(dims, dst_strides))

@@ -2,6 +2,7 @@
 from ep.cuda.primitive import (  # noqa: F401 (imported for their registrations)
     batch_gather,
     broadcast_elementwise_binary,
+    copy_nd,
     elementwise_unary,
     expand,
     expand_grad,

@@ -15,10 +15,6 @@ class Expand(Primitive):
         len(src_dims) <= len(dst_dims) and each src dim equals its dst dim or is 1.
         """
 
-    @abc.abstractmethod
-    def LaunchStrided(self, stream, src, dst) -> None:
-        """Copy src, an array with any non-negative strides (0 included), into C-contiguous dst of src's size."""
-
 
 class ExpandFactory(Factory):
     @abc.abstractmethod

@@ -1,0 +1,85 @@
+"""CopyNd on every device: New's resolution, Launch's checks and the plan cache; kernels in strided_copy."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ep.common.math.nd_index_offset_helper import contiguous_strides
+from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.strided_copy import MAX_CALLER_DIMS, CopyLaunch, StridedCopyKernels, plan_copy, span
+from ep.common.runtime.buffer import storage
+from ep.common.runtime.data_type import ALL_TYPES, as_data_type
+from ep.common.runtime.device import DeviceType
+from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.validate import count as check_count, dims as check_dims
+from ep.include.primitive.copy_nd import CopyNd, CopyNdFactory
+
+# Plans kept per primitive; a program cycling through more boxes rebuilds them.
+MAX_CACHED_PLANS = 512
+
+
+def _dims(value: object, name: str, num_dims: int) -> tuple[int, ...]:
+    checked = check_dims(value, name, num_dims)
+    if len(checked) != num_dims:
+        raise ValueError(f"{name}: has {len(checked)} entries; expected num_dims = {num_dims}")
+    return checked
+
+
+def _dot(index: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    return sum(i * s for i, s in zip(index, strides))
+
+
+class CopyNdImpl(CopyNd):
+    def __init__(self, device_type: DeviceType, kernels: StridedCopyKernels, max_num_dims: int) -> None:
+        self.device_type = device_type
+        self.max_num_dims = max_num_dims
+        self._kernels = kernels
+        self._stream_type = STREAM_TYPES[device_type]
+        self._plans: dict[tuple, CopyLaunch] = {}
+
+    def Launch(self, stream, data_type, num_dims, dst, dst_dims, dst_pos, src, src_dims, src_pos, extent, src_strides=None) -> None:
+        if type(stream) is not self._stream_type:
+            check_stream(stream, self.device_type)
+        data_type = as_data_type(data_type, "data_type")
+        num_dims = check_count(num_dims, "num_dims")
+        if not 1 <= num_dims <= self.max_num_dims:
+            raise ValueError(f"num_dims: {num_dims} is outside 1..{self.max_num_dims} (the max_num_dims given to New)")
+        dst_dims, dst_pos = _dims(dst_dims, "dst_dims", num_dims), _dims(dst_pos, "dst_pos", num_dims)
+        src_dims, src_pos = _dims(src_dims, "src_dims", num_dims), _dims(src_pos, "src_pos", num_dims)
+        extent = _dims(extent, "extent", num_dims)
+        for side, dims, pos in (("dst", dst_dims, dst_pos), ("src", src_dims, src_pos)):
+            for i, (d, p, e) in enumerate(zip(dims, pos, extent)):
+                if p + e > d:
+                    raise IndexError(f"{side}_pos[{i}] + extent[{i}] = {p} + {e} = {p + e} exceeds {side}_dims[{i}] = {d}")
+        if src_strides is None:
+            src_strides = contiguous_strides(src_dims)
+        else:
+            src_strides = _dims(src_strides, "src_strides", num_dims)
+        dst_strides = contiguous_strides(dst_dims)
+        src = storage(src, "src", self.device_type, data_type, span(src_dims, src_strides))
+        dst = storage(dst, "dst", self.device_type, data_type, span(dst_dims, dst_strides), writable=True)
+        if 0 in extent:
+            return
+        # Each buffer from the box's first element, so that the unit also divides where the box starts.
+        src = src[_dot(src_pos, src_strides) :]
+        dst = dst[_dot(dst_pos, dst_strides) :]
+        key = (data_type, extent, src_strides, dst_strides, self._kernels.alignment(src, dst))
+        launch = self._plans.get(key)
+        if launch is None:
+            launch = plan_copy(self._kernels, data_type.itemsize, extent, src_strides, dst_strides, src, dst, "extent")
+            if len(self._plans) >= MAX_CACHED_PLANS:
+                self._plans.clear()
+            self._plans[key] = launch
+        self._kernels.launch(stream, launch, src, dst)
+
+
+class CopyNdFactoryImpl(GenericFactory, CopyNdFactory):
+    primitive_type = CopyNdImpl
+
+    def New(self, max_num_dims: int) -> CopyNd | None:
+        max_num_dims = check_count(max_num_dims, "max_num_dims")
+        return self._new((max_num_dims,) if 1 <= max_num_dims <= MAX_CALLER_DIMS else None)
+
+    def Combinations(self) -> Iterator[tuple[object, tuple]]:
+        # The data type is a Launch argument: every one is implemented.
+        for dtype in ALL_TYPES:
+            yield None, (dtype,)
