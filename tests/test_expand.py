@@ -8,9 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ep
-from ep.common.primitive.strided_copy import MAX_NUM_DIMS, expand_plan, strided_plan
+from ep.common.math.nd_index_offset_helper import contiguous_strides
+from ep.common.primitive.strided_copy import copy_plan, expand_plan
+from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.cpu.kernel import PARALLEL_THRESHOLD
-from ep.cpu.primitive.expand import STREAM_BYTES
+from ep.cpu.primitive.copy_nd import STREAM_BYTES
+from ep.ops.arrays import contiguous
 from ep.ops.expand import expand_shape
 from ep.testing import to_device, to_numpy
 
@@ -139,7 +142,7 @@ def bad_launch(device, src_dims, dst_dims, src_size=None, dst_size=None, dtype=n
         ((2, -1), (2, 3), ValueError, r"src_dims\[1\]: -1 is negative"),
         ((2,), (2, 2.0), TypeError, r"dst_dims\[1\]: 2.0 is not an integer"),
         ((True,), (1,), TypeError, r"src_dims\[0\]: True is not an integer"),
-        (3, (3,), TypeError, r"src_dims: 3 is not a sequence of ints"),
+        (3, (3,), TypeError, r"src_dims: 3 is not a sequence of sizes"),
     ],
 )
 def test_bad_dims_are_refused_before_any_write(device, src_dims, dst_dims, error, message):
@@ -327,18 +330,25 @@ def test_large_outputs(src_dims, dst_dims, dtype, offset):
     assert same_bytes(cpu_launch(x, dst_dims, dst), np.broadcast_to(x, dst_dims))
 
 
+def strided_plan(view, dst, widest):
+    """copy_plan of a view (non-negative strides, whole elements) into C-contiguous dst."""
+    itemsize = view.dtype.itemsize
+    strides = tuple(s // itemsize for s in view.strides)
+    return copy_plan(view.shape, strides, contiguous_strides(view.shape), itemsize, (view, dst), widest, "src")
+
+
 def test_strided_plan_merges_what_is_contiguous():
     x = aligned(4 * 6 * 8, np.float32).reshape(4, 6, 8)
     dst = aligned(96, np.float32)
-    plan = strided_plan(x[::2].shape, x[::2].strides, 4, x[::2], dst, 8)
+    plan = strided_plan(x[::2], dst, 8)
     assert (plan.unit, plan.dims, plan.src_strides) == (8, (2, 24), (48, 1))
-    plan = strided_plan(x[:, :, ::2].shape, x[:, :, ::2].strides, 4, x, dst, 8)
+    plan = strided_plan(x[:, :, ::2], dst, 8)
     assert (plan.unit, plan.dims, plan.src_strides) == (4, (96,), (2,))
-    plan = strided_plan(x[:, 1].shape, x[:, 1].strides, 4, x[:, 1], dst, 16)
+    plan = strided_plan(x[:, 1], dst, 16)
     assert (plan.unit, plan.dims, plan.src_strides) == (16, (4, 2), (12, 1))
 
 
-# ---- LaunchStrided, the copy behind contiguous()
+# ---- contiguous(): the CopyNd launch behind every non-contiguous input of ep.ops
 
 VIEWS = [
     np.s_[:, ::2],
@@ -349,26 +359,31 @@ VIEWS = [
 ]
 
 
+def is_c_contiguous(array):
+    return array.flags.c_contiguous if isinstance(array, np.ndarray) else array.is_c_contiguous()
+
+
+def copy_view(device, view):
+    """contiguous() of a view on device, on a stream of its own, as a NumPy array."""
+    stream = ep.GetDevice(device).CreateStream()
+    copy = contiguous(view, ep.GetDevice(device), stream)
+    stream.Sync()
+    assert is_c_contiguous(copy)
+    return to_numpy(copy)
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @pytest.mark.parametrize("view", VIEWS)
-def test_launch_strided_copies_any_view(device, dtype, view):
+def test_contiguous_copies_any_view(device, dtype, view):
     x = sample((6, 8), dtype, seed=3)
     src = to_device(x, device)[view]
-    primitive = ep.NewPrimitive(ep.ExpandFactory, device, dtype)
-    stream = ep.GetDevice(device).CreateStream()
-    dst = to_device(np.zeros(x[view].shape, dtype), device)
-    primitive.LaunchStrided(stream, src, dst)
-    stream.Sync()
-    assert same_bytes(to_numpy(dst), x[view])
+    assert same_bytes(copy_view(device, src), x[view])
 
 
-def test_launch_strided_long_rows(device):
+def test_contiguous_long_rows(device):
     x = sample((4, 601), np.int8, seed=6)
     for view in (np.s_[::2], np.s_[:, ::2]):
-        dst = to_device(np.zeros(x[view].shape, np.int8), device)
-        primitive = ep.NewPrimitive(ep.ExpandFactory, device, np.int8)
-        primitive.LaunchStrided(ep.GetDevice(device).CreateStream(), to_device(x, device)[view], dst)
-        assert same_bytes(to_numpy(dst), x[view])
+        assert same_bytes(copy_view(device, to_device(x, device)[view]), x[view])
 
 
 @pytest.mark.parametrize(
@@ -379,56 +394,46 @@ def test_launch_strided_long_rows(device):
         ((2100, 2048), np.s_[:, 3:1027], np.float32),  # streamed rows
     ],
 )
-def test_launch_strided_large_views_on_cpu(shape, view, dtype):
+def test_contiguous_large_views_on_cpu(shape, view, dtype):
     x = sample(shape, dtype, seed=8)
-    dst = np.zeros(x[view].shape, dtype)
-    assert dst.size >= PARALLEL_THRESHOLD
-    ep.NewPrimitive(ep.ExpandFactory, "cpu", dtype).LaunchStrided(ep.GetDevice("cpu").CreateStream(), x[view], dst)
-    assert same_bytes(dst, x[view])
+    assert x[view].size >= PARALLEL_THRESHOLD
+    assert same_bytes(copy_view("cpu", x[view]), x[view])
 
 
-def test_launch_strided_reads_zero_strides_on_cpu():
+def test_contiguous_reads_zero_strides_on_cpu():
     x = np.arange(5, dtype=np.int32)
     view = np.broadcast_to(x[:, None], (5, 3))
-    dst = np.zeros((5, 3), np.int32)
-    ep.NewPrimitive(ep.ExpandFactory, "cpu", np.int32).LaunchStrided(ep.GetDevice("cpu").CreateStream(), view, dst)
-    np.testing.assert_array_equal(dst, view)
+    np.testing.assert_array_equal(copy_view("cpu", view), view)
 
 
-def test_launch_strided_refuses_negative_strides(device):
-    src = to_device(np.arange(6, dtype=np.float32), device)[::-1]
-    primitive = ep.NewPrimitive(ep.ExpandFactory, device, np.float32)
-    with pytest.raises(ValueError, match=r"src: negative strides \(-4,\) are not supported"):
-        primitive.LaunchStrided(ep.GetDevice(device).CreateStream(), src, to_device(np.zeros(6, np.float32), device))
+def test_copy_nd_refuses_negative_strides(device):
+    src = to_device(np.arange(6, dtype=np.float32), device)
+    primitive = ep.NewPrimitive(ep.CopyNdFactory, device, 1)
+    dst = to_device(np.zeros(6, np.float32), device)
+    with pytest.raises(ValueError, match=r"src_strides\[0\]: -1 is negative"):
+        primitive.Launch(ep.GetDevice(device).CreateStream(), np.float32, 1, dst, (6,), (0,), src, (6,), (0,), (6,), (-1,))
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
-def test_contiguous_copies_a_strided_cuda_array_on_the_device(device, dtype):
-    if device != "cuda":
-        pytest.skip("cpu arrays are made contiguous by NumPy")
-    from ep.ops.arrays import contiguous
-
+def test_contiguous_copies_a_strided_array_on_its_device(device, dtype):
     x = sample((4, 3, 6), dtype, seed=5)
     array = to_device(x, device)
     for view in (np.s_[:, :, ::2], np.s_[::2, 1:], np.s_[:, 1]):
         strided = array[view]
-        assert not strided.is_c_contiguous()
-        copy = contiguous(strided, ep.GetDevice(device))
-        assert copy.is_c_contiguous()
-        assert same_bytes(to_numpy(copy), x[view])
+        assert not is_c_contiguous(strided)
+        assert same_bytes(copy_view(device, strided), x[view])
     assert same_bytes(to_numpy(array), x)
 
 
-def test_contiguous_transposed_cuda_array_and_negative_strides(device):
-    if device != "cuda":
-        pytest.skip("cpu arrays are made contiguous by NumPy")
-    from ep.ops.arrays import contiguous
-
+def test_contiguous_transposed_array_and_negative_strides(device):
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     array = to_device(x, device)
-    np.testing.assert_array_equal(to_numpy(contiguous(array.T, ep.GetDevice(device))), x.T)
-    with pytest.raises(ValueError, match="x: negative strides"):
-        contiguous(array[:, ::-1], ep.GetDevice(device))
+    np.testing.assert_array_equal(copy_view(device, array.T), x.T)
+    if device == "cuda":
+        with pytest.raises(ValueError, match="x: negative strides"):
+            contiguous(array[:, ::-1], ep.GetDevice(device))
+    else:  # NumPy copies what CopyNd cannot read
+        np.testing.assert_array_equal(contiguous(array[:, ::-1], ep.GetDevice(device)), x[:, ::-1])
 
 
 # ---- ep.ops.expand and the expand rule

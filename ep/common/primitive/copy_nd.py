@@ -5,16 +5,13 @@ from typing import Iterator
 
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.strided_copy import MAX_CALLER_DIMS, CopyLaunch, StridedCopyKernels, plan_copy, span
+from ep.common.primitive.strided_copy import MAX_CACHED_PLANS, MAX_CALLER_DIMS, CopyLaunch, StridedCopyKernels, plan_copy, span
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.common.runtime.validate import count as check_count, dims as check_dims
 from ep.include.primitive.copy_nd import CopyNd, CopyNdFactory
-
-# Plans kept per primitive; a program cycling through more boxes rebuilds them.
-MAX_CACHED_PLANS = 512
 
 
 def _dims(value: object, name: str, num_dims: int) -> tuple[int, ...]:

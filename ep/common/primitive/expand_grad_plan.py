@@ -12,14 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ep.common.primitive.broadcast import simplify_broadcast_dims
-from ep.common.runtime.buffer import storage
-from ep.common.math.convert import store_fn
-from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType
 from ep.common.jit import scalar_function
+from ep.common.math.convert import store_fn
 from ep.common.math.nd_index_offset_helper import contiguous_strides
-from ep.common.primitive.strided_copy import MAX_NUM_DIMS, check_broadcast_dims
+from ep.common.primitive.broadcast import simplify_broadcast_dims
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.validate import MAX_NUM_DIMS
 
 # What each dtype sums in: float16 in float32 (as OneFlow), integers in int64 (wrapping like NumPy's
 # sum with dtype=); bool has no sum.
@@ -55,6 +53,7 @@ def store_sum_fn(dtype: DataType):
 
 @dataclass(frozen=True)
 class ExpandGradPlan:
+    src_count: int
     count: int
     dst_strides: tuple[int, ...]
     src_strides: tuple[int, ...]
@@ -95,7 +94,8 @@ def expand_grad_plan(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> Ex
     inner_dim = summed[-1] if summed else None
     outer = tuple(m if d in summed and d != inner_dim else 1 for d, m in enumerate(src_simple))
     return ExpandGradPlan(
-        count=math.prod(dst_simple),
+        src_count=math.prod(src_dims),
+        count=math.prod(dst_dims),
         dst_strides=contiguous_strides(dst_simple),
         src_strides=src_strides,
         outer_strides=contiguous_strides(outer),
@@ -105,14 +105,3 @@ def expand_grad_plan(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> Ex
         inner_stride=0 if inner_dim is None else src_strides[inner_dim],
         row=1 if inner_dim == len(src_simple) - 1 else src_simple[-1],
     )
-
-
-def prepare_expand_grad(device_type: DeviceType, dtype: DataType, src_dims, src, dst_dims, dst):
-    """(plan, src storage, dst storage) for ExpandGrad.Launch after checking every argument; None when dst is empty."""
-    dst_dims, src_dims = check_broadcast_dims(dst_dims, src_dims, ("dst_dims", "src_dims"))
-    src_count, dst_count = math.prod(src_dims), math.prod(dst_dims)
-    src = storage(src, "src", device_type, dtype, src_count)
-    dst = storage(dst, "dst", device_type, dtype, dst_count, writable=True)
-    if dst_count == 0:
-        return None
-    return expand_grad_plan(src_dims, dst_dims), src, dst

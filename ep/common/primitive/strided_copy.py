@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 from ep.common.jit import scalar_function
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
@@ -21,6 +21,8 @@ from ep.common.runtime.validate import MAX_NUM_DIMS, dims as check_dims
 
 # Dims a caller may name before merging (NumPy's limit); what the kernels index is bounded by MAX_NUM_DIMS.
 MAX_CALLER_DIMS = 64
+# Plans kept per primitive; a program cycling through more shapes rebuilds them.
+MAX_CACHED_PLANS = 512
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,42 @@ def check_broadcast_dims(small: object, large: object, names: tuple[str, str]) -
         if s != d and s != 1:
             raise ValueError(f"{names[0]}[{i}] = {s} does not broadcast to {names[1]}[{lead + i}] = {d}; expected {d} or 1")
     return small, large
+
+
+class BroadcastDimsCache:
+    """Whatever make(small, large) returns for dims where small broadcasts to large, kept per pair.
+
+    Keyed by the caller's own tuples: floats and bools compare equal to ints, so a hit counts only
+    when every dim is an int; anything else is checked (and named in an error) as on a miss.
+    """
+
+    def __init__(self, make: Callable[[tuple[int, ...], tuple[int, ...]], object], names: tuple[str, str]) -> None:
+        self._make = make
+        self._names = names
+        self._entries: dict[tuple, object] = {}
+
+    def get(self, small, large):
+        try:
+            found = self._entries[small, large]
+        except (KeyError, TypeError):
+            return self._miss(small, large)
+        for d in small:
+            if type(d) is not int:
+                return self._miss(small, large)
+        for d in large:
+            if type(d) is not int:
+                return self._miss(small, large)
+        return found
+
+    def _miss(self, small, large):
+        key = check_broadcast_dims(small, large, self._names)
+        found = self._entries.get(key)
+        if found is None:
+            found = self._make(*key)
+            if len(self._entries) >= MAX_CACHED_PLANS:
+                self._entries.clear()
+            self._entries[key] = found
+        return found
 
 
 def _merge(dims: Sequence[int], src: Sequence[int], dst: Sequence[int]) -> tuple[list[int], list[int], list[int]]:

@@ -1,41 +1,43 @@
-"""ExpandGrad on the CPU: parallel over dst elements, each summing its strided set of src."""
+"""ExpandGrad's CPU kernel: parallel over blocks of dst elements, each summing its strided set of src."""
 from __future__ import annotations
 
 import functools
+from typing import Iterator
 
 import numpy as np
 from numba import prange
 
+from ep.common.jit import bound, scalar_function, specialize, template
 from ep.common.math.convert import load_fn
-from ep.common.runtime.data_type import DataType, as_data_type
-from ep.common.runtime.device import DeviceType
-from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, prepare_expand_grad, store_sum_fn
-from ep.common.jit import scalar_function, specialize
 from ep.common.math.nd_index_offset_helper import map_offset
-from ep.common.runtime.stream import check_stream
+from ep.common.primitive.expand_grad import ExpandGradFactoryImpl, ExpandGradKernels
+from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan, store_sum_fn
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
 from ep.cpu.kernel import CpuKernel
-from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
+from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
-
 
 # dst elements per task along a kept innermost dim.
 BLOCK = 512
 
 
+@template("accumulate", "load")
 def _sum_view(view, n):
     # Four running sums: one would wait on each add's latency, as LLVM keeps float adds in order.
-    t0 = t1 = t2 = t3 = accumulate(0)  # noqa: F821 (bound by specialize)
+    t0 = t1 = t2 = t3 = bound.accumulate(0)
     quads = n // 4 * 4
     for j in range(0, quads, 4):
-        t0 += load(view[j])  # noqa: F821
-        t1 += load(view[j + 1])  # noqa: F821
-        t2 += load(view[j + 2])  # noqa: F821
-        t3 += load(view[j + 3])  # noqa: F821
+        t0 += bound.load(view[j])
+        t1 += bound.load(view[j + 1])
+        t2 += bound.load(view[j + 2])
+        t3 += bound.load(view[j + 3])
     for j in range(quads, n):
-        t0 += load(view[j])  # noqa: F821
+        t0 += bound.load(view[j])
     return (t0 + t1) + (t2 + t3)
 
 
+@template("accumulate", "load", "store", "sum_view")
 def _expand_grad(
     src, dst, sums, num_tasks, pieces, row, dst_strides, src_strides, outer_strides, outer_src_strides, num_outer, inner, inner_stride
 ):
@@ -50,15 +52,15 @@ def _expand_grad(
         n = min(BLOCK, row - b0)
         base = map_offset(first, dst_strides, src_strides)
         if n == 1:
-            total = accumulate(0)  # noqa: F821
+            total = bound.accumulate(0)
             for k in range(num_outer):
                 offset = base + map_offset(k, outer_strides, outer_src_strides)
                 if inner_stride <= 1:  # 0 when nothing is summed: one element
-                    total += sum_view(src[offset : offset + inner], inner)  # noqa: F821
+                    total += bound.sum_view(src[offset : offset + inner], inner)
                 else:
                     end = offset + (inner - 1) * inner_stride + 1
-                    total += sum_view(src[offset:end:inner_stride], inner)  # noqa: F821
-            dst[first] = store(total)  # noqa: F821
+                    total += bound.sum_view(src[offset:end:inner_stride], inner)
+            dst[first] = bound.store(total)
         else:
             acc = sums[first : first + n]
             for b in range(n):
@@ -68,69 +70,41 @@ def _expand_grad(
                 for j in range(inner):
                     src_row = src[offset + j * inner_stride : offset + j * inner_stride + n]
                     for b in range(n):
-                        acc[b] += load(src_row[b])  # noqa: F821
+                        acc[b] += bound.load(src_row[b])
             out = dst[first : first + n]
             for b in range(n):
-                out[b] = store(acc[b])  # noqa: F821
+                out[b] = bound.store(acc[b])
 
 
-@functools.cache
-def _kernel(dtype: DataType) -> CpuKernel:
-    return CpuKernel(
-        _expand_grad,
-        f"expand_grad_{dtype.value}",
-        accumulate=ACCUMULATE_DTYPES[dtype],
-        load=load_fn(dtype),
-        store=store_sum_fn(dtype),
-        sum_view=scalar_function(
-            specialize(_sum_view, f"sum_view_{dtype.value}", accumulate=ACCUMULATE_DTYPES[dtype], load=load_fn(dtype))
-        ),
-    )
+class CpuExpandGradKernels(ExpandGradKernels):
+    @functools.cache
+    def kernel(self, dtype: DataType) -> CpuKernel:
+        accumulate, load = ACCUMULATE_DTYPES[dtype], load_fn(dtype)
+        sum_view = scalar_function(specialize(_sum_view, f"sum_view_{dtype.value}", accumulate=accumulate, load=load))
+        return CpuKernel(
+            _expand_grad, f"expand_grad_{dtype.value}", accumulate=accumulate, load=load, store=store_sum_fn(dtype), sum_view=sum_view
+        )
 
+    def launch(self, stream, dtype: DataType, plan: ExpandGradPlan, src, dst) -> None:
+        pieces = -(-plan.row // BLOCK)
+        sums = np.empty(plan.count if plan.row > 1 else 0, ACCUMULATE_DTYPES[dtype])
+        self.kernel(dtype).launch(
+            stream,
+            plan.count * plan.num_outer * plan.inner,
+            src,
+            dst,
+            sums,
+            plan.count // plan.row * pieces,
+            pieces,
+            plan.row,
+            *plan.args()[1:],
+        )
 
-class ExpandGradImpl(ExpandGrad):
-    def __init__(self, dtype: DataType) -> None:
-        self.dtype = dtype
-        self._kernel = _kernel(dtype)
-
-    def Launch(self, stream, src_dims, src, dst_dims, dst) -> None:
-        check_stream(stream, DeviceType.kCPU)
-        prepared = prepare_expand_grad(DeviceType.kCPU, self.dtype, src_dims, src, dst_dims, dst)
-        if prepared is not None:
-            plan, src, dst = prepared
-            pieces = -(-plan.row // BLOCK)
-            sums = np.empty(plan.count if plan.row > 1 else 0, ACCUMULATE_DTYPES[self.dtype])
-            self._kernel(
-                plan.count * plan.num_outer * plan.inner,
-                src,
-                dst,
-                sums,
-                plan.count // plan.row * pieces,
-                pieces,
-                plan.row,
-                plan.dst_strides,
-                plan.src_strides,
-                plan.outer_strides,
-                plan.outer_src_strides,
-                plan.num_outer,
-                plan.inner,
-                plan.inner_stride,
-            )
-
-
-@functools.cache
-def _primitive(dtype: DataType) -> ExpandGradImpl:
-    return ExpandGradImpl(dtype)
-
-
-class ExpandGradFactoryImpl(ExpandGradFactory):
-    def New(self, dtype) -> ExpandGrad | None:
-        dtype = as_data_type(dtype)
-        return _primitive(dtype) if dtype in ACCUMULATE_DTYPES else None
-
-    def Combinations(self):
+    def all_kernels(self) -> Iterator[object]:
         for dtype in ACCUMULATE_DTYPES:
-            yield None, (dtype,)
+            yield self.kernel(dtype)
 
 
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, ExpandGradFactory, ExpandGradFactoryImpl)
+REGISTER_PRIMITIVE_FACTORY(
+    DeviceType.kCPU, ExpandGradFactory, ExpandGradFactoryImpl(DeviceType.kCPU, CpuExpandGradKernels())
+)
