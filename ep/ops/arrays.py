@@ -78,15 +78,27 @@ def _copy_nd(device: Device, num_dims: int):
 
 def _span(array, dtype: DataType, count: int, device: Device):
     """count elements of dtype from array's first element on, as a flat array: the storage a view reads."""
-    if device.device_type is DeviceType.kCPU or _simulated():
-        first = np.asarray(array)[(slice(0, 1),) * array.ndim].reshape(1).view(dtype.dtype)
-        flat = np.lib.stride_tricks.as_strided(first, shape=(count,), strides=(dtype.itemsize,), writeable=False)
-        return flat if device.device_type is DeviceType.kCPU else _fake_cuda_array(flat)
+    if device.device_type is DeviceType.kCPU:
+        return _host_span(array, dtype, count)
+    if _simulated():
+        return _fake_cuda_array(_host_span(np.asarray(array), dtype, count))
     from numba import cuda
 
     data = array.__cuda_array_interface__["data"][0]
     interface = {"shape": (count,), "strides": None, "typestr": dtype.dtype.str, "data": (data, True), "version": 3}
     return cuda.from_cuda_array_interface(interface, owner=array, sync=False)
+
+
+def _host_span(array: np.ndarray, dtype: DataType, count: int) -> np.ndarray:
+    root = array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root.flags.c_contiguous:
+        # A view of the allocation the array views: cheaper than as_strided, and as writable as it.
+        offset = array.ctypes.data - root.ctypes.data
+        return np.ndarray((count,), dtype.dtype, buffer=root, offset=offset)
+    first = array[(slice(0, 1),) * array.ndim].reshape(1).view(dtype.dtype)
+    return np.lib.stride_tricks.as_strided(first, shape=(count,), strides=(dtype.itemsize,), writeable=False)
 
 
 def _simulated() -> bool:

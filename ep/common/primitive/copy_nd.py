@@ -5,7 +5,8 @@ from typing import Iterator
 
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.strided_copy import MAX_CACHED_PLANS, MAX_CALLER_DIMS, CopyLaunch, StridedCopyKernels, plan_copy, span
+from ep.common.primitive.broadcast_dims import MAX_CACHED_PLANS, MAX_CALLER_DIMS
+from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels, run_copy, span
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, as_data_type
 from ep.common.runtime.device import DeviceType
@@ -31,11 +32,28 @@ class CopyNdImpl(CopyNd):
         self.max_num_dims = max_num_dims
         self._kernels = kernels
         self._stream_type = STREAM_TYPES[device_type]
-        self._plans: dict[tuple, CopyLaunch] = {}
+        self._args: dict[tuple, CopyArgs] = {}
 
     def Launch(self, stream, data_type, num_dims, dst, dst_dims, dst_pos, src, src_dims, src_pos, extent, src_strides=None) -> None:
         if type(stream) is not self._stream_type:
             check_stream(stream, self.device_type)
+        # Checked arguments are kept by the caller's own values. Floats and bools compare equal to
+        # ints, so a hit counts only when every size is an int; anything else is checked again.
+        raw = (data_type, num_dims, dst_dims, dst_pos, src_dims, src_pos, extent, src_strides)
+        try:
+            args = self._args[raw]
+        except (KeyError, TypeError):
+            args = self._check(raw)
+        else:
+            if type(num_dims) is not int or not _all_ints(raw[2:]):
+                args = self._check(raw)
+        src = storage(src, "src", self.device_type, args.data_type, args.src_count)
+        dst = storage(dst, "dst", self.device_type, args.data_type, args.dst_count, writable=True)
+        if args.launches is not None:  # None: an empty box
+            run_copy(self._kernels, stream, args, src, dst, "extent")
+
+    def _check(self, raw: tuple) -> CopyArgs:
+        data_type, num_dims, dst_dims, dst_pos, src_dims, src_pos, extent, src_strides = raw
         data_type = as_data_type(data_type, "data_type")
         num_dims = check_count(num_dims, "num_dims")
         if not 1 <= num_dims <= self.max_num_dims:
@@ -52,21 +70,33 @@ class CopyNdImpl(CopyNd):
         else:
             src_strides = _dims(src_strides, "src_strides", num_dims)
         dst_strides = contiguous_strides(dst_dims)
-        src = storage(src, "src", self.device_type, data_type, span(src_dims, src_strides))
-        dst = storage(dst, "dst", self.device_type, data_type, span(dst_dims, dst_strides), writable=True)
-        if 0 in extent:
-            return
-        # Each buffer from the box's first element, so that the unit also divides where the box starts.
-        src = src[_dot(src_pos, src_strides) :]
-        dst = dst[_dot(dst_pos, dst_strides) :]
-        key = (data_type, extent, src_strides, dst_strides, self._kernels.alignment(src, dst))
-        launch = self._plans.get(key)
-        if launch is None:
-            launch = plan_copy(self._kernels, data_type.itemsize, extent, src_strides, dst_strides, src, dst, "extent")
-            if len(self._plans) >= MAX_CACHED_PLANS:
-                self._plans.clear()
-            self._plans[key] = launch
-        self._kernels.launch(stream, launch, src, dst)
+        args = CopyArgs(
+            data_type,
+            span(src_dims, src_strides),
+            span(dst_dims, dst_strides),
+            _dot(src_pos, src_strides),
+            _dot(dst_pos, dst_strides),
+            extent,
+            src_strides,
+            dst_strides,
+            None if 0 in extent else {},
+        )
+        if len(self._args) >= MAX_CACHED_PLANS:
+            self._args.clear()
+        try:
+            self._args[raw] = args
+        except TypeError:  # lists: checked on every launch
+            pass
+        return args
+
+
+def _all_ints(sequences: tuple) -> bool:
+    for sequence in sequences:
+        if sequence is not None:
+            for value in sequence:
+                if type(value) is not int:
+                    return False
+    return True
 
 
 class CopyNdFactoryImpl(GenericFactory, CopyNdFactory):

@@ -2,60 +2,47 @@
 from __future__ import annotations
 
 import math
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
+from ep.common.primitive.broadcast_dims import BroadcastDimsPrimitive
 from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.strided_copy import BroadcastDimsCache, CopyLaunch, StridedCopyKernels, plan_copy
+from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels, run_copy
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.stream import check_stream
 from ep.include.primitive.expand import Expand, ExpandFactory
 
 
-class ExpandShape(NamedTuple):
-    """What a Launch for one (src_dims, dst_dims) needs besides the buffers: counts, strides, and plans by alignment."""
-
-    src_count: int
-    dst_count: int
-    dst_dims: tuple[int, ...]
-    src_strides: tuple[int, ...]
-    dst_strides: tuple[int, ...]
-    launches: dict[int, CopyLaunch]
-
-
-def _expand_shape(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> ExpandShape:
-    padded = (1,) * (len(dst_dims) - len(src_dims)) + src_dims
-    strides = broadcast_strides(padded, dst_dims)
-    return ExpandShape(math.prod(src_dims), math.prod(dst_dims), dst_dims, strides, contiguous_strides(dst_dims), {})
-
-
-class ExpandImpl(Expand):
+class ExpandImpl(BroadcastDimsPrimitive, Expand):
     def __init__(self, device_type: DeviceType, kernels: StridedCopyKernels, dtype: DataType) -> None:
-        self.device_type = device_type
-        self.dtype = dtype
-        self._kernels = kernels
-        self._stream_type = STREAM_TYPES[device_type]
-        self._shapes = BroadcastDimsCache(_expand_shape, ("src_dims", "dst_dims"))
+        super().__init__(device_type, kernels, dtype, self._copy_args, ("src_dims", "dst_dims"))
+
+    def _copy_args(self, src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> CopyArgs:
+        # Expand is a copy of dst_dims elements reading src with stride 0 along its broadcast dims.
+        padded = (1,) * (len(dst_dims) - len(src_dims)) + src_dims
+        src_count, dst_count = math.prod(src_dims), math.prod(dst_dims)
+        strides = broadcast_strides(padded, dst_dims)
+        launches = {} if dst_count else None
+        return CopyArgs(self.dtype, src_count, dst_count, 0, 0, dst_dims, strides, contiguous_strides(dst_dims), launches)
 
     def Launch(self, stream, src_dims, src, dst_dims, dst) -> None:
-        # Written for tiny launches, whose cost is this function: one lookup, a few checks, one call.
+        # Written for tiny launches, whose cost is this function: _checked's work without its calls.
         if type(stream) is not self._stream_type:
             check_stream(stream, self.device_type)
-        shape = self._shapes.get(src_dims, dst_dims)
-        src = storage(src, "src", self.device_type, self.dtype, shape.src_count)
-        dst = storage(dst, "dst", self.device_type, self.dtype, shape.dst_count, writable=True)
-        if shape.dst_count == 0:
-            return
-        kernels = self._kernels
-        alignment = kernels.alignment(src, dst)
-        launch = shape.launches.get(alignment)
-        if launch is None:
-            itemsize = self.dtype.itemsize
-            launch = plan_copy(kernels, itemsize, shape.dst_dims, shape.src_strides, shape.dst_strides, src, dst, "dst_dims")
-            shape.launches[alignment] = launch
-        kernels.launch(stream, launch, src, dst)
+        try:
+            args = self._plans.entries[src_dims, dst_dims]
+        except (KeyError, TypeError):
+            args = self._plans.get(src_dims, dst_dims)
+        else:
+            if not self._plans.all_ints(src_dims, dst_dims):
+                args = self._plans.get(src_dims, dst_dims)
+        device_type, dtype = self.device_type, self.dtype
+        src = storage(src, "src", device_type, dtype, args.src_count)
+        dst = storage(dst, "dst", device_type, dtype, args.dst_count, writable=True)
+        if args.launches is not None:  # None: an empty dst
+            run_copy(self._kernels, stream, args, src, dst, "dst_dims")
 
 
 class ExpandFactoryImpl(GenericFactory, ExpandFactory):

@@ -5,12 +5,10 @@ import abc
 from typing import Iterator
 
 from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan, expand_grad_plan
+from ep.common.primitive.broadcast_dims import BroadcastDimsPrimitive
 from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.strided_copy import BroadcastDimsCache
-from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
 
 
@@ -26,22 +24,18 @@ class ExpandGradKernels(abc.ABC):
         """Every kernel a launch can run, for the PTX check."""
 
 
-class ExpandGradImpl(ExpandGrad):
+def _plan(dst_dims: tuple[int, ...], src_dims: tuple[int, ...]) -> ExpandGradPlan:
+    return expand_grad_plan(src_dims, dst_dims)
+
+
+class ExpandGradImpl(BroadcastDimsPrimitive, ExpandGrad):
     def __init__(self, device_type: DeviceType, kernels: ExpandGradKernels, dtype: DataType) -> None:
-        self.device_type = device_type
-        self.dtype = dtype
-        self._kernels = kernels
-        self._stream_type = STREAM_TYPES[device_type]
-        # Keyed (dst_dims, src_dims): dst_dims is the one that broadcasts.
-        self._plans = BroadcastDimsCache(lambda dst_dims, src_dims: expand_grad_plan(src_dims, dst_dims), ("dst_dims", "src_dims"))
+        # dst_dims is the one that broadcasts.
+        super().__init__(device_type, kernels, dtype, _plan, ("dst_dims", "src_dims"))
 
     def Launch(self, stream, src_dims, src, dst_dims, dst) -> None:
-        if type(stream) is not self._stream_type:
-            check_stream(stream, self.device_type)
-        plan = self._plans.get(dst_dims, src_dims)
-        src = storage(src, "src", self.device_type, self.dtype, plan.src_count)
-        dst = storage(dst, "dst", self.device_type, self.dtype, plan.count, writable=True)
-        if plan.count:
+        plan, src, dst = self._checked(stream, src_dims, src, dst_dims, dst)
+        if plan.dst_count:
             self._kernels.launch(stream, self.dtype, plan, src, dst)
 
 

@@ -69,6 +69,10 @@ class ExpandGradPlan:
     def ndim(self) -> int:
         return len(self.dst_strides)
 
+    @property
+    def dst_count(self) -> int:
+        return self.count
+
     def args(self) -> tuple:
         """The kernel's arguments after src and dst."""
         return (

@@ -12,17 +12,14 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterator, NamedTuple, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 from ep.common.jit import scalar_function
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.primitive.byte_units import UNITS, address, move_unit
-from ep.common.runtime.validate import MAX_NUM_DIMS, dims as check_dims
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.validate import MAX_NUM_DIMS
 
-# Dims a caller may name before merging (NumPy's limit); what the kernels index is bounded by MAX_NUM_DIMS.
-MAX_CALLER_DIMS = 64
-# Plans kept per primitive; a program cycling through more shapes rebuilds them.
-MAX_CACHED_PLANS = 512
 
 
 @dataclass(frozen=True)
@@ -84,55 +81,6 @@ def run_offsets(r, run_strides, src_strides, dst_strides):
         s += index * src_strides[dim]
         d += index * dst_strides[dim]
     return s, d
-
-
-def check_broadcast_dims(small: object, large: object, names: tuple[str, str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(small, large) as int tuples if small broadcasts to large (aligned from the right, each dim equal or 1)."""
-    small, large = check_dims(small, names[0], MAX_CALLER_DIMS), check_dims(large, names[1], MAX_CALLER_DIMS)
-    if len(small) > len(large):
-        raise ValueError(f"{names[0]}: has {len(small)} dims, more than the {len(large)} of {names[1]}")
-    lead = len(large) - len(small)
-    for i, s in enumerate(small):
-        d = large[lead + i]
-        if s != d and s != 1:
-            raise ValueError(f"{names[0]}[{i}] = {s} does not broadcast to {names[1]}[{lead + i}] = {d}; expected {d} or 1")
-    return small, large
-
-
-class BroadcastDimsCache:
-    """Whatever make(small, large) returns for dims where small broadcasts to large, kept per pair.
-
-    Keyed by the caller's own tuples: floats and bools compare equal to ints, so a hit counts only
-    when every dim is an int; anything else is checked (and named in an error) as on a miss.
-    """
-
-    def __init__(self, make: Callable[[tuple[int, ...], tuple[int, ...]], object], names: tuple[str, str]) -> None:
-        self._make = make
-        self._names = names
-        self._entries: dict[tuple, object] = {}
-
-    def get(self, small, large):
-        try:
-            found = self._entries[small, large]
-        except (KeyError, TypeError):
-            return self._miss(small, large)
-        for d in small:
-            if type(d) is not int:
-                return self._miss(small, large)
-        for d in large:
-            if type(d) is not int:
-                return self._miss(small, large)
-        return found
-
-    def _miss(self, small, large):
-        key = check_broadcast_dims(small, large, self._names)
-        found = self._entries.get(key)
-        if found is None:
-            found = self._make(*key)
-            if len(self._entries) >= MAX_CACHED_PLANS:
-                self._entries.clear()
-            self._entries[key] = found
-        return found
 
 
 def _merge(dims: Sequence[int], src: Sequence[int], dst: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
@@ -230,9 +178,39 @@ class StridedCopyKernels(abc.ABC):
 
     def alignment(self, src, dst) -> int:
         """The low address bits of src and dst that decide the unit (0 where units ignore addresses)."""
-        if not self.aligned_units:
-            return 0
-        return (address(src) | address(dst)) & (max(UNITS) - 1)
+        return (address(src) | address(dst)) & (max(UNITS) - 1) if self.aligned_units else 0
+
+
+class CopyArgs(NamedTuple):
+    """A checked copy, all but its buffers."""
+
+    data_type: DataType
+    # The elements each buffer must hold, and where in each the copy starts.
+    src_count: int
+    dst_count: int
+    src_offset: int
+    dst_offset: int
+    # The copied elements' dims, and their element strides in each buffer.
+    dims: tuple[int, ...]
+    src_strides: tuple[int, ...]
+    dst_strides: tuple[int, ...]
+    # Plans by the buffers' alignment (kernels.alignment); None when nothing is copied.
+    launches: dict[int, CopyLaunch] | None
+
+
+def run_copy(kernels: StridedCopyKernels, stream, args: CopyArgs, src, dst, name: str) -> None:
+    """Copy as args says from flat storage src to dst (checked to hold what args needs); name is
+    the argument an oversized plan blames."""
+    if args.src_offset or args.dst_offset:
+        # Each buffer from the copy's first element, so that the unit also divides where it starts.
+        src, dst = src[args.src_offset :], dst[args.dst_offset :]
+    alignment = kernels.alignment(src, dst) if kernels.aligned_units else 0
+    launch = args.launches.get(alignment)
+    if launch is None:
+        itemsize = args.data_type.itemsize
+        launch = plan_copy(kernels, itemsize, args.dims, args.src_strides, args.dst_strides, src, dst, name)
+        args.launches[alignment] = launch
+    kernels.launch(stream, launch, src, dst)
 
 
 def plan_copy(

@@ -168,6 +168,8 @@ class CpuLaunch(NamedTuple):
     params: np.ndarray
     unit: int
     parallel: bool  # serial launches move elements of the buffers' own dtype, parallel ones raw units
+    # [(element dtype, _serial_entry(element dtype))] once a serial launch ran: a plan serves one dtype.
+    entry: list
 
 
 _ndarray = np.ndarray
@@ -197,10 +199,10 @@ class CpuStridedCopyKernels(StridedCopyKernels):
         scalars = (count, chunk, -(-count // chunk), plan.run, plan.inner_stride, runs_per_row, run_stride, run_dst_stride)
         scalars += (int(stream), len(row_dims))
         params = np.array(scalars + row_dims + strides[:-2] + dst_strides[:-2], np.int64)
-        return CpuLaunch(params, plan.unit, parallel)
+        return CpuLaunch(params, plan.unit, parallel, [None])
 
     def launch(self, stream, launch: CopyLaunch, src, dst) -> None:
-        params, unit, parallel = launch.prepared
+        params, unit, parallel, entry = launch.prepared
         if parallel:
             _KERNEL.parallel(as_units(src, launch.src_span, unit), as_units(dst, launch.dst_span, unit), params)
             return
@@ -208,7 +210,10 @@ class CpuStridedCopyKernels(StridedCopyKernels):
             src, dst = src.view(_UINT8), dst.view(_UINT8)
         # Exactly the types _serial_entry compiled for: skip the dispatch.
         if type(src) is _ndarray and type(dst) is _ndarray and (f := src.flags).aligned and f.writeable and dst.flags.aligned:
-            _serial_entry(src.dtype)(src, dst, params)
+            compiled = entry[0]  # read once: another thread may set it meanwhile
+            if compiled is None or compiled[0] is not src.dtype:
+                compiled = entry[0] = (src.dtype, _serial_entry(src.dtype))
+            compiled[1](src, dst, params)
         else:
             _KERNEL.serial(src, dst, params)
 

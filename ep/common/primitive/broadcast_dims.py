@@ -1,0 +1,95 @@
+"""What Expand and ExpandGrad check alike: dims where one broadcasts to the other, a plan per pair, the buffers."""
+from __future__ import annotations
+
+from typing import Callable
+
+from ep.common.runtime.buffer import storage
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
+from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.validate import dims as check_dims
+
+# Dims a caller may name before merging (NumPy's limit); what kernels index is bounded by MAX_NUM_DIMS.
+MAX_CALLER_DIMS = 64
+# Plans kept per primitive; a program cycling through more shapes rebuilds them.
+MAX_CACHED_PLANS = 512
+
+
+def check_broadcast_dims(small: object, large: object, names: tuple[str, str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(small, large) as int tuples if small broadcasts to large (aligned from the right, each dim equal or 1)."""
+    small, large = check_dims(small, names[0], MAX_CALLER_DIMS), check_dims(large, names[1], MAX_CALLER_DIMS)
+    if len(small) > len(large):
+        raise ValueError(f"{names[0]}: has {len(small)} dims, more than the {len(large)} of {names[1]}")
+    lead = len(large) - len(small)
+    for i, s in enumerate(small):
+        d = large[lead + i]
+        if s != d and s != 1:
+            raise ValueError(f"{names[0]}[{i}] = {s} does not broadcast to {names[1]}[{lead + i}] = {d}; expected {d} or 1")
+    return small, large
+
+
+class BroadcastDimsCache:
+    """Whatever make(small, large) returns for dims where small broadcasts to large, kept per pair.
+
+    Keyed by the caller's own tuples: floats and bools compare equal to ints, so a hit counts only
+    when every dim is an int; anything else is checked (and named in an error) as on a miss.
+    """
+
+    def __init__(self, make: Callable[[tuple[int, ...], tuple[int, ...]], object], names: tuple[str, str]) -> None:
+        self._make = make
+        self._names = names
+        #: Found by the caller's (small, large); a hit counts only if all_ints(small, large).
+        self.entries: dict[tuple, object] = {}
+
+    def get(self, small, large):
+        try:
+            found = self.entries[small, large]
+        except (KeyError, TypeError):
+            return self._miss(small, large)
+        return found if self.all_ints(small, large) else self._miss(small, large)
+
+    @staticmethod
+    def all_ints(small, large) -> bool:
+        for d in small:
+            if type(d) is not int:
+                return False
+        for d in large:
+            if type(d) is not int:
+                return False
+        return True
+
+    def _miss(self, small, large):
+        key = check_broadcast_dims(small, large, self._names)
+        found = self.entries.get(key)
+        if found is None:
+            found = self._make(*key)
+            if len(self.entries) >= MAX_CACHED_PLANS:
+                self.entries.clear()
+            self.entries[key] = found
+        return found
+
+
+
+class BroadcastDimsPrimitive:
+    """A primitive of dtype on device_type whose Launch takes (stream, src_dims, src, dst_dims, dst).
+
+    make(small, large) plans a pair of checked dims; its result has src_count and dst_count, the
+    elements each buffer must hold. names says which of (src_dims, dst_dims) is the small one.
+    """
+
+    def __init__(self, device_type: DeviceType, kernels: object, dtype: DataType, make: Callable, names: tuple[str, str]) -> None:
+        self.device_type = device_type
+        self.dtype = dtype
+        self._kernels = kernels
+        self._stream_type = STREAM_TYPES[device_type]
+        self._plans = BroadcastDimsCache(make, names)
+        self._small_is_src = names[0] == "src_dims"
+
+    def _checked(self, stream, src_dims, src, dst_dims, dst):
+        """(plan, src storage, dst storage) once every argument is checked."""
+        if type(stream) is not self._stream_type:
+            check_stream(stream, self.device_type)
+        plan = self._plans.get(src_dims, dst_dims) if self._small_is_src else self._plans.get(dst_dims, src_dims)
+        src = storage(src, "src", self.device_type, self.dtype, plan.src_count)
+        dst = storage(dst, "dst", self.device_type, self.dtype, plan.dst_count, writable=True)
+        return plan, src, dst
