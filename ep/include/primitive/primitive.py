@@ -73,7 +73,7 @@ def NewPrimitive(factory_type: type[Factory], device: object, *args, **kwargs) -
     DeviceType, a Device or a tag ("cpu", "cuda", "cuda:0"); args and kwargs are that factory's New
     arguments (see its New), for example
     `NewPrimitive(ElementwiseUnaryFactory, "cpu", UnaryOp.kRelu, DataType.kFloat, DataType.kFloat)`.
-    The same arguments give the same primitive object; nothing compiles until its first Launch.
+    Primitives are cached per set of arguments; nothing compiles until the first Launch.
     """
     if not (isinstance(factory_type, type) and issubclass(factory_type, Factory)):
         raise TypeError(f"factory_type: {factory_type!r} is not a Factory interface such as ElementwiseUnaryFactory")
