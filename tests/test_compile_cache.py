@@ -18,8 +18,9 @@ from ep.common.jit import kernel_digest
 SOURCES = """
 import math
 
+from numba.extending import intrinsic
+
 from ep.common.jit import bound, scalar_function, template
-from ep.common.math.intrinsics import divide
 
 
 @scalar_function
@@ -45,9 +46,17 @@ def via_module(x):
     return helpers.twice(x)
 
 
+@intrinsic
+def add(typingctx, a, b):
+    def codegen(context, builder, signature, args):
+        return builder.fadd(args[0], args[1])
+
+    return a(a, b), codegen
+
+
 @scalar_function
-def divides(x):
-    return divide(x, 3.0)
+def adds(x):
+    return add(x, 3.0)
 
 
 @template("formula")
@@ -72,7 +81,7 @@ def _digests(source: str = SOURCES, helpers: str = "def twice(x):\n    return 2 
         "log": case.of_x(math.log),
         "of_helper": case.of_x(case.helper),
         "via_module": case.via_module,
-        "divides": case.divides,
+        "adds": case.adds,
     }
     return {name: kernel_digest(case.kernel, {"formula": formula}) for name, formula in formulas.items()}
 
@@ -87,6 +96,8 @@ def test_digest_follows_what_the_kernel_inlines():
     assert {name for name in digests if edited[name] != digests[name]} == {"formula", "of_helper"}
     edited = _digests(helpers="def twice(x):\n    return x + x\n")
     assert {name for name in digests if edited[name] != digests[name]} == {"via_module"}
+    edited = _digests(SOURCES.replace("builder.fadd", "builder.fsub"))
+    assert {name for name in digests if edited[name] != digests[name]} == {"adds"}
 
 
 def test_digest_covers_plain_bindings():
