@@ -260,9 +260,9 @@ def test_read_only_in_and_indices_are_read_on_cpu(shape, flat):
 def test_cpu_prefetch_paths_match_numpy(monkeypatch, dtype, outer, gather, inner, num_indices):
     # The threshold that switches prefetching on for large params, lowered to test it on small
     # ones; the sizes are new to the plan caches, so the lowered value applies.
-    from ep.cpu.primitive import gather_common
+    from ep.cpu.primitive import gather as cpu_gather
 
-    monkeypatch.setattr(gather_common, "_PREFETCH_BYTES", 0)
+    monkeypatch.setattr(cpu_gather, "_PREFETCH_BYTES", 0)
     rng = np.random.default_rng(outer * gather)
     params = random_array(rng, (outer, gather, inner), dtype)
     indices = rng.integers(-2, gather + 2, num_indices).astype(np.int64)
@@ -280,7 +280,7 @@ def test_the_64_bit_kernels_match_the_32_bit_ones(device, monkeypatch):
     params = random_array(rng, (3, 6, 8), np.float16)
     indices = np.array([5, -1, 0, 2, 6, 3], np.int32)
     narrow = launch(device, params, indices, 1)
-    monkeypatch.setattr(gather_common, "_needs_wide", lambda *counts: True)
+    monkeypatch.setattr(gather_common, "needs_wide", lambda *counts: True)
     np.testing.assert_array_equal(launch(device, params, indices, 1), narrow)
     np.testing.assert_array_equal(narrow, reference(params, indices, 1))
 
@@ -307,10 +307,10 @@ def test_move16_copies_16_bytes():
 
 _PTX_PROBE = """
 from ep.common.runtime.data_type import DataType
-from ep.cuda.primitive.gather_common import _gather_kernel
+from ep.cuda.primitive.gather import gather_kernel
 for wide in (False, True):
     print("WIDE" if wide else "NARROW")
-    print(_gather_kernel(DataType.kInt64, 16, wide, True).ptx((8, 0)))
+    print(gather_kernel(DataType.kInt64, 16, wide, True).ptx((8, 0)))
 """
 
 
@@ -327,13 +327,17 @@ def test_32_bit_kernels_divide_by_multiply_high_and_move_16_bytes_at_once():
 
 def test_cpu_rows_move_in_the_widest_raw_unit():
     # The CPU plan moves rows of int8 as uint64, uint32 or uint16 words when the row size allows.
-    from ep.cpu.primitive.gather_common import gather_launcher
+    from ep.common.primitive.gather import gather_sizes
+    from ep.cpu.primitive.gather import CPU_GATHER_KERNELS
 
-    launcher = gather_launcher(ep.DataType.kInt8, ep.DataType.kInt64)
-    assert launcher.uncached_plan(5, 1, 2, 6, 24, 0).unit == np.dtype(np.uint64)
-    assert launcher.uncached_plan(5, 1, 2, 6, 12, 0).unit == np.dtype(np.uint32)
-    assert launcher.uncached_plan(5, 1, 2, 6, 6, 0).unit == np.dtype(np.uint16)
-    assert launcher.uncached_plan(5, 1, 2, 6, 3, 0).unit is None
+    def unit(inner):
+        sizes = gather_sizes(5, 1, 2, 6, inner, 0, wrap=False)
+        return CPU_GATHER_KERNELS.plan(ep.DataType.kInt8, ep.DataType.kInt64, sizes, False, False).unit
+
+    assert unit(24) == np.dtype(np.uint64)
+    assert unit(12) == np.dtype(np.uint32)
+    assert unit(6) == np.dtype(np.uint16)
+    assert unit(3) is None
     params = np.arange(2 * 6 * 24, dtype=np.int8).reshape(2, 6, 24)
     indices = np.array([5, 0, 2, 9, -1], np.int64)
     np.testing.assert_array_equal(launch("cpu", params, indices), reference(params, indices))

@@ -15,6 +15,7 @@ from ep.include.primitive.primitive import (
     RegisteredFactories,
 )
 from ep.include.primitive.unary_op import UnaryOp
+from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSum, UnsortedSegmentSumFactory
 
 __all__ = [
     "REGISTER_PRIMITIVE_FACTORY",
@@ -37,4 +38,6 @@ __all__ = [
     "Primitive",
     "RegisteredFactories",
     "UnaryOp",
+    "UnsortedSegmentSum",
+    "UnsortedSegmentSumFactory",
 ]
