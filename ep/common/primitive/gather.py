@@ -108,9 +108,10 @@ class IndexedKernels(abc.ABC):
     """What a device supplies for a primitive that reads rows by index (Gather, BatchGather,
     UnsortedSegmentSum): a plan of checked sizes, and its run on unchecked buffers."""
 
-    @abc.abstractmethod
     def plan(self, dtype: DataType, indices_dtype: DataType, sizes: GatherSizes, wrap: bool, check: bool) -> object:
-        """What run needs of these sizes beyond the buffers, derived once per size (it is cached)."""
+        """What run needs of these sizes beyond the buffers, derived once per size (it is cached);
+        by default nothing, for devices whose launches depend on the buffers."""
+        return None
 
     @abc.abstractmethod
     def run(self, primitive: IndexedPrimitive, plan: tuple, stream, indices, src, dst) -> int:
@@ -184,19 +185,7 @@ class GatherImpl(IndexedPrimitive, Gather):
 
 
 class BatchGatherImpl(IndexedPrimitive, BatchGather):
-    def Launch(
-        self,
-        stream,
-        indices,
-        num_indices,
-        in_,
-        batch_dim_size,
-        outer_dim_size,
-        gather_dim_size,
-        inner_dim_size,
-        out,
-        offset=0,
-    ) -> None:
+    def Launch(self, stream, indices, num_indices, in_, batch_dim_size, outer_dim_size, gather_dim_size, inner_dim_size, out, offset=0):
         self._launch(stream, indices, num_indices, in_, batch_dim_size, outer_dim_size, gather_dim_size, inner_dim_size, out, offset)
 
 

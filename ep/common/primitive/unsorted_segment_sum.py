@@ -21,19 +21,7 @@ class UnsortedSegmentSumImpl(IndexedPrimitive, UnsortedSegmentSum):
     is_gather = False
     names = ("segment_ids", "data", "out")
 
-    def Launch(
-        self,
-        stream,
-        segment_ids,
-        num_segment_ids,
-        data,
-        batch_dim_size,
-        outer_dim_size,
-        num_segments,
-        inner_dim_size,
-        out,
-        offset=0,
-    ) -> None:
+    def Launch(self, stream, segment_ids, num_segment_ids, data, batch_dim_size, outer_dim_size, num_segments, inner_dim_size, out, offset=0):
         self._launch(stream, segment_ids, num_segment_ids, data, batch_dim_size, outer_dim_size, num_segments, inner_dim_size, out, offset)
 
 

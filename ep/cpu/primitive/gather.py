@@ -135,10 +135,13 @@ def _gather(indices, in_, out, index_count, rows, rows_per_chunk, num_indices, o
     else:
         low = INT64_MAX
         high = INT64_MIN
-        for t in prange(index_count):
-            value = np.int64(indices[t])
-            low = min(low, value)
-            high = max(high, value)
+        per_chunk = (index_count + _CHUNKS - 1) // _CHUNKS
+        for chunk in prange(_CHUNKS):
+            start = min(chunk * per_chunk, index_count)
+            stop = min(start + per_chunk, index_count)
+            chunk_low, chunk_high = _least_greatest(indices[start:stop], stop - start)
+            low = min(low, chunk_low)
+            high = max(high, chunk_high)
     mode, bad = _index_mode(indices, index_count, low, high, lo, hi, gather, wrap, check)
     if bad >= 0:
         return bad

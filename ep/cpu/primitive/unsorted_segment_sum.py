@@ -78,20 +78,8 @@ class CpuUnsortedSegmentSumKernels(IndexedKernels):
         rows_per_block = -(-sizes.gather // row_blocks) if row_blocks else 0
         row_blocks = -(-sizes.gather // rows_per_block) if rows_per_block else 0
         tasks = slabs * row_blocks if sizes.inner else 0
-        args = (
-            sizes.index_count,
-            tasks,
-            row_blocks,
-            rows_per_block,
-            sizes.num_indices,
-            sizes.outer,
-            sizes.gather,
-            sizes.inner,
-            sizes.lo,
-            sizes.hi,
-            int(wrap),
-            int(check),
-        )
+        args = (sizes.index_count, tasks, row_blocks, rows_per_block, sizes.num_indices, sizes.outer, sizes.gather)
+        args += (sizes.inner, sizes.lo, sizes.hi, int(wrap), int(check))
         return _Plan(self.kernel(dtype), sizes.params_count + sizes.gathered_count, args)
 
     def run(self, primitive, plan, stream, ids, data, out) -> int:

@@ -16,7 +16,7 @@ from numba import config, cuda
 from ep.common.jit import bound, template
 from ep.common.math.intrinsics import move16
 from ep.common.primitive.byte_units import UNITS, as_units, move_unit, unit_dtype
-from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, gather_row
+from ep.common.primitive.gather import GatherFactoryImpl, IndexedKernels, gather_row
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
@@ -78,19 +78,12 @@ def gather_kernel(indices_dtype: DataType, unit: int, wide: bool, batched: bool)
 
 
 class CudaGatherKernels(IndexedKernels):
-    def plan(self, dtype, indices_dtype, sizes: GatherSizes, wrap, check) -> None:
-        # A launch's move unit and index width depend on its buffers: run picks them.
-        return None
-
     def run(self, primitive, plan, stream, indices, in_, out) -> int:
+        # A launch's move unit and index width depend on its buffers: run picks them.
+        bad, (indices, in_, out) = gather_common.checked_launch(primitive, plan, stream, indices, in_, out)
         sizes = plan[0]
-        indices, in_, out = primitive.checked_buffers(sizes, indices, in_, out)
-        if primitive.check:
-            bad = gather_common.first_bad(stream, indices, primitive.indices_dtype, sizes, primitive.wrap)
-            if bad >= 0:
-                return bad
-        if sizes.gathered_count == 0:
-            return -1
+        if bad >= 0 or sizes.gathered_count == 0:
+            return bad
         # Every size is now bounded by a buffer's length, except gather when in_ is empty: then it is 0.
         row_bytes = sizes.inner * primitive.dtype.itemsize
         unit = move_unit(row_bytes, (in_, out) if sizes.params_count else (out,), WIDEST_UNIT)

@@ -79,3 +79,11 @@ def first_bad(stream, indices, indices_dtype: DataType, sizes: GatherSizes, wrap
     position = first.copy_to_host(stream=stream.native)
     stream.Sync()
     return int(position[0]) if position[0] < count else -1
+
+
+def checked_launch(primitive, plan: tuple, stream, indices, src, dst) -> tuple[int, tuple]:
+    """(-1, or with check_bounds the first bad index's position; the buffers as flat storage)."""
+    sizes = plan[0]
+    buffers = primitive.checked_buffers(sizes, indices, src, dst)
+    bad = first_bad(stream, buffers[0], primitive.indices_dtype, sizes, primitive.wrap) if primitive.check else -1
+    return bad, buffers

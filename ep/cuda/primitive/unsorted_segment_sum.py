@@ -11,7 +11,7 @@ from numba import cuda
 from ep.common.jit import bound, template
 from ep.common.math.convert import load_fn
 from ep.common.math.half import float_to_half
-from ep.common.primitive.gather import GatherSizes, IndexedKernels, gather_row
+from ep.common.primitive.gather import IndexedKernels, gather_row
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES, UnsortedSegmentSumFactoryImpl, accumulator_dtype
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
@@ -80,20 +80,13 @@ def _to_half_kernel() -> CudaKernel:
 
 
 class CudaUnsortedSegmentSumKernels(IndexedKernels):
-    def plan(self, dtype, indices_dtype, sizes: GatherSizes, wrap, check) -> None:
-        # The index width depends on the buffers' lengths: run picks it.
-        return None
-
     def run(self, primitive, plan, stream, ids, data, out) -> int:
+        # The index width depends on the buffers' lengths: run picks it.
+        bad, (ids, data, out) = gather_common.checked_launch(primitive, plan, stream, ids, data, out)
         sizes = plan[0]
-        ids, data, out = primitive.checked_buffers(sizes, ids, data, out)
-        if primitive.check:
-            bad = gather_common.first_bad(stream, ids, primitive.indices_dtype, sizes, primitive.wrap)
-            if bad >= 0:
-                return bad
         out_count, data_count = sizes.params_count, sizes.gathered_count
-        if out_count == 0:
-            return -1
+        if bad >= 0 or out_count == 0:
+            return bad
         acc_dtype = accumulator_dtype(primitive.dtype)
         acc = out if acc_dtype is primitive.dtype else cuda.device_array(out_count, acc_dtype.dtype, stream=stream.native)
         _fill_kernel(acc_dtype).launch(stream, out_count, acc, out_count)
