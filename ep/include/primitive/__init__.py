@@ -5,7 +5,7 @@ from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwi
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
 from ep.include.primitive.expand import Expand, ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
-from ep.include.primitive.gather import Gather, GatherFactory
+from ep.include.primitive.gather import Gather, GatherFactory, IndexOutOfRange
 from ep.include.primitive.primitive import (
     REGISTER_PRIMITIVE_FACTORY,
     Factory,
@@ -34,6 +34,7 @@ __all__ = [
     "Gather",
     "GatherFactory",
     "GetFactory",
+    "IndexOutOfRange",
     "NewPrimitive",
     "Primitive",
     "RegisteredFactories",
