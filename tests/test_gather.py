@@ -415,3 +415,17 @@ def test_new_takes_the_options_by_keyword_only_and_caches_per_options(device):
     assert wrapping is not plain and wrapping.wrap and not plain.wrap
     with pytest.raises(TypeError):
         ep.include.primitive.GetFactory(ep.GatherFactory, device).New(np.float32, np.int32, True)
+
+
+@pytest.mark.parametrize("options", [{}, {"wrap_negative": True}, {"wrap_negative": True, "check_bounds": True}])
+def test_cpu_index_pass_over_many_indices_runs_in_parallel_chunks(options):
+    # Above the kernel's 2**18 indices its least/greatest pass is a prange over chunks.
+    rng = np.random.default_rng(13)
+    params = random_array(rng, (1, 50, 2), np.float32)
+    indices = rng.integers(-50, 50, (1 << 18) + 7).astype(np.int64)
+    wrapped = np.where(indices < 0, indices + 50, indices) if options else indices
+    np.testing.assert_array_equal(launch_with("cpu", params, indices, **options), reference(params, wrapped))
+    if options.get("check_bounds"):
+        indices[[200000, 250000]] = [50, -51]
+        with pytest.raises(IndexError, match=r"indices\[200000\] = 50 is out of range"):
+            launch_with("cpu", params, indices, **options)
