@@ -14,6 +14,7 @@ from ep.include.primitive import (
     NewPrimitive,
     Primitive,
     UnaryOp,
+    UnsortedSegmentSumFactory,
 )
 
 __version__ = "0.1.0"
@@ -44,5 +45,6 @@ __all__ = [
     "Primitive",
     "Stream",
     "UnaryOp",
+    "UnsortedSegmentSumFactory",
     "ops",
 ]

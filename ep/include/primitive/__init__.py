@@ -5,7 +5,7 @@ from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwi
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
 from ep.include.primitive.expand import Expand, ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
-from ep.include.primitive.gather import Gather, GatherFactory
+from ep.include.primitive.gather import Gather, GatherFactory, IndexOutOfRange
 from ep.include.primitive.primitive import (
     REGISTER_PRIMITIVE_FACTORY,
     Factory,
@@ -15,6 +15,7 @@ from ep.include.primitive.primitive import (
     RegisteredFactories,
 )
 from ep.include.primitive.unary_op import UnaryOp
+from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSum, UnsortedSegmentSumFactory
 
 __all__ = [
     "REGISTER_PRIMITIVE_FACTORY",
@@ -33,8 +34,11 @@ __all__ = [
     "Gather",
     "GatherFactory",
     "GetFactory",
+    "IndexOutOfRange",
     "NewPrimitive",
     "Primitive",
     "RegisteredFactories",
     "UnaryOp",
+    "UnsortedSegmentSum",
+    "UnsortedSegmentSumFactory",
 ]
