@@ -15,6 +15,7 @@ from ep.include.primitive import (
     NewPrimitive,
     Primitive,
     UnaryOp,
+    UnsortedSegmentSumFactory,
 )
 
 __version__ = "0.1.0"
@@ -46,5 +47,6 @@ __all__ = [
     "Primitive",
     "Stream",
     "UnaryOp",
+    "UnsortedSegmentSumFactory",
     "ops",
 ]

@@ -125,6 +125,23 @@ def test_the_64_bit_kernels_match_the_32_bit_ones(device, monkeypatch):
     params = random_array(rng, (2, 3, 5, 4), np.float32)
     indices = np.array([[4, 0, 9], [1, 1, 3]], np.int64)
     narrow = launch(device, params, indices, 1)
-    monkeypatch.setattr(gather_common, "_needs_wide", lambda *counts: True)
+    monkeypatch.setattr(gather_common, "needs_wide", lambda *counts: True)
     np.testing.assert_array_equal(launch(device, params, indices, 1), narrow)
     np.testing.assert_array_equal(narrow, reference(params, indices, 1))
+
+
+def test_wrap_negative_and_check_bounds(device):
+    rng = np.random.default_rng(12)
+    params = random_array(rng, (2, 3, 4, 2), np.float32)
+    indices = np.array([[3, -1, 0], [-4, 2, 2]], np.int64)
+    primitive = ep.NewPrimitive(ep.BatchGatherFactory, device, np.float32, np.int64, wrap_negative=True, check_bounds=True)
+    stream = ep.GetDevice(device).CreateStream()
+    out = to_device(np.zeros((2, 3, 3, 2), np.float32), device)
+    primitive.Launch(stream, to_device(indices, device), 3, to_device(params, device), 2, 3, 4, 2, out)
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(out), reference(params, indices % 4))
+    bad = np.array([[3, -1, 0], [-4, 2, -5]], np.int64)
+    out = to_device(np.full((2, 3, 3, 2), 7, np.float32), device)
+    with pytest.raises(IndexError, match=r"indices\[5\] = -5 is out of range for an axis of size 4; expected -4 <= index < 4"):
+        primitive.Launch(stream, to_device(bad, device), 3, to_device(params, device), 2, 3, 4, 2, out)
+    np.testing.assert_array_equal(to_numpy(out), 7)

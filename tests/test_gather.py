@@ -260,9 +260,9 @@ def test_read_only_in_and_indices_are_read_on_cpu(shape, flat):
 def test_cpu_prefetch_paths_match_numpy(monkeypatch, dtype, outer, gather, inner, num_indices):
     # The threshold that switches prefetching on for large params, lowered to test it on small
     # ones; the sizes are new to the plan caches, so the lowered value applies.
-    from ep.cpu.primitive import gather_common
+    from ep.cpu.primitive import gather as cpu_gather
 
-    monkeypatch.setattr(gather_common, "_PREFETCH_BYTES", 0)
+    monkeypatch.setattr(cpu_gather, "_PREFETCH_BYTES", 0)
     rng = np.random.default_rng(outer * gather)
     params = random_array(rng, (outer, gather, inner), dtype)
     indices = rng.integers(-2, gather + 2, num_indices).astype(np.int64)
@@ -280,7 +280,7 @@ def test_the_64_bit_kernels_match_the_32_bit_ones(device, monkeypatch):
     params = random_array(rng, (3, 6, 8), np.float16)
     indices = np.array([5, -1, 0, 2, 6, 3], np.int32)
     narrow = launch(device, params, indices, 1)
-    monkeypatch.setattr(gather_common, "_needs_wide", lambda *counts: True)
+    monkeypatch.setattr(gather_common, "needs_wide", lambda *counts: True)
     np.testing.assert_array_equal(launch(device, params, indices, 1), narrow)
     np.testing.assert_array_equal(narrow, reference(params, indices, 1))
 
@@ -307,10 +307,10 @@ def test_move16_copies_16_bytes():
 
 _PTX_PROBE = """
 from ep.common.runtime.data_type import DataType
-from ep.cuda.primitive.gather_common import _gather_kernel
+from ep.cuda.primitive.gather import gather_kernel
 for wide in (False, True):
     print("WIDE" if wide else "NARROW")
-    print(_gather_kernel(DataType.kInt64, 16, wide, True).ptx((8, 0)))
+    print(gather_kernel(DataType.kInt64, 16, wide, True).ptx((8, 0)))
 """
 
 
@@ -327,13 +327,105 @@ def test_32_bit_kernels_divide_by_multiply_high_and_move_16_bytes_at_once():
 
 def test_cpu_rows_move_in_the_widest_raw_unit():
     # The CPU plan moves rows of int8 as uint64, uint32 or uint16 words when the row size allows.
-    from ep.cpu.primitive.gather_common import gather_launcher
+    from ep.common.primitive.gather import gather_sizes
+    from ep.cpu.primitive.gather import CPU_GATHER_KERNELS
 
-    launcher = gather_launcher(ep.DataType.kInt8, ep.DataType.kInt64)
-    assert launcher.uncached_plan(5, 1, 2, 6, 24, 0).unit == np.dtype(np.uint64)
-    assert launcher.uncached_plan(5, 1, 2, 6, 12, 0).unit == np.dtype(np.uint32)
-    assert launcher.uncached_plan(5, 1, 2, 6, 6, 0).unit == np.dtype(np.uint16)
-    assert launcher.uncached_plan(5, 1, 2, 6, 3, 0).unit is None
+    def unit(inner):
+        sizes = gather_sizes(5, 1, 2, 6, inner, 0, wrap=False)
+        return CPU_GATHER_KERNELS.plan(ep.DataType.kInt8, ep.DataType.kInt64, sizes, False, False).unit
+
+    assert unit(24) == np.dtype(np.uint64)
+    assert unit(12) == np.dtype(np.uint32)
+    assert unit(6) == np.dtype(np.uint16)
+    assert unit(3) is None
     params = np.arange(2 * 6 * 24, dtype=np.int8).reshape(2, 6, 24)
     indices = np.array([5, 0, 2, 9, -1], np.int64)
     np.testing.assert_array_equal(launch("cpu", params, indices), reference(params, indices))
+
+
+def launch_with(device, params, indices, offset=0, **options):
+    """launch() of a Gather made with New's index options."""
+    primitive = ep.NewPrimitive(ep.GatherFactory, device, params.dtype, indices.dtype, **options)
+    stream = ep.GetDevice(device).CreateStream()
+    outer, gather, inner = params.shape
+    out = to_device(np.full((outer, indices.size, inner), 1, params.dtype), device)
+    primitive.Launch(stream, to_device(indices, device), indices.size, to_device(params, device), outer, gather, inner, out, offset)
+    stream.Sync()
+    return to_numpy(out)
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("shape", [(3, 7, 5), (1, 7, 1), (2, 7, 1)])
+def test_wrap_negative_counts_indices_from_the_end(device, shape, index_dtype):
+    rng = np.random.default_rng(11)
+    params = random_array(rng, shape, np.float32)
+    indices = np.array([0, -1, -7, -8, 6, 7, -100, 3], index_dtype)
+    wrapped = np.where((indices < 0) & (indices >= -7), indices + 7, indices)
+    np.testing.assert_array_equal(launch_with(device, params, indices, wrap_negative=True), reference(params, wrapped))
+    # In range once wrapped: the CPU's wrapped fast loop.
+    in_range = np.array([-1, -7, 0, 6, -3], index_dtype)
+    np.testing.assert_array_equal(launch_with(device, params, in_range, wrap_negative=True), reference(params, in_range % 7))
+
+
+@pytest.mark.parametrize(
+    "indices, options, message",
+    [
+        ([0, 4, 5, 9], {}, r"indices\[2\] = 5 is out of range for an axis of size 5; expected 0 <= index < 5"),
+        ([0, -1, 4], {}, r"indices\[1\] = -1 is out of range"),
+        ([0, -5, -6, 9], {"wrap_negative": True}, r"indices\[2\] = -6 is out of range for an axis of size 5; expected -5 <= index < 5"),
+    ],
+)
+@pytest.mark.parametrize("outer, inner", [(1, 1), (2, 3)])
+def test_check_bounds_names_the_first_bad_index_and_writes_nothing(device, indices, options, message, outer, inner):
+    primitive = ep.NewPrimitive(ep.GatherFactory, device, np.float32, np.int64, check_bounds=True, **options)
+    stream = ep.GetDevice(device).CreateStream()
+    indices = np.array(indices, np.int64)
+    out = to_device(np.full(outer * indices.size * inner, 7, np.float32), device)
+    in_ = to_device(np.ones(outer * 5 * inner, np.float32), device)
+    with pytest.raises(ep.include.primitive.gather.IndexOutOfRange, match=message) as raised:
+        primitive.Launch(stream, to_device(indices, device), indices.size, in_, outer, 5, inner, out)
+    assert isinstance(raised.value, IndexError) and raised.value.position == int(message.split(r"\[")[1][0])
+    np.testing.assert_array_equal(to_numpy(out), 7)
+
+
+def test_check_bounds_with_an_offset_accepts_the_rows_held(device):
+    params = np.arange(2 * 3 * 2, dtype=np.int32).reshape(2, 3, 2)
+    indices = np.array([10, 12, 11, 10], np.int64)
+    got = launch_with(device, params, indices, 10, check_bounds=True)
+    np.testing.assert_array_equal(got, reference(params, indices, 10))
+    with pytest.raises(IndexError, match=r"indices\[3\] = 13 is out of range for an axis of size 3; expected 10 <= index < 13"):
+        launch_with(device, params, np.array([10, 12, 11, 13], np.int64), 10, check_bounds=True)
+
+
+def test_check_bounds_checks_indices_when_out_is_empty(device):
+    params = np.zeros((0, 4, 2), np.float32)
+    with pytest.raises(IndexError, match=r"indices\[1\] = 4 is out of range"):
+        launch_with(device, params, np.array([0, 4], np.int32), check_bounds=True)
+
+
+def test_wrap_negative_needs_offset_0(device):
+    with pytest.raises(ValueError, match="offset: 3 with wrap_negative; expected 0"):
+        launch_with(device, np.zeros((1, 4, 1), np.float32), np.array([0], np.int32), 3, wrap_negative=True)
+
+
+def test_new_takes_the_options_by_keyword_only_and_caches_per_options(device):
+    plain = ep.NewPrimitive(ep.GatherFactory, device, np.float32, np.int32)
+    assert plain is ep.NewPrimitive(ep.GatherFactory, device, np.float32, np.int32, wrap_negative=False, check_bounds=False)
+    wrapping = ep.NewPrimitive(ep.GatherFactory, device, np.float32, np.int32, wrap_negative=True)
+    assert wrapping is not plain and wrapping.wrap and not plain.wrap
+    with pytest.raises(TypeError):
+        ep.include.primitive.GetFactory(ep.GatherFactory, device).New(np.float32, np.int32, True)
+
+
+@pytest.mark.parametrize("options", [{}, {"wrap_negative": True}, {"wrap_negative": True, "check_bounds": True}])
+def test_cpu_index_pass_over_many_indices_runs_in_parallel_chunks(options):
+    # Above the kernel's 2**18 indices its least/greatest pass is a prange over chunks.
+    rng = np.random.default_rng(13)
+    params = random_array(rng, (1, 50, 2), np.float32)
+    indices = rng.integers(-50, 50, (1 << 18) + 7).astype(np.int64)
+    wrapped = np.where(indices < 0, indices + 50, indices) if options else indices
+    np.testing.assert_array_equal(launch_with("cpu", params, indices, **options), reference(params, wrapped))
+    if options.get("check_bounds"):
+        indices[[200000, 250000]] = [50, -51]
+        with pytest.raises(IndexError, match=r"indices\[200000\] = 50 is out of range"):
+            launch_with("cpu", params, indices, **options)

@@ -1,26 +1,27 @@
-"""ep.ops.gather, batch_gather and gather_grad: tf.gather's shapes folded onto Gather and BatchGather.
+"""ep.ops.gather, batch_gather and gather_grad: tf.gather's shapes folded onto BatchGather and
+UnsortedSegmentSum.
 
-Negative indices count from the end, and out-of-range ones raise (when checked) or give zeros.
-gather runs the device's gather with that index rule (on the CPU the gather kernel applies it as
-it reads each index; on CUDA a pass wraps the indices into a temporary first); gather_grad wraps
-them into a new array. The caller's indices are never written.
+Negative indices count from the end, and out-of-range ones raise (when checked) or give zeros:
+the primitives' wrap_negative and check_bounds options. The caller's indices are never written.
 """
 from __future__ import annotations
 
 import functools
-import importlib
 import math
-import operator
 from typing import NamedTuple
 
 import numpy as np
 
+from ep.common.primitive.unsorted_segment_sum import SUM_TYPES
 from ep.common.runtime.data_type import INDEX_TYPES, DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice
-from ep.common.primitive.gather import GRAD_TYPES
+from ep.common.runtime.validate import integer
+from ep.include.primitive.batch_gather import BatchGatherFactory
+from ep.include.primitive.gather import IndexOutOfRange
+from ep.include.primitive.primitive import NewPrimitive
+from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
 from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
 
-_INT32_MAX = (1 << 31) - 1
 _INDEX_DTYPES = {dtype.dtype: dtype for dtype in INDEX_TYPES}
 _CPU = GetDevice(DeviceType.kCPU)
 
@@ -38,15 +39,6 @@ class GatherShape(NamedTuple):
     num_indices: int
 
 
-def _integer(value: object, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}: {value!r} is not an integer")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name}: {value!r} is not an integer") from None
-
-
 def gather_shape(params_shape, indices_shape, axis: object = 0, batch_dims: object = 0) -> GatherShape:
     """tf.gather's shape rule: params.shape[:axis] + indices.shape[batch_dims:] + params.shape[axis+1:].
 
@@ -55,8 +47,8 @@ def gather_shape(params_shape, indices_shape, axis: object = 0, batch_dims: obje
     """
     params_shape, indices_shape = tuple(params_shape), tuple(indices_shape)
     rank = len(params_shape)
-    axis = _integer(axis, "axis")
-    batch_dims = _integer(batch_dims, "batch_dims")
+    axis = integer(axis, "axis")
+    batch_dims = integer(batch_dims, "batch_dims")
     if rank == 0:
         raise ValueError("params: a 0-d array has no axis to gather along; expected rank >= 1")
     if not -rank <= axis < rank:
@@ -108,21 +100,13 @@ def _same_device(params, indices, params_name: str) -> Device:
     return device
 
 
-@functools.cache
-def _backend(device: Device):
-    # The index and gradient kernels live beside the device's gather kernels.
-    return importlib.import_module(f"ep.{device.device_type.value}.primitive.gather_common")
-
-
 def _gather_op(device: Device, params_dtype, indices_dtype, params_shape, indices_shape, axis, batch_dims, check_bounds):
-    """(params DataType, GatherShape, the device's prepared launch) of a gather."""
+    """(params DataType, GatherShape, the BatchGather) of a gather."""
     params = as_data_type(params_dtype, "params")
     indices = _indices_dtype(indices_dtype)
     shape = gather_shape(params_shape, indices_shape, axis, batch_dims)
-    launch = _backend(device).prepare_gather(
-        params, indices, shape.num_indices, shape.batch, shape.outer, shape.gather, shape.inner, bool(check_bounds)
-    )
-    return params, shape, launch
+    primitive = NewPrimitive(BatchGatherFactory, device, params, indices, wrap_negative=True, check_bounds=bool(check_bounds))
+    return params, shape, primitive
 
 
 # Keyed by the caller's own arguments (typed, so True never passes for 1): a repeated call skips
@@ -130,23 +114,11 @@ def _gather_op(device: Device, params_dtype, indices_dtype, params_shape, indice
 _cached_gather_op = functools.lru_cache(maxsize=1024, typed=True)(_gather_op)
 
 
-def _bad_index(indices, shape: tuple[int, ...], bad: int, size: int) -> IndexError:
-    position = np.unravel_index(bad, shape)
-    value = int(indices.reshape(indices.size)[bad])
+def _bad_index(error: IndexOutOfRange, shape: tuple[int, ...]) -> IndexError:
+    """The primitive's error, with the index's position in the caller's indices shape."""
+    position = np.unravel_index(error.position, shape)
     where = f"indices[{', '.join(str(int(p)) for p in position)}]" if position else "indices"
-    return IndexError(f"{where} = {value} is out of range for an axis of size {size}; expected {-size} <= index < {size}")
-
-
-def _prepare(device: Device, stream, indices, shape: tuple[int, ...], indices_dtype: DataType, size: int, check: bool):
-    """indices (contiguous, of the caller's shape) with negatives wrapped by size, as a new flat array,
-    and its index DataType. With check, an index outside [-size, size) raises IndexError naming it
-    and its position."""
-    # Wrapped values reach size - 1, which int32 cannot hold for axes longer than int32.
-    wrapped_dtype = DataType.kInt64 if size > _INT32_MAX else indices_dtype
-    wrapped, bad = _backend(device).prepare_indices(stream, indices, indices.size, size, wrapped_dtype, check)
-    if bad >= 0:
-        raise _bad_index(indices, shape, bad, size)
-    return wrapped, wrapped_dtype
+    return IndexError(f"{where} = {error.value} is out of range for an axis of size {error.size}; expected {error.expected}")
 
 
 def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, out=None, stream=None):
@@ -171,10 +143,10 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
         indices = contiguous(indices, device)
     key = (device, params.dtype, indices.dtype, params_shape, indices_shape, axis, batch_dims, check_bounds)
     try:
-        params_dtype, shape, launch = _cached_gather_op(*key)
+        params_dtype, shape, primitive = _cached_gather_op(*key)
     except TypeError:
         # An unhashable argument, or a bad one: the uncached op raises the error that names it.
-        params_dtype, shape, launch = _gather_op(*key)
+        params_dtype, shape, primitive = _gather_op(*key)
     stream = device.default_stream if stream is None else stream_for(device, stream)
     if out is None:
         out = empty(shape.shape, params_dtype, device, stream)
@@ -182,9 +154,10 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
         check_out(out, "out", shape.shape, params_dtype, device)
     if shape.batch * shape.num_indices == 0 or (not check_bounds and math.prod(shape.shape) == 0):
         return out
-    bad = launch(stream, indices, params, out)
-    if bad >= 0:
-        raise _bad_index(indices, indices_shape, bad, shape.gather)
+    try:
+        primitive.Launch(stream, indices, shape.num_indices, params, shape.batch, shape.outer, shape.gather, shape.inner, out)
+    except IndexOutOfRange as error:
+        raise _bad_index(error, indices_shape) from None
     return out
 
 
@@ -206,11 +179,11 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
     dy = contiguous(dy, device)
     indices = contiguous(indices, device)
     dtype = as_data_type(dy.dtype, "dy")
-    if dtype not in GRAD_TYPES:
-        names = ", ".join(d.value for d in GRAD_TYPES)
+    if dtype not in SUM_TYPES:
+        names = ", ".join(d.value for d in SUM_TYPES)
         raise TypeError(f"dy: dtype {dtype.value} is not supported by gather_grad; expected one of {names}")
     indices_dtype = _indices_dtype(indices.dtype)
-    params_shape = tuple(_integer(d, "params_shape") for d in params_shape)
+    params_shape = tuple(integer(d, "params_shape") for d in params_shape)
     if any(d < 0 for d in params_shape):
         raise ValueError(f"params_shape: {params_shape} has a negative dim")
     shape = gather_shape(params_shape, indices_shape, axis, batch_dims)
@@ -218,7 +191,9 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
         raise ValueError(f"dy: has shape {dy_shape}; expected {shape.shape}, the gather's result shape")
     stream = stream_for(device, stream)
     dx = empty(params_shape, dtype, device, stream)
-    wrapped, _ = _prepare(device, stream, indices, indices_shape, indices_dtype, shape.gather, check_bounds)
-    backend = _backend(device)
-    backend.gather_grad(stream, wrapped, dy, dx, dtype, shape.batch, shape.outer, shape.gather, shape.inner, shape.num_indices)
+    primitive = NewPrimitive(UnsortedSegmentSumFactory, device, dtype, indices_dtype, wrap_negative=True, check_bounds=bool(check_bounds))
+    try:
+        primitive.Launch(stream, indices, shape.num_indices, dy, shape.batch, shape.outer, shape.gather, shape.inner, dx)
+    except IndexOutOfRange as error:
+        raise _bad_index(error, indices_shape) from None
     return dx

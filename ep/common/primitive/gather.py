@@ -1,112 +1,84 @@
-"""Host side of a Gather or BatchGather launch, shared by the CPU and CUDA implementations.
+"""Gather, BatchGather and UnsortedSegmentSum on every device: the index rule, New's resolution,
+Launch's checks and plan cache, and what a device supplies.
 
-gather_plan checks the sizes and turns offset into the inclusive range [lo, hi] of index values a
-device holds; gather_launch also checks the buffers and views them in move units (see byte_units).
+Gather is BatchGather with one batch: both are one implementation (IndexedPrimitive) behind two
+Launch signatures. UnsortedSegmentSum, the gather's transpose, reads its ids by the same rule
+and sizes (ep/common/primitive/unsorted_segment_sum.py).
 """
 from __future__ import annotations
 
-import operator
-from typing import NamedTuple
+import abc
+import functools
+from typing import Iterator, NamedTuple
 
-from ep.common.runtime.buffer import check_count, storage
-from ep.common.primitive.byte_units import as_units, move_unit
+import numpy as np
+
+from ep.common.jit import scalar_function
+from ep.common.primitive.factory import GenericFactory
+from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, INDEX_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
-
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-# The dtypes gather_grad supports: what sums in a type that has an atomic add on CUDA.
-GRAD_TYPES = (DataType.kFloat16, DataType.kFloat, DataType.kDouble, DataType.kInt32, DataType.kInt64)
-
-
-class GatherLaunch(NamedTuple):
-    """A checked launch: storage in move units and sizes; inner and the buffers count units."""
-
-    indices: object
-    in_: object
-    out: object
-    batch: int
-    outer: int
-    gather: int
-    inner: int
-    num_indices: int
-    lo: int
-    hi: int
-    unit: int
-
-    @property
-    def rows(self) -> int:
-        """Output rows of inner units: batch * outer * num_indices."""
-        return self.batch * self.outer * self.num_indices
+from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.validate import INT64_MAX, count as check_count, int64 as check_int64
+from ep.include.primitive.batch_gather import BatchGather, BatchGatherFactory
+from ep.include.primitive.gather import Gather, GatherFactory, IndexOutOfRange
 
 
-def resolve_gather(params_dtype: object, indices_dtype: object) -> tuple[DataType, DataType] | None:
-    """(params, indices) DataTypes for a factory's New, or None unless indices are int32 or int64."""
-    params_dtype = as_data_type(params_dtype, "params_dtype")
-    indices_dtype = as_data_type(indices_dtype, "indices_dtype")
-    return (params_dtype, indices_dtype) if indices_dtype in INDEX_TYPES else None
+@scalar_function
+def gather_row(value, lo, hi, size, wrap):
+    """The index rule: the row an index value selects, value - lo when lo <= value <= hi (a negative
+    value first gains size when wrap), else -1."""
+    if wrap and value < 0:
+        value += size
+    return value - lo if lo <= value <= hi else -1
 
 
-def gather_combinations():
-    """(None, (params dtype, indices dtype)) for every pair a Gather or BatchGather factory implements."""
-    for params_dtype in ALL_TYPES:
-        for indices_dtype in INDEX_TYPES:
-            yield None, (params_dtype, indices_dtype)
+@scalar_function
+def first_bad_index(indices, count, lo, hi, size, wrap):
+    """The position of the first of count indices that selects no row, or -1."""
+    for t in range(count):
+        if gather_row(np.int64(indices[t]), lo, hi, size, wrap) < 0:
+            return t
+    return -1
 
 
-def accumulator_dtype(dtype: DataType) -> DataType:
-    """What gather_grad sums gradients of dtype in: float16 in float32 (CUDA has no portable
-    float16 atomic add, and the sum is rounded to float16 once instead of at every add)."""
-    return DataType.kFloat if dtype is DataType.kFloat16 else dtype
-
-
-def check_offset(offset: object) -> int:
-    """offset as an int64 value."""
-    if isinstance(offset, bool):
-        raise TypeError(f"offset: {offset!r} is not an integer")
-    try:
-        offset = operator.index(offset)
-    except TypeError:
-        raise TypeError(f"offset: {offset!r} is not an integer") from None
-    if not INT64_MIN <= offset <= INT64_MAX:
-        raise ValueError(f"offset: {offset} does not fit in int64")
-    return offset
-
-
-class GatherPlan(NamedTuple):
-    """Checked sizes of a launch, the element counts its buffers must hold, and offset as the
-    inclusive range [lo, hi] of index values a device holds (empty when hi < lo)."""
+class GatherSizes(NamedTuple):
+    """Checked sizes of a launch, the element counts of its buffers, and offset as the inclusive
+    range [lo, hi] of index values a device holds (empty when hi < lo)."""
 
     batch: int
     outer: int
     gather: int
     inner: int
     num_indices: int
+    offset: int
     lo: int
     hi: int
+    # indices: batch * num_indices; params: [batch, outer, gather, inner]; gathered: [batch, outer, num_indices, inner].
     index_count: int
-    in_count: int
-    out_count: int
+    params_count: int
+    gathered_count: int
 
 
-def gather_plan(num_indices, batch, outer, gather, inner, offset) -> GatherPlan:
-    """The plan of a launch with these sizes; TypeError or ValueError naming a bad one."""
+def gather_sizes(num_indices, batch, outer, gather, inner, offset, wrap: bool) -> GatherSizes:
+    """The sizes of a launch; TypeError or ValueError naming a bad one."""
     num_indices = check_count(num_indices, "num_indices")
     batch = check_count(batch, "batch_dim_size")
     outer = check_count(outer, "outer_dim_size")
     gather = check_count(gather, "gather_dim_size")
     inner = check_count(inner, "inner_dim_size")
-    offset = check_offset(offset)
-    if gather == 0:
-        lo, hi = 0, -1
-    else:
-        # Inclusive bounds clamped to int64, so that the kernels' comparisons cannot overflow.
-        lo, hi = offset, min(offset + gather - 1, INT64_MAX)
-    return GatherPlan(
+    offset = check_int64(offset, "offset")
+    if wrap and offset:
+        raise ValueError(f"offset: {offset} with wrap_negative; expected 0 (negative indices count from the end of all rows)")
+    # Inclusive bounds clamped to int64, so that the kernels' comparisons cannot overflow.
+    lo, hi = (0, -1) if gather == 0 else (offset, min(offset + gather - 1, INT64_MAX))
+    return GatherSizes(
         batch,
         outer,
         gather,
         inner,
         num_indices,
+        offset,
         lo,
         hi,
         batch * num_indices,
@@ -115,41 +87,121 @@ def gather_plan(num_indices, batch, outer, gather, inner, offset) -> GatherPlan:
     )
 
 
-def gather_launch(
-    device_type: DeviceType,
-    params_dtype: DataType,
-    indices_dtype: DataType,
-    indices,
-    num_indices,
-    in_,
-    batch,
-    outer,
-    gather,
-    inner,
-    out,
-    offset,
-    widest: int,
-) -> GatherLaunch | None:
-    """The checked launch in move units, or None when out is empty; widest is the device's widest move unit."""
-    plan = gather_plan(num_indices, batch, outer, gather, inner, offset)
-    indices = storage(indices, "indices", device_type, indices_dtype, plan.index_count)
-    in_ = storage(in_, "in_", device_type, params_dtype, plan.in_count)
-    out = storage(out, "out", device_type, params_dtype, plan.out_count, writable=True)
-    if plan.out_count == 0:
+def resolve_indexed(dtype: object, indices_dtype: object, wrap_negative: object, check_bounds: object, dtypes, name: str):
+    """New's key (dtype, indices dtype, wrap, check), or None unless dtype is one of dtypes and the
+    indices are int32 or int64."""
+    dtype = as_data_type(dtype, name)
+    indices_dtype = as_data_type(indices_dtype, "indices_dtype")
+    if dtype not in dtypes or indices_dtype not in INDEX_TYPES:
         return None
-    # Every size is now bounded by a buffer's length, except gather when in_ is empty: then it is 0.
-    row_bytes = plan.inner * params_dtype.itemsize
-    unit = move_unit(row_bytes, (in_, out) if plan.in_count else (out,), widest)
-    return GatherLaunch(
-        indices,
-        as_units(in_, plan.in_count, unit),
-        as_units(out, plan.out_count, unit),
-        plan.batch,
-        plan.outer,
-        plan.gather,
-        row_bytes // unit,
-        plan.num_indices,
-        plan.lo,
-        plan.hi,
-        unit,
-    )
+    return dtype, indices_dtype, bool(wrap_negative), bool(check_bounds)
+
+
+def indexed_combinations(dtypes) -> Iterator[tuple[None, tuple[DataType, DataType]]]:
+    """(None, (dtype, indices dtype)) for every dtype of dtypes and index dtype."""
+    for dtype in dtypes:
+        for indices_dtype in INDEX_TYPES:
+            yield None, (dtype, indices_dtype)
+
+
+class IndexedKernels(abc.ABC):
+    """What a device supplies for a primitive that reads rows by index (Gather, BatchGather,
+    UnsortedSegmentSum): a plan of checked sizes, and its run on unchecked buffers."""
+
+    def plan(self, dtype: DataType, indices_dtype: DataType, sizes: GatherSizes, wrap: bool, check: bool) -> object:
+        """What run needs of these sizes beyond the buffers, derived once per size (it is cached);
+        by default nothing, for devices whose launches depend on the buffers."""
+        return None
+
+    @abc.abstractmethod
+    def run(self, primitive: IndexedPrimitive, plan: tuple, stream, indices, src, dst) -> int:
+        """Check the buffers against plan, (sizes, what plan() made), with primitive.checked_buffers
+        and run it on stream: -1, or with check the position of the first bad index (then nothing
+        is written)."""
+
+    @abc.abstractmethod
+    def all_kernels(self) -> Iterator[object]:
+        """Every device kernel a run can launch, for the PTX check."""
+
+
+class IndexedPrimitive:
+    """Launch's checks, plan cache and bad-index error, for every primitive that reads rows by index.
+
+    names are what the subclass's Launch calls its indices, source and destination; is_gather
+    says whether the source is [batch, outer, gather, inner] (a gather) or the destination is.
+    """
+
+    is_gather = True
+    names = ("indices", "in_", "out")
+
+    def __init__(self, device_type: DeviceType, kernels: IndexedKernels, dtype, indices_dtype, wrap: bool, check: bool) -> None:
+        self.device_type = device_type
+        self.dtype, self.indices_dtype, self.wrap, self.check = dtype, indices_dtype, wrap, check
+        self._kernels = kernels
+        self._stream_type = STREAM_TYPES[device_type]
+        # Keyed by the caller's own arguments (typed, so True never passes for 1): a repeated
+        # launch skips every check and derivation of its sizes; unhashable ones take _make_plan.
+        self._plan = functools.lru_cache(maxsize=1024, typed=True)(self._make_plan)
+
+    def _make_plan(self, num_indices, batch, outer, gather, inner, offset) -> tuple[GatherSizes, object]:
+        sizes = gather_sizes(num_indices, batch, outer, gather, inner, offset, self.wrap)
+        return sizes, self._kernels.plan(self.dtype, self.indices_dtype, sizes, self.wrap, self.check)
+
+    def _launch(self, stream, indices, num_indices, src, batch, outer, gather, inner, dst, offset) -> None:
+        # Exact types skip the general checks: a tiny launch costs little more than these lines.
+        if type(stream) is not self._stream_type:
+            check_stream(stream, self.device_type)
+        try:
+            plan = self._plan(num_indices, batch, outer, gather, inner, offset)
+        except TypeError:
+            # An unhashable argument, or a bad one: the uncached plan raises the error that names it.
+            plan = self._make_plan(num_indices, batch, outer, gather, inner, offset)
+        bad = self._kernels.run(self, plan, stream, indices, src, dst)
+        if bad >= 0:
+            raise self._out_of_range(plan[0], indices, bad)
+
+    def _out_of_range(self, sizes: GatherSizes, indices, position: int) -> IndexOutOfRange:
+        name = self.names[0]
+        value = int(storage(indices, name, self.device_type, self.indices_dtype, sizes.index_count)[position])
+        n = sizes.gather
+        expected = f"{-n} <= index < {n}" if self.wrap else f"{sizes.offset} <= index < {sizes.offset + n}"
+        return IndexOutOfRange(name, position, value, n, expected)
+
+    def checked_buffers(self, sizes: GatherSizes, indices, src, dst) -> tuple[object, object, object]:
+        """indices, src and dst as flat storage of the counts sizes need; the error names a bad one."""
+        params, gathered = sizes.params_count, sizes.gathered_count
+        src_count, dst_count = (params, gathered) if self.is_gather else (gathered, params)
+        indices_name, src_name, dst_name = self.names
+        return (
+            storage(indices, indices_name, self.device_type, self.indices_dtype, sizes.index_count),
+            storage(src, src_name, self.device_type, self.dtype, src_count),
+            storage(dst, dst_name, self.device_type, self.dtype, dst_count, writable=True),
+        )
+
+
+class GatherImpl(IndexedPrimitive, Gather):
+    def Launch(self, stream, indices, num_indices, in_, outer_dim_size, gather_dim_size, inner_dim_size, out, offset=0) -> None:
+        self._launch(stream, indices, num_indices, in_, 1, outer_dim_size, gather_dim_size, inner_dim_size, out, offset)
+
+
+class BatchGatherImpl(IndexedPrimitive, BatchGather):
+    def Launch(self, stream, indices, num_indices, in_, batch_dim_size, outer_dim_size, gather_dim_size, inner_dim_size, out, offset=0):
+        self._launch(stream, indices, num_indices, in_, batch_dim_size, outer_dim_size, gather_dim_size, inner_dim_size, out, offset)
+
+
+class _GatherFactories(GenericFactory):
+    """New and Combinations of Gather and BatchGather, alike but for the primitive they make."""
+
+    def New(self, params_dtype, indices_dtype, *, wrap_negative=False, check_bounds=False):
+        return self._new(resolve_indexed(params_dtype, indices_dtype, wrap_negative, check_bounds, ALL_TYPES, "params_dtype"))
+
+    def Combinations(self):
+        return indexed_combinations(ALL_TYPES)
+
+
+class GatherFactoryImpl(_GatherFactories, GatherFactory):
+    primitive_type = GatherImpl
+
+
+class BatchGatherFactoryImpl(_GatherFactories, BatchGatherFactory):
+    primitive_type = BatchGatherImpl

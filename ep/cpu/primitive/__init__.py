@@ -7,4 +7,5 @@ from ep.cpu.primitive import (  # noqa: F401 (imported for their registrations)
     expand,
     expand_grad,
     gather,
+    unsorted_segment_sum,
 )

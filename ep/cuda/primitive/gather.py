@@ -1,60 +1,123 @@
-"""Gather on CUDA: one thread per output move unit (gather_common)."""
+"""Gather on CUDA, and the kernels BatchGather shares: one thread per output move unit, worked
+back from its offset with divisions by invariant sizes (gather_common's 32- or 64-bit variants).
+
+Rows move as raw units of the widest size dividing the row and both buffers' addresses; 16-byte
+units are one 128-bit load and store (byte_units.move16). With check_bounds a pass over the
+indices runs first, so that a bad index stops the launch before the gather writes anything.
+"""
 from __future__ import annotations
 
 import functools
 
-from ep.common.runtime.data_type import DataType
+import numba
+import numpy as np
+from numba import config, cuda
+
+from ep.common.jit import bound, template
+from ep.common.math.intrinsics import move16
+from ep.common.primitive.byte_units import UNITS, as_units, move_unit, unit_dtype
+from ep.common.primitive.gather import GatherFactoryImpl, IndexedKernels, gather_row
+from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
-from ep.common.primitive.gather import gather_combinations, gather_launch, resolve_gather
-from ep.common.runtime.stream import check_stream
-from ep.cuda.primitive.gather_common import WIDEST_UNIT, gather_kernels, helper_kernels, launch_gather
-from ep.include.primitive.gather import Gather, GatherFactory
+from ep.cuda.kernel import CudaKernel
+from ep.cuda.primitive import gather_common
+from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
+WIDEST_UNIT = 16
 
-class GatherImpl(Gather):
-    def __init__(self, params_dtype: DataType, indices_dtype: DataType) -> None:
-        self.params_dtype, self.indices_dtype = params_dtype, indices_dtype
 
-    def Launch(self, stream, indices, num_indices, in_, outer_dim_size, gather_dim_size, inner_dim_size, out, offset=0) -> None:
-        check_stream(stream, DeviceType.kCUDA)
-        launch = gather_launch(
-            DeviceType.kCUDA,
-            self.params_dtype,
-            self.indices_dtype,
-            indices,
-            num_indices,
-            in_,
-            1,
-            outer_dim_size,
-            gather_dim_size,
-            inner_dim_size,
-            out,
-            offset,
-            WIDEST_UNIT,
-        )
-        if launch is not None:
-            launch_gather(stream, launch, batched=False)
+def _move16_simulated(dst, dst_word, src, src_word):
+    # The simulator runs kernels as Python, where an LLVM intrinsic cannot run.
+    dst[dst_word] = src[src_word]
+    dst[dst_word + 1] = src[src_word + 1]
+
+
+@template("INDEX", "DIVMOD", "BATCHED", "WIDE16", "move16")
+def _gather(indices, in_, out, total, inner, inner_m, inner_s, num, num_m, num_s, outer, outer_m, outer_s, gather, lo, hi, wrap):
+    t = bound.INDEX(cuda.grid(1))
+    step = bound.INDEX(cuda.gridsize(1))
+    while t < total:
+        row, k = bound.DIVMOD(t, inner, inner_m, inner_s)
+        batch_outer, i = bound.DIVMOD(row, num, num_m, num_s)
+        position = i
+        if bound.BATCHED:
+            b, _ = bound.DIVMOD(batch_outer, outer, outer_m, outer_s)
+            position = bound.INDEX(b * num + i)
+        r = gather_row(np.int64(indices[position]), lo, hi, gather, wrap)
+        if r >= 0:
+            src = bound.INDEX(bound.INDEX(batch_outer * gather + bound.INDEX(r)) * inner + k)
+            if bound.WIDE16:
+                bound.move16(out, t * 2, in_, src * 2)
+            else:
+                out[t] = in_[src]
+        elif bound.WIDE16:
+            out[t * 2] = 0
+            out[t * 2 + 1] = 0
+        else:
+            out[t] = 0
+        t = bound.INDEX(t + step)
 
 
 @functools.cache
-def _primitive(params_dtype: DataType, indices_dtype: DataType) -> GatherImpl:
-    return GatherImpl(params_dtype, indices_dtype)
+def gather_kernel(indices_dtype: DataType, unit: int, wide: bool, batched: bool) -> CudaKernel:
+    """The gather kernel of an index dtype, move unit, index width, and with or without batches."""
+    size = gather_common.size_type(wide)
+    units = numba.from_dtype(unit_dtype(unit))[::1]
+    argtypes = (numba.from_dtype(indices_dtype.dtype)[::1], units, units, *([size] * 11), *([numba.int64] * 3))
+    name = f"{'batch_' if batched else ''}gather_{indices_dtype.value}_u{unit}_{'i64' if wide else 'i32'}"
+    return CudaKernel(
+        _gather,
+        name,
+        argtypes,
+        BATCHED=batched,
+        WIDE16=unit == 16,
+        move16=_move16_simulated if config.ENABLE_CUDASIM else move16,
+        **gather_common.index_bindings(wide),
+    )
 
 
-class GatherFactoryImpl(GatherFactory):
-    def New(self, params_dtype, indices_dtype) -> Gather | None:
-        resolved = resolve_gather(params_dtype, indices_dtype)
-        return None if resolved is None else _primitive(*resolved)
+class CudaGatherKernels(IndexedKernels):
+    def run(self, primitive, plan, stream, indices, in_, out) -> int:
+        # A launch's move unit and index width depend on its buffers: run picks them.
+        bad, (indices, in_, out) = gather_common.checked_launch(primitive, plan, stream, indices, in_, out)
+        sizes = plan[0]
+        if bad >= 0 or sizes.gathered_count == 0:
+            return bad
+        # Every size is now bounded by a buffer's length, except gather when in_ is empty: then it is 0.
+        row_bytes = sizes.inner * primitive.dtype.itemsize
+        unit = move_unit(row_bytes, (in_, out) if sizes.params_count else (out,), WIDEST_UNIT)
+        in_ = as_units(in_, sizes.params_count, unit)
+        out = as_units(out, sizes.gathered_count, unit)
+        inner = row_bytes // unit
+        total = sizes.batch * sizes.outer * sizes.num_indices * inner
+        wide = gather_common.needs_wide(in_.size, out.size, indices.size)
+        gather_kernel(primitive.indices_dtype, unit, wide, sizes.batch > 1).launch(
+            stream,
+            total,
+            indices,
+            in_,
+            out,
+            total,
+            *gather_common.divisor(inner, wide),
+            *gather_common.divisor(sizes.num_indices, wide),
+            *gather_common.divisor(sizes.outer, wide),
+            sizes.gather,
+            sizes.lo,
+            sizes.hi,
+            int(primitive.wrap),
+        )
+        return -1
 
-    def Combinations(self):
-        return gather_combinations()
+    def all_kernels(self):
+        for indices_dtype in INDEX_TYPES:
+            for unit in UNITS:
+                for wide in (False, True):
+                    for batched in (False, True):
+                        yield gather_kernel(indices_dtype, unit, wide, batched)
+        yield from gather_common.bounds_kernels()
 
-    def Kernels(self):
-        """Every CUDA kernel this factory can launch, for the PTX check, and the index and
-        gradient kernels ep.ops.gather launches beside it (the PTX check is their only compile)."""
-        yield from gather_kernels(batched=False)
-        yield from helper_kernels()
 
+CUDA_GATHER_KERNELS = CudaGatherKernels()
 
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, GatherFactory, GatherFactoryImpl)
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, GatherFactory, GatherFactoryImpl(DeviceType.kCUDA, CUDA_GATHER_KERNELS))

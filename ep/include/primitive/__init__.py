@@ -6,7 +6,7 @@ from ep.include.primitive.copy_nd import CopyNd, CopyNdFactory
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
 from ep.include.primitive.expand import Expand, ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
-from ep.include.primitive.gather import Gather, GatherFactory
+from ep.include.primitive.gather import Gather, GatherFactory, IndexOutOfRange
 from ep.include.primitive.primitive import (
     REGISTER_PRIMITIVE_FACTORY,
     Factory,
@@ -16,6 +16,7 @@ from ep.include.primitive.primitive import (
     RegisteredFactories,
 )
 from ep.include.primitive.unary_op import UnaryOp
+from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSum, UnsortedSegmentSumFactory
 
 __all__ = [
     "REGISTER_PRIMITIVE_FACTORY",
@@ -36,8 +37,11 @@ __all__ = [
     "Gather",
     "GatherFactory",
     "GetFactory",
+    "IndexOutOfRange",
     "NewPrimitive",
     "Primitive",
     "RegisteredFactories",
     "UnaryOp",
+    "UnsortedSegmentSum",
+    "UnsortedSegmentSumFactory",
 ]

@@ -24,11 +24,12 @@ class BatchGather(Primitive):
         """Gather in_ ([batch, outer, gather_dim_size, inner]) by indices ([batch, num_indices]) into out.
 
         out ([batch, outer, num_indices, inner]) gets out[b, o, i, k] = in_[b, o, indices[b, i] - offset, k]
-        when 0 <= indices[b, i] - offset < gather_dim_size, else 0 (Gather's zero rule).
+        when 0 <= indices[b, i] - offset < gather_dim_size, else 0 (Gather's zero and index rules).
         """
 
 
 class BatchGatherFactory(Factory):
     @abc.abstractmethod
-    def New(self, params_dtype, indices_dtype) -> BatchGather | None:
-        """A BatchGather of params_dtype elements by int32 or int64 indices, or None if unsupported."""
+    def New(self, params_dtype, indices_dtype, *, wrap_negative: bool = False, check_bounds: bool = False) -> BatchGather | None:
+        """A BatchGather of params_dtype elements by int32 or int64 indices, or None if unsupported;
+        wrap_negative and check_bounds as GatherFactory.New's."""

@@ -6,6 +6,19 @@ import abc
 from ep.include.primitive.primitive import Factory, Primitive
 
 
+class IndexOutOfRange(IndexError):
+    """A launch made with check_bounds met an index that selects no row; it wrote nothing.
+
+    name is the indices' argument name, position the index's flat position in them, value its
+    value, size the launch's gather size and expected the values it accepts ("lo <= index < hi"),
+    so that a caller can say where the index was in its own shape.
+    """
+
+    def __init__(self, name: str, position: int, value: int, size: int, expected: str) -> None:
+        super().__init__(f"{name}[{position}] = {value} is out of range for an axis of size {size}; expected {expected}")
+        self.position, self.value, self.size, self.expected = position, value, size, expected
+
+
 class Gather(Primitive):
     @abc.abstractmethod
     def Launch(
@@ -24,11 +37,17 @@ class Gather(Primitive):
 
         out[o, i, k] = in_[o, indices[i] - offset, k] when 0 <= indices[i] - offset < gather_dim_size,
         else 0: a device holding rows [offset, offset + gather_dim_size) of the logical params writes
-        zeros for the rows it lacks, so the devices' outputs sum to the logical gather.
+        zeros for the rows it lacks, so the devices' outputs sum to the logical gather. The index
+        rule is New's: see GatherFactory.New.
         """
 
 
 class GatherFactory(Factory):
     @abc.abstractmethod
-    def New(self, params_dtype, indices_dtype) -> Gather | None:
-        """A Gather of params_dtype elements by int32 or int64 indices, or None if unsupported."""
+    def New(self, params_dtype, indices_dtype, *, wrap_negative: bool = False, check_bounds: bool = False) -> Gather | None:
+        """A Gather of params_dtype elements by int32 or int64 indices, or None if unsupported.
+
+        wrap_negative: a negative index first gains gather_dim_size (counts from the end; Launch
+        then needs offset 0). check_bounds: Launch raises IndexOutOfRange for the first index that
+        selects no row, before it writes anything, where it otherwise writes zeros for that row.
+        """

@@ -1,0 +1,35 @@
+"""UnsortedSegmentSum on every device: New's resolution and Launch, shared with the gathers
+(IndexedPrimitive), and the dtypes it sums."""
+from __future__ import annotations
+
+from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.gather import IndexedPrimitive, indexed_combinations, resolve_indexed
+from ep.common.runtime.data_type import DataType
+from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSum, UnsortedSegmentSumFactory
+
+# What sums in a type that has an atomic add on CUDA (float16 through its float32 accumulator).
+SUM_TYPES = (DataType.kFloat16, DataType.kFloat, DataType.kDouble, DataType.kInt32, DataType.kInt64)
+
+
+def accumulator_dtype(dtype: DataType) -> DataType:
+    """What sums of dtype accumulate in: float16 in float32 (CUDA has no portable float16 atomic
+    add, and the sum is rounded to float16 once instead of at every add)."""
+    return DataType.kFloat if dtype is DataType.kFloat16 else dtype
+
+
+class UnsortedSegmentSumImpl(IndexedPrimitive, UnsortedSegmentSum):
+    is_gather = False
+    names = ("segment_ids", "data", "out")
+
+    def Launch(self, stream, segment_ids, num_segment_ids, data, batch_dim_size, outer_dim_size, num_segments, inner_dim_size, out, offset=0):
+        self._launch(stream, segment_ids, num_segment_ids, data, batch_dim_size, outer_dim_size, num_segments, inner_dim_size, out, offset)
+
+
+class UnsortedSegmentSumFactoryImpl(GenericFactory, UnsortedSegmentSumFactory):
+    primitive_type = UnsortedSegmentSumImpl
+
+    def New(self, data_dtype, segment_ids_dtype, *, wrap_negative=False, check_bounds=False) -> UnsortedSegmentSum | None:
+        return self._new(resolve_indexed(data_dtype, segment_ids_dtype, wrap_negative, check_bounds, SUM_TYPES, "data_dtype"))
+
+    def Combinations(self):
+        return indexed_combinations(SUM_TYPES)

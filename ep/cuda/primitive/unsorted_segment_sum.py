@@ -1,0 +1,129 @@
+"""UnsortedSegmentSum on CUDA: out zeroed, then one thread per data element adding it at its
+segment's row with an atomic add; float16 sums into a float32 temporary, rounded once at the end."""
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+from numba import cuda
+
+from ep.common.jit import bound, template
+from ep.common.math.convert import load_fn
+from ep.common.math.half import float_to_half
+from ep.common.primitive.gather import IndexedKernels, gather_row
+from ep.common.primitive.unsorted_segment_sum import SUM_TYPES, UnsortedSegmentSumFactoryImpl, accumulator_dtype
+from ep.common.runtime.data_type import INDEX_TYPES, DataType
+from ep.common.runtime.device import DeviceType
+from ep.cuda.kernel import CudaKernel
+from ep.cuda.primitive import gather_common
+from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
+from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
+
+
+@template()
+def _fill_zero(array, count):
+    t = cuda.grid(1)
+    step = cuda.gridsize(1)
+    while t < count:
+        array[t] = 0
+        t += step
+
+
+@template()
+def _to_half(src, dst, count):
+    t = cuda.grid(1)
+    step = cuda.gridsize(1)
+    while t < count:
+        dst[t] = float_to_half(src[t])
+        t += step
+
+
+@template("INDEX", "DIVMOD", "load")
+def _segment_sum(ids, data, acc, total, inner, inner_m, inner_s, num, num_m, num_s, outer, outer_m, outer_s, segments, lo, hi, wrap):
+    t = bound.INDEX(cuda.grid(1))
+    step = bound.INDEX(cuda.gridsize(1))
+    while t < total:
+        row, k = bound.DIVMOD(t, inner, inner_m, inner_s)
+        batch_outer, i = bound.DIVMOD(row, num, num_m, num_s)
+        b, _ = bound.DIVMOD(batch_outer, outer, outer_m, outer_s)
+        r = gather_row(np.int64(ids[bound.INDEX(b * num + i)]), lo, hi, segments, wrap)
+        if r >= 0:
+            dst = bound.INDEX(bound.INDEX(batch_outer * segments + bound.INDEX(r)) * inner + k)
+            cuda.atomic.add(acc, dst, bound.load(data[t]))
+        t = bound.INDEX(t + step)
+
+
+@functools.cache
+def _sum_kernel(ids_dtype: DataType, dtype: DataType, wide: bool) -> CudaKernel:
+    size = gather_common.size_type(wide)
+    acc = numba.from_dtype(accumulator_dtype(dtype).dtype)[::1]
+    argtypes = (
+        numba.from_dtype(ids_dtype.dtype)[::1],
+        numba.from_dtype(dtype.storage_dtype)[::1],
+        acc,
+        *([size] * 11),
+        *([numba.int64] * 3),
+    )
+    name = f"unsorted_segment_sum_{ids_dtype.value}_{dtype.value}_{'i64' if wide else 'i32'}"
+    return CudaKernel(_segment_sum, name, argtypes, load=load_fn(dtype), **gather_common.index_bindings(wide))
+
+
+@functools.cache
+def _fill_kernel(dtype: DataType) -> CudaKernel:
+    return CudaKernel(_fill_zero, f"unsorted_segment_sum_zero_{dtype.value}", (numba.from_dtype(dtype.dtype)[::1], numba.int64))
+
+
+@functools.cache
+def _to_half_kernel() -> CudaKernel:
+    return CudaKernel(_to_half, "unsorted_segment_sum_to_half", (numba.float32[::1], numba.uint16[::1], numba.int64))
+
+
+class CudaUnsortedSegmentSumKernels(IndexedKernels):
+    def run(self, primitive, plan, stream, ids, data, out) -> int:
+        # The index width depends on the buffers' lengths: run picks it.
+        bad, (ids, data, out) = gather_common.checked_launch(primitive, plan, stream, ids, data, out)
+        sizes = plan[0]
+        out_count, data_count = sizes.params_count, sizes.gathered_count
+        if bad >= 0 or out_count == 0:
+            return bad
+        acc_dtype = accumulator_dtype(primitive.dtype)
+        acc = out if acc_dtype is primitive.dtype else cuda.device_array(out_count, acc_dtype.dtype, stream=stream.native)
+        _fill_kernel(acc_dtype).launch(stream, out_count, acc, out_count)
+        if data_count:
+            wide = gather_common.needs_wide(out_count, data_count, ids.size)
+            _sum_kernel(primitive.indices_dtype, primitive.dtype, wide).launch(
+                stream,
+                data_count,
+                ids,
+                data,
+                acc,
+                data_count,
+                *gather_common.divisor(sizes.inner, wide),
+                *gather_common.divisor(sizes.num_indices, wide),
+                *gather_common.divisor(sizes.outer, wide),
+                sizes.gather,
+                sizes.lo,
+                sizes.hi,
+                int(primitive.wrap),
+            )
+        if acc is not out:
+            _to_half_kernel().launch(stream, out_count, acc, out, out_count)
+        return -1
+
+    def all_kernels(self):
+        for ids_dtype in INDEX_TYPES:
+            for dtype in SUM_TYPES:
+                for wide in (False, True):
+                    yield _sum_kernel(ids_dtype, dtype, wide)
+        for dtype in dict.fromkeys(accumulator_dtype(dtype) for dtype in SUM_TYPES):
+            yield _fill_kernel(dtype)
+        yield _to_half_kernel()
+        yield from gather_common.bounds_kernels()
+
+
+REGISTER_PRIMITIVE_FACTORY(
+    DeviceType.kCUDA,
+    UnsortedSegmentSumFactory,
+    UnsortedSegmentSumFactoryImpl(DeviceType.kCUDA, CudaUnsortedSegmentSumKernels()),
+)
