@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ep
-from ep.common.math.nd_index_offset_helper import contiguous_strides
-from ep.common.primitive.strided_copy import copy_plan, expand_plan
+from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
+from ep.common.primitive.strided_copy import copy_plan
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.cpu.kernel import PARALLEL_THRESHOLD
 from ep.cpu.primitive.copy_nd import STREAM_BYTES
@@ -205,6 +205,13 @@ def aligned(count, dtype, offset=0):
     raw = np.zeros(count * dtype.itemsize + 128, np.uint8)
     start = -raw.ctypes.data % 64 + offset
     return raw[start : start + count * dtype.itemsize].view(dtype)
+
+
+def expand_plan(src_dims, dst_dims, itemsize, buffers, widest):
+    """Expand's copy plan: dst_dims elements read with stride 0 along src's broadcast dims."""
+    padded = (1,) * (len(dst_dims) - len(src_dims)) + tuple(src_dims)
+    strides = broadcast_strides(padded, dst_dims)
+    return copy_plan(dst_dims, strides, contiguous_strides(dst_dims), itemsize, buffers, widest, "dst_dims")
 
 
 def test_plan_moves_contiguous_runs_in_the_widest_unit():

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from typing import Iterator, NamedTuple, Sequence
 
 from ep.common.jit import scalar_function
-from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
+from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.byte_units import UNITS, address, move_unit
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.validate import MAX_NUM_DIMS
-
 
 
 @dataclass(frozen=True)
@@ -135,13 +134,6 @@ def copy_plan(
     if plan.ndim > MAX_NUM_DIMS:
         raise ValueError(f"{name}: needs {plan.ndim + 1} dims after simplification; at most {MAX_NUM_DIMS + 1} are supported")
     return plan
-
-
-def expand_plan(src_dims: Sequence[int], dst_dims: Sequence[int], itemsize: int, buffers: Sequence, widest: int) -> CopyPlan:
-    """The plan for broadcasting C-contiguous src of src_dims to C-contiguous dst of dst_dims."""
-    padded = (1,) * (len(dst_dims) - len(src_dims)) + tuple(src_dims)
-    strides = broadcast_strides(padded, dst_dims)
-    return copy_plan(dst_dims, strides, contiguous_strides(dst_dims), itemsize, buffers, widest, "dst_dims")
 
 
 class CopyLaunch(NamedTuple):

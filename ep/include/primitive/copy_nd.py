@@ -37,8 +37,9 @@ class CopyNd(Primitive):
 class CopyNdFactory(Factory):
     @abc.abstractmethod
     def New(self, max_num_dims: int) -> CopyNd | None:
-        """A CopyNd for launches of at most max_num_dims dims, or None if this device has none for it.
+        """A CopyNd for launches of at most max_num_dims dims, or None (max_num_dims 0 or above 64).
 
         As in OneFlow the data type is a Launch argument: the copy moves raw bytes, so one primitive
-        serves every dtype.
+        serves every dtype. Dims are merged before a launch (OneFlow's SimplifyCopyNd); a copy that
+        still needs more than 9 dims after merging raises ValueError at Launch.
         """
