@@ -146,6 +146,7 @@ class BroadcastElementwiseBinaryImpl(BroadcastElementwiseBinary):
         # the buffer checks and the kernel call.
         if type(stream) is not self._stream_type:
             check_stream(stream, self.device_type)
+        # A NumPy array is never a scalar: the common case skips the isinstance.
         value0 = type(src0) is not _ndarray and is_scalar(src0)
         value1 = type(src1) is not _ndarray and is_scalar(src1)
         try:
