@@ -7,14 +7,19 @@ import numpy as np
 
 from ep.common.math.binary_functor import binary_dst_dtype
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
-from ep.common.primitive.broadcast_elementwise_binary import is_scalar, scalar_value
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType, GetDevice
 from ep.include.primitive.binary_op import as_binary_op
-from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS, BroadcastElementwiseBinaryFactory
+from ep.include.primitive.broadcast_elementwise_binary import (
+    MAX_NUM_DIMS,
+    BroadcastElementwiseBinaryFactory,
+    is_scalar,
+    scalar_value,
+)
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
 from ep.ops.unary import unary
+
 
 def binary_src_dtype(a: object, b: object) -> DataType:
     """The dtype both operands are computed in: np.result_type of the arrays and NumPy scalars, where

@@ -1,4 +1,8 @@
-"""Broadcasting rules: the result shape of two operands and OneFlow's SimplifyBroadcastDims."""
+"""Broadcasting rules: the result shape of two operands and OneFlow's SimplifyBroadcastDims.
+
+The one place these shape rules live: primitives plan with them, ops fold shapes with them, and
+tests check them against NumPy.
+"""
 from __future__ import annotations
 
 from typing import Sequence

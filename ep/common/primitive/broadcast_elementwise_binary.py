@@ -1,90 +1,48 @@
-"""The host side of a BroadcastElementwiseBinary Launch, shared by both devices.
+"""BroadcastElementwiseBinary on every device: New's resolution, Launch's checks, the plan, and what
+a device supplies.
 
-It checks the launch arguments, simplifies the broadcast (OneFlow's SimplifyBroadcastDims) and
-picks the path: elementwise (equal shapes), scalar (a value or a one-element operand), row or
-column broadcast (two dims after simplification), or general (NdIndexOffsetHelper, 0 strides on
-broadcast dims). Kernels get only sizes and strides from here, never shapes to interpret.
+A Launch simplifies the broadcast (OneFlow's SimplifyBroadcastDims) and picks the path: elementwise
+(equal shapes), scalar (a value or a one-element operand), row or column broadcast (two dims after
+simplification), or general (NdIndexOffsetHelper, 0 strides on broadcast dims). The plan is made
+once per (dims0, dims1) and kept; kernels get only sizes and strides from it, never shapes.
 """
 from __future__ import annotations
 
+import abc
 import math
-import operator
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from ep.common.math.binary_functor import resolve_binary
+from ep.common.math.binary_functor import binary_combinations, resolve_binary
+from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
+from ep.common.primitive.factory import GenericFactory
+from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
-from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS
+from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.validate import MAX_NUM_DIMS
+from ep.include.primitive.broadcast_elementwise_binary import (
+    BroadcastElementwiseBinary,
+    BroadcastElementwiseBinaryFactory,
+    is_scalar,
+    scalar_value,
+)
 
 # Kernels take strides as tuples of this length (padded with 0), so one compiled kernel serves
 # every rank.
-STRIDES_LEN = 8
+STRIDES_LEN = MAX_NUM_DIMS
 
-_SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+# Plans kept per primitive; dims are caller data, so the count is unbounded without a limit.
+MAX_CACHED_PLANS = 256
 
-
-def is_scalar(obj: object) -> bool:
-    """True for a Python or NumPy real scalar (the scalar path), False for anything else."""
-    return isinstance(obj, _SCALAR_TYPES)
+_ndarray = np.ndarray
 
 
-def check_dims(dims: object, name: str, max_num_dims: int) -> tuple[int, ...]:
-    """dims as a tuple of non-negative ints, at most max_num_dims of them."""
-    try:
-        items = tuple(dims)
-    except TypeError:
-        raise TypeError(f"{name}: {dims!r} is not a sequence of sizes") from None
-    out = []
-    for size in items:
-        if isinstance(size, (bool, np.bool_)):
-            raise TypeError(f"{name}: {dims!r} holds {size!r}, which is not an integer size")
-        try:
-            size = operator.index(size)
-        except TypeError:
-            raise TypeError(f"{name}: {dims!r} holds {size!r}, which is not an integer size") from None
-        if size < 0:
-            raise ValueError(f"{name}: {dims!r} holds the negative size {size}")
-        out.append(size)
-    if len(out) > max_num_dims:
-        raise ValueError(f"{name}: has {len(out)} dims, more than the primitive's max_num_dims {max_num_dims}")
-    return tuple(out)
-
-
-def scalar_value(value: object, name: str, dtype: DataType):
-    """A scalar operand converted to dtype (as OneFlow's Scalar overloads do), in its compute dtype.
-
-    Raises ValueError when the value has no such conversion: NaN or inf to an integer dtype, or an
-    integer outside the dtype's range.
-    """
-    if not is_scalar(value):
-        raise TypeError(f"{name}: {value!r} is not a real scalar")
-    compute = dtype.compute_dtype.type
-    if dtype is DataType.kBool:
-        return np.bool_(value != 0)
-    if dtype.is_floating:
-        return compute(dtype.dtype.type(value))
-    if isinstance(value, (float, np.floating)):
-        if not math.isfinite(value):
-            raise ValueError(f"{name}: {value!r} has no {dtype.value} value")
-        value = math.trunc(value)
-    info = np.iinfo(dtype.dtype)
-    if not info.min <= int(value) <= info.max:
-        raise ValueError(f"{name}: {value!r} is out of the range of {dtype.value} [{info.min}, {info.max}]")
-    return compute(int(value))
-
-
-def host_element(flat, dtype: DataType):
-    """The first element of NumPy flat storage as a compute-dtype scalar (float16 moves as uint16)."""
-    return dtype.compute_dtype.type(flat[:1].view(dtype.dtype)[0])
-
-
-def padded(values: Sequence[int]) -> tuple[int, ...]:
+def padded(values: tuple[int, ...]) -> tuple[int, ...]:
     """values padded with 0 to STRIDES_LEN entries."""
     return tuple(values) + (0,) * (STRIDES_LEN - len(values))
 
@@ -97,7 +55,8 @@ class BinaryPlan:
     order), "scalar" (operand `side` is one element), "row" / "column" (dst is rows x cols and
     operand `side` is one row, of cols elements, or one column, of rows elements), or "general".
     dims is the simplified dst shape and strides0/strides1/dst_strides its element strides, 0 on
-    the broadcast dims; they describe every path but "empty".
+    the broadcast dims; they describe every path but "empty". value0/value1 say an operand is a
+    scalar value rather than storage.
     """
 
     path: str
@@ -107,6 +66,8 @@ class BinaryPlan:
     strides0: tuple[int, ...]
     strides1: tuple[int, ...]
     dst_strides: tuple[int, ...]
+    value0: bool = False
+    value1: bool = False
 
     @property
     def rows(self) -> int:
@@ -114,7 +75,7 @@ class BinaryPlan:
 
     @property
     def cols(self) -> int:
-        return self.dims[1]
+        return self.dims[-1]
 
 
 def plan_binary(dims0: tuple[int, ...], dims1: tuple[int, ...], value0: bool, value1: bool) -> BinaryPlan:
@@ -123,7 +84,6 @@ def plan_binary(dims0: tuple[int, ...], dims1: tuple[int, ...], value0: bool, va
     dims = broadcast_shape(a, b)
     count = math.prod(dims)
     strides0, strides1 = broadcast_strides(a, dims), broadcast_strides(b, dims)
-    dst_strides = contiguous_strides(dims)
     size0, size1 = math.prod(a), math.prod(b)
     side = 0
     if count == 0:
@@ -140,57 +100,117 @@ def plan_binary(dims0: tuple[int, ...], dims1: tuple[int, ...], value0: bool, va
         path = "row" if broadcast[0] == 1 else "column"
     else:
         path = "general"
-    return BinaryPlan(path, count, side, dims, strides0, strides1, dst_strides)
+    return BinaryPlan(path, count, side, dims, strides0, strides1, contiguous_strides(dims), value0, value1)
 
 
-def check_launch(src0_dims, src0, src1_dims, src1, max_num_dims: int):
-    """(dims0, dims1, dst dims) checked: dims within max_num_dims, a scalar only with dims (), broadcastable.
+class BroadcastElementwiseBinaryKernels(abc.ABC):
+    """What a device supplies: how each path of a plan launches, and its kernels for the PTX check."""
 
-    Raises TypeError when both operands are scalars, ValueError naming both dims when they do not
-    broadcast.
-    """
-    dims0 = check_dims(src0_dims, "src0_dims", max_num_dims)
-    dims1 = check_dims(src1_dims, "src1_dims", max_num_dims)
-    for name, obj, dims in (("src0", src0, dims0), ("src1", src1, dims1)):
-        if is_scalar(obj) and dims != ():
-            raise ValueError(f"{name}: a scalar operand has dims (); got {name}_dims={dims}")
-    if is_scalar(src0) and is_scalar(src1):
-        raise TypeError("src0, src1: both are scalars; at least one must be a buffer")
-    return dims0, dims1, broadcast_shape(dims0, dims1, names=("src0_dims", "src1_dims"))
+    @abc.abstractmethod
+    def launcher(self, op, src_dtype: DataType, dst_dtype: DataType, plan: BinaryPlan) -> Callable[..., None]:
+        """run(stream, src0, src1, dst, attr0, attr1) for a plan that writes something, made once
+        per plan: src0/src1 are flat storage, or a compute-dtype value where plan.value0/value1."""
+
+    @abc.abstractmethod
+    def combination_kernels(self, op, src_dtype: DataType, dst_dtype: DataType) -> Iterator[object]:
+        """Every kernel of (op, src_dtype, dst_dtype), on every path; compiles nothing."""
+
+    def all_kernels(self) -> Iterator[object]:
+        for op, src_dtype, dst_dtype in binary_combinations():
+            yield from self.combination_kernels(op, src_dtype, dst_dtype)
 
 
-def prepare_launch(device_type: DeviceType, src_dtype: DataType, dst_dtype: DataType, max_num_dims: int,
-                   src0_dims, src0, src1_dims, src1, dst):
-    """(operand0, operand1, dst, plan) for a Launch, everything checked before any kernel runs.
+class _Launch(NamedTuple):
+    """A kept plan: the elements each buffer must hold, and the run (None when nothing is written)."""
 
-    Each operand comes back as flat storage of its dims' size or, for a scalar, as its value in the
-    compute dtype; dst as flat storage of the broadcast size.
-    """
-    dims0, dims1, dims = check_launch(src0_dims, src0, src1_dims, src1, max_num_dims)
-    operands = []
-    for name, obj, obj_dims in (("src0", src0, dims0), ("src1", src1, dims1)):
-        if is_scalar(obj):
-            operands.append(scalar_value(obj, name, src_dtype))
+    count0: int
+    count1: int
+    count: int
+    run: Callable[..., None] | None
+
+
+class BroadcastElementwiseBinaryImpl(BroadcastElementwiseBinary):
+    def __init__(
+        self, device_type: DeviceType, kernels: BroadcastElementwiseBinaryKernels,
+        op, src_dtype, dst_dtype, max_num_dims, attrs,
+    ) -> None:
+        self.device_type = device_type
+        self.op, self.src_dtype, self.dst_dtype = op, src_dtype, dst_dtype
+        self.max_num_dims, self.attrs = max_num_dims, attrs
+        self._kernels = kernels
+        self._stream_type = STREAM_TYPES[device_type]
+        self._launches: dict[tuple, _Launch] = {}
+
+    def Launch(self, stream, src0_dims, src0, src1_dims, src1, dst) -> None:
+        # Written for tiny launches, whose cost is this function: for dims seen before, one lookup,
+        # the buffer checks and the kernel call.
+        if type(stream) is not self._stream_type:
+            check_stream(stream, self.device_type)
+        # A NumPy array is never a scalar: the common case skips the isinstance.
+        value0 = type(src0) is not _ndarray and is_scalar(src0)
+        value1 = type(src1) is not _ndarray and is_scalar(src1)
+        try:
+            launch = self._launches[src0_dims, src1_dims, value0, value1]
+        except (KeyError, TypeError):
+            launch = self._new_launch(src0_dims, src1_dims, value0, value1)
         else:
-            operands.append(storage(obj, name, device_type, src_dtype, math.prod(obj_dims)))
-    out = storage(dst, "dst", device_type, dst_dtype, math.prod(dims), writable=True)
-    plan = plan_binary(dims0, dims1, is_scalar(src0), is_scalar(src1))
-    return operands[0], operands[1], out, plan
+            # Keyed by the caller's dims: floats and bools compare equal to ints, so a hit
+            # counts only when every dim is an int.
+            for d in src0_dims + src1_dims:
+                if type(d) is not int:
+                    launch = self._new_launch(src0_dims, src1_dims, value0, value1)
+                    break
+        device, dtype = self.device_type, self.src_dtype
+        a = scalar_value(src0, "src0", dtype) if value0 else storage(src0, "src0", device, dtype, launch.count0)
+        b = scalar_value(src1, "src1", dtype) if value1 else storage(src1, "src1", device, dtype, launch.count1)
+        out = storage(dst, "dst", device, self.dst_dtype, launch.count, writable=True)
+        if launch.run is not None:
+            launch.run(stream, a, b, out, *self.attrs)
+
+    def _new_launch(self, src0_dims, src1_dims, value0: bool, value1: bool) -> _Launch:
+        """The kept plan for these dims, made after checking them: within max_num_dims, a value
+        only with dims (), not two values, and broadcastable."""
+        dims0 = validate.dims(src0_dims, "src0_dims", self.max_num_dims)
+        dims1 = validate.dims(src1_dims, "src1_dims", self.max_num_dims)
+        for name, value, dims in (("src0", value0, dims0), ("src1", value1, dims1)):
+            if value and dims != ():
+                raise ValueError(f"{name}: a scalar operand has dims (); got {name}_dims={dims}")
+        if value0 and value1:
+            raise TypeError("src0, src1: both are scalars; at least one must be a buffer")
+        broadcast_shape(dims0, dims1, names=("src0_dims", "src1_dims"))
+        key = (dims0, dims1, value0, value1)
+        launch = self._launches.get(key)
+        if launch is None:
+            plan = plan_binary(dims0, dims1, value0, value1)
+            run = None
+            if plan.path != "empty":
+                run = self._kernels.launcher(self.op, self.src_dtype, self.dst_dtype, plan)
+            launch = _Launch(math.prod(dims0), math.prod(dims1), plan.count, run)
+            if len(self._launches) >= MAX_CACHED_PLANS:
+                self._launches.clear()
+            self._launches[key] = launch
+        return launch
 
 
 def resolve_new(op, src_dtype, dst_dtype, max_num_dims, attr0, attr1):
-    """(op, src, dst, max_num_dims, attrs) normalized for a factory's New, or None when unsupported
-    (an (op, dtype) combination that does not exist, or max_num_dims above MAX_NUM_DIMS)."""
-    if isinstance(max_num_dims, (bool, np.bool_)):
-        raise TypeError(f"max_num_dims: {max_num_dims!r} is not an integer")
-    try:
-        max_num_dims = operator.index(max_num_dims)
-    except TypeError:
-        raise TypeError(f"max_num_dims: {max_num_dims!r} is not an integer") from None
-    if max_num_dims < 0:
-        raise ValueError(f"max_num_dims: {max_num_dims} is negative")
+    """(op, src, dst, max_num_dims, attrs) normalized for New, or None when unsupported (an (op,
+    dtype) combination that does not exist, or max_num_dims above MAX_NUM_DIMS)."""
+    max_num_dims = validate.count(max_num_dims, "max_num_dims")
     resolved = resolve_binary(op, src_dtype, dst_dtype, attr0, attr1)
     if resolved is None or max_num_dims > MAX_NUM_DIMS:
         return None
     op, src_dtype, dst_dtype, attrs = resolved
     return op, src_dtype, dst_dtype, max_num_dims, attrs
+
+
+class BroadcastElementwiseBinaryFactoryImpl(GenericFactory, BroadcastElementwiseBinaryFactory):
+    primitive_type = BroadcastElementwiseBinaryImpl
+
+    def New(
+        self, op, src_dtype, dst_dtype, max_num_dims=MAX_NUM_DIMS, attr0=None, attr1=None
+    ) -> BroadcastElementwiseBinary | None:
+        return self._new(resolve_new(op, src_dtype, dst_dtype, max_num_dims, attr0, attr1))
+
+    def Combinations(self):
+        for op, src_dtype, dst_dtype in binary_combinations():
+            yield op, (src_dtype, dst_dtype)
