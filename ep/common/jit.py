@@ -225,16 +225,13 @@ def specialize(template: Callable, name: str, **bindings: object) -> Callable:
     the template declared with @template.
     """
     slots = getattr(template, "slots", None)
-    namespace = dict(template.__globals__)
     if slots is None:
-        # TRANSITION: templates not yet declared with @template bind free globals.
-        namespace.update(bindings)
-    else:
-        if set(bindings) != slots:
-            raise TypeError(f"{template.__qualname__}: bindings {sorted(bindings)} do not fill its slots {sorted(slots)}")
-        filled = types.ModuleType(f"bound_{name}")
-        filled.__dict__.update(bindings)
-        namespace["bound"] = filled
+        raise TypeError(f"{template.__qualname__}: is not a kernel template; declare its slots with @template")
+    if set(bindings) != slots:
+        raise TypeError(f"{template.__qualname__}: bindings {sorted(bindings)} do not fill its slots {sorted(slots)}")
+    filled = types.ModuleType(f"bound_{name}")
+    filled.__dict__.update(bindings)
+    namespace = dict(template.__globals__, bound=filled)
     qualname = f"{name}_{kernel_digest(template, bindings)}"
     fn = types.FunctionType(template.__code__, namespace, qualname, template.__defaults__, template.__closure__)
     fn.__qualname__ = qualname

@@ -39,7 +39,3 @@ class CpuKernel:
         """Run on args in the calling thread (a cpu stream runs launches at once); work (elements
         touched) picks the serial or the parallel build. Returns what the kernel returns."""
         return (self.serial if work < PARALLEL_THRESHOLD else self.parallel)(*args)
-
-    def __call__(self, work: int, *args: object):
-        # TRANSITION: callers not yet moved to launch().
-        return (self.serial if work < PARALLEL_THRESHOLD else self.parallel)(*args)
