@@ -1,4 +1,6 @@
-"""Every elementwise op as one record, grouped by family as CuPy's cupy/_math.
+"""Every elementwise op as one record, grouped by family as CuPy's cupy/_math: activation,
+arithmetic (rounding too), transcendental (exp and log, erf and gamma, hyperbolic, trigonometric),
+logic (comparison, content, logical, bitwise) and conversion.
 
 A family module holds, per op, its formula (and float32 variant), its derivatives and its record:
 a UnaryFunctor or BinaryFunctor bound to a module-level name (ep.common.math.ops.record), which
@@ -19,32 +21,6 @@ calls (picked when the compute dtype is float32, float16 included). Both come fr
 `_*_with(fn)` factory (or record.of_x(fn)), so a formula is written once and only the function it
 calls differs; sigmoid and gelu use fast_math's own float32 formulations of the whole function.
 """
-from ep.common.math.ops import (
-    activation,
-    arithmetic,
-    bitwise,
-    comparison,
-    content,
-    conversion,
-    erf_gamma,
-    explog,
-    hyperbolic,
-    logic,
-    rounding,
-    trigonometric,
-)
+from ep.common.math.ops import activation, arithmetic, conversion, logic, transcendental
 
-FAMILIES = (
-    activation,
-    arithmetic,
-    bitwise,
-    comparison,
-    content,
-    conversion,
-    erf_gamma,
-    explog,
-    hyperbolic,
-    logic,
-    rounding,
-    trigonometric,
-)
+FAMILIES = (activation, arithmetic, conversion, logic, transcendental)

@@ -9,10 +9,8 @@ import math
 
 from ep.common.jit import scalar_function
 from ep.common.math import fast_math
-from ep.common.math.ops.erf_gamma import erfc
-from ep.common.math.ops.explog import exp
-from ep.common.math.ops.hyperbolic import cosh, tanh
 from ep.common.math.ops.record import FLOAT, UnaryFunctor, derivative, of_x
+from ep.common.math.ops.transcendental import cosh, erfc, exp, tanh
 from ep.common.math.special import as_type, divide
 from ep.common.runtime.data_type import ALL_TYPES
 from ep.include.primitive.binary_op import BinaryOp

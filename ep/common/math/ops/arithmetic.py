@@ -1,5 +1,6 @@
 """Arithmetic: the unary abs, negative, sign, square, sqrt, rsqrt, reciprocal (with their derivatives),
-and the binary add, sub, mul, div, max, min, pow, fmod, floor_div, trunc_div, floor_mod.
+the rounding ceil, floor, rint, round, trunc, and the binary add, sub, mul, div, max, min, pow, fmod,
+floor_div, trunc_div, floor_mod.
 
 Binary ops whose integer semantics differ have an integer formula too (used for the integer dtypes
 and bool): it works in int64 and wraps the result to the operands' type with as_type, as NumPy's
@@ -15,36 +16,14 @@ import numpy as np
 
 from ep.common.jit import scalar_function
 from ep.common.math.intrinsics import frem
-from ep.common.math.ops.record import FLOAT, NUMBERS, BinaryFunctor, UnaryFunctor, derivative
-from ep.common.math.special import as_type, divide, round_down, round_toward_zero
+from ep.common.math.ops.record import FLOAT, NUMBERS, BinaryFunctor, UnaryFunctor, derivative, dy_times, of_x
+from ep.common.math.special import as_type, divide, round_down, round_half_even, round_toward_zero, round_up
 from ep.common.runtime.data_type import ALL_TYPES
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.unary_op import UnaryOp
 
+
 # unary
-
-
-@scalar_function
-def abs_(x, attr0, attr1):
-    return as_type(abs(x), x)
-
-
-@scalar_function
-def abs_backward_with_dy_x(dy, x, attr0, attr1):
-    return dy * sign(x, attr0, attr1)
-
-
-ABS = UnaryFunctor(
-    UnaryOp.kAbs, abs_, NUMBERS, backward=(derivative(BinaryOp.kAbsBackwardWithDyX, abs_backward_with_dy_x),)
-)
-
-
-@scalar_function
-def negative(x, attr0, attr1):
-    return as_type(-x, x)
-
-
-NEGATIVE = UnaryFunctor(UnaryOp.kNegative, negative, NUMBERS)
 
 
 @scalar_function
@@ -54,6 +33,22 @@ def sign(x, attr0, attr1):
 
 
 SIGN = UnaryFunctor(UnaryOp.kSign, sign, NUMBERS)
+
+
+@scalar_function
+def abs_(x, attr0, attr1):
+    return as_type(abs(x), x)
+
+
+ABS = UnaryFunctor(UnaryOp.kAbs, abs_, NUMBERS, backward=(derivative(BinaryOp.kAbsBackwardWithDyX, dy_times(sign)),))
+
+
+@scalar_function
+def negative(x, attr0, attr1):
+    return as_type(-x, x)
+
+
+NEGATIVE = UnaryFunctor(UnaryOp.kNegative, negative, NUMBERS)
 
 
 @scalar_function
@@ -131,6 +126,17 @@ RECIPROCAL_NO_NAN = UnaryFunctor(
     UnaryOp.kReciprocalNoNan, reciprocal_no_nan, FLOAT,
     backward=(derivative(BinaryOp.kReciprocalNoNanBackwardWithDyX, reciprocal_no_nan_backward_with_dy_x),),
 )
+
+
+# rounding to an integer value, in the float dtypes
+
+CEIL = UnaryFunctor(UnaryOp.kCeil, of_x(round_up), FLOAT)
+FLOOR = UnaryFunctor(UnaryOp.kFloor, of_x(round_down), FLOAT)
+RINT = UnaryFunctor(UnaryOp.kRint, of_x(round_half_even), FLOAT)
+# torch.round with decimals=0 is rint: half to even.
+ROUND = UnaryFunctor(UnaryOp.kRound, of_x(round_half_even), FLOAT)
+TRUNC = UnaryFunctor(UnaryOp.kTrunc, of_x(round_toward_zero), FLOAT)
+
 
 # binary: the division helpers first
 

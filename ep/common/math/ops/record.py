@@ -11,7 +11,6 @@ import numpy as np
 from ep.common.jit import scalar_function
 from ep.common.runtime.data_type import FLOATING_TYPES, INTEGER_TYPES, DataType
 from ep.include.primitive.binary_op import BinaryOp
-from ep.include.primitive.unary_op import UnaryOp
 
 FLOAT = FLOATING_TYPES
 NUMBERS = FLOATING_TYPES + INTEGER_TYPES
@@ -21,18 +20,23 @@ Attrs = tuple[tuple[str, float | None], ...]
 
 
 @dataclass(frozen=True)
-class BinaryFunctor:
-    """One BroadcastElementwiseBinary op: its formula, the source dtypes it has, its attributes, whether it gives bool.
+class _Record:
+    """What every op's record says: the op, its formula, its source dtypes, its attributes, whether it gives bool.
 
-    int_formula, when given, replaces formula for the integer dtypes and bool. attrs names attr0
-    and attr1 in order, each with PyTorch's default (None: the caller must give it).
+    attrs names attr0 and attr1 in order, each with PyTorch's default (None: the caller must give it).
     """
 
-    op: BinaryOp
+    op: enum.Enum
     formula: Callable
     dtypes: tuple[DataType, ...]
     attrs: Attrs = ()
     to_bool: bool = False
+
+
+@dataclass(frozen=True)
+class BinaryFunctor(_Record):
+    """One BroadcastElementwiseBinary op; int_formula, when given, replaces formula for the integer dtypes and bool."""
+
     int_formula: Callable | None = None
 
     def records(self) -> Iterator[BinaryFunctor]:
@@ -41,21 +45,15 @@ class BinaryFunctor:
 
 
 @dataclass(frozen=True)
-class UnaryFunctor:
-    """One ElementwiseUnary op: its formula, source dtypes, attributes, result dtype and derivatives.
+class UnaryFunctor(_Record):
+    """One ElementwiseUnary op, with its float32 variant and its derivatives.
 
-    attrs names attr0 and attr1 in order, each with PyTorch's default (None: the caller must give it).
     float32_formula, where given, replaces formula when the compute dtype is float32 (float16 too):
     the same formula over ep.common.math.fast_math's vectorizable functions instead of libm's.
     The result has the source dtype, bool when to_bool, any dtype when converts (the store converts).
     backward holds the op's derivatives, the BinaryOp records made by derivative().
     """
 
-    op: UnaryOp
-    formula: Callable
-    dtypes: tuple[DataType, ...]
-    attrs: Attrs = ()
-    to_bool: bool = False
     float32_formula: Callable | None = None
     converts: bool = False
     backward: tuple[BinaryFunctor, ...] = ()
@@ -89,6 +87,16 @@ def of_x(fn: Callable) -> Callable:
         return fn(x)
 
     return formula
+
+
+def dy_times(slope: Callable) -> Callable:
+    """The derivative dy * slope(x) of an op whose slope is another op's formula (sin' = cos)."""
+
+    @scalar_function
+    def backward(dy, x, attr0, attr1):
+        return dy * slope(x, attr0, attr1)
+
+    return backward
 
 
 def collect(kind: type, ops: type[enum.Enum], families: tuple[ModuleType, ...]) -> dict:
