@@ -25,7 +25,6 @@ from ep.include.primitive.unary_op import UnaryOp
 exp = of_x(math.exp)
 exp_float32 = of_x(fast_math.exp)
 
-
 EXP = UnaryFunctor(
     UnaryOp.kExp, exp, FLOAT, float32_formula=exp_float32,
     backward=(derivative(BinaryOp.kExpBackwardWithDyX, dy_times(exp)),),
@@ -48,7 +47,6 @@ EXP2 = UnaryFunctor(
 
 expm1 = of_x(math.expm1)
 expm1_float32 = of_x(fast_math.expm1)
-
 
 EXPM1 = UnaryFunctor(
     UnaryOp.kExpm1, expm1, FLOAT, float32_formula=expm1_float32,
