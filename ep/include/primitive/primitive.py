@@ -67,7 +67,14 @@ def GetFactory(factory_type: type[FactoryT], device: object) -> FactoryT | None:
 
 
 def NewPrimitive(factory_type: type[Factory], device: object, *args, **kwargs) -> Primitive | None:
-    """A primitive from device's factory of factory_type, or None when there is none for these arguments."""
+    """A primitive of kind factory_type for device, or None when the device does not implement these arguments.
+
+    factory_type is a Factory interface (ElementwiseUnaryFactory, GatherFactory, ...); device is a
+    DeviceType, a Device or a tag ("cpu", "cuda", "cuda:0"); args and kwargs are that factory's New
+    arguments (see its New), for example
+    `NewPrimitive(ElementwiseUnaryFactory, "cpu", UnaryOp.kRelu, DataType.kFloat, DataType.kFloat)`.
+    Primitives are cached per set of arguments; nothing compiles until the first Launch.
+    """
     if not (isinstance(factory_type, type) and issubclass(factory_type, Factory)):
         raise TypeError(f"factory_type: {factory_type!r} is not a Factory interface such as ElementwiseUnaryFactory")
     factory = GetFactory(factory_type, device)
