@@ -1,4 +1,4 @@
-"""Every elementwise op as one record, grouped by family as CuPy's cupy/_math: activation,
+"""Every elementwise op as one record, grouped by family as CuPy's cupy/_math: activation (tanh too),
 arithmetic (rounding too), transcendental (exp and log, erf and gamma, hyperbolic, trigonometric),
 logic (comparison, content, logical, bitwise) and conversion.
 

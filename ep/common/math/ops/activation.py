@@ -1,4 +1,4 @@
-"""Activations: relu and its smooth relatives, sigmoid and the gelus, the hard and soft clamps, with their derivatives.
+"""Activations, with their derivatives: relu and its smooth relatives, sigmoid, tanh, the gelus, hard and soft clamps.
 
 Ops built on exp, expm1, tanh, sigmoid or erfc have a float32 variant: the formula is written once
 in a `_*_with(fn)` factory and instantiated over libm's function and over fast_math's.
@@ -10,7 +10,7 @@ import math
 from ep.common.jit import scalar_function
 from ep.common.math import fast_math
 from ep.common.math.ops.record import FLOAT, UnaryFunctor, derivative, of_x
-from ep.common.math.ops.transcendental import cosh, erfc, exp, tanh
+from ep.common.math.ops.transcendental import cosh, erfc, exp
 from ep.common.math.special import as_type, divide
 from ep.common.runtime.data_type import ALL_TYPES
 from ep.include.primitive.binary_op import BinaryOp
@@ -52,6 +52,32 @@ SIGMOID = UnaryFunctor(
     backward=(
         derivative(BinaryOp.kSigmoidBackwardWithDyY, sigmoid_backward_with_dy_y),
         derivative(BinaryOp.kSigmoidBackwardWithDyX, sigmoid_backward_with_dy_x),
+    ),
+)
+
+
+tanh = of_x(math.tanh)
+tanh_float32 = of_x(fast_math.tanh)
+
+
+@scalar_function
+def tanh_backward_with_dy_y(dy, y, attr0, attr1):
+    # (1 - y)(1 + y): 1 - y*y would cancel for |y| near 1.
+    return dy * ((as_type(1, y) - y) * (as_type(1, y) + y))
+
+
+@scalar_function
+def tanh_backward_with_dy_x(dy, x, attr0, attr1):
+    # 1 - tanh^2 = 1 / cosh^2, without the cancellation for large |x|.
+    c = cosh(x, attr0, attr1)
+    return divide(dy, c * c)
+
+
+TANH = UnaryFunctor(
+    UnaryOp.kTanh, tanh, FLOAT, float32_formula=tanh_float32,
+    backward=(
+        derivative(BinaryOp.kTanhBackwardWithDyY, tanh_backward_with_dy_y),
+        derivative(BinaryOp.kTanhBackwardWithDyX, tanh_backward_with_dy_x),
     ),
 )
 

@@ -1,7 +1,7 @@
 """Transcendental functions, with their derivatives: exponents and logarithms, the error and gamma
-functions, the hyperbolic and the trigonometric functions.
+functions, the hyperbolic (but tanh: an activation, as UnaryOp lists it) and the trigonometric functions.
 
-Ops built on exp, expm1, tanh, erf, erfc or log have a float32 variant over fast_math's functions.
+Ops built on exp, expm1, erf, erfc or log have a float32 variant over fast_math's functions.
 """
 from __future__ import annotations
 
@@ -191,32 +191,6 @@ def cosh(x, attr0, attr1):
 
 SINH = UnaryFunctor(UnaryOp.kSinh, sinh, FLOAT, backward=(derivative(BinaryOp.kSinhBackwardWithDyX, dy_times(cosh)),))
 COSH = UnaryFunctor(UnaryOp.kCosh, cosh, FLOAT, backward=(derivative(BinaryOp.kCoshBackwardWithDyX, dy_times(sinh)),))
-
-tanh = of_x(math.tanh)
-tanh_float32 = of_x(fast_math.tanh)
-
-
-@scalar_function
-def tanh_backward_with_dy_y(dy, y, attr0, attr1):
-    # (1 - y)(1 + y): 1 - y*y would cancel for |y| near 1.
-    return dy * ((as_type(1, y) - y) * (as_type(1, y) + y))
-
-
-@scalar_function
-def tanh_backward_with_dy_x(dy, x, attr0, attr1):
-    # 1 - tanh^2 = 1 / cosh^2, without the cancellation for large |x|.
-    c = cosh(x, attr0, attr1)
-    return divide(dy, c * c)
-
-
-TANH = UnaryFunctor(
-    UnaryOp.kTanh, tanh, FLOAT, float32_formula=tanh_float32,
-    backward=(
-        derivative(BinaryOp.kTanhBackwardWithDyY, tanh_backward_with_dy_y),
-        derivative(BinaryOp.kTanhBackwardWithDyX, tanh_backward_with_dy_x),
-    ),
-)
-
 
 @scalar_function
 def asinh(x, attr0, attr1):
