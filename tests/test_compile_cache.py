@@ -185,11 +185,11 @@ def test_an_edit_recompiles_only_the_kernels_using_it(tmp_path):
     assert (saved, loaded) == (set(), all_kernels)
 
     # relu now gives 7 for x <= 0: what runs must be the edited formula, not a cached one.
-    unary_math = root / "ep" / "common" / "math" / "unary_math.py"
-    source = unary_math.read_text()
+    activation = root / "ep" / "common" / "math" / "ops" / "activation.py"
+    source = activation.read_text()
     relu = "    return x if not x <= 0 else as_type(0, x)\n"
     assert source.count(relu) == 1
-    unary_math.write_text(source.replace(relu, relu.replace("as_type(0, x)", "as_type(7, x)")))
+    activation.write_text(source.replace(relu, relu.replace("as_type(0, x)", "as_type(7, x)")))
 
     results, saved, loaded = _run(root, cache)
     assert saved == {"unary_relu_float32_float32", "unary_relu_float64_float64"}

@@ -1,0 +1,530 @@
+"""Activations, with their derivatives: relu and its smooth relatives, sigmoid, tanh, the gelus, hard and soft clamps.
+
+Ops built on exp, expm1, tanh, sigmoid or erfc have a float32 variant: the formula is written once
+in a `_*_with(fn)` factory and instantiated over libm's function and over fast_math's.
+"""
+from __future__ import annotations
+
+import math
+
+from ep.common.jit import scalar_function
+from ep.common.math import fast_math
+from ep.common.math.ops.record import FLOAT, UnaryFunctor, derivative, of_x
+from ep.common.math.ops.transcendental import cosh, erfc, exp
+from ep.common.math.special import as_type, divide
+from ep.common.runtime.data_type import ALL_TYPES
+from ep.include.primitive.binary_op import BinaryOp
+from ep.include.primitive.unary_op import UnaryOp
+
+_SQRT1_2 = 1 / math.sqrt(2)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+# fast_gelu's tanh argument is sqrt(2/pi) (x + 0.044715 x^3).
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+_FAST_GELU_BETA = 0.044715
+_QUICK_GELU_ALPHA = 1.702
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@scalar_function
+def _sigmoid(x):
+    one = as_type(1, x)
+    return divide(one, one + math.exp(-x))
+
+
+sigmoid = of_x(_sigmoid)
+sigmoid_float32 = of_x(fast_math.sigmoid)
+
+
+@scalar_function
+def sigmoid_backward_with_dy_y(dy, y, attr0, attr1):
+    return dy * y * (as_type(1, y) - y)
+
+
+@scalar_function
+def sigmoid_backward_with_dy_x(dy, x, attr0, attr1):
+    # s(x) (1 - s(x)) = s(x) s(-x): both factors keep their relative accuracy.
+    return dy * sigmoid(x, attr0, attr1) * sigmoid(-x, attr0, attr1)
+
+
+SIGMOID = UnaryFunctor(
+    UnaryOp.kSigmoid, sigmoid, FLOAT, float32_formula=sigmoid_float32,
+    backward=(
+        derivative(BinaryOp.kSigmoidBackwardWithDyY, sigmoid_backward_with_dy_y),
+        derivative(BinaryOp.kSigmoidBackwardWithDyX, sigmoid_backward_with_dy_x),
+    ),
+)
+
+
+tanh = of_x(math.tanh)
+tanh_float32 = of_x(fast_math.tanh)
+
+
+@scalar_function
+def tanh_backward_with_dy_y(dy, y, attr0, attr1):
+    # (1 - y)(1 + y): 1 - y*y would cancel for |y| near 1.
+    return dy * ((as_type(1, y) - y) * (as_type(1, y) + y))
+
+
+@scalar_function
+def tanh_backward_with_dy_x(dy, x, attr0, attr1):
+    # 1 - tanh^2 = 1 / cosh^2, without the cancellation for large |x|.
+    c = cosh(x, attr0, attr1)
+    return divide(dy, c * c)
+
+
+TANH = UnaryFunctor(
+    UnaryOp.kTanh, tanh, FLOAT, float32_formula=tanh_float32,
+    backward=(
+        derivative(BinaryOp.kTanhBackwardWithDyY, tanh_backward_with_dy_y),
+        derivative(BinaryOp.kTanhBackwardWithDyX, tanh_backward_with_dy_x),
+    ),
+)
+
+
+@scalar_function
+def log_sigmoid(x, attr0, attr1):
+    # -softplus(-x) written so exp never overflows.
+    return min(x, as_type(0, x)) - math.log1p(math.exp(-abs(x)))
+
+
+@scalar_function
+def log_sigmoid_backward_with_dy_x(dy, x, attr0, attr1):
+    return dy * sigmoid(-x, attr0, attr1)
+
+
+LOG_SIGMOID = UnaryFunctor(
+    UnaryOp.kLogSigmoid, log_sigmoid, FLOAT,
+    backward=(derivative(BinaryOp.kLogSigmoidBackwardWithDyX, log_sigmoid_backward_with_dy_x),),
+)
+
+
+@scalar_function
+def identity(x, attr0, attr1):
+    return x
+
+
+@scalar_function
+def identity_backward_with_dy_x(dy, x, attr0, attr1):
+    return dy
+
+
+IDENTITY = UnaryFunctor(
+    UnaryOp.kIdentity, identity, ALL_TYPES,
+    backward=(derivative(BinaryOp.kIdentityBackwardWithDyX, identity_backward_with_dy_x),),
+)
+
+
+@scalar_function
+def relu(x, attr0, attr1):
+    # "not x <= 0" rather than "x > 0" lets NaN through, as PyTorch's relu.
+    return x if not x <= 0 else as_type(0, x)
+
+
+@scalar_function
+def relu_backward_with_dy_y(dy, y, attr0, attr1):
+    return as_type(0, dy) if y <= 0 else dy
+
+
+@scalar_function
+def relu_backward_with_dy_x(dy, x, attr0, attr1):
+    return as_type(0, dy) if x <= 0 else dy
+
+
+RELU = UnaryFunctor(
+    UnaryOp.kRelu, relu, ALL_TYPES,
+    backward=(
+        derivative(BinaryOp.kReluBackwardWithDyY, relu_backward_with_dy_y),
+        derivative(BinaryOp.kReluBackwardWithDyX, relu_backward_with_dy_x),
+    ),
+)
+
+
+@scalar_function
+def square_relu(x, attr0, attr1):
+    y = relu(x, attr0, attr1)
+    return y * y
+
+
+@scalar_function
+def square_relu_backward_with_dy_x(dy, x, attr0, attr1):
+    return dy * as_type(2, x) * relu(x, attr0, attr1)
+
+
+SQUARE_RELU = UnaryFunctor(
+    UnaryOp.kSquareReLU, square_relu, FLOAT,
+    backward=(derivative(BinaryOp.kSquareReLUBackwardWithDyX, square_relu_backward_with_dy_x),),
+)
+
+
+@scalar_function
+def leaky_relu(x, alpha, attr1):
+    return x if x > 0 else x * alpha
+
+
+@scalar_function
+def leaky_relu_backward_with_dy_x(dy, x, alpha, attr1):
+    return dy if x > 0 else dy * alpha
+
+
+LEAKY_RELU = UnaryFunctor(
+    UnaryOp.kLeakyRelu, leaky_relu, FLOAT, (("alpha", 0.01),),
+    backward=(derivative(BinaryOp.kLeakyReluBackwardWithDyX, leaky_relu_backward_with_dy_x, ("alpha", 0.01)),),
+)
+
+
+def _elu_with(expm1):
+    @scalar_function
+    def elu(x, alpha, attr1):
+        return x if x > 0 else alpha * expm1(x)
+
+    return elu
+
+
+elu = _elu_with(math.expm1)
+elu_float32 = _elu_with(fast_math.expm1)
+
+
+@scalar_function
+def elu_backward_with_dy_x(dy, x, alpha, attr1):
+    return dy if x > 0 else dy * alpha * exp(x, alpha, attr1)
+
+
+ELU = UnaryFunctor(
+    UnaryOp.kElu, elu, FLOAT, (("alpha", 1.0),), float32_formula=elu_float32,
+    backward=(derivative(BinaryOp.kEluBackwardWithDyX, elu_backward_with_dy_x, ("alpha", 1.0)),),
+)
+
+
+def _celu_with(expm1):
+    @scalar_function
+    def celu(x, alpha, attr1):
+        return x if x > 0 else alpha * expm1(divide(x, alpha))
+
+    return celu
+
+
+celu = _celu_with(math.expm1)
+celu_float32 = _celu_with(fast_math.expm1)
+
+
+@scalar_function
+def celu_backward_with_dy_y(dy, y, alpha, attr1):
+    # For x <= 0, y = alpha (exp(x / alpha) - 1), so exp(x / alpha) = (y + alpha) / alpha; y + alpha
+    # is exact where it is small, unlike y / alpha + 1.
+    return dy if y > 0 else dy * divide(y + alpha, alpha)
+
+
+CELU = UnaryFunctor(
+    UnaryOp.kCelu, celu, FLOAT, (("alpha", 1.0),), float32_formula=celu_float32,
+    backward=(derivative(BinaryOp.kCeluBackwardWithDyY, celu_backward_with_dy_y, ("alpha", 1.0)),),
+)
+
+
+def _selu_with(elu_):
+    @scalar_function
+    def selu(x, attr0, attr1):
+        return as_type(_SELU_SCALE, x) * elu_(x, as_type(_SELU_ALPHA, x), attr1)
+
+    return selu
+
+
+selu = _selu_with(elu)
+selu_float32 = _selu_with(elu_float32)
+
+
+@scalar_function
+def selu_backward_with_dy_x(dy, x, attr0, attr1):
+    # selu = scale * elu(x, alpha): its slope is scale for x > 0, selu(x) + scale * alpha below,
+    # written scale * alpha * exp(x) so that it keeps its relative accuracy far below 0. scale
+    # and scale * alpha are read off the forward formula (selu(1) and -selu(-inf)), not repeated.
+    one = as_type(1, x)
+    scale = selu(one, attr0, attr1)
+    if x > 0:
+        return dy * scale
+    scale_alpha = -selu(as_type(-math.inf, x), attr0, attr1)
+    return dy * scale_alpha * exp(x, attr0, attr1)
+
+
+SELU = UnaryFunctor(
+    UnaryOp.kSelu, selu, FLOAT, float32_formula=selu_float32,
+    backward=(derivative(BinaryOp.kSeluBackwardWithDyX, selu_backward_with_dy_x),),
+)
+
+
+@scalar_function
+def gelu(x, attr0, attr1):
+    # 0.5 x (1 + erf(x / sqrt 2)), as erfc so the negative tail keeps its relative accuracy.
+    return as_type(0.5, x) * x * math.erfc(-x * as_type(_SQRT1_2, x))
+
+
+# The erf form, as PyTorch's: 1 + erf cancels for x < -1, where the error stays below 6e-7
+# absolute (the issue's bound is absolute there), at under half the cost of the erfc form.
+gelu_float32 = of_x(fast_math.gelu)
+
+
+@scalar_function
+def gelu_backward_with_dy_x(dy, x, attr0, attr1):
+    # Phi(x) + x phi(x); Phi as erfc so that the negative tail keeps its relative accuracy.
+    cdf = as_type(0.5, x) * erfc(-x * as_type(_SQRT1_2, x), attr0, attr1)
+    pdf = as_type(_INV_SQRT_2PI, x) * exp(as_type(-0.5, x) * x * x, attr0, attr1)
+    return dy * (cdf + x * pdf)
+
+
+GELU = UnaryFunctor(
+    UnaryOp.kGelu, gelu, FLOAT, float32_formula=gelu_float32,
+    backward=(derivative(BinaryOp.kGeluBackwardWithDyX, gelu_backward_with_dy_x),),
+)
+
+
+def _fast_gelu_with(sigmoid_):
+    @scalar_function
+    def fast_gelu(x, attr0, attr1):
+        # 0.5 x (1 + tanh(u)) == x sigmoid(2u): the same value without 1 + tanh's cancellation for x < 0.
+        u = as_type(_SQRT_2_OVER_PI, x) * (x + as_type(_FAST_GELU_BETA, x) * x * x * x)
+        return x * sigmoid_(as_type(2, x) * u)
+
+    return fast_gelu
+
+
+fast_gelu = _fast_gelu_with(_sigmoid)
+fast_gelu_float32 = _fast_gelu_with(fast_math.sigmoid)
+
+
+@scalar_function
+def fast_gelu_backward_with_dy_x(dy, x, attr0, attr1):
+    # fast_gelu = 0.5 x (1 + tanh(u)) = x s(2u) with s the sigmoid, so its slope is
+    # s(2u) + 2 x u' s(2u) s(-2u): s(-2u) is 1 - s(2u) without the cancellation.
+    x2 = x * x
+    two_u = as_type(2 * _SQRT_2_OVER_PI, x) * (x + as_type(_FAST_GELU_BETA, x) * x2 * x)
+    two_du = as_type(2 * _SQRT_2_OVER_PI, x) * (as_type(1, x) + as_type(3 * _FAST_GELU_BETA, x) * x2)
+    s = sigmoid(two_u, attr0, attr1)
+    return dy * (s + x * two_du * s * sigmoid(-two_u, attr0, attr1))
+
+
+FAST_GELU = UnaryFunctor(
+    UnaryOp.kFastGelu, fast_gelu, FLOAT, float32_formula=fast_gelu_float32,
+    backward=(derivative(BinaryOp.kFastGeluBackwardWithDyX, fast_gelu_backward_with_dy_x),),
+)
+
+
+def _quick_gelu_with(sigmoid_):
+    @scalar_function
+    def quick_gelu(x, attr0, attr1):
+        return x * sigmoid_(as_type(_QUICK_GELU_ALPHA, x) * x)
+
+    return quick_gelu
+
+
+quick_gelu = _quick_gelu_with(_sigmoid)
+quick_gelu_float32 = _quick_gelu_with(fast_math.sigmoid)
+
+
+@scalar_function
+def quick_gelu_backward_with_dy_x(dy, x, attr0, attr1):
+    z = as_type(_QUICK_GELU_ALPHA, x) * x
+    return dy * sigmoid(z, attr0, attr1) * (as_type(1, x) + z * sigmoid(-z, attr0, attr1))
+
+
+QUICK_GELU = UnaryFunctor(
+    UnaryOp.kQuickGelu, quick_gelu, FLOAT, float32_formula=quick_gelu_float32,
+    backward=(derivative(BinaryOp.kQuickGeluBackwardWithDyX, quick_gelu_backward_with_dy_x),),
+)
+
+
+def _silu_with(sigmoid_):
+    @scalar_function
+    def silu(x, attr0, attr1):
+        return x * sigmoid_(x)
+
+    return silu
+
+
+silu = _silu_with(_sigmoid)
+silu_float32 = _silu_with(fast_math.sigmoid)
+
+
+@scalar_function
+def silu_backward_with_dy_x(dy, x, attr0, attr1):
+    # s(x) (1 + x (1 - s(x))), with s(-x) for 1 - s(x), which would cancel for large x.
+    return dy * sigmoid(x, attr0, attr1) * (as_type(1, x) + x * sigmoid(-x, attr0, attr1))
+
+
+SILU = UnaryFunctor(
+    UnaryOp.kSilu, silu, FLOAT, float32_formula=silu_float32,
+    backward=(derivative(BinaryOp.kSiluBackwardWithDyX, silu_backward_with_dy_x),),
+)
+
+
+@scalar_function
+def soft_plus(x, beta, threshold):
+    # PyTorch's linear region above threshold, which also keeps exp from overflowing.
+    return x if x * beta > threshold else divide(math.log1p(math.exp(x * beta)), beta)
+
+
+@scalar_function
+def softplus_backward_with_dy_x(dy, x, beta, threshold):
+    z = x * beta
+    return dy if z > threshold else dy * sigmoid(z, beta, threshold)
+
+
+_SOFT_PLUS_ATTRS = (("beta", 1.0), ("threshold", 20.0))
+SOFT_PLUS = UnaryFunctor(
+    UnaryOp.kSoftPlus, soft_plus, FLOAT, _SOFT_PLUS_ATTRS,
+    backward=(derivative(BinaryOp.kSoftplusBackwardWithDyX, softplus_backward_with_dy_x, *_SOFT_PLUS_ATTRS),),
+)
+
+
+def _mish_with(tanh_):
+    @scalar_function
+    def mish(x, attr0, attr1):
+        # PyTorch's x tanh(log1p(exp(x))); softplus's default threshold changes no float64 value.
+        return x * tanh_(soft_plus(x, as_type(1, x), as_type(20, x)))
+
+    return mish
+
+
+mish = _mish_with(math.tanh)
+mish_float32 = _mish_with(fast_math.tanh)
+
+
+@scalar_function
+def mish_backward_with_dy_x(dy, x, attr0, attr1):
+    # mish = x tanh(sp), sp = softplus(x), sp' = sigmoid(x); tanh' = 1 / cosh^2, which keeps its
+    # relative accuracy where 1 - tanh^2 would cancel.
+    sp = soft_plus(x, as_type(1, x), as_type(20, x))
+    c = cosh(sp, attr0, attr1)
+    return dy * (tanh(sp, attr0, attr1) + divide(x * sigmoid(x, attr0, attr1), c * c))
+
+
+MISH = UnaryFunctor(
+    UnaryOp.kMish, mish, FLOAT, float32_formula=mish_float32,
+    backward=(derivative(BinaryOp.kMishBackwardWithDyX, mish_backward_with_dy_x),),
+)
+
+
+@scalar_function
+def soft_sign(x, attr0, attr1):
+    return divide(x, as_type(1, x) + abs(x))
+
+
+@scalar_function
+def softsign_backward_with_dy_x(dy, x, attr0, attr1):
+    v = as_type(1, x) + abs(x)
+    return divide(dy, v * v)
+
+
+SOFT_SIGN = UnaryFunctor(
+    UnaryOp.kSoftSign, soft_sign, FLOAT,
+    backward=(derivative(BinaryOp.kSoftsignBackwardWithDyX, softsign_backward_with_dy_x),),
+)
+
+
+@scalar_function
+def soft_shrink(x, alpha, attr1):
+    if x > alpha:
+        return x - alpha
+    # x - x: 0 inside [-alpha, alpha], and NaN for NaN.
+    return x + alpha if x < -alpha else as_type(x - x, x)
+
+
+@scalar_function
+def softshrink_backward_with_dy_y(dy, y, attr0, attr1):
+    return as_type(0, dy) if y == 0 else dy
+
+
+SOFT_SHRINK = UnaryFunctor(
+    UnaryOp.kSoftShrink, soft_shrink, FLOAT, (("alpha", 0.5),),
+    backward=(derivative(BinaryOp.kSoftshrinkBackwardWithDyY, softshrink_backward_with_dy_y),),
+)
+
+
+@scalar_function
+def hard_tanh(x, min_val, max_val):
+    # Comparisons are false for NaN, which falls through unchanged.
+    if x < min_val:
+        return min_val
+    return max_val if x > max_val else x
+
+
+@scalar_function
+def hardtanh_backward_with_dy_y(dy, y, min_val, max_val):
+    return as_type(0, dy) if y == min_val or y == max_val else dy
+
+
+_HARD_TANH_ATTRS = (("min_val", -1.0), ("max_val", 1.0))
+HARD_TANH = UnaryFunctor(
+    UnaryOp.kHardTanh, hard_tanh, FLOAT, _HARD_TANH_ATTRS,
+    backward=(derivative(BinaryOp.kHardtanhBackwardWithDyY, hardtanh_backward_with_dy_y, *_HARD_TANH_ATTRS),),
+)
+
+
+@scalar_function
+def hard_sigmoid(x, attr0, attr1):
+    six = as_type(6, x)
+    return divide(hard_tanh(x + as_type(3, x), as_type(0, x), six), six)
+
+
+@scalar_function
+def hardsigmoid_backward_with_dy_x(dy, x, attr0, attr1):
+    if x <= as_type(-3, x) or x >= as_type(3, x):
+        return as_type(0, dy)
+    return divide(dy, as_type(6, x))
+
+
+HARD_SIGMOID = UnaryFunctor(
+    UnaryOp.kHardSigmoid, hard_sigmoid, FLOAT,
+    backward=(derivative(BinaryOp.kHardsigmoidBackwardWithDyX, hardsigmoid_backward_with_dy_x),),
+)
+
+
+@scalar_function
+def hard_swish(x, attr0, attr1):
+    return x * hard_sigmoid(x, attr0, attr1)
+
+
+@scalar_function
+def hardswish_backward_with_dy_x(dy, x, attr0, attr1):
+    if x <= as_type(-3, x):
+        return as_type(0, dy)
+    if x >= as_type(3, x):
+        return dy
+    return dy * (divide(x, as_type(3, x)) + as_type(0.5, x))
+
+
+HARD_SWISH = UnaryFunctor(
+    UnaryOp.kHardSwish, hard_swish, FLOAT,
+    backward=(derivative(BinaryOp.kHardswishBackwardWithDyX, hardswish_backward_with_dy_x),),
+)
+
+
+@scalar_function
+def hard_shrink(x, lambd, attr1):
+    return as_type(0, x) if -lambd <= x <= lambd else x
+
+
+@scalar_function
+def hardshrink_backward_with_dy_y(dy, y, attr0, attr1):
+    return as_type(0, dy) if y == 0 else dy
+
+
+HARD_SHRINK = UnaryFunctor(
+    UnaryOp.kHardShrink, hard_shrink, FLOAT, (("lambd", 0.5),),
+    backward=(derivative(BinaryOp.kHardshrinkBackwardWithDyY, hardshrink_backward_with_dy_y),),
+)
+
+
+@scalar_function
+def threshold(x, threshold_, value):
+    return value if x <= threshold_ else x
+
+
+@scalar_function
+def threshold_backward_with_dy_x(dy, x, threshold, attr1):
+    return as_type(0, dy) if x <= threshold else dy
+
+
+THRESHOLD = UnaryFunctor(
+    UnaryOp.kThreshold, threshold, FLOAT, (("threshold", None), ("value", None)),
+    backward=(derivative(BinaryOp.kThresholdBackwardWithDyX, threshold_backward_with_dy_x, ("threshold", None)),),
+)

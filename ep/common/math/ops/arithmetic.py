@@ -1,0 +1,318 @@
+"""Arithmetic: the unary abs, negative, sign, square, sqrt, rsqrt, reciprocal (with their derivatives),
+the rounding ceil, floor, rint, round, trunc, and the binary add, sub, mul, div, max, min, pow, fmod,
+floor_div, trunc_div, floor_mod.
+
+Binary ops whose integer semantics differ have an integer formula too (used for the integer dtypes
+and bool): it works in int64 and wraps the result to the operands' type with as_type, as NumPy's
+integers wrap (bool is then result != 0). Integer division and modulo by zero give 0, and the int64
+overflow of MIN // -1 is sidestepped, so no kernel ever traps. Float division is IEEE
+(special.divide: inf and NaN, never ZeroDivisionError).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ep.common.jit import scalar_function
+from ep.common.math.intrinsics import frem
+from ep.common.math.ops.record import FLOAT, NUMBERS, BinaryFunctor, UnaryFunctor, derivative, dy_times, of_x
+from ep.common.math.special import as_type, divide, round_down, round_half_even, round_toward_zero, round_up
+from ep.common.runtime.data_type import ALL_TYPES
+from ep.include.primitive.binary_op import BinaryOp
+from ep.include.primitive.unary_op import UnaryOp
+
+
+# unary
+
+
+@scalar_function
+def sign(x, attr0, attr1):
+    # PyTorch's (0 < x) - (x < 0): 0 for NaN, where NumPy's sign gives NaN.
+    return as_type((x > 0) - (x < 0), x)
+
+
+SIGN = UnaryFunctor(UnaryOp.kSign, sign, NUMBERS)
+
+
+@scalar_function
+def abs_(x, attr0, attr1):
+    return as_type(abs(x), x)
+
+
+ABS = UnaryFunctor(UnaryOp.kAbs, abs_, NUMBERS, backward=(derivative(BinaryOp.kAbsBackwardWithDyX, dy_times(sign)),))
+
+
+@scalar_function
+def negative(x, attr0, attr1):
+    return as_type(-x, x)
+
+
+NEGATIVE = UnaryFunctor(UnaryOp.kNegative, negative, NUMBERS)
+
+
+@scalar_function
+def square(x, attr0, attr1):
+    return as_type(x * x, x)
+
+
+@scalar_function
+def square_backward_with_dy_x(dy, x, attr0, attr1):
+    return dy * as_type(2, x) * x
+
+
+SQUARE = UnaryFunctor(
+    UnaryOp.kSquare, square, NUMBERS, backward=(derivative(BinaryOp.kSquareBackwardWithDyX, square_backward_with_dy_x),)
+)
+
+
+@scalar_function
+def sqrt(x, attr0, attr1):
+    return math.sqrt(x)
+
+
+@scalar_function
+def sqrt_backward_with_dy_x(dy, x, attr0, attr1):
+    return divide(dy, as_type(2, x) * sqrt(x, attr0, attr1))
+
+
+SQRT = UnaryFunctor(
+    UnaryOp.kSqrt, sqrt, FLOAT, backward=(derivative(BinaryOp.kSqrtBackwardWithDyX, sqrt_backward_with_dy_x),)
+)
+
+
+@scalar_function
+def rsqrt(x, attr0, attr1):
+    return divide(as_type(1, x), math.sqrt(x))
+
+
+@scalar_function
+def rsqrt_backward_with_dy_x(dy, x, attr0, attr1):
+    return -divide(dy, as_type(2, x) * x * sqrt(x, attr0, attr1))
+
+
+RSQRT = UnaryFunctor(
+    UnaryOp.kRsqrt, rsqrt, FLOAT, backward=(derivative(BinaryOp.kRsqrtBackwardWithDyX, rsqrt_backward_with_dy_x),)
+)
+
+
+@scalar_function
+def reciprocal(x, attr0, attr1):
+    return divide(as_type(1, x), x)
+
+
+@scalar_function
+def reciprocal_backward_with_dy_x(dy, x, attr0, attr1):
+    return -divide(dy, x * x)
+
+
+RECIPROCAL = UnaryFunctor(
+    UnaryOp.kReciprocal, reciprocal, FLOAT,
+    backward=(derivative(BinaryOp.kReciprocalBackwardWithDyX, reciprocal_backward_with_dy_x),),
+)
+
+
+@scalar_function
+def reciprocal_no_nan(x, attr0, attr1):
+    return as_type(0, x) if x == 0 else reciprocal(x, attr0, attr1)
+
+
+@scalar_function
+def reciprocal_no_nan_backward_with_dy_x(dy, x, attr0, attr1):
+    return as_type(0, dy) if x == 0 else reciprocal_backward_with_dy_x(dy, x, attr0, attr1)
+
+
+RECIPROCAL_NO_NAN = UnaryFunctor(
+    UnaryOp.kReciprocalNoNan, reciprocal_no_nan, FLOAT,
+    backward=(derivative(BinaryOp.kReciprocalNoNanBackwardWithDyX, reciprocal_no_nan_backward_with_dy_x),),
+)
+
+
+# rounding to an integer value, in the float dtypes
+
+CEIL = UnaryFunctor(UnaryOp.kCeil, of_x(round_up), FLOAT)
+FLOOR = UnaryFunctor(UnaryOp.kFloor, of_x(round_down), FLOAT)
+RINT = UnaryFunctor(UnaryOp.kRint, of_x(round_half_even), FLOAT)
+# torch.round with decimals=0 is rint: half to even.
+ROUND = UnaryFunctor(UnaryOp.kRound, of_x(round_half_even), FLOAT)
+TRUNC = UnaryFunctor(UnaryOp.kTrunc, of_x(round_toward_zero), FLOAT)
+
+
+# binary: the division helpers first
+
+
+@scalar_function
+def fmod(a, b):
+    """C fmod of two floats of the same type: the remainder with a's sign."""
+    return frem(a, as_type(b, a))
+
+
+@scalar_function
+def float_divmod(a, b):
+    """(a // b, a % b) for floats, as NumPy's npy_divmod: Python's floor semantics, IEEE at b == 0."""
+    mod = fmod(a, b)
+    if b == 0:
+        return divide(a, b), mod
+    div = divide(a - mod, b)
+    zero = as_type(0, a)
+    if mod != 0:
+        if (b < zero) != (mod < zero):
+            mod += b
+            div -= as_type(1, a)
+    else:
+        mod = math.copysign(zero, b)
+    if div != 0:
+        floordiv = round_down(div)
+        if div - floordiv > as_type(0.5, a):
+            floordiv += as_type(1, a)
+    else:
+        floordiv = math.copysign(zero, divide(a, b))
+    return floordiv, mod
+
+
+@scalar_function
+def int_divmod(a, b):
+    """(a // b, a % b) for integers in int64, Python's floor semantics; (0, 0) for b == 0."""
+    a = np.int64(a)
+    b = np.int64(b)
+    if b == 0:
+        return a - a, a - a
+    if b == -1:
+        # -a wraps for INT64_MIN, where a // -1 would trap.
+        return -a, a - a
+    return a // b, a % b
+
+
+@scalar_function
+def add(a, b, attr0, attr1):
+    return as_type(a + b, a)
+
+
+ADD = BinaryFunctor(BinaryOp.kAdd, add, ALL_TYPES)
+
+
+@scalar_function
+def sub(a, b, attr0, attr1):
+    return as_type(a - b, a)
+
+
+SUB = BinaryFunctor(BinaryOp.kSub, sub, ALL_TYPES)
+
+
+@scalar_function
+def mul(a, b, attr0, attr1):
+    return as_type(a * b, a)
+
+
+MUL = BinaryFunctor(BinaryOp.kMul, mul, ALL_TYPES)
+
+
+@scalar_function
+def div(a, b, attr0, attr1):
+    return divide(a, b)
+
+
+@scalar_function
+def int_div(a, b, attr0, attr1):
+    # C division: the quotient truncated toward zero.
+    q, r = int_divmod(a, b)
+    return as_type(q + 1 if r != 0 and (np.int64(a) < 0) != (np.int64(b) < 0) else q, a)
+
+
+DIV = BinaryFunctor(BinaryOp.kDiv, div, ALL_TYPES, int_formula=int_div)
+
+
+@scalar_function
+def maximum(a, b, attr0, attr1):
+    # NaN in either operand gives NaN, as np.maximum.
+    return a if a >= b or a != a else b
+
+
+MAX = BinaryFunctor(BinaryOp.kMax, maximum, ALL_TYPES)
+
+
+@scalar_function
+def minimum(a, b, attr0, attr1):
+    return a if a <= b or a != a else b
+
+
+MIN = BinaryFunctor(BinaryOp.kMin, minimum, ALL_TYPES)
+
+
+@scalar_function
+def power(a, b, attr0, attr1):
+    return as_type(a**b, a)
+
+
+@scalar_function
+def int_power(a, b, attr0, attr1):
+    """a ** b in int64 by repeated squaring; a negative exponent gives 0 (1 or -1 for bases 1 and -1)."""
+    base = np.int64(a)
+    exponent = np.int64(b)
+    result = np.int64(1)
+    if exponent < 0:
+        if base == -1:
+            result = base if exponent & 1 else -base
+        elif base != 1:
+            result = base - base
+    while exponent > 0:
+        if exponent & 1:
+            result *= base
+        base *= base
+        exponent >>= 1
+    return as_type(result, a)
+
+
+POW = BinaryFunctor(BinaryOp.kPow, power, ALL_TYPES, int_formula=int_power)
+
+
+@scalar_function
+def float_fmod(a, b, attr0, attr1):
+    return fmod(a, b)
+
+
+@scalar_function
+def int_fmod(a, b, attr0, attr1):
+    # Python's remainder has b's sign; C's has a's.
+    _, r = int_divmod(a, b)
+    return as_type(r - np.int64(b) if r != 0 and (r < 0) != (np.int64(a) < 0) else r, a)
+
+
+FMOD = BinaryFunctor(BinaryOp.kFmod, float_fmod, ALL_TYPES, int_formula=int_fmod)
+
+
+@scalar_function
+def floor_div(a, b, attr0, attr1):
+    return float_divmod(a, b)[0]
+
+
+@scalar_function
+def int_floor_div(a, b, attr0, attr1):
+    return as_type(int_divmod(a, b)[0], a)
+
+
+FLOOR_DIV = BinaryFunctor(BinaryOp.kFloorDiv, floor_div, ALL_TYPES, int_formula=int_floor_div)
+
+
+@scalar_function
+def trunc_div(a, b, attr0, attr1):
+    return round_toward_zero(divide(a, b))
+
+
+TRUNC_DIV = BinaryFunctor(BinaryOp.kTruncDiv, trunc_div, ALL_TYPES, int_formula=int_div)
+
+
+@scalar_function
+def floor_mod(a, b, attr0, attr1):
+    if b == 0:
+        # NumPy's remainder at a zero divisor is fmod's NaN, not divmod's.
+        return fmod(a, b)
+    return float_divmod(a, b)[1]
+
+
+@scalar_function
+def int_floor_mod(a, b, attr0, attr1):
+    return as_type(int_divmod(a, b)[1], a)
+
+
+FLOOR_MOD = BinaryFunctor(BinaryOp.kFloorMod, floor_mod, ALL_TYPES, int_formula=int_floor_mod)

@@ -1,0 +1,9 @@
+"""Conversion: cast, whose formula is identity; the store converts to the destination dtype."""
+from __future__ import annotations
+
+from ep.common.math.ops.activation import identity
+from ep.common.math.ops.record import UnaryFunctor
+from ep.common.runtime.data_type import ALL_TYPES
+from ep.include.primitive.unary_op import UnaryOp
+
+CAST = UnaryFunctor(UnaryOp.kCast, identity, ALL_TYPES, converts=True)

@@ -1,0 +1,328 @@
+"""Transcendental functions, with their derivatives: exponents and logarithms, the error and gamma
+functions, the hyperbolic (but tanh: an activation, as UnaryOp lists it) and the trigonometric functions.
+
+Ops built on exp, expm1, erf, erfc or log have a float32 variant over fast_math's functions.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ep.common.jit import scalar_function
+from ep.common.math import fast_math
+from ep.common.math.ops.arithmetic import sqrt
+from ep.common.math.ops.record import FLOAT, UnaryFunctor, derivative, dy_times, of_x
+from ep.common.math.special import as_type, divide
+from ep.common.math.special import digamma as _digamma
+from ep.common.math.special import trigamma as _trigamma
+from ep.include.primitive.binary_op import BinaryOp
+from ep.include.primitive.unary_op import UnaryOp
+
+
+# exponents and logarithms
+
+exp = of_x(math.exp)
+exp_float32 = of_x(fast_math.exp)
+
+EXP = UnaryFunctor(
+    UnaryOp.kExp, exp, FLOAT, float32_formula=exp_float32,
+    backward=(derivative(BinaryOp.kExpBackwardWithDyX, dy_times(exp)),),
+)
+
+
+@scalar_function
+def exp2(x, attr0, attr1):
+    return as_type(2, x) ** x
+
+
+@scalar_function
+def exp2_backward_with_dy_x(dy, x, attr0, attr1):
+    return dy * exp2(x, attr0, attr1) * as_type(math.log(2), x)
+
+
+EXP2 = UnaryFunctor(
+    UnaryOp.kExp2, exp2, FLOAT, backward=(derivative(BinaryOp.kExp2BackwardWithDyX, exp2_backward_with_dy_x),)
+)
+
+expm1 = of_x(math.expm1)
+expm1_float32 = of_x(fast_math.expm1)
+
+EXPM1 = UnaryFunctor(
+    UnaryOp.kExpm1, expm1, FLOAT, float32_formula=expm1_float32,
+    backward=(derivative(BinaryOp.kExpm1BackwardWithDyX, dy_times(exp)),),
+)
+
+log = of_x(math.log)
+log_float32 = of_x(fast_math.log)
+
+
+@scalar_function
+def log_backward_with_dy_x(dy, x, attr0, attr1):
+    return divide(dy, x)
+
+
+LOG = UnaryFunctor(
+    UnaryOp.kLog, log, FLOAT, float32_formula=log_float32,
+    backward=(derivative(BinaryOp.kLogBackwardWithDyX, log_backward_with_dy_x),),
+)
+
+
+@scalar_function
+def log2(x, attr0, attr1):
+    return math.log2(x)
+
+
+@scalar_function
+def log2_backward_with_dy_x(dy, x, attr0, attr1):
+    return divide(dy, x * as_type(math.log(2), x))
+
+
+LOG2 = UnaryFunctor(
+    UnaryOp.kLog2, log2, FLOAT, backward=(derivative(BinaryOp.kLog2BackwardWithDyX, log2_backward_with_dy_x),)
+)
+
+
+@scalar_function
+def log10(x, attr0, attr1):
+    return math.log10(x)
+
+
+@scalar_function
+def log10_backward_with_dy_x(dy, x, attr0, attr1):
+    return divide(dy, x * as_type(math.log(10), x))
+
+
+LOG10 = UnaryFunctor(
+    UnaryOp.kLog10, log10, FLOAT, backward=(derivative(BinaryOp.kLog10BackwardWithDyX, log10_backward_with_dy_x),)
+)
+
+
+@scalar_function
+def log1p(x, attr0, attr1):
+    return math.log1p(x)
+
+
+@scalar_function
+def log1p_backward_with_dy_x(dy, x, attr0, attr1):
+    return divide(dy, x + as_type(1, x))
+
+
+LOG1P = UnaryFunctor(
+    UnaryOp.kLog1p, log1p, FLOAT, backward=(derivative(BinaryOp.kLog1pBackwardWithDyX, log1p_backward_with_dy_x),)
+)
+
+
+# the error and gamma functions
+
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+
+erf = of_x(math.erf)
+erf_float32 = of_x(fast_math.erf)
+
+
+@scalar_function
+def erf_backward_with_dy_x(dy, x, attr0, attr1):
+    return dy * as_type(_TWO_OVER_SQRT_PI, x) * exp(-x * x, attr0, attr1)
+
+
+ERF = UnaryFunctor(
+    UnaryOp.kErf, erf, FLOAT, float32_formula=erf_float32,
+    backward=(derivative(BinaryOp.kErfBackwardWithDyX, erf_backward_with_dy_x),),
+)
+
+erfc = of_x(math.erfc)
+erfc_float32 = of_x(fast_math.erfc)
+
+
+@scalar_function
+def erfc_backward_with_dy_x(dy, x, attr0, attr1):
+    return -erf_backward_with_dy_x(dy, x, attr0, attr1)
+
+
+ERFC = UnaryFunctor(
+    UnaryOp.kErfc, erfc, FLOAT, float32_formula=erfc_float32,
+    backward=(derivative(BinaryOp.kErfcBackwardWithDyX, erfc_backward_with_dy_x),),
+)
+
+
+@scalar_function
+def trigamma(x, attr0, attr1):
+    return as_type(_trigamma(x), x)
+
+
+TRIGAMMA = UnaryFunctor(UnaryOp.kTrigamma, trigamma, FLOAT)
+
+
+@scalar_function
+def digamma(x, attr0, attr1):
+    return as_type(_digamma(x), x)
+
+
+DIGAMMA = UnaryFunctor(
+    UnaryOp.kDigamma, digamma, FLOAT,
+    backward=(derivative(BinaryOp.kDigammaBackwardWithDyX, dy_times(trigamma)),),
+)
+
+
+@scalar_function
+def lgamma(x, attr0, attr1):
+    # In float64: float32 lgamma (CUDA's lgammaf above all) loses accuracy for negative x.
+    return as_type(math.lgamma(np.float64(x)), x)
+
+
+LGAMMA = UnaryFunctor(
+    UnaryOp.kLgamma, lgamma, FLOAT, backward=(derivative(BinaryOp.kLgammaBackwardWithDyX, dy_times(digamma)),)
+)
+
+
+# hyperbolic functions
+
+
+@scalar_function
+def sinh(x, attr0, attr1):
+    return math.sinh(x)
+
+
+@scalar_function
+def cosh(x, attr0, attr1):
+    return math.cosh(x)
+
+
+SINH = UnaryFunctor(UnaryOp.kSinh, sinh, FLOAT, backward=(derivative(BinaryOp.kSinhBackwardWithDyX, dy_times(cosh)),))
+COSH = UnaryFunctor(UnaryOp.kCosh, cosh, FLOAT, backward=(derivative(BinaryOp.kCoshBackwardWithDyX, dy_times(sinh)),))
+
+@scalar_function
+def asinh(x, attr0, attr1):
+    return math.asinh(x)
+
+
+@scalar_function
+def asinh_backward_with_dy_x(dy, x, attr0, attr1):
+    return divide(dy, sqrt(as_type(1, x) + x * x, attr0, attr1))
+
+
+ASINH = UnaryFunctor(
+    UnaryOp.kAsinh, asinh, FLOAT, backward=(derivative(BinaryOp.kAsinhBackwardWithDyX, asinh_backward_with_dy_x),)
+)
+
+
+@scalar_function
+def acosh(x, attr0, attr1):
+    return math.acosh(x)
+
+
+@scalar_function
+def acosh_backward_with_dy_x(dy, x, attr0, attr1):
+    one = as_type(1, x)
+    return divide(dy, sqrt((x - one) * (x + one), attr0, attr1))
+
+
+ACOSH = UnaryFunctor(
+    UnaryOp.kAcosh, acosh, FLOAT, backward=(derivative(BinaryOp.kAcoshBackwardWithDyX, acosh_backward_with_dy_x),)
+)
+
+
+@scalar_function
+def atanh(x, attr0, attr1):
+    return math.atanh(x)
+
+
+@scalar_function
+def atanh_backward_with_dy_x(dy, x, attr0, attr1):
+    one = as_type(1, x)
+    return divide(dy, (one - x) * (one + x))
+
+
+ATANH = UnaryFunctor(
+    UnaryOp.kAtanh, atanh, FLOAT, backward=(derivative(BinaryOp.kAtanhBackwardWithDyX, atanh_backward_with_dy_x),)
+)
+
+
+# trigonometric functions
+
+
+@scalar_function
+def cos(x, attr0, attr1):
+    return math.cos(x)
+
+
+@scalar_function
+def cos_backward_with_dy_x(dy, x, attr0, attr1):
+    return -dy * sin(x, attr0, attr1)
+
+
+COS = UnaryFunctor(
+    UnaryOp.kCos, cos, FLOAT, backward=(derivative(BinaryOp.kCosBackwardWithDyX, cos_backward_with_dy_x),)
+)
+
+
+@scalar_function
+def sin(x, attr0, attr1):
+    return math.sin(x)
+
+
+SIN = UnaryFunctor(UnaryOp.kSin, sin, FLOAT, backward=(derivative(BinaryOp.kSinBackwardWithDyX, dy_times(cos)),))
+
+
+@scalar_function
+def tan(x, attr0, attr1):
+    return math.tan(x)
+
+
+@scalar_function
+def tan_backward_with_dy_x(dy, x, attr0, attr1):
+    c = cos(x, attr0, attr1)
+    return divide(dy, c * c)
+
+
+TAN = UnaryFunctor(
+    UnaryOp.kTan, tan, FLOAT, backward=(derivative(BinaryOp.kTanBackwardWithDyX, tan_backward_with_dy_x),)
+)
+
+
+@scalar_function
+def asin(x, attr0, attr1):
+    return math.asin(x)
+
+
+@scalar_function
+def asin_backward_with_dy_x(dy, x, attr0, attr1):
+    # (1 - x)(1 + x) keeps its relative accuracy for |x| near 1, where 1 - x*x cancels.
+    one = as_type(1, x)
+    return divide(dy, sqrt((one - x) * (one + x), attr0, attr1))
+
+
+ASIN = UnaryFunctor(
+    UnaryOp.kAsin, asin, FLOAT, backward=(derivative(BinaryOp.kAsinBackwardWithDyX, asin_backward_with_dy_x),)
+)
+
+
+@scalar_function
+def acos(x, attr0, attr1):
+    return math.acos(x)
+
+
+@scalar_function
+def acos_backward_with_dy_x(dy, x, attr0, attr1):
+    return -asin_backward_with_dy_x(dy, x, attr0, attr1)
+
+
+ACOS = UnaryFunctor(
+    UnaryOp.kAcos, acos, FLOAT, backward=(derivative(BinaryOp.kAcosBackwardWithDyX, acos_backward_with_dy_x),)
+)
+
+
+@scalar_function
+def atan(x, attr0, attr1):
+    return math.atan(x)
+
+
+@scalar_function
+def atan_backward_with_dy_x(dy, x, attr0, attr1):
+    return divide(dy, as_type(1, x) + x * x)
+
+
+ATAN = UnaryFunctor(
+    UnaryOp.kAtan, atan, FLOAT, backward=(derivative(BinaryOp.kAtanBackwardWithDyX, atan_backward_with_dy_x),)
+)
