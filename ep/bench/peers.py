@@ -6,7 +6,6 @@ pays for page-faulting a fresh buffer; np.tile, torch's repeat and take_along_ax
 from __future__ import annotations
 
 import importlib
-import math
 from typing import Callable
 
 import numpy as np

@@ -113,6 +113,13 @@ def _fake_cuda_array(host: np.ndarray):
     return FakeCUDAArray(host)
 
 
+def output(out, shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream):
+    """The caller's out, checked against shape, dtype and device, or a new array when out is None."""
+    if out is None:
+        return empty(shape, dtype, device, stream)
+    return check_out(out, "out", shape, dtype, device)
+
+
 def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: Device):
     """out, if it is a C-contiguous array of shape and dtype on device; otherwise a clear error."""
     if device_type_of(out, name) is not device.device_type:

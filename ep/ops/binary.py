@@ -17,7 +17,7 @@ from ep.include.primitive.broadcast_elementwise_binary import (
     scalar_value,
 )
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
+from ep.ops.arrays import check_out, contiguous, device_of, output, stream_for
 from ep.ops.unary import unary
 
 
@@ -74,10 +74,7 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None):
             operands.append(contiguous(x, device, stream))
     a, b = operands
     primitive = NewPrimitive(BroadcastElementwiseBinaryFactory, device, op, src_dtype, dst_dtype, MAX_NUM_DIMS, attr0, attr1)
-    if out is None:
-        out = empty(shape, dst_dtype, device, stream)
-    else:
-        check_out(out, "out", shape, dst_dtype, device)
+    out = output(out, shape, dst_dtype, device, stream)
     primitive.Launch(stream, *_launch_dims(a, b, shape), out)
     return out
 

@@ -11,7 +11,7 @@ from ep.common.runtime.validate import dims
 from ep.include.primitive.expand import ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
+from ep.ops.arrays import contiguous, device_of, empty, output, stream_for
 
 
 # expand_shape's results by (input_shape, sizes); a program cycling through more shapes recomputes them.
@@ -95,10 +95,7 @@ def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     primitive, dtype = _expand_primitive(device, x.dtype)
     shape = expand_shape(x.shape, sizes)
     stream = stream_for(device, stream)
-    if out is None:
-        out = empty(shape, dtype, device, stream)
-    else:
-        check_out(out, "out", shape, dtype, device)
+    out = output(out, shape, dtype, device, stream)
     x = contiguous(x, device, stream)
     primitive.Launch(stream, x.shape, x, shape, out)
     return out
@@ -116,10 +113,7 @@ def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None):
     if primitive is None:
         raise TypeError(f"dy: expand_grad does not support dtype {dtype.value}")
     stream = stream_for(device, stream)
-    if out is None:
-        out = empty(input_shape, dtype, device, stream)
-    else:
-        check_out(out, "out", input_shape, dtype, device)
+    out = output(out, input_shape, dtype, device, stream)
     dy = contiguous(dy, device, stream)
     primitive.Launch(stream, dy_shape, dy, input_shape, out)
     return out

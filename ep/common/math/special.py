@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ep.common.jit import scalar_function
-from ep.common.math.intrinsics import cast_like, divide, round_down, round_toward_zero, round_up
+from ep.common.math.intrinsics import cast_like, divide, round_down
 
 
 @scalar_function

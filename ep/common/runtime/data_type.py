@@ -1,13 +1,14 @@
 """DataType: the eight element types a primitive can be created for."""
 from __future__ import annotations
 
-import enum
 import functools
 
 import numpy as np
 
+from ep.common.runtime.names import NamedEnum
 
-class DataType(enum.Enum):
+
+class DataType(NamedEnum):
     """Element types, named as OneFlow's DataType; each converts to its NumPy dtype."""
 
     kBool = "bool"
@@ -56,9 +57,6 @@ class DataType(enum.Enum):
         except (TypeError, ValueError):
             return None
         return next((member for member in cls if member.value == dtype.name), None)
-
-    def __repr__(self) -> str:
-        return f"DataType.{self.name}"
 
 
 FLOATING_TYPES = (DataType.kFloat16, DataType.kFloat, DataType.kDouble)

@@ -1,21 +1,17 @@
 """Devices: DeviceType, Device and GetDevice."""
 from __future__ import annotations
 
-import enum
 import functools
 import importlib.util
 
-from ep.common.runtime.names import lookup
+from ep.common.runtime.names import NamedEnum, lookup
 
 
-class DeviceType(enum.Enum):
+class DeviceType(NamedEnum):
     """Where a primitive runs; the tags "cpu" and "cuda" are accepted wherever a device is."""
 
     kCPU = "cpu"
     kCUDA = "cuda"
-
-    def __repr__(self) -> str:
-        return f"DeviceType.{self.name}"
 
 
 def as_device_type(device: object, name: str = "device") -> DeviceType:

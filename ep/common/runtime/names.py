@@ -9,6 +9,13 @@ from typing import TypeVar
 E = TypeVar("E", bound=enum.Enum)
 
 
+class NamedEnum(enum.Enum):
+    """An enum whose members print as OneFlow spells them: UnaryOp.kRelu, DataType.kFloat."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+
 @functools.cache
 def _names(enum_type: type[enum.Enum]) -> dict[str, enum.Enum]:
     # "kLeakyRelu", "leaky_relu" and "leakyrelu" all name kLeakyRelu.

@@ -1,12 +1,14 @@
 """BinaryOp: the BroadcastElementwiseBinary ops, with OneFlow's names."""
 from __future__ import annotations
 
-import enum
-
-from ep.common.runtime.names import lookup
+from ep.common.runtime.names import NamedEnum, lookup
 
 
-class BinaryOp(enum.Enum):
+class BinaryOp(NamedEnum):
+    """The ops of BroadcastElementwiseBinary, named as OneFlow names them (kAdd, kLessThan,
+    kReluBackwardWithDyX); each value is the snake_case name ep.ops.binary takes ("less_than").
+    Math, comparison, logical and bitwise ops, and the backward of unary ops (dy, x) -> dx."""
+
     # math
     kAdd = "add"
     kSub = "sub"
@@ -91,9 +93,6 @@ class BinaryOp(enum.Enum):
     kSqrtBackwardWithDyX = "sqrt_backward_with_dy_x"
     kSquareBackwardWithDyX = "square_backward_with_dy_x"
     kTanBackwardWithDyX = "tan_backward_with_dy_x"
-
-    def __repr__(self) -> str:
-        return f"BinaryOp.{self.name}"
 
 
 def as_binary_op(op: object, name: str = "op") -> BinaryOp:

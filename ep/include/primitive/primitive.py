@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import abc
 import importlib
+import pkgutil
 import threading
 from typing import Iterator, TypeVar
 
@@ -27,7 +28,7 @@ class Factory(abc.ABC):
 
 FactoryT = TypeVar("FactoryT", bound=Factory)
 
-# The modules that register each device's factories; imported on first use, as OneFlow's static
+# The packages whose modules register each device's factories; imported on first use, as OneFlow's static
 # registrations run when its library loads, so that `import ep` stays light.
 _BACKENDS = {DeviceType.kCPU: "ep.cpu.primitive", DeviceType.kCUDA: "ep.cuda.primitive"}
 _REGISTRY: dict[tuple[DeviceType, type[Factory]], Factory] = {}
@@ -53,7 +54,10 @@ def _load(device_type: DeviceType) -> None:
             return
         # Without numba-cuda (the `ep[cuda]` extra) the CUDA device simply has no factories.
         if device_type is DeviceType.kCPU or cuda_installed():
-            importlib.import_module(_BACKENDS[device_type])
+            backend = importlib.import_module(_BACKENDS[device_type])
+            # Every module of the backend registers its primitive: a new one needs no list edited.
+            for module in pkgutil.iter_modules(backend.__path__):
+                importlib.import_module(f"{backend.__name__}.{module.name}")
         _LOADED.add(device_type)
 
 

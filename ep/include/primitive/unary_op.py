@@ -1,12 +1,14 @@
 """UnaryOp: the ElementwiseUnary ops, with OneFlow's names; the value is the op's snake_case name."""
 from __future__ import annotations
 
-import enum
-
-from ep.common.runtime.names import lookup
+from ep.common.runtime.names import NamedEnum, lookup
 
 
-class UnaryOp(enum.Enum):
+class UnaryOp(NamedEnum):
+    """The ops of ElementwiseUnary, named as OneFlow names them (kRelu); each value is the
+    snake_case name ep.ops.unary takes ("relu"). An op's formula, dtypes and attributes
+    (attr0, attr1 with PyTorch's defaults) are its record in ep/common/math/ops."""
+
     # activations
     kIdentity = "identity"
     kRelu = "relu"
@@ -77,9 +79,6 @@ class UnaryOp(enum.Enum):
     kBitwiseNot = "bitwise_not"
     # conversion
     kCast = "cast"
-
-    def __repr__(self) -> str:
-        return f"UnaryOp.{self.name}"
 
 
 def as_unary_op(op: object, name: str = "op") -> UnaryOp:

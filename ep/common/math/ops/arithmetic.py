@@ -15,9 +15,9 @@ import math
 import numpy as np
 
 from ep.common.jit import scalar_function
-from ep.common.math.intrinsics import frem
+from ep.common.math.intrinsics import frem, round_down, round_toward_zero, round_up
 from ep.common.math.ops.record import FLOAT, NUMBERS, BinaryFunctor, UnaryFunctor, derivative, dy_times, of_x
-from ep.common.math.special import as_type, divide, round_down, round_half_even, round_toward_zero, round_up
+from ep.common.math.special import as_type, divide, round_half_even
 from ep.common.runtime.data_type import ALL_TYPES
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.unary_op import UnaryOp

@@ -68,9 +68,7 @@ LOG = UnaryFunctor(
 )
 
 
-@scalar_function
-def log2(x, attr0, attr1):
-    return math.log2(x)
+log2 = of_x(math.log2)
 
 
 @scalar_function
@@ -83,9 +81,7 @@ LOG2 = UnaryFunctor(
 )
 
 
-@scalar_function
-def log10(x, attr0, attr1):
-    return math.log10(x)
+log10 = of_x(math.log10)
 
 
 @scalar_function
@@ -98,9 +94,7 @@ LOG10 = UnaryFunctor(
 )
 
 
-@scalar_function
-def log1p(x, attr0, attr1):
-    return math.log1p(x)
+log1p = of_x(math.log1p)
 
 
 @scalar_function
@@ -179,22 +173,16 @@ LGAMMA = UnaryFunctor(
 # hyperbolic functions
 
 
-@scalar_function
-def sinh(x, attr0, attr1):
-    return math.sinh(x)
+sinh = of_x(math.sinh)
 
 
-@scalar_function
-def cosh(x, attr0, attr1):
-    return math.cosh(x)
+cosh = of_x(math.cosh)
 
 
 SINH = UnaryFunctor(UnaryOp.kSinh, sinh, FLOAT, backward=(derivative(BinaryOp.kSinhBackwardWithDyX, dy_times(cosh)),))
 COSH = UnaryFunctor(UnaryOp.kCosh, cosh, FLOAT, backward=(derivative(BinaryOp.kCoshBackwardWithDyX, dy_times(sinh)),))
 
-@scalar_function
-def asinh(x, attr0, attr1):
-    return math.asinh(x)
+asinh = of_x(math.asinh)
 
 
 @scalar_function
@@ -207,9 +195,7 @@ ASINH = UnaryFunctor(
 )
 
 
-@scalar_function
-def acosh(x, attr0, attr1):
-    return math.acosh(x)
+acosh = of_x(math.acosh)
 
 
 @scalar_function
@@ -223,9 +209,7 @@ ACOSH = UnaryFunctor(
 )
 
 
-@scalar_function
-def atanh(x, attr0, attr1):
-    return math.atanh(x)
+atanh = of_x(math.atanh)
 
 
 @scalar_function
@@ -242,9 +226,7 @@ ATANH = UnaryFunctor(
 # trigonometric functions
 
 
-@scalar_function
-def cos(x, attr0, attr1):
-    return math.cos(x)
+cos = of_x(math.cos)
 
 
 @scalar_function
@@ -257,17 +239,13 @@ COS = UnaryFunctor(
 )
 
 
-@scalar_function
-def sin(x, attr0, attr1):
-    return math.sin(x)
+sin = of_x(math.sin)
 
 
 SIN = UnaryFunctor(UnaryOp.kSin, sin, FLOAT, backward=(derivative(BinaryOp.kSinBackwardWithDyX, dy_times(cos)),))
 
 
-@scalar_function
-def tan(x, attr0, attr1):
-    return math.tan(x)
+tan = of_x(math.tan)
 
 
 @scalar_function
@@ -281,9 +259,7 @@ TAN = UnaryFunctor(
 )
 
 
-@scalar_function
-def asin(x, attr0, attr1):
-    return math.asin(x)
+asin = of_x(math.asin)
 
 
 @scalar_function
@@ -298,9 +274,7 @@ ASIN = UnaryFunctor(
 )
 
 
-@scalar_function
-def acos(x, attr0, attr1):
-    return math.acos(x)
+acos = of_x(math.acos)
 
 
 @scalar_function
@@ -313,9 +287,7 @@ ACOS = UnaryFunctor(
 )
 
 
-@scalar_function
-def atan(x, attr0, attr1):
-    return math.atan(x)
+atan = of_x(math.atan)
 
 
 @scalar_function
