@@ -61,6 +61,29 @@ def _batch_gather(device: str) -> None:
     np.testing.assert_array_equal(got, np.take_along_axis(params, indices[:, :, None], axis=1))
 
 
+@check("UnsortedSegmentSum")
+def _segment_sum(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    dy = np.arange(48, dtype=np.float32).reshape(3, 2, 2, 4)
+    indices = np.array([[4, -1], [0, 2]], dtype=np.int64)
+    got = to_numpy(ep.ops.gather_grad(to_device(dy, device), to_device(indices, device), (3, 5, 4), axis=1))
+    want = np.zeros((3, 5, 4), np.float32)
+    np.add.at(want, (slice(None), indices % 5), dy)
+    np.testing.assert_array_equal(got, want)
+
+
+@check("CopyNd")
+def _copy_nd(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    got = to_numpy(ep.ops.unary("identity", to_device(x, device)[:, 1:, ::2]))
+    np.testing.assert_array_equal(got, x[:, 1:, ::2])
+
+
 @check("BroadcastElementwiseBinary")
 def _binary(device: str) -> None:
     import ep

@@ -5,7 +5,7 @@ import functools
 
 import numpy as np
 
-from ep.common.runtime.buffer import as_cuda_array, device_type_of
+from ep.common.runtime.buffer import as_cuda_array, device_type_of, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice
 from ep.common.runtime.stream import Stream, check_stream
@@ -65,7 +65,7 @@ def contiguous(x, device: Device, stream: Stream | None = None):
         # Strides that are not whole elements: copy bytes, the element's bytes an innermost dim.
         dtype, dst = DataType.kUInt8, copy.reshape(copy.size).view(np.uint8)
         shape, element_strides = shape + (itemsize,), strides + (1,)
-    src = _span(array, dtype, 1 + sum((n - 1) * s for n, s in zip(shape, element_strides)), device)
+    src = span(array, dtype, 1 + sum((n - 1) * s for n, s in zip(shape, element_strides)), device.device_type)
     zeros = (0,) * len(shape)
     _copy_nd(device, len(shape)).Launch(stream, dtype, len(shape), dst, shape, zeros, src, shape, zeros, shape, element_strides)
     return copy
@@ -74,43 +74,6 @@ def contiguous(x, device: Device, stream: Stream | None = None):
 @functools.lru_cache(maxsize=64)
 def _copy_nd(device: Device, num_dims: int):
     return NewPrimitive(CopyNdFactory, device, num_dims)
-
-
-def _span(array, dtype: DataType, count: int, device: Device):
-    """count elements of dtype from array's first element on, as a flat array: the storage a view reads."""
-    if device.device_type is DeviceType.kCPU:
-        return _host_span(array, dtype, count)
-    if _simulated():
-        return _fake_cuda_array(_host_span(np.asarray(array), dtype, count))
-    from numba import cuda
-
-    data = array.__cuda_array_interface__["data"][0]
-    interface = {"shape": (count,), "strides": None, "typestr": dtype.dtype.str, "data": (data, True), "version": 3}
-    return cuda.from_cuda_array_interface(interface, owner=array, sync=False)
-
-
-def _host_span(array: np.ndarray, dtype: DataType, count: int) -> np.ndarray:
-    root = array
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    if root.flags.c_contiguous:
-        # A view of the allocation the array views: cheaper than as_strided, and as writable as it.
-        offset = array.ctypes.data - root.ctypes.data
-        return np.ndarray((count,), dtype.dtype, buffer=root, offset=offset)
-    first = array[(slice(0, 1),) * array.ndim].reshape(1).view(dtype.dtype)
-    return np.lib.stride_tricks.as_strided(first, shape=(count,), strides=(dtype.itemsize,), writeable=False)
-
-
-def _simulated() -> bool:
-    from numba import config
-
-    return bool(config.ENABLE_CUDASIM)
-
-
-def _fake_cuda_array(host: np.ndarray):
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-
-    return FakeCUDAArray(host)
 
 
 def output(out, shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream):

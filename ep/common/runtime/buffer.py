@@ -1,8 +1,6 @@
 """Launch arguments checked and turned into the flat storage kernels index."""
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from ep.common.runtime.data_type import DataType
@@ -38,21 +36,6 @@ def plain_ndarray(array: np.ndarray, name: str) -> np.ndarray:
     if isinstance(array, np.ma.MaskedArray):
         raise TypeError(f"{name}: a numpy.ma.MaskedArray was given; ep ignores masks, so pass array.filled() or array.data")
     return array.view(np.ndarray)
-
-
-def check_count(value: object, name: str = "count") -> int:
-    """A non-negative element count."""
-    if type(value) is int and value >= 0:
-        return value
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}: {value!r} is not an integer")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name}: {value!r} is not an integer") from None
-    if value < 0:
-        raise ValueError(f"{name}: {value} is negative; expected >= 0")
-    return value
 
 
 def as_cuda_array(obj):
@@ -100,3 +83,31 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
     if dtype.storage_dtype != dtype.dtype:
         flat = flat.view(dtype.storage_dtype)
     return flat
+
+
+def span(array, dtype: DataType, count: int, device_type: DeviceType):
+    """count elements of dtype from array's first element on, as flat storage: the memory a strided
+    view of array reads, for a primitive that takes strides (CopyNd)."""
+    if device_type is _CPU:
+        return _host_span(array, dtype, count)
+    from numba import config, cuda
+
+    if config.ENABLE_CUDASIM:
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        return FakeCUDAArray(_host_span(np.asarray(array), dtype, count))
+    data = array.__cuda_array_interface__["data"][0]
+    interface = {"shape": (count,), "strides": None, "typestr": dtype.dtype.str, "data": (data, True), "version": 3}
+    return cuda.from_cuda_array_interface(interface, owner=array, sync=False)
+
+
+def _host_span(array: np.ndarray, dtype: DataType, count: int) -> np.ndarray:
+    root = array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root.flags.c_contiguous:
+        # A view of the allocation the array views: cheaper than as_strided, and as writable as it.
+        offset = array.ctypes.data - root.ctypes.data
+        return np.ndarray((count,), dtype.dtype, buffer=root, offset=offset)
+    first = array[(slice(0, 1),) * array.ndim].reshape(1).view(dtype.dtype)
+    return np.lib.stride_tricks.as_strided(first, shape=(count,), strides=(dtype.itemsize,), writeable=False)
