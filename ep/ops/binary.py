@@ -10,15 +10,13 @@ from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_di
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType, GetDevice
 from ep.include.primitive.binary_op import as_binary_op
-from ep.include.primitive.broadcast_elementwise_binary import (
-    MAX_NUM_DIMS,
-    BroadcastElementwiseBinaryFactory,
-    is_scalar,
-    scalar_value,
-)
+from ep.common.runtime.scalar import is_scalar, scalar_value
+from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS, BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import check_out, contiguous, device_of, output, stream_for
 from ep.ops.unary import unary
+
+_CPU = GetDevice(DeviceType.kCPU)
 
 
 def binary_src_dtype(a: object, b: object) -> DataType:
@@ -39,15 +37,15 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None):
         primitive, dst_dtype, shape, dims0, dims1 = _array_plan(
             op, a.dtype, a.shape, b.shape, type(attr0), attr0, type(attr1), attr1
         )
-        stream = stream_for(GetDevice(DeviceType.kCPU), stream)
+        stream = stream_for(_CPU, stream)
         if out is None:
             out = np.empty(shape, dst_dtype.dtype)
         else:
-            check_out(out, "out", shape, dst_dtype, GetDevice(DeviceType.kCPU))
+            check_out(out, "out", shape, dst_dtype, _CPU)
         if not a.flags.c_contiguous:
-            a = np.ascontiguousarray(a)
+            a = contiguous(a, _CPU)
         if not b.flags.c_contiguous:
-            b = np.ascontiguousarray(b)
+            b = contiguous(b, _CPU)
         primitive.Launch(stream, dims0, a, dims1, b, out)
         return out
     op = as_binary_op(op)
@@ -91,7 +89,7 @@ def _array_plan(op, dtype, a_shape, b_shape, attr0_type, attr0, attr1_type, attr
     shape = broadcast_shape(a_shape, b_shape, names=("a", "b"))
     dims0, dims1 = _array_dims(a_shape, b_shape, shape)
     primitive = NewPrimitive(
-        BroadcastElementwiseBinaryFactory, GetDevice(DeviceType.kCPU), op, src_dtype, dst_dtype, MAX_NUM_DIMS, attr0, attr1
+        BroadcastElementwiseBinaryFactory, _CPU, op, src_dtype, dst_dtype, MAX_NUM_DIMS, attr0, attr1
     )
     return primitive, dst_dtype, shape, dims0, dims1
 

@@ -133,9 +133,9 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
         device = _CPU
         params_shape, indices_shape = params.shape, indices.shape
         if not params.flags.c_contiguous:
-            params = np.ascontiguousarray(params)
+            params = contiguous(params, _CPU)
         if not indices.flags.c_contiguous:
-            indices = np.ascontiguousarray(indices)
+            indices = contiguous(indices, _CPU)
     else:
         device = _same_device(params, indices, "params")
         params_shape, indices_shape = tuple(params.shape), tuple(indices.shape)

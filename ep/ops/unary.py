@@ -49,7 +49,7 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None):
     stream = device.default_stream if stream is None else stream_for(device, stream)
     shape = x.shape
     if type(x) is not np.ndarray or not x.flags.c_contiguous:
-        # contiguous() copies; taken after the shape, since np.ascontiguousarray makes rank 0 rank 1.
+        # contiguous() copies; taken after the shape, since a copy of a 0-d array may be 1-d.
         x = contiguous(x, device)
     if out is None:
         out = empty(shape, as_data_type(dst_dtype), device, stream)

@@ -25,12 +25,8 @@ from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.common.runtime.validate import MAX_NUM_DIMS
-from ep.include.primitive.broadcast_elementwise_binary import (
-    BroadcastElementwiseBinary,
-    BroadcastElementwiseBinaryFactory,
-    is_scalar,
-    scalar_value,
-)
+from ep.common.runtime.scalar import is_scalar, scalar_value
+from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinary, BroadcastElementwiseBinaryFactory
 
 # Kernels take strides as tuples of this length (padded with 0), so one compiled kernel serves
 # every rank.
