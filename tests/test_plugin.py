@@ -2,6 +2,7 @@
 import ctypes.util
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -45,8 +46,14 @@ DOWNSTREAM = {
 def downstream(tmp_path_factory):
     root = tmp_path_factory.mktemp("downstream")
     site = root / "site"
+    # A copy of the package's sources: a build/ left in the checkout by an earlier build would
+    # otherwise be installed instead of the sources as they are.
+    source = root / "source"
+    shutil.copytree(ROOT / "ep", source / "ep", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(ROOT)],
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(source)],
         capture_output=True, text=True,
     )
     assert install.returncode == 0, install.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""Compile every registered CUDA kernel to PTX without a GPU: `python -m ep.cuda.ptx [FACTORY ...]`.
+"""Compile every registered CUDA kernel to PTX without a GPU: `python -m ep.cuda.ptx [FACTORY ...] [--shard I/N]`.
 
 Run in a process without NUMBA_ENABLE_CUDASIM: the simulator has no compiler.
 """
@@ -14,21 +14,37 @@ CAPABILITIES = ((8, 0), (9, 0))
 
 
 def kernels(factory_names: list[str] | None = None):
-    """(factory name, CudaKernel) for every kernel of the registered CUDA factories."""
+    """(factory name, CudaKernel) for every kernel of the registered CUDA factories, each once
+    (factories may share kernels: BatchGather launches Gather's)."""
+    seen = set()
     for factory_type, factory in RegisteredFactories(DeviceType.kCUDA).items():
         if factory_names and factory_type.__name__ not in factory_names:
             continue
         for kernel in factory.Kernels():
-            yield factory_type.__name__, kernel
+            if id(kernel) not in seen:
+                seen.add(id(kernel))
+                yield factory_type.__name__, kernel
+
+
+def _shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    index, count = int(index), int(count)
+    if not 0 <= index < count:
+        raise argparse.ArgumentTypeError(f"--shard: {text!r} is not I/N with 0 <= I < N")
+    return index, count
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("factories", nargs="*", help="factory interface names (default: all)")
+    parser.add_argument("--shard", type=_shard, default=(0, 1), help="compile only every N-th kernel from the I-th on")
     args = parser.parse_args(argv)
+    index, shards = args.shard
     count = 0
     failures = []
-    for factory_name, kernel in kernels(args.factories):
+    for position, (factory_name, kernel) in enumerate(kernels(args.factories)):
+        if position % shards != index:
+            continue
         for cc in CAPABILITIES:
             try:
                 ptx = kernel.ptx(cc)
