@@ -47,7 +47,7 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, *
     PyTorch's ("arccos", "neg", "expit"). attr0 and attr1 are the op's attributes in order; each may
     instead be given by its keyword, PyTorch's parameter name (negative_slope=0.2), not both. An
     attribute left out takes PyTorch's default. dtype is kCast's destination; out receives the result
-    (x's shape, the result dtype, x's device, C-contiguous); stream defaults to the device's default.
+    (x's shape, the result dtype, x's device); stream defaults to the device's default stream.
 
     The ops, as calls with their attributes' defaults [OneFlow name; aliases; source dtypes]:
     """

@@ -64,7 +64,7 @@ def keyword_attrs(op: object, attrs: tuple, keywords: dict, attr0: object, attr1
     """attr0 and attr1 with the attributes given by keyword (the names in attrs, PyTorch's) put in place.
 
     Raises TypeError naming a keyword the op has no attribute of (listing those it has), or one
-    given together with the attrN it names. Unary and binary ops share it.
+    given together with the positional attr0/attr1 it names. Unary and binary ops share it.
     """
     given = [attr0, attr1]
     names = [name for name, _ in attrs]

@@ -41,7 +41,7 @@ def _names(enum_type: type[enum.Enum]) -> dict[str, enum.Enum]:
 
 
 @functools.cache
-def aliases(enum_type: type[NamedEnum]) -> dict[str, enum.Enum]:
+def alias_table(enum_type: type[NamedEnum]) -> dict[str, enum.Enum]:
     """enum_type's aliases, folded, -> member. Raises ValueError for an alias that is
     another member's name or value, or that two members claim: an alias never shadows a name."""
     names = _names(enum_type)
@@ -70,7 +70,7 @@ def lookup(enum_type: type[E], value: object, name: str, what: str, example: str
         if found is None:
             found = names.get(_fold(value))
         if found is None:
-            found = aliases(enum_type).get(_fold(value))
+            found = alias_table(enum_type).get(_fold(value))
         if found is not None:
             return found
         valid = [m.value for m in enum_type] + [alias for alias, _ in enum_type.aliases()]

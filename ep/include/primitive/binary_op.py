@@ -94,7 +94,6 @@ class BinaryOp(NamedEnum):
     kSquareBackwardWithDyX = "square_backward_with_dy_x"
     kTanBackwardWithDyX = "tan_backward_with_dy_x"
 
-
     # The records (ep/common/math/ops) import this module, and Numba: read them on first use.
     @classmethod
     def aliases(cls) -> list[tuple[str, BinaryOp]]:
@@ -105,8 +104,8 @@ class BinaryOp(NamedEnum):
 
     def describe(self) -> str:
         """What the op computes: its call with attributes and defaults, names, dtypes, from its record."""
-        from ep.common.math.ops.record import describe
         from ep.common.math.binary_functor import BINARY_FUNCTORS
+        from ep.common.math.ops.record import describe
 
         return describe(BINARY_FUNCTORS[self], "a, b")
 

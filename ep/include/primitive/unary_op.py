@@ -80,7 +80,6 @@ class UnaryOp(NamedEnum):
     # conversion
     kCast = "cast"
 
-
     # The records (ep/common/math/ops) import this module, and Numba: read them on first use.
     @classmethod
     def aliases(cls) -> list[tuple[str, UnaryOp]]:

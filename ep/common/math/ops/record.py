@@ -122,7 +122,6 @@ def collect(kind: type, ops: type[enum.Enum], families: tuple[ModuleType, ...]) 
     return {op: found[op] for op in ops if op in found}
 
 
-
 _DTYPE_GROUPS = ((ALL_TYPES, "all dtypes"), (NUMBERS, "numbers"), (FLOAT, "float"), (BITS, "integer, bool"))
 
 
