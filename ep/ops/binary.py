@@ -5,7 +5,8 @@ import functools
 
 import numpy as np
 
-from ep.common.math.binary_functor import binary_dst_dtype
+from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_dst_dtype, binary_keyword_attrs
+from ep.common.math.ops.record import document_ops
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType, GetDevice
@@ -26,12 +27,22 @@ def binary_src_dtype(a: object, b: object) -> DataType:
     return as_data_type(np.result_type(*dtypes), "a, b")
 
 
-def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None):
+def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
     """op(a, b) with NumPy broadcasting; a new C-contiguous array of the broadcast shape, or out.
 
     Either operand may be a Python or NumPy scalar (not both). Arrays of different dtypes are cast
     on the device to np.result_type first; comparison and logical ops give bool.
+
+    op is a BinaryOp or a name: its own ("less_than"), OneFlow's ("kLessThan") or NumPy's and
+    PyTorch's ("less", "lt", "remainder"). attr0 and attr1 are the op's attributes in order; each may
+    instead be given by its keyword (rtol=1e-3), not both; one left out takes its default. Integer
+    dtypes wrap on overflow, as NumPy's, and no integer op traps: the lines below say what a zero
+    divisor or a negative exponent gives.
+
+    The ops, as calls with their attributes' defaults [OneFlow name; aliases; source dtypes]:
     """
+    if attrs:
+        attr0, attr1 = binary_keyword_attrs(op, attrs, attr0, attr1)
     if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is b.dtype:
         # Two CPU arrays of one dtype: everything but the buffers comes from the cache.
         primitive, dst_dtype, shape, dims0, dims1 = _array_plan(
@@ -117,3 +128,6 @@ def _launch_dims(a, b, shape: tuple[int, ...]) -> tuple:
         return (a.size,), a, (), b
     dims0, dims1 = _array_dims(a.shape, b.shape, shape)
     return dims0, a, dims1, b
+
+
+document_ops(binary, BINARY_FUNCTORS.values(), "a, b")

@@ -6,7 +6,8 @@ import functools
 import numpy as np
 
 from ep.common.runtime.data_type import DataType, as_data_type
-from ep.common.math.unary_functor import unary_dst_dtypes
+from ep.common.math.ops.record import document_ops
+from ep.common.math.unary_functor import UNARY_FUNCTORS, unary_dst_dtypes, unary_keyword_attrs
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
@@ -39,8 +40,19 @@ def _primitive(op, device_type, x_dtype, attr0, attr1, dtype):
 _cached_primitive = functools.lru_cache(maxsize=4096, typed=True)(_primitive)
 
 
-def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None):
-    """op applied to every element of x; a new array of x's shape, or out."""
+def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, **attrs):
+    """op applied to every element of x; a new array of x's shape, or out.
+
+    op is a UnaryOp or a name: its own ("leaky_relu"), OneFlow's ("kLeakyRelu") or NumPy's and
+    PyTorch's ("arccos", "neg", "expit"). attr0 and attr1 are the op's attributes in order; each may
+    instead be given by its keyword, PyTorch's parameter name (negative_slope=0.2), not both. An
+    attribute left out takes PyTorch's default. dtype is kCast's destination; out receives the result
+    (x's shape, the result dtype, x's device); stream defaults to the device's default stream.
+
+    The ops, as calls with their attributes' defaults [OneFlow name; aliases; source dtypes]:
+    """
+    if attrs:
+        attr0, attr1 = unary_keyword_attrs(op, attrs, attr0, attr1)
     device = device_of(x, "x")
     try:
         primitive, dst_dtype = _cached_primitive(op, device, x.dtype, attr0, attr1, dtype)
@@ -57,3 +69,6 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None):
         check_out(out, "out", tuple(shape), as_data_type(dst_dtype), device)
     primitive.Launch(stream, x, out, x.size)
     return out
+
+
+document_ops(unary, UNARY_FUNCTORS.values(), "x")

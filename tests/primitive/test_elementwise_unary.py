@@ -470,7 +470,7 @@ def test_attribute_on_an_op_that_takes_none(device):
 
 
 def test_attr1_on_an_op_that_takes_one_attribute(device):
-    with pytest.raises(ValueError, match=r"attr1: kLeakyRelu takes 1 attribute\(s\) \(alpha\); got 0.5"):
+    with pytest.raises(ValueError, match=r"attr1: kLeakyRelu takes 1 attribute\(s\) \(negative_slope\); got 0.5"):
         ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, U.kLeakyRelu, np.float32, np.float32, None, 0.5)
 
 

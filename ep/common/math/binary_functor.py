@@ -12,7 +12,7 @@ import numpy as np
 
 from ep.common.math.ops import FAMILIES
 from ep.common.math.ops.record import BinaryFunctor, collect
-from ep.common.math.unary_functor import fill_attrs
+from ep.common.math.unary_functor import fill_attrs, keyword_attrs
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 
@@ -51,6 +51,12 @@ def binary_combinations() -> Iterator[tuple[BinaryOp, DataType, DataType]]:
 def binary_attrs(op: BinaryOp, src_dtype: DataType, attr0: object, attr1: object) -> tuple[object, object]:
     """attr0 and attr1 with their defaults filled in, as scalars of binary_attr_dtype(src_dtype)."""
     return fill_attrs(op, BINARY_FUNCTORS[op].attrs, attr0, attr1, binary_attr_dtype(src_dtype).type)
+
+
+def binary_keyword_attrs(op: object, keywords: dict, attr0: object, attr1: object) -> tuple[object, object]:
+    """attr0 and attr1 of op with its attributes given by name (ep.ops.binary's keywords) put in place."""
+    op = as_binary_op(op)
+    return keyword_attrs(op, BINARY_FUNCTORS[op].attrs, keywords, attr0, attr1)
 
 
 def resolve_binary(op: object, src_dtype: object, dst_dtype: object, attr0: object, attr1: object):

@@ -60,6 +60,31 @@ def fill_attrs(op: object, attrs: tuple, attr0: object, attr1: object, scalar: t
     return scalar(values[0]), scalar(values[1])
 
 
+def keyword_attrs(op: object, attrs: tuple, keywords: dict, attr0: object, attr1: object) -> tuple[object, object]:
+    """attr0 and attr1 with the attributes given by keyword (the names in attrs, PyTorch's) put in place.
+
+    Raises TypeError naming a keyword the op has no attribute of (listing those it has), or one
+    given together with the positional attr0/attr1 it names. Unary and binary ops share it.
+    """
+    given = [attr0, attr1]
+    names = [name for name, _ in attrs]
+    for keyword, value in keywords.items():
+        if keyword not in names:
+            has = f"its attributes are {', '.join(names)}" if names else "it takes no attributes"
+            raise TypeError(f"{keyword}: {op.name} has no attribute {keyword!r}; {has}")
+        position = names.index(keyword)
+        if given[position] is not None:
+            raise TypeError(f"{keyword}: given twice, as attr{position}={given[position]!r} and {keyword}={value!r}")
+        given[position] = value
+    return given[0], given[1]
+
+
+def unary_keyword_attrs(op: object, keywords: dict, attr0: object, attr1: object) -> tuple[object, object]:
+    """attr0 and attr1 of op with its attributes given by name (ep.ops.unary's keywords) put in place."""
+    op = as_unary_op(op)
+    return keyword_attrs(op, UNARY_FUNCTORS[op].attrs, keywords, attr0, attr1)
+
+
 def unary_attrs(op: UnaryOp, src_dtype: DataType, attr0: object, attr1: object) -> tuple[object, object]:
     """attr0 and attr1 with PyTorch's defaults filled in, as scalars of the compute dtype."""
     return fill_attrs(op, UNARY_FUNCTORS[op].attrs, attr0, attr1, src_dtype.compute_dtype.type)

@@ -1,10 +1,10 @@
-"""The one name lookup for ep's enums: a member from itself, its OneFlow name or its value."""
+"""The one name lookup for ep's enums: a member from itself, its OneFlow name, its value or an alias."""
 from __future__ import annotations
 
 import difflib
 import enum
 import functools
-from typing import TypeVar
+from typing import Iterable, TypeVar
 
 E = TypeVar("E", bound=enum.Enum)
 
@@ -15,6 +15,19 @@ class NamedEnum(enum.Enum):
     def __repr__(self) -> str:
         return f"{type(self).__name__}.{self.name}"
 
+    @classmethod
+    def aliases(cls) -> Iterable[tuple[str, NamedEnum]]:
+        """(alias, member) pairs: other names lookup accepts (NumPy's, PyTorch's); none by default.
+
+        Read once, on the first name that is no member's own, so an enum may load them lazily.
+        """
+        return ()
+
+
+def _fold(name: str) -> str:
+    # "Leaky_ReLU", "leaky_relu" and "leakyrelu" fold alike.
+    return name.lower().replace("_", "")
+
 
 @functools.cache
 def _names(enum_type: type[enum.Enum]) -> dict[str, enum.Enum]:
@@ -23,13 +36,29 @@ def _names(enum_type: type[enum.Enum]) -> dict[str, enum.Enum]:
     for member in enum_type:
         names[member.name] = member
         names[member.value] = member
-        names.setdefault(member.value.replace("_", ""), member)
+        names.setdefault(_fold(member.value), member)
     return names
+
+
+@functools.cache
+def alias_table(enum_type: type[NamedEnum]) -> dict[str, enum.Enum]:
+    """enum_type's aliases, folded, -> member. Raises ValueError for an alias that is
+    another member's name or value, or that two members claim: an alias never shadows a name."""
+    names = _names(enum_type)
+    table: dict[str, enum.Enum] = {}
+    for alias, member in enum_type.aliases():
+        key = _fold(alias)
+        other = names.get(alias) or names.get(key)
+        if other is not None and other is not member:
+            raise ValueError(f"alias {alias!r} of {member!r} is a name of {other!r}")
+        if table.setdefault(key, member) is not member:
+            raise ValueError(f"alias {alias!r} is claimed by {table[key]!r} and {member!r}")
+    return table
 
 
 def lookup(enum_type: type[E], value: object, name: str, what: str, example: str) -> E:
     """The member of enum_type that value is or names: TypeError naming name and value for a value of
-    another type, ValueError (with the closest names) for a string that names no member.
+    another type, ValueError (with the closest names, aliases included) for a string that names no member.
 
     what says what a member is ("a unary op") and example gives one valid name.
     """
@@ -39,10 +68,13 @@ def lookup(enum_type: type[E], value: object, name: str, what: str, example: str
         names = _names(enum_type)
         found = names.get(value)
         if found is None:
-            found = names.get(value.lower().replace("_", ""))
+            found = names.get(_fold(value))
+        if found is None:
+            found = alias_table(enum_type).get(_fold(value))
         if found is not None:
             return found
-        close = difflib.get_close_matches(value, [m.value for m in enum_type], n=3)
+        valid = [m.value for m in enum_type] + [alias for alias, _ in enum_type.aliases()]
+        close = difflib.get_close_matches(value, valid, n=3)
         if close:
             raise ValueError(f"{name}: {value!r} is not {what}; did you mean {', '.join(map(repr, close))}?")
         raise ValueError(f"{name}: {value!r} is not {what}; expected a {enum_type.__name__} or a name such as {example!r}")

@@ -94,6 +94,21 @@ class BinaryOp(NamedEnum):
     kSquareBackwardWithDyX = "square_backward_with_dy_x"
     kTanBackwardWithDyX = "tan_backward_with_dy_x"
 
+    # The records (ep/common/math/ops) import this module, and Numba: read them on first use.
+    @classmethod
+    def aliases(cls) -> list[tuple[str, BinaryOp]]:
+        """NumPy's and PyTorch's names of the ops ("arccos" for kAcos), from the ops' records."""
+        from ep.common.math.binary_functor import BINARY_FUNCTORS
+
+        return [(alias, op) for op, record in BINARY_FUNCTORS.items() for alias in record.aliases]
+
+    def describe(self) -> str:
+        """What the op computes: its call with attributes and defaults, names, dtypes, from its record."""
+        from ep.common.math.binary_functor import BINARY_FUNCTORS
+        from ep.common.math.ops.record import describe
+
+        return describe(BINARY_FUNCTORS[self], "a, b")
+
 
 def as_binary_op(op: object, name: str = "op") -> BinaryOp:
     """A BinaryOp from a BinaryOp or its name ("add", "less_than", "kLessThan")."""

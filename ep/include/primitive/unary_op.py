@@ -80,6 +80,21 @@ class UnaryOp(NamedEnum):
     # conversion
     kCast = "cast"
 
+    # The records (ep/common/math/ops) import this module, and Numba: read them on first use.
+    @classmethod
+    def aliases(cls) -> list[tuple[str, UnaryOp]]:
+        """NumPy's and PyTorch's names of the ops ("arccos" for kAcos), from the ops' records."""
+        from ep.common.math.unary_functor import UNARY_FUNCTORS
+
+        return [(alias, op) for op, record in UNARY_FUNCTORS.items() for alias in record.aliases]
+
+    def describe(self) -> str:
+        """What the op computes: its call with attributes and defaults, names, dtypes, from its record."""
+        from ep.common.math.ops.record import describe
+        from ep.common.math.unary_functor import UNARY_FUNCTORS
+
+        return describe(UNARY_FUNCTORS[self], "x")
+
 
 def as_unary_op(op: object, name: str = "op") -> UnaryOp:
     """A UnaryOp from a UnaryOp or its name ("relu", "leaky_relu", "kLeakyRelu")."""

@@ -53,6 +53,8 @@ SIGMOID = UnaryFunctor(
         derivative(BinaryOp.kSigmoidBackwardWithDyY, sigmoid_backward_with_dy_y),
         derivative(BinaryOp.kSigmoidBackwardWithDyX, sigmoid_backward_with_dy_x),
     ),
+    doc="1 / (1 + exp(-x))",
+    aliases=("expit",),
 )
 
 
@@ -79,6 +81,7 @@ TANH = UnaryFunctor(
         derivative(BinaryOp.kTanhBackwardWithDyY, tanh_backward_with_dy_y),
         derivative(BinaryOp.kTanhBackwardWithDyX, tanh_backward_with_dy_x),
     ),
+    doc="hyperbolic tangent",
 )
 
 
@@ -96,6 +99,8 @@ def log_sigmoid_backward_with_dy_x(dy, x, attr0, attr1):
 LOG_SIGMOID = UnaryFunctor(
     UnaryOp.kLogSigmoid, log_sigmoid, FLOAT,
     backward=(derivative(BinaryOp.kLogSigmoidBackwardWithDyX, log_sigmoid_backward_with_dy_x),),
+    doc="log(sigmoid(x)) = -softplus(-x)",
+    aliases=("logsigmoid",),
 )
 
 
@@ -112,6 +117,8 @@ def identity_backward_with_dy_x(dy, x, attr0, attr1):
 IDENTITY = UnaryFunctor(
     UnaryOp.kIdentity, identity, ALL_TYPES,
     backward=(derivative(BinaryOp.kIdentityBackwardWithDyX, identity_backward_with_dy_x),),
+    doc="x unchanged, as a new array",
+    aliases=("positive",),
 )
 
 
@@ -137,6 +144,7 @@ RELU = UnaryFunctor(
         derivative(BinaryOp.kReluBackwardWithDyY, relu_backward_with_dy_y),
         derivative(BinaryOp.kReluBackwardWithDyX, relu_backward_with_dy_x),
     ),
+    doc="max(x, 0); NaN stays NaN",
 )
 
 
@@ -154,6 +162,7 @@ def square_relu_backward_with_dy_x(dy, x, attr0, attr1):
 SQUARE_RELU = UnaryFunctor(
     UnaryOp.kSquareReLU, square_relu, FLOAT,
     backward=(derivative(BinaryOp.kSquareReLUBackwardWithDyX, square_relu_backward_with_dy_x),),
+    doc="relu(x) ** 2",
 )
 
 
@@ -167,9 +176,11 @@ def leaky_relu_backward_with_dy_x(dy, x, alpha, attr1):
     return dy if x > 0 else dy * alpha
 
 
+_LEAKY_RELU_ATTRS = (("negative_slope", 0.01),)
 LEAKY_RELU = UnaryFunctor(
-    UnaryOp.kLeakyRelu, leaky_relu, FLOAT, (("alpha", 0.01),),
-    backward=(derivative(BinaryOp.kLeakyReluBackwardWithDyX, leaky_relu_backward_with_dy_x, ("alpha", 0.01)),),
+    UnaryOp.kLeakyRelu, leaky_relu, FLOAT, _LEAKY_RELU_ATTRS,
+    backward=(derivative(BinaryOp.kLeakyReluBackwardWithDyX, leaky_relu_backward_with_dy_x, *_LEAKY_RELU_ATTRS),),
+    doc="x for x > 0, else negative_slope * x",
 )
 
 
@@ -193,6 +204,7 @@ def elu_backward_with_dy_x(dy, x, alpha, attr1):
 ELU = UnaryFunctor(
     UnaryOp.kElu, elu, FLOAT, (("alpha", 1.0),), float32_formula=elu_float32,
     backward=(derivative(BinaryOp.kEluBackwardWithDyX, elu_backward_with_dy_x, ("alpha", 1.0)),),
+    doc="x for x > 0, else alpha * (exp(x) - 1)",
 )
 
 
@@ -218,6 +230,7 @@ def celu_backward_with_dy_y(dy, y, alpha, attr1):
 CELU = UnaryFunctor(
     UnaryOp.kCelu, celu, FLOAT, (("alpha", 1.0),), float32_formula=celu_float32,
     backward=(derivative(BinaryOp.kCeluBackwardWithDyY, celu_backward_with_dy_y, ("alpha", 1.0)),),
+    doc="x for x > 0, else alpha * (exp(x / alpha) - 1)",
 )
 
 
@@ -249,6 +262,7 @@ def selu_backward_with_dy_x(dy, x, attr0, attr1):
 SELU = UnaryFunctor(
     UnaryOp.kSelu, selu, FLOAT, float32_formula=selu_float32,
     backward=(derivative(BinaryOp.kSeluBackwardWithDyX, selu_backward_with_dy_x),),
+    doc="scale * elu(x, alpha) with PyTorch's fixed scale and alpha",
 )
 
 
@@ -274,6 +288,7 @@ def gelu_backward_with_dy_x(dy, x, attr0, attr1):
 GELU = UnaryFunctor(
     UnaryOp.kGelu, gelu, FLOAT, float32_formula=gelu_float32,
     backward=(derivative(BinaryOp.kGeluBackwardWithDyX, gelu_backward_with_dy_x),),
+    doc="x * Phi(x), Phi the standard normal CDF (torch's gelu)",
 )
 
 
@@ -305,6 +320,7 @@ def fast_gelu_backward_with_dy_x(dy, x, attr0, attr1):
 FAST_GELU = UnaryFunctor(
     UnaryOp.kFastGelu, fast_gelu, FLOAT, float32_formula=fast_gelu_float32,
     backward=(derivative(BinaryOp.kFastGeluBackwardWithDyX, fast_gelu_backward_with_dy_x),),
+    doc="0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (torch's gelu with approximate='tanh')",
 )
 
 
@@ -329,6 +345,7 @@ def quick_gelu_backward_with_dy_x(dy, x, attr0, attr1):
 QUICK_GELU = UnaryFunctor(
     UnaryOp.kQuickGelu, quick_gelu, FLOAT, float32_formula=quick_gelu_float32,
     backward=(derivative(BinaryOp.kQuickGeluBackwardWithDyX, quick_gelu_backward_with_dy_x),),
+    doc="x * sigmoid(1.702 x)",
 )
 
 
@@ -353,6 +370,7 @@ def silu_backward_with_dy_x(dy, x, attr0, attr1):
 SILU = UnaryFunctor(
     UnaryOp.kSilu, silu, FLOAT, float32_formula=silu_float32,
     backward=(derivative(BinaryOp.kSiluBackwardWithDyX, silu_backward_with_dy_x),),
+    doc="x * sigmoid(x)",
 )
 
 
@@ -372,6 +390,8 @@ _SOFT_PLUS_ATTRS = (("beta", 1.0), ("threshold", 20.0))
 SOFT_PLUS = UnaryFunctor(
     UnaryOp.kSoftPlus, soft_plus, FLOAT, _SOFT_PLUS_ATTRS,
     backward=(derivative(BinaryOp.kSoftplusBackwardWithDyX, softplus_backward_with_dy_x, *_SOFT_PLUS_ATTRS),),
+    doc="log(1 + exp(beta x)) / beta; x where beta x > threshold",
+    aliases=("softplus",),
 )
 
 
@@ -400,6 +420,7 @@ def mish_backward_with_dy_x(dy, x, attr0, attr1):
 MISH = UnaryFunctor(
     UnaryOp.kMish, mish, FLOAT, float32_formula=mish_float32,
     backward=(derivative(BinaryOp.kMishBackwardWithDyX, mish_backward_with_dy_x),),
+    doc="x * tanh(softplus(x))",
 )
 
 
@@ -417,6 +438,8 @@ def softsign_backward_with_dy_x(dy, x, attr0, attr1):
 SOFT_SIGN = UnaryFunctor(
     UnaryOp.kSoftSign, soft_sign, FLOAT,
     backward=(derivative(BinaryOp.kSoftsignBackwardWithDyX, softsign_backward_with_dy_x),),
+    doc="x / (1 + |x|)",
+    aliases=("softsign",),
 )
 
 
@@ -434,8 +457,10 @@ def softshrink_backward_with_dy_y(dy, y, attr0, attr1):
 
 
 SOFT_SHRINK = UnaryFunctor(
-    UnaryOp.kSoftShrink, soft_shrink, FLOAT, (("alpha", 0.5),),
+    UnaryOp.kSoftShrink, soft_shrink, FLOAT, (("lambd", 0.5),),
     backward=(derivative(BinaryOp.kSoftshrinkBackwardWithDyY, softshrink_backward_with_dy_y),),
+    doc="x - lambd above lambd, x + lambd below -lambd, else 0",
+    aliases=("softshrink",),
 )
 
 
@@ -456,6 +481,8 @@ _HARD_TANH_ATTRS = (("min_val", -1.0), ("max_val", 1.0))
 HARD_TANH = UnaryFunctor(
     UnaryOp.kHardTanh, hard_tanh, FLOAT, _HARD_TANH_ATTRS,
     backward=(derivative(BinaryOp.kHardtanhBackwardWithDyY, hardtanh_backward_with_dy_y, *_HARD_TANH_ATTRS),),
+    doc="x clamped to [min_val, max_val]",
+    aliases=("hardtanh",),
 )
 
 
@@ -475,6 +502,8 @@ def hardsigmoid_backward_with_dy_x(dy, x, attr0, attr1):
 HARD_SIGMOID = UnaryFunctor(
     UnaryOp.kHardSigmoid, hard_sigmoid, FLOAT,
     backward=(derivative(BinaryOp.kHardsigmoidBackwardWithDyX, hardsigmoid_backward_with_dy_x),),
+    doc="clamp(x / 6 + 1/2, 0, 1)",
+    aliases=("hardsigmoid",),
 )
 
 
@@ -495,6 +524,8 @@ def hardswish_backward_with_dy_x(dy, x, attr0, attr1):
 HARD_SWISH = UnaryFunctor(
     UnaryOp.kHardSwish, hard_swish, FLOAT,
     backward=(derivative(BinaryOp.kHardswishBackwardWithDyX, hardswish_backward_with_dy_x),),
+    doc="x * hardsigmoid(x)",
+    aliases=("hardswish",),
 )
 
 
@@ -511,6 +542,8 @@ def hardshrink_backward_with_dy_y(dy, y, attr0, attr1):
 HARD_SHRINK = UnaryFunctor(
     UnaryOp.kHardShrink, hard_shrink, FLOAT, (("lambd", 0.5),),
     backward=(derivative(BinaryOp.kHardshrinkBackwardWithDyY, hardshrink_backward_with_dy_y),),
+    doc="0 for -lambd <= x <= lambd, else x",
+    aliases=("hardshrink",),
 )
 
 
@@ -527,4 +560,5 @@ def threshold_backward_with_dy_x(dy, x, threshold, attr1):
 THRESHOLD = UnaryFunctor(
     UnaryOp.kThreshold, threshold, FLOAT, (("threshold", None), ("value", None)),
     backward=(derivative(BinaryOp.kThresholdBackwardWithDyX, threshold_backward_with_dy_x, ("threshold", None)),),
+    doc="value for x <= threshold, else x",
 )

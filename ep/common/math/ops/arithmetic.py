@@ -32,7 +32,10 @@ def sign(x, attr0, attr1):
     return as_type((x > 0) - (x < 0), x)
 
 
-SIGN = UnaryFunctor(UnaryOp.kSign, sign, NUMBERS)
+SIGN = UnaryFunctor(
+    UnaryOp.kSign, sign, NUMBERS,
+    doc="-1, 0 or 1 by x's sign; 0 for NaN, as torch.sign (np.sign gives NaN)",
+)
 
 
 @scalar_function
@@ -40,7 +43,11 @@ def abs_(x, attr0, attr1):
     return as_type(abs(x), x)
 
 
-ABS = UnaryFunctor(UnaryOp.kAbs, abs_, NUMBERS, backward=(derivative(BinaryOp.kAbsBackwardWithDyX, dy_times(sign)),))
+ABS = UnaryFunctor(
+    UnaryOp.kAbs, abs_, NUMBERS, backward=(derivative(BinaryOp.kAbsBackwardWithDyX, dy_times(sign)),),
+    doc="|x|; integers wrap (abs of the most negative value is itself)",
+    aliases=("absolute",),
+)
 
 
 @scalar_function
@@ -48,7 +55,7 @@ def negative(x, attr0, attr1):
     return as_type(-x, x)
 
 
-NEGATIVE = UnaryFunctor(UnaryOp.kNegative, negative, NUMBERS)
+NEGATIVE = UnaryFunctor(UnaryOp.kNegative, negative, NUMBERS, doc="-x; integers wrap", aliases=("neg",))
 
 
 @scalar_function
@@ -62,7 +69,9 @@ def square_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SQUARE = UnaryFunctor(
-    UnaryOp.kSquare, square, NUMBERS, backward=(derivative(BinaryOp.kSquareBackwardWithDyX, square_backward_with_dy_x),)
+    UnaryOp.kSquare, square, NUMBERS,
+    backward=(derivative(BinaryOp.kSquareBackwardWithDyX, square_backward_with_dy_x),),
+    doc="x * x; integers wrap",
 )
 
 
@@ -77,7 +86,8 @@ def sqrt_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SQRT = UnaryFunctor(
-    UnaryOp.kSqrt, sqrt, FLOAT, backward=(derivative(BinaryOp.kSqrtBackwardWithDyX, sqrt_backward_with_dy_x),)
+    UnaryOp.kSqrt, sqrt, FLOAT, backward=(derivative(BinaryOp.kSqrtBackwardWithDyX, sqrt_backward_with_dy_x),),
+    doc="square root",
 )
 
 
@@ -92,7 +102,8 @@ def rsqrt_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 RSQRT = UnaryFunctor(
-    UnaryOp.kRsqrt, rsqrt, FLOAT, backward=(derivative(BinaryOp.kRsqrtBackwardWithDyX, rsqrt_backward_with_dy_x),)
+    UnaryOp.kRsqrt, rsqrt, FLOAT, backward=(derivative(BinaryOp.kRsqrtBackwardWithDyX, rsqrt_backward_with_dy_x),),
+    doc="1 / sqrt(x)",
 )
 
 
@@ -109,6 +120,7 @@ def reciprocal_backward_with_dy_x(dy, x, attr0, attr1):
 RECIPROCAL = UnaryFunctor(
     UnaryOp.kReciprocal, reciprocal, FLOAT,
     backward=(derivative(BinaryOp.kReciprocalBackwardWithDyX, reciprocal_backward_with_dy_x),),
+    doc="1 / x",
 )
 
 
@@ -125,17 +137,21 @@ def reciprocal_no_nan_backward_with_dy_x(dy, x, attr0, attr1):
 RECIPROCAL_NO_NAN = UnaryFunctor(
     UnaryOp.kReciprocalNoNan, reciprocal_no_nan, FLOAT,
     backward=(derivative(BinaryOp.kReciprocalNoNanBackwardWithDyX, reciprocal_no_nan_backward_with_dy_x),),
+    doc="1 / x, but 0 for x == 0",
 )
 
 
 # rounding to an integer value, in the float dtypes
 
-CEIL = UnaryFunctor(UnaryOp.kCeil, of_x(round_up), FLOAT)
-FLOOR = UnaryFunctor(UnaryOp.kFloor, of_x(round_down), FLOAT)
-RINT = UnaryFunctor(UnaryOp.kRint, of_x(round_half_even), FLOAT)
+CEIL = UnaryFunctor(UnaryOp.kCeil, of_x(round_up), FLOAT, doc="the least integer value >= x")
+FLOOR = UnaryFunctor(UnaryOp.kFloor, of_x(round_down), FLOAT, doc="the greatest integer value <= x")
+RINT = UnaryFunctor(UnaryOp.kRint, of_x(round_half_even), FLOAT, doc="the nearest integer value, halves to even")
 # torch.round with decimals=0 is rint: half to even.
-ROUND = UnaryFunctor(UnaryOp.kRound, of_x(round_half_even), FLOAT)
-TRUNC = UnaryFunctor(UnaryOp.kTrunc, of_x(round_toward_zero), FLOAT)
+ROUND = UnaryFunctor(
+    UnaryOp.kRound, of_x(round_half_even), FLOAT,
+    doc="the nearest integer value, halves to even (np.round, torch.round)",
+)
+TRUNC = UnaryFunctor(UnaryOp.kTrunc, of_x(round_toward_zero), FLOAT, doc="x rounded toward zero", aliases=("fix",))
 
 
 # binary: the division helpers first
@@ -188,7 +204,7 @@ def add(a, b, attr0, attr1):
     return as_type(a + b, a)
 
 
-ADD = BinaryFunctor(BinaryOp.kAdd, add, ALL_TYPES)
+ADD = BinaryFunctor(BinaryOp.kAdd, add, ALL_TYPES, doc="a + b; integers wrap")
 
 
 @scalar_function
@@ -196,7 +212,7 @@ def sub(a, b, attr0, attr1):
     return as_type(a - b, a)
 
 
-SUB = BinaryFunctor(BinaryOp.kSub, sub, ALL_TYPES)
+SUB = BinaryFunctor(BinaryOp.kSub, sub, ALL_TYPES, doc="a - b; integers wrap", aliases=("subtract",))
 
 
 @scalar_function
@@ -204,7 +220,7 @@ def mul(a, b, attr0, attr1):
     return as_type(a * b, a)
 
 
-MUL = BinaryFunctor(BinaryOp.kMul, mul, ALL_TYPES)
+MUL = BinaryFunctor(BinaryOp.kMul, mul, ALL_TYPES, doc="a * b; integers wrap", aliases=("multiply",))
 
 
 @scalar_function
@@ -219,7 +235,11 @@ def int_div(a, b, attr0, attr1):
     return as_type(q + 1 if r != 0 and (np.int64(a) < 0) != (np.int64(b) < 0) else q, a)
 
 
-DIV = BinaryFunctor(BinaryOp.kDiv, div, ALL_TYPES, int_formula=int_div)
+DIV = BinaryFunctor(
+    BinaryOp.kDiv, div, ALL_TYPES, int_formula=int_div,
+    doc="a / b; integers and bool: truncated toward zero and x / 0 = 0 (NumPy and PyTorch give floats)",
+    aliases=("divide", "true_divide"),
+)
 
 
 @scalar_function
@@ -228,7 +248,11 @@ def maximum(a, b, attr0, attr1):
     return a if a >= b or a != a else b
 
 
-MAX = BinaryFunctor(BinaryOp.kMax, maximum, ALL_TYPES)
+MAX = BinaryFunctor(
+    BinaryOp.kMax, maximum, ALL_TYPES,
+    doc="the greater of a and b; NaN if either is NaN (np.maximum, torch.maximum)",
+    aliases=("maximum",),
+)
 
 
 @scalar_function
@@ -236,7 +260,11 @@ def minimum(a, b, attr0, attr1):
     return a if a <= b or a != a else b
 
 
-MIN = BinaryFunctor(BinaryOp.kMin, minimum, ALL_TYPES)
+MIN = BinaryFunctor(
+    BinaryOp.kMin, minimum, ALL_TYPES,
+    doc="the lesser of a and b; NaN if either is NaN (np.minimum, torch.minimum)",
+    aliases=("minimum",),
+)
 
 
 @scalar_function
@@ -263,7 +291,11 @@ def int_power(a, b, attr0, attr1):
     return as_type(result, a)
 
 
-POW = BinaryFunctor(BinaryOp.kPow, power, ALL_TYPES, int_formula=int_power)
+POW = BinaryFunctor(
+    BinaryOp.kPow, power, ALL_TYPES, int_formula=int_power,
+    doc="a ** b; integers wrap, and a negative exponent gives 0 but for bases 1 and -1 (NumPy raises)",
+    aliases=("power",),
+)
 
 
 @scalar_function
@@ -278,7 +310,10 @@ def int_fmod(a, b, attr0, attr1):
     return as_type(r - np.int64(b) if r != 0 and (r < 0) != (np.int64(a) < 0) else r, a)
 
 
-FMOD = BinaryFunctor(BinaryOp.kFmod, float_fmod, ALL_TYPES, int_formula=int_fmod)
+FMOD = BinaryFunctor(
+    BinaryOp.kFmod, float_fmod, ALL_TYPES, int_formula=int_fmod,
+    doc="C's fmod: a - trunc(a / b) * b, with a's sign (np.fmod, torch.fmod); integers: x fmod 0 = 0",
+)
 
 
 @scalar_function
@@ -291,7 +326,11 @@ def int_floor_div(a, b, attr0, attr1):
     return as_type(int_divmod(a, b)[0], a)
 
 
-FLOOR_DIV = BinaryFunctor(BinaryOp.kFloorDiv, floor_div, ALL_TYPES, int_formula=int_floor_div)
+FLOOR_DIV = BinaryFunctor(
+    BinaryOp.kFloorDiv, floor_div, ALL_TYPES, int_formula=int_floor_div,
+    doc="floor(a / b), as np.floor_divide; integers: x // 0 = 0",
+    aliases=("floor_divide",),
+)
 
 
 @scalar_function
@@ -299,7 +338,10 @@ def trunc_div(a, b, attr0, attr1):
     return round_toward_zero(divide(a, b))
 
 
-TRUNC_DIV = BinaryFunctor(BinaryOp.kTruncDiv, trunc_div, ALL_TYPES, int_formula=int_div)
+TRUNC_DIV = BinaryFunctor(
+    BinaryOp.kTruncDiv, trunc_div, ALL_TYPES, int_formula=int_div,
+    doc="trunc(a / b), as torch.div(a, b, rounding_mode='trunc'); integers: x / 0 = 0",
+)
 
 
 @scalar_function
@@ -315,4 +357,8 @@ def int_floor_mod(a, b, attr0, attr1):
     return as_type(int_divmod(a, b)[1], a)
 
 
-FLOOR_MOD = BinaryFunctor(BinaryOp.kFloorMod, floor_mod, ALL_TYPES, int_formula=int_floor_mod)
+FLOOR_MOD = BinaryFunctor(
+    BinaryOp.kFloorMod, floor_mod, ALL_TYPES, int_formula=int_floor_mod,
+    doc="a - floor(a / b) * b, with b's sign (np.remainder, torch.remainder); integers: x % 0 = 0",
+    aliases=("remainder", "mod"),
+)

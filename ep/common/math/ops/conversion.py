@@ -6,4 +6,4 @@ from ep.common.math.ops.record import UnaryFunctor
 from ep.common.runtime.data_type import ALL_TYPES
 from ep.include.primitive.unary_op import UnaryOp
 
-CAST = UnaryFunctor(UnaryOp.kCast, identity, ALL_TYPES, converts=True)
+CAST = UnaryFunctor(UnaryOp.kCast, identity, ALL_TYPES, converts=True, doc="x converted to the destination dtype")

@@ -22,7 +22,7 @@ def equal(a, b, attr0, attr1):
     return a == b
 
 
-EQUAL = BinaryFunctor(BinaryOp.kEqual, equal, ALL_TYPES, to_bool=True)
+EQUAL = BinaryFunctor(BinaryOp.kEqual, equal, ALL_TYPES, to_bool=True, doc="a == b", aliases=("eq",))
 
 
 @scalar_function
@@ -30,7 +30,7 @@ def not_equal(a, b, attr0, attr1):
     return a != b
 
 
-NOT_EQUAL = BinaryFunctor(BinaryOp.kNotEqual, not_equal, ALL_TYPES, to_bool=True)
+NOT_EQUAL = BinaryFunctor(BinaryOp.kNotEqual, not_equal, ALL_TYPES, to_bool=True, doc="a != b", aliases=("ne",))
 
 
 @scalar_function
@@ -38,7 +38,7 @@ def less_than(a, b, attr0, attr1):
     return a < b
 
 
-LESS_THAN = BinaryFunctor(BinaryOp.kLessThan, less_than, ALL_TYPES, to_bool=True)
+LESS_THAN = BinaryFunctor(BinaryOp.kLessThan, less_than, ALL_TYPES, to_bool=True, doc="a < b", aliases=("less", "lt"))
 
 
 @scalar_function
@@ -46,7 +46,7 @@ def less_equal(a, b, attr0, attr1):
     return a <= b
 
 
-LESS_EQUAL = BinaryFunctor(BinaryOp.kLessEqual, less_equal, ALL_TYPES, to_bool=True)
+LESS_EQUAL = BinaryFunctor(BinaryOp.kLessEqual, less_equal, ALL_TYPES, to_bool=True, doc="a <= b", aliases=("le",))
 
 
 @scalar_function
@@ -54,7 +54,11 @@ def greater_than(a, b, attr0, attr1):
     return a > b
 
 
-GREATER_THAN = BinaryFunctor(BinaryOp.kGreaterThan, greater_than, ALL_TYPES, to_bool=True)
+GREATER_THAN = BinaryFunctor(
+    BinaryOp.kGreaterThan, greater_than, ALL_TYPES, to_bool=True,
+    doc="a > b",
+    aliases=("greater", "gt"),
+)
 
 
 @scalar_function
@@ -62,7 +66,11 @@ def greater_equal(a, b, attr0, attr1):
     return a >= b
 
 
-GREATER_EQUAL = BinaryFunctor(BinaryOp.kGreaterEqual, greater_equal, ALL_TYPES, to_bool=True)
+GREATER_EQUAL = BinaryFunctor(
+    BinaryOp.kGreaterEqual, greater_equal, ALL_TYPES, to_bool=True,
+    doc="a >= b",
+    aliases=("ge",),
+)
 
 _IS_CLOSE_ATTRS = (("atol", 1e-8), ("rtol", 1e-5))
 
@@ -78,7 +86,11 @@ def is_close(a, b, atol, rtol):
     return math.isfinite(error) and error <= atol + rtol * abs(y)
 
 
-IS_CLOSE = BinaryFunctor(BinaryOp.kIsClose, is_close, ALL_TYPES, _IS_CLOSE_ATTRS, to_bool=True)
+IS_CLOSE = BinaryFunctor(
+    BinaryOp.kIsClose, is_close, ALL_TYPES, _IS_CLOSE_ATTRS, to_bool=True,
+    doc="|a - b| <= atol + rtol * |b| or a == b, as np.isclose; NaN is close to nothing",
+    aliases=("isclose",),
+)
 
 
 @scalar_function
@@ -89,7 +101,8 @@ def is_close_equal_nan(a, b, atol, rtol):
 
 
 IS_CLOSE_EQUAL_NAN = BinaryFunctor(
-    BinaryOp.kIsCloseEqualNan, is_close_equal_nan, ALL_TYPES, _IS_CLOSE_ATTRS, to_bool=True
+    BinaryOp.kIsCloseEqualNan, is_close_equal_nan, ALL_TYPES, _IS_CLOSE_ATTRS, to_bool=True,
+    doc="is_close, and NaN is close to NaN (np.isclose with equal_nan=True)",
 )
 
 
@@ -98,7 +111,7 @@ def not_equal_zero(x, attr0, attr1):
     return as_type(x != 0, x)
 
 
-NOT_EQUAL_ZERO = UnaryFunctor(UnaryOp.kNotEqualZero, not_equal_zero, ALL_TYPES)
+NOT_EQUAL_ZERO = UnaryFunctor(UnaryOp.kNotEqualZero, not_equal_zero, ALL_TYPES, doc="x != 0 as 1 or 0 in x's dtype")
 
 
 # content
@@ -109,7 +122,7 @@ def is_inf(x, attr0, attr1):
     return math.isinf(x)
 
 
-IS_INF = UnaryFunctor(UnaryOp.kIsInf, is_inf, ALL_TYPES, to_bool=True)
+IS_INF = UnaryFunctor(UnaryOp.kIsInf, is_inf, ALL_TYPES, to_bool=True, doc="x is +inf or -inf", aliases=("isinf",))
 
 
 @scalar_function
@@ -117,7 +130,7 @@ def is_nan(x, attr0, attr1):
     return x != x
 
 
-IS_NAN = UnaryFunctor(UnaryOp.kIsNan, is_nan, ALL_TYPES, to_bool=True)
+IS_NAN = UnaryFunctor(UnaryOp.kIsNan, is_nan, ALL_TYPES, to_bool=True, doc="x is NaN", aliases=("isnan",))
 
 
 @scalar_function
@@ -125,7 +138,11 @@ def is_finite(x, attr0, attr1):
     return math.isfinite(x)
 
 
-IS_FINITE = UnaryFunctor(UnaryOp.kIsFinite, is_finite, ALL_TYPES, to_bool=True)
+IS_FINITE = UnaryFunctor(
+    UnaryOp.kIsFinite, is_finite, ALL_TYPES, to_bool=True,
+    doc="x is neither infinite nor NaN",
+    aliases=("isfinite",),
+)
 
 
 # logical
@@ -136,7 +153,10 @@ def logical_and(a, b, attr0, attr1):
     return a != 0 and b != 0
 
 
-LOGICAL_AND = BinaryFunctor(BinaryOp.kLogicalAnd, logical_and, ALL_TYPES, to_bool=True)
+LOGICAL_AND = BinaryFunctor(
+    BinaryOp.kLogicalAnd, logical_and, ALL_TYPES, to_bool=True,
+    doc="a and b, nonzero being true",
+)
 
 
 @scalar_function
@@ -144,7 +164,7 @@ def logical_or(a, b, attr0, attr1):
     return a != 0 or b != 0
 
 
-LOGICAL_OR = BinaryFunctor(BinaryOp.kLogicalOr, logical_or, ALL_TYPES, to_bool=True)
+LOGICAL_OR = BinaryFunctor(BinaryOp.kLogicalOr, logical_or, ALL_TYPES, to_bool=True, doc="a or b, nonzero being true")
 
 
 @scalar_function
@@ -152,7 +172,10 @@ def logical_xor(a, b, attr0, attr1):
     return (a != 0) != (b != 0)
 
 
-LOGICAL_XOR = BinaryFunctor(BinaryOp.kLogicalXor, logical_xor, ALL_TYPES, to_bool=True)
+LOGICAL_XOR = BinaryFunctor(
+    BinaryOp.kLogicalXor, logical_xor, ALL_TYPES, to_bool=True,
+    doc="a xor b, nonzero being true",
+)
 
 
 @scalar_function
@@ -160,7 +183,7 @@ def logical_not(x, attr0, attr1):
     return x == 0
 
 
-LOGICAL_NOT = UnaryFunctor(UnaryOp.kLogicalNot, logical_not, ALL_TYPES, to_bool=True)
+LOGICAL_NOT = UnaryFunctor(UnaryOp.kLogicalNot, logical_not, ALL_TYPES, to_bool=True, doc="not x, nonzero being true")
 
 
 # bitwise
@@ -171,7 +194,7 @@ def bitwise_and(a, b, attr0, attr1):
     return as_type(a & b, a)
 
 
-BITWISE_AND = BinaryFunctor(BinaryOp.kBitwiseAnd, bitwise_and, BITS)
+BITWISE_AND = BinaryFunctor(BinaryOp.kBitwiseAnd, bitwise_and, BITS, doc="a & b")
 
 
 @scalar_function
@@ -179,7 +202,7 @@ def bitwise_or(a, b, attr0, attr1):
     return as_type(a | b, a)
 
 
-BITWISE_OR = BinaryFunctor(BinaryOp.kBitwiseOr, bitwise_or, BITS)
+BITWISE_OR = BinaryFunctor(BinaryOp.kBitwiseOr, bitwise_or, BITS, doc="a | b")
 
 
 @scalar_function
@@ -187,7 +210,7 @@ def bitwise_xor(a, b, attr0, attr1):
     return as_type(a ^ b, a)
 
 
-BITWISE_XOR = BinaryFunctor(BinaryOp.kBitwiseXor, bitwise_xor, BITS)
+BITWISE_XOR = BinaryFunctor(BinaryOp.kBitwiseXor, bitwise_xor, BITS, doc="a ^ b")
 
 
 @scalar_function
@@ -196,4 +219,4 @@ def bitwise_not(x, attr0, attr1):
     return as_type(x ^ as_type(-1, x), x)
 
 
-BITWISE_NOT = UnaryFunctor(UnaryOp.kBitwiseNot, bitwise_not, BITS)
+BITWISE_NOT = UnaryFunctor(UnaryOp.kBitwiseNot, bitwise_not, BITS, doc="~x; not x for bool", aliases=("invert",))

@@ -4,12 +4,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
 from ep.common.jit import scalar_function
-from ep.common.runtime.data_type import FLOATING_TYPES, INTEGER_TYPES, DataType
+from ep.common.runtime.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType
 from ep.include.primitive.binary_op import BinaryOp
 
 FLOAT = FLOATING_TYPES
@@ -23,7 +23,10 @@ Attrs = tuple[tuple[str, float | None], ...]
 class _Record:
     """What every op's record says: the op, its formula, its source dtypes, its attributes, whether it gives bool.
 
-    attrs names attr0 and attr1 in order, each with PyTorch's default (None: the caller must give it).
+    attrs names attr0 and attr1 in order with PyTorch's parameter names, which ep.ops also takes as
+    keywords, each with PyTorch's default (None: the caller must give it). doc says in one line what
+    the op computes; aliases are NumPy's and PyTorch's names for the same function, which the enum's
+    name lookup accepts (ep.common.runtime.names).
     """
 
     op: enum.Enum
@@ -31,6 +34,8 @@ class _Record:
     dtypes: tuple[DataType, ...]
     attrs: Attrs = ()
     to_bool: bool = False
+    doc: str = ""
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,9 @@ def derivative(op: BinaryOp, formula: Callable, *attrs: tuple[str, float | None]
     formula is f(dy, v, attr0, attr1) -> dy * f'(x), where v is the forward input x (...WithDyX)
     or its output y (...WithDyY), in the float compute dtype.
     """
-    return BinaryFunctor(op, formula, FLOAT, attrs)
+    forward, _, given = op.value.partition("_backward_with_dy_")
+    input_ = f"y = {forward}(x)" if given == "y" else "x"
+    return BinaryFunctor(op, formula, FLOAT, attrs, doc=f"dx = dy * {forward}'(x), from dy and {input_}")
 
 
 def of_x(fn: Callable) -> Callable:
@@ -113,3 +120,45 @@ def collect(kind: type, ops: type[enum.Enum], families: tuple[ModuleType, ...]) 
                 if isinstance(record, kind) and found.setdefault(record.op, record) is not record:
                     raise ValueError(f"{record.op!r} has two records; the second is in {module.__name__}")
     return {op: found[op] for op in ops if op in found}
+
+
+_DTYPE_GROUPS = ((ALL_TYPES, "all dtypes"), (NUMBERS, "numbers"), (FLOAT, "float"), (BITS, "integer, bool"))
+
+
+def signature(record: _Record, operands: str) -> str:
+    """The op as a call: its name, operands and attributes with their defaults ("elu(x, alpha=1.0)").
+
+    A derivative's operands are dy and x or y, whatever operands says.
+    """
+    _, backward, given = record.op.value.partition("_backward_with_dy_")
+    if backward:
+        operands = f"dy, {given}"
+    attrs = [name if default is None else f"{name}={default!r}" for name, default in record.attrs]
+    return f"{record.op.value}({', '.join([operands, *attrs])})"
+
+
+def describe(record: _Record, operands: str) -> str:
+    """What the op is, in two lines: its signature, OneFlow name, aliases, dtypes, then its doc."""
+    dtypes = next((text for group, text in _DTYPE_GROUPS if set(record.dtypes) == set(group)), None)
+    if dtypes is None:
+        dtypes = ", ".join(dtype.value for dtype in record.dtypes)
+    if record.to_bool:
+        dtypes += " -> bool"
+    elif isinstance(record, UnaryFunctor) and record.converts:
+        dtypes += " -> any dtype"
+    also = f"; also {', '.join(record.aliases)}" if record.aliases else ""
+    return f"{signature(record, operands)}  [{record.op.name}{also}; {dtypes}]\n    {record.doc}"
+
+
+def ops_help(records: Iterable[_Record], operands: str) -> str:
+    """The op list of a help text: describe() of each record, indented."""
+    return "\n".join("    " + line for record in records for line in describe(record, operands).splitlines())
+
+
+def document_ops(function: Callable, records: Iterable[_Record], operands: str) -> None:
+    """Ends function's docstring with the op list of records, so that help() follows the records.
+
+    Nothing under python -OO, which drops docstrings.
+    """
+    if function.__doc__:
+        function.__doc__ += "\n" + ops_help(records, operands) + "\n"

@@ -28,6 +28,7 @@ exp_float32 = of_x(fast_math.exp)
 EXP = UnaryFunctor(
     UnaryOp.kExp, exp, FLOAT, float32_formula=exp_float32,
     backward=(derivative(BinaryOp.kExpBackwardWithDyX, dy_times(exp)),),
+    doc="e ** x",
 )
 
 
@@ -42,7 +43,8 @@ def exp2_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 EXP2 = UnaryFunctor(
-    UnaryOp.kExp2, exp2, FLOAT, backward=(derivative(BinaryOp.kExp2BackwardWithDyX, exp2_backward_with_dy_x),)
+    UnaryOp.kExp2, exp2, FLOAT, backward=(derivative(BinaryOp.kExp2BackwardWithDyX, exp2_backward_with_dy_x),),
+    doc="2 ** x",
 )
 
 expm1 = of_x(math.expm1)
@@ -51,6 +53,7 @@ expm1_float32 = of_x(fast_math.expm1)
 EXPM1 = UnaryFunctor(
     UnaryOp.kExpm1, expm1, FLOAT, float32_formula=expm1_float32,
     backward=(derivative(BinaryOp.kExpm1BackwardWithDyX, dy_times(exp)),),
+    doc="exp(x) - 1, accurate near 0",
 )
 
 log = of_x(math.log)
@@ -65,6 +68,7 @@ def log_backward_with_dy_x(dy, x, attr0, attr1):
 LOG = UnaryFunctor(
     UnaryOp.kLog, log, FLOAT, float32_formula=log_float32,
     backward=(derivative(BinaryOp.kLogBackwardWithDyX, log_backward_with_dy_x),),
+    doc="natural logarithm",
 )
 
 
@@ -77,7 +81,8 @@ def log2_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 LOG2 = UnaryFunctor(
-    UnaryOp.kLog2, log2, FLOAT, backward=(derivative(BinaryOp.kLog2BackwardWithDyX, log2_backward_with_dy_x),)
+    UnaryOp.kLog2, log2, FLOAT, backward=(derivative(BinaryOp.kLog2BackwardWithDyX, log2_backward_with_dy_x),),
+    doc="base-2 logarithm",
 )
 
 
@@ -90,7 +95,8 @@ def log10_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 LOG10 = UnaryFunctor(
-    UnaryOp.kLog10, log10, FLOAT, backward=(derivative(BinaryOp.kLog10BackwardWithDyX, log10_backward_with_dy_x),)
+    UnaryOp.kLog10, log10, FLOAT, backward=(derivative(BinaryOp.kLog10BackwardWithDyX, log10_backward_with_dy_x),),
+    doc="base-10 logarithm",
 )
 
 
@@ -103,7 +109,8 @@ def log1p_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 LOG1P = UnaryFunctor(
-    UnaryOp.kLog1p, log1p, FLOAT, backward=(derivative(BinaryOp.kLog1pBackwardWithDyX, log1p_backward_with_dy_x),)
+    UnaryOp.kLog1p, log1p, FLOAT, backward=(derivative(BinaryOp.kLog1pBackwardWithDyX, log1p_backward_with_dy_x),),
+    doc="log(1 + x), accurate near 0",
 )
 
 
@@ -123,6 +130,7 @@ def erf_backward_with_dy_x(dy, x, attr0, attr1):
 ERF = UnaryFunctor(
     UnaryOp.kErf, erf, FLOAT, float32_formula=erf_float32,
     backward=(derivative(BinaryOp.kErfBackwardWithDyX, erf_backward_with_dy_x),),
+    doc="error function",
 )
 
 erfc = of_x(math.erfc)
@@ -137,6 +145,7 @@ def erfc_backward_with_dy_x(dy, x, attr0, attr1):
 ERFC = UnaryFunctor(
     UnaryOp.kErfc, erfc, FLOAT, float32_formula=erfc_float32,
     backward=(derivative(BinaryOp.kErfcBackwardWithDyX, erfc_backward_with_dy_x),),
+    doc="1 - erf(x), accurate for large x",
 )
 
 
@@ -145,7 +154,7 @@ def trigamma(x, attr0, attr1):
     return as_type(_trigamma(x), x)
 
 
-TRIGAMMA = UnaryFunctor(UnaryOp.kTrigamma, trigamma, FLOAT)
+TRIGAMMA = UnaryFunctor(UnaryOp.kTrigamma, trigamma, FLOAT, doc="the derivative of digamma")
 
 
 @scalar_function
@@ -156,6 +165,8 @@ def digamma(x, attr0, attr1):
 DIGAMMA = UnaryFunctor(
     UnaryOp.kDigamma, digamma, FLOAT,
     backward=(derivative(BinaryOp.kDigammaBackwardWithDyX, dy_times(trigamma)),),
+    doc="the derivative of lgamma",
+    aliases=("psi",),
 )
 
 
@@ -166,7 +177,9 @@ def lgamma(x, attr0, attr1):
 
 
 LGAMMA = UnaryFunctor(
-    UnaryOp.kLgamma, lgamma, FLOAT, backward=(derivative(BinaryOp.kLgammaBackwardWithDyX, dy_times(digamma)),)
+    UnaryOp.kLgamma, lgamma, FLOAT, backward=(derivative(BinaryOp.kLgammaBackwardWithDyX, dy_times(digamma)),),
+    doc="log |Gamma(x)|",
+    aliases=("gammaln",),
 )
 
 
@@ -179,8 +192,14 @@ sinh = of_x(math.sinh)
 cosh = of_x(math.cosh)
 
 
-SINH = UnaryFunctor(UnaryOp.kSinh, sinh, FLOAT, backward=(derivative(BinaryOp.kSinhBackwardWithDyX, dy_times(cosh)),))
-COSH = UnaryFunctor(UnaryOp.kCosh, cosh, FLOAT, backward=(derivative(BinaryOp.kCoshBackwardWithDyX, dy_times(sinh)),))
+SINH = UnaryFunctor(
+    UnaryOp.kSinh, sinh, FLOAT, backward=(derivative(BinaryOp.kSinhBackwardWithDyX, dy_times(cosh)),),
+    doc="hyperbolic sine",
+)
+COSH = UnaryFunctor(
+    UnaryOp.kCosh, cosh, FLOAT, backward=(derivative(BinaryOp.kCoshBackwardWithDyX, dy_times(sinh)),),
+    doc="hyperbolic cosine",
+)
 
 asinh = of_x(math.asinh)
 
@@ -191,7 +210,9 @@ def asinh_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ASINH = UnaryFunctor(
-    UnaryOp.kAsinh, asinh, FLOAT, backward=(derivative(BinaryOp.kAsinhBackwardWithDyX, asinh_backward_with_dy_x),)
+    UnaryOp.kAsinh, asinh, FLOAT, backward=(derivative(BinaryOp.kAsinhBackwardWithDyX, asinh_backward_with_dy_x),),
+    doc="inverse hyperbolic sine",
+    aliases=("arcsinh",),
 )
 
 
@@ -205,7 +226,9 @@ def acosh_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ACOSH = UnaryFunctor(
-    UnaryOp.kAcosh, acosh, FLOAT, backward=(derivative(BinaryOp.kAcoshBackwardWithDyX, acosh_backward_with_dy_x),)
+    UnaryOp.kAcosh, acosh, FLOAT, backward=(derivative(BinaryOp.kAcoshBackwardWithDyX, acosh_backward_with_dy_x),),
+    doc="inverse hyperbolic cosine",
+    aliases=("arccosh",),
 )
 
 
@@ -219,7 +242,9 @@ def atanh_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ATANH = UnaryFunctor(
-    UnaryOp.kAtanh, atanh, FLOAT, backward=(derivative(BinaryOp.kAtanhBackwardWithDyX, atanh_backward_with_dy_x),)
+    UnaryOp.kAtanh, atanh, FLOAT, backward=(derivative(BinaryOp.kAtanhBackwardWithDyX, atanh_backward_with_dy_x),),
+    doc="inverse hyperbolic tangent",
+    aliases=("arctanh",),
 )
 
 
@@ -235,14 +260,18 @@ def cos_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 COS = UnaryFunctor(
-    UnaryOp.kCos, cos, FLOAT, backward=(derivative(BinaryOp.kCosBackwardWithDyX, cos_backward_with_dy_x),)
+    UnaryOp.kCos, cos, FLOAT, backward=(derivative(BinaryOp.kCosBackwardWithDyX, cos_backward_with_dy_x),),
+    doc="cosine",
 )
 
 
 sin = of_x(math.sin)
 
 
-SIN = UnaryFunctor(UnaryOp.kSin, sin, FLOAT, backward=(derivative(BinaryOp.kSinBackwardWithDyX, dy_times(cos)),))
+SIN = UnaryFunctor(
+    UnaryOp.kSin, sin, FLOAT, backward=(derivative(BinaryOp.kSinBackwardWithDyX, dy_times(cos)),),
+    doc="sine",
+)
 
 
 tan = of_x(math.tan)
@@ -255,7 +284,8 @@ def tan_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 TAN = UnaryFunctor(
-    UnaryOp.kTan, tan, FLOAT, backward=(derivative(BinaryOp.kTanBackwardWithDyX, tan_backward_with_dy_x),)
+    UnaryOp.kTan, tan, FLOAT, backward=(derivative(BinaryOp.kTanBackwardWithDyX, tan_backward_with_dy_x),),
+    doc="tangent",
 )
 
 
@@ -270,7 +300,9 @@ def asin_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ASIN = UnaryFunctor(
-    UnaryOp.kAsin, asin, FLOAT, backward=(derivative(BinaryOp.kAsinBackwardWithDyX, asin_backward_with_dy_x),)
+    UnaryOp.kAsin, asin, FLOAT, backward=(derivative(BinaryOp.kAsinBackwardWithDyX, asin_backward_with_dy_x),),
+    doc="inverse sine",
+    aliases=("arcsin",),
 )
 
 
@@ -283,7 +315,9 @@ def acos_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ACOS = UnaryFunctor(
-    UnaryOp.kAcos, acos, FLOAT, backward=(derivative(BinaryOp.kAcosBackwardWithDyX, acos_backward_with_dy_x),)
+    UnaryOp.kAcos, acos, FLOAT, backward=(derivative(BinaryOp.kAcosBackwardWithDyX, acos_backward_with_dy_x),),
+    doc="inverse cosine",
+    aliases=("arccos",),
 )
 
 
@@ -296,5 +330,7 @@ def atan_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ATAN = UnaryFunctor(
-    UnaryOp.kAtan, atan, FLOAT, backward=(derivative(BinaryOp.kAtanBackwardWithDyX, atan_backward_with_dy_x),)
+    UnaryOp.kAtan, atan, FLOAT, backward=(derivative(BinaryOp.kAtanBackwardWithDyX, atan_backward_with_dy_x),),
+    doc="inverse tangent",
+    aliases=("arctan",),
 )
