@@ -177,6 +177,16 @@ def test_scalar_is_converted_to_the_src_dtype(device):
     np.testing.assert_array_equal(launch(device, "sub", np.float32(1.5), np.ones(3, np.float32), np.float32), 0.5)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_integer_results_wrap_like_numpy(device, dtype):
+    info = np.iinfo(dtype)
+    a = np.array([info.min, info.max, info.max - 1, info.min + 1, 100, 0], dtype)
+    b = np.array([info.max, info.max, 2, info.min, 100, info.max], dtype)
+    for op, reference in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply)):
+        np.testing.assert_array_equal(launch(device, op, a, b, dtype), reference(a, b), err_msg=op)
+        np.testing.assert_array_equal(launch(device, op, a, b[1], dtype), reference(a, b[1]), err_msg=op)
+
+
 @pytest.mark.parametrize("value, message", [(300, "out of the range of int8"), (float("nan"), "has no int8 value")])
 def test_scalar_without_a_value_in_the_dtype(device, value, message):
     with pytest.raises(ValueError, match=f"src1: .*{message}"):

@@ -290,23 +290,11 @@ def check(got, op, x, dst, attrs):
 OP_CASES = [c for c in COMBINATIONS if c[0] is not U.kCast]
 
 
-def simulator_safe(device, op, x, dst):
-    """x, less the values whose integer result wraps, when "cuda" is the simulator.
-
-    The simulator calls load, formula and store from Python, so an int8 reaches the formula as
-    a Python int (int64 in Numba) and a wrapped result comes back too wide for NumPy to store.
-    """
-    if not (device == "cuda" and SIMULATOR) or x.dtype.kind not in "iu" or dst.kind not in "iu":
-        return x
-    wide = REFERENCES[op](x.astype(np.int64), None, None)
-    return x[(wide >= np.iinfo(dst).min) & (wide <= np.iinfo(dst).max)]
-
-
 # The simulator stores float32 results computed in float64; NumPy warns where they overflow.
 @pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 @pytest.mark.parametrize("op, src, dst", OP_CASES, ids=[f"{op.name}-{s.name}" for op, s, _ in OP_CASES])
 def test_every_op_and_dtype_against_the_reference(device, op, src, dst):
-    x = simulator_safe(device, op, inputs(op, src), dst)
+    x = inputs(op, src)
     if op in OTHER_ATTRS:
         attrs = DEFAULT_ATTRS.get(op)
         if attrs:  # PyTorch's defaults when attr0/attr1 are None
@@ -377,23 +365,59 @@ def test_cast_every_pair_matches_numpy_astype(device, src, dst):
     np.testing.assert_array_equal(got, expected)
 
 
+def saturated(x, dst):
+    """x cast to the integer dtype dst as CUDA's cvt.rzi.sat: clip(trunc(x), min, max), NaN -> 0.
+
+    Elementwise in Python integers: in float64, int64's maximum would round up out of range.
+    """
+    info = np.iinfo(dst)
+
+    def one(v):
+        if math.isnan(v):
+            return 0
+        if math.isinf(v):
+            return info.max if v > 0 else info.min
+        return min(max(math.trunc(v), info.min), info.max)
+
+    return np.array([one(float(v)) for v in x], dst)
+
+
+_OUT_OF_RANGE = [300.7, -300.7, 1e30, -1e30, math.nan, math.inf, -math.inf, 127.9, -128.9, 128.0, -129.0, 255.5,
+                 256.0, -0.9, 0.9, 2.0**31, 2.0**31 - 1, -(2.0**31) - 1, 2.0**32, 2.0**63, -(2.0**63), 2.0**64, 65504.0]
+SATURATING_CASES = [(s, d) for s in FLOATS for d in INTS]
+
+
+@pytest.mark.parametrize("src, dst", SATURATING_CASES, ids=[f"{s.name}-{d.name}" for s, d in SATURATING_CASES])
+def test_cast_float_to_integer_saturates_alike_in_every_lane(device, src, dst):
+    # Every count from 1 to 70 puts each value in the CPU loop's vector body and in its scalar tail.
+    with np.errstate(over="ignore"):
+        values = np.array(_OUT_OF_RANGE, src)
+    counts = range(1, 71) if device == "cpu" else (1, len(values), 70)
+    for count in counts:
+        x = np.resize(np.roll(values, count), count)
+        np.testing.assert_array_equal(launch(device, U.kCast, x, dst), saturated(x, dst), err_msg=f"count {count}")
+
+
+def test_ops_cast_of_an_out_of_range_float_is_one_value(device):
+    x = to_device(np.full(11, 300.7, np.float32), device)
+    np.testing.assert_array_equal(to_numpy(ep.ops.unary("cast", x, dtype=np.int8)), np.full(11, 127, np.int8))
+
+
 @pytest.mark.parametrize("src", INTS)
 def test_cast_wraps_integers_like_numpy(device, src):
-    if device == "cuda" and SIMULATOR:
-        pytest.skip("the simulator computes integer formulas in int64 (see simulator_safe)")
     x = integer_inputs(src)
     for dst in INTS:
         np.testing.assert_array_equal(launch(device, U.kCast, x, dst), x.astype(dst))
 
 
 def test_integer_ops_wrap_like_numpy(device):
-    if device == "cuda" and SIMULATOR:
-        pytest.skip("the simulator computes integer formulas in int64 (see simulator_safe)")
     x = np.array([-128, -127, -1, 0, 1, 127], np.int8)
-    np.testing.assert_array_equal(launch(device, U.kNegative, x), np.negative(x))
-    np.testing.assert_array_equal(launch(device, U.kAbs, x), np.abs(x))
+    for op, reference in ((U.kNegative, np.negative), (U.kAbs, np.abs), (U.kBitwiseNot, np.invert)):
+        np.testing.assert_array_equal(launch(device, op, x), reference(x))
     u = np.array([0, 1, 16, 200, 255], np.uint8)
-    for op, reference in ((U.kNegative, np.negative), (U.kAbs, np.abs), (U.kSign, np.sign), (U.kSquare, np.square)):
+    references = ((U.kNegative, np.negative), (U.kAbs, np.abs), (U.kSign, np.sign), (U.kSquare, np.square),
+                  (U.kBitwiseNot, np.invert))
+    for op, reference in references:
         np.testing.assert_array_equal(launch(device, op, u), reference(u))
 
 

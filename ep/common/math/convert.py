@@ -5,9 +5,10 @@ from typing import Callable
 
 import numpy as np
 
-from ep.common.runtime.data_type import DataType
-from ep.common.math.half import double_to_half, float_to_half, half_to_float
 from ep.common.jit import scalar_function
+from ep.common.math.half import double_to_half, float_to_half, half_to_float
+from ep.common.math.special import as_type
+from ep.common.runtime.data_type import DataType
 
 
 @scalar_function
@@ -20,20 +21,34 @@ def _nonzero(x):
     return x != 0
 
 
+def _integer_store(np_type: type) -> Callable:
+    @scalar_function
+    def store(value):
+        return as_type(value, np_type(0))
+
+    return store
+
+
+# Explicit on every path: compiled kernels would convert in the array store anyway, but the CUDA
+# simulator runs a kernel's body as Python, where a wide int64 result overflows NumPy's store.
+_INTEGER_STORES = {dtype: _integer_store(dtype.dtype.type) for dtype in DataType if dtype.is_integer}
+
+
 def load_fn(dtype: DataType) -> Callable:
     """Storage element -> compute value (float16 bits -> float32)."""
     return half_to_float if dtype is DataType.kFloat16 else _same
 
 
 def store_fn(dtype: DataType, compute_dtype: np.dtype | None = None) -> Callable:
-    """Compute value -> storage element (float32 -> float16 bits, anything -> bool as != 0).
+    """Compute value -> storage element, the same on every device (the CUDA simulator included).
 
+    float32 -> float16 bits; anything -> bool as != 0; integers wrap to an integer dtype; floats
+    go to an integer dtype truncated toward zero, saturated to its range, NaN to 0 (as_type).
     compute_dtype is the type of the stored value where the kernel knows it: a float64 value goes
-    to float16 rounded once (through float32 it would be rounded twice). Other dtypes rely on the
-    array store's own C-style conversion.
+    to float16 rounded once (through float32 it would be rounded twice).
     """
     if dtype is DataType.kFloat16:
         return double_to_half if compute_dtype == np.float64 else float_to_half
     if dtype is DataType.kBool:
         return _nonzero
-    return _same
+    return _INTEGER_STORES.get(dtype, _same)

@@ -36,12 +36,37 @@ float32_from_uint32 = _bitcast(types.uint32, types.float32)
 
 @intrinsic
 def cast_like(typingctx, value, like):
-    """value converted to like's type with LLVM's conversion (ints wrap, bool is value != 0)."""
+    """value converted to like's type: ints wrap, bool is value != 0, float -> int saturates.
+
+    A float goes to an integer truncated toward zero, clamped to the integer's range, NaN to 0:
+    what CUDA's cvt.rzi.sat does. LLVM's bare fptosi is poison out of range, so a CPU loop's
+    vector body and scalar tail would disagree (int8(300.7) gave 127 in one and 44 in the other).
+    """
 
     def codegen(context, builder, signature, args):
-        return context.cast(builder, args[0], signature.args[0], signature.return_type)
+        source, target = signature.args[0], signature.return_type
+        if isinstance(source, types.Float) and isinstance(target, types.Integer):
+            return _saturating_float_to_int(builder, args[0], target)
+        return context.cast(builder, args[0], source, target)
 
     return like(types.unliteral(value), like), codegen
+
+
+def _saturating_float_to_int(builder, value, target: types.Integer):
+    """value truncated toward zero and clamped to target's range, NaN -> 0, as selects (no branch).
+
+    The bounds compared against are exact in every float type: the minimum (0 or -2**(n-1)) and
+    maximum + 1 (a power of two). fptosi/fptoui is poison only where a select discards it.
+    """
+    integer = ir.IntType(target.bitwidth)
+    convert = builder.fptosi if target.signed else builder.fptoui
+    result = convert(value, integer)
+    high = builder.fcmp_ordered(">=", value, ir.Constant(value.type, float(target.maxval + 1)))
+    result = builder.select(high, ir.Constant(integer, target.maxval), result)
+    low = builder.fcmp_ordered("<", value, ir.Constant(value.type, float(target.minval)))
+    result = builder.select(low, ir.Constant(integer, target.minval), result)
+    nan = builder.fcmp_unordered("uno", value, value)
+    return builder.select(nan, ir.Constant(integer, 0), result)
 
 
 @intrinsic

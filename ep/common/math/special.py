@@ -17,7 +17,8 @@ from ep.common.math.intrinsics import cast_like, divide, round_down
 
 @scalar_function
 def as_type(value, x):
-    """value converted to x's type (ints wrap and bool is value != 0, as NumPy's astype).
+    """value converted to x's type: ints wrap and bool is value != 0, as NumPy's astype; a float
+    to an integer type is truncated toward zero and saturated, NaN -> 0 (CUDA's cvt.rzi.sat).
 
     A Python float literal is float64 in Numba and promotes float32 arithmetic; as_type(0.5, x)
     keeps it in x's precision. Integer results go through it to wrap as NumPy does.
