@@ -1,0 +1,120 @@
+"""Every SBP signature of every op, verified in process (tests/sbp/sbp_check.py): on 2, 3 and 4
+parts with uneven sizes, and every nd-signature on a 2x2 hierarchy (a sample of them on the CUDA
+simulator, which is slow)."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ep.ops.gather import gather_shape
+from ep.sbp import Split, nd_signatures, signatures
+from sbp_check import check, run_logical
+
+PARTS = (2, 3, 4)
+HIERARCHY_2D = (2, 2)
+# nd-signatures checked per example on the simulator (all of them on the cpu).
+SIMULATED_ND = 4
+INDEX_DTYPES = [np.int32, np.int64]
+INTEGERS = [np.int32, np.int64]
+FLOATS = [np.float32, np.float64]
+FLOAT_TOLERANCE = {np.dtype(np.float32): (1e-5, 1e-4), np.dtype(np.float64): (1e-12, 1e-10)}
+
+sizes = st.integers(0, 5)
+seeds = st.integers(0, 2**32 - 1)
+
+
+def random_array(rng, shape, dtype):
+    """Small integers: exact in every dtype, and their sums too."""
+    return rng.integers(-6, 7, shape).astype(dtype)
+
+
+def check_all(name, arrays, attrs, device, seed, tolerance=None, logical=None):
+    """Every 1-d signature on 2, 3 and 4 parts, and the nd-signatures on 2x2.
+
+    attrs: the op's attributes, as ep.sbp.signatures takes them. logical(nd_signature) may give
+    other logical arrays for a signature (gather's non-negative indices)."""
+    rng = np.random.default_rng(seed)
+    kw = {**{n: a.shape for n, a in arrays.items()}, **attrs}
+    cases = [((s,), (parts,)) for parts in PARTS for s in signatures(name, **kw)]
+    nd = nd_signatures(name, HIERARCHY_2D, **kw)
+    if device != "cpu":
+        nd = [nd[i] for i in rng.choice(len(nd), min(SIMULATED_ND, len(nd)), replace=False)]
+    cases += [(s, HIERARCHY_2D) for s in nd]
+    expected = {}
+    for nd_signature, hierarchy in cases:
+        inputs = logical(nd_signature) if logical else arrays
+        key = tuple(id(a) for a in inputs.values())
+        if key not in expected:
+            expected[key] = run_logical(name, inputs, attrs, device)
+        check(name, nd_signature, hierarchy, inputs, attrs, expected[key], device, rng, tolerance)
+
+
+@st.composite
+def gather_cases(draw):
+    """(params shape, indices shape, axis, batch_dims); the gather axis is never empty."""
+    rank = draw(st.integers(1, 3))
+    params = draw(st.lists(sizes, min_size=rank, max_size=rank))
+    axis = draw(st.integers(0, rank - 1))
+    params[axis] = max(params[axis], 1)
+    indices_rank = draw(st.integers(0, 2))
+    batch_dims = draw(st.integers(0, min(axis, indices_rank)))
+    indices = params[:batch_dims] + draw(st.lists(st.integers(0, 4), min_size=indices_rank - batch_dims, max_size=indices_rank - batch_dims))
+    return tuple(params), tuple(indices), axis, batch_dims
+
+
+def gather_inputs(rng, params_shape, indices_shape, axis, dtype, index_dtype):
+    n = params_shape[axis]
+    return random_array(rng, params_shape, dtype), rng.integers(-n, n, indices_shape).astype(index_dtype)
+
+
+@settings(max_examples=15, deadline=None)
+@given(case=gather_cases(), dtype=st.sampled_from(INTEGERS + FLOATS), index_dtype=st.sampled_from(INDEX_DTYPES), seed=seeds)
+def test_gather(device, case, dtype, index_dtype, seed):
+    params_shape, indices_shape, axis, batch_dims = case
+    params, indices = gather_inputs(np.random.default_rng(seed), params_shape, indices_shape, axis, dtype, index_dtype)
+    arrays = {"params": params, "indices": indices}
+    wrap = {**arrays, "indices": indices % params_shape[axis]}
+    check_all(
+        "gather", arrays, {"axis": axis, "batch_dims": batch_dims}, device, seed,
+        logical=lambda nd: wrap if any(s["params"] == Split(axis) for s in nd) else arrays,
+    )
+
+
+@st.composite
+def batch_gather_cases(draw):
+    rank = draw(st.integers(1, 3))
+    indices = draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank))
+    extra = draw(st.lists(sizes, min_size=0, max_size=2))
+    params = indices[:-1] + [draw(st.integers(1, 5))] + extra
+    return tuple(params), tuple(indices)
+
+
+@settings(max_examples=15, deadline=None)
+@given(case=batch_gather_cases(), dtype=st.sampled_from(INTEGERS + FLOATS), index_dtype=st.sampled_from(INDEX_DTYPES), seed=seeds)
+def test_batch_gather(device, case, dtype, index_dtype, seed):
+    params_shape, indices_shape = case
+    axis = len(indices_shape) - 1
+    params, indices = gather_inputs(np.random.default_rng(seed), params_shape, indices_shape, axis, dtype, index_dtype)
+    arrays = {"params": params, "indices": indices}
+    wrap = {**arrays, "indices": indices % params_shape[axis]}
+    check_all(
+        "batch_gather", arrays, {}, device, seed,
+        logical=lambda nd: wrap if any(s["params"] == Split(axis) for s in nd) else arrays,
+    )
+
+
+@settings(max_examples=15, deadline=None)
+@given(case=gather_cases(), dtype=st.sampled_from(INTEGERS + FLOATS), index_dtype=st.sampled_from(INDEX_DTYPES), seed=seeds)
+def test_gather_grad(device, case, dtype, index_dtype, seed):
+    params_shape, indices_shape, axis, batch_dims = case
+    rng = np.random.default_rng(seed)
+    n = params_shape[axis]
+    dy = random_array(rng, gather_shape(params_shape, indices_shape, axis, batch_dims).shape, dtype)
+    indices = rng.integers(-n, n, indices_shape).astype(index_dtype)
+    arrays = {"dy": dy, "indices": indices}
+    wrap = {**arrays, "indices": indices % n}
+    check_all(
+        "gather_grad", arrays, {"params_shape": params_shape, "axis": axis, "batch_dims": batch_dims}, device, seed,
+        logical=lambda nd: wrap if any(s["out"] == Split(axis) for s in nd) else arrays,
+    )
