@@ -87,24 +87,28 @@ def _split(piece: np.ndarray, s: SBP, parts: int, rng) -> list[np.ndarray]:
     return parts_ + [np.asarray(rest, piece.dtype)]
 
 
-def assemble(pieces: dict[Index, np.ndarray], sbp: SBP | tuple[SBP, ...], placement) -> np.ndarray:
+def assemble(pieces: dict[Index, np.ndarray], sbp: SBP | tuple[SBP, ...], placement, check: bool = True) -> np.ndarray:
     """The logical array from the pieces split_array gives (or an op's physical outputs): Split axes
-    concatenate, PartialSum axes add, Broadcast axes take one copy after checking all copies agree."""
+    concatenate, PartialSum axes add, Broadcast axes take the first copy. With check, ValueError
+    unless every copy is equal (off where copies are sums that may round differently)."""
     hierarchy = hierarchy_of(placement)
     sbp = nd_sbp(sbp, len(hierarchy))
     for level in reversed(range(len(hierarchy))):
         groups: dict[Index, list[np.ndarray]] = {}
         for index in sorted(pieces):
             groups.setdefault(index[:level], []).append(pieces[index])
-        pieces = {prefix: _combine(group, sbp[level]) for prefix, group in groups.items()}
+        pieces = {prefix: _combine(group, sbp[level], check) for prefix, group in groups.items()}
     return pieces[()]
 
 
-def _combine(group: list[np.ndarray], s: SBP) -> np.ndarray:
+def _combine(group: list[np.ndarray], s: SBP, check: bool) -> np.ndarray:
     if isinstance(s, Split):
         return np.concatenate(group, axis=s.axis)
     if isinstance(s, PartialSum):
-        return functools.reduce(np.add, group[1:], group[0])
+        # np.add of 0-d arrays gives a scalar.
+        return np.asarray(functools.reduce(np.add, group[1:], group[0]))
+    if not check:
+        return group[0]
     nan = group[0].dtype.kind in "fc"
     for i, copy in enumerate(group[1:], 1):
         if copy.shape != group[0].shape or not np.array_equal(copy, group[0], equal_nan=nan):
