@@ -60,7 +60,9 @@ def physical_shape(shape, sbp: SBP | tuple[SBP, ...], placement, index: Index) -
     return tuple(s.stop - s.start for s in physical_slices(shape, sbp, placement, index))
 
 
-def split_array(array: np.ndarray, sbp: SBP | tuple[SBP, ...], placement, rng: np.random.Generator | None = None) -> dict[Index, np.ndarray]:
+def split_array(
+    array: np.ndarray, sbp: SBP | tuple[SBP, ...], placement, rng: np.random.Generator | None = None
+) -> dict[Index, np.ndarray]:
     """The piece of a logical NumPy array each position of the hierarchy holds under sbp.
 
     A PartialSum axis gives random parts that add up to the array (rng; small integers, exact in

@@ -27,7 +27,9 @@ def run_logical(name: str, arrays: dict, attrs: dict, device: str) -> np.ndarray
     calls = {
         "gather": lambda: ep.ops.gather(args["params"], args["indices"], attrs["axis"], attrs["batch_dims"]),
         "batch_gather": lambda: ep.ops.batch_gather(args["params"], args["indices"]),
-        "gather_grad": lambda: ep.ops.gather_grad(args["dy"], args["indices"], attrs["params_shape"], attrs["axis"], attrs["batch_dims"]),
+        "gather_grad": lambda: ep.ops.gather_grad(
+            args["dy"], args["indices"], attrs["params_shape"], attrs["axis"], attrs["batch_dims"]
+        ),
         "expand": lambda: ep.ops.expand(args["x"], attrs["sizes"]),
         "expand_grad": lambda: ep.ops.expand_grad(args["dy"], attrs["input_shape"]),
         "repeat": lambda: ep.ops.repeat(args["x"], attrs["sizes"]),
@@ -40,7 +42,8 @@ def run_logical(name: str, arrays: dict, attrs: dict, device: str) -> np.ndarray
 def _launch_with_offset(factory, device: str, data: np.ndarray, indices: np.ndarray, shape, out_shape, offset: int):
     """BatchGather or UnsortedSegmentSum over a piece holding rows [offset, offset + shape.gather)."""
     dev = ep.GetDevice(device)
-    primitive = NewPrimitive(factory, dev, as_data_type(data.dtype), as_data_type(indices.dtype), wrap_negative=False, check_bounds=False)
+    dtypes = as_data_type(data.dtype), as_data_type(indices.dtype)
+    primitive = NewPrimitive(factory, dev, *dtypes, wrap_negative=False, check_bounds=False)
     out = on(np.zeros(out_shape, data.dtype), device)
     primitive.Launch(
         dev.default_stream, on(indices, device), shape.num_indices, on(data, device),
@@ -59,14 +62,20 @@ def run_piece(name: str, local: dict, piece, dtype, device: str) -> np.ndarray:
         rank = local["indices"].ndim
         axis, batch_dims = (rank - 1, rank - 1) if name == "batch_gather" else (attrs["axis"], attrs["batch_dims"])
         shape = gather_shape(local["params"].shape, local["indices"].shape, axis, batch_dims)
-        return _launch_with_offset(BatchGatherFactory, device, local["params"], local["indices"], shape, out_shape, attrs["offset"])
+        return _launch_with_offset(
+            BatchGatherFactory, device, local["params"], local["indices"], shape, out_shape, attrs["offset"]
+        )
     if name == "gather_grad" and attrs["offset"] is not None:
         shape = gather_shape(attrs["params_shape"], local["indices"].shape, attrs["axis"], attrs["batch_dims"])
-        return _launch_with_offset(UnsortedSegmentSumFactory, device, local["dy"], local["indices"], shape, out_shape, attrs["offset"])
+        return _launch_with_offset(
+            UnsortedSegmentSumFactory, device, local["dy"], local["indices"], shape, out_shape, attrs["offset"]
+        )
     return run_logical(name, local, attrs, device)
 
 
-def check(name: str, nd_signature, hierarchy, arrays: dict, attrs: dict, expected: np.ndarray, device: str, rng, tolerance=None) -> None:
+def check(
+    name: str, nd_signature, hierarchy, arrays: dict, attrs: dict, expected: np.ndarray, device: str, rng, tolerance=None
+) -> None:
     """Verifies one nd-signature of op name on hierarchy (see the module docstring).
 
     attrs: the op's logical attributes as ep.sbp.signatures takes them; tolerance: (rtol, atol) for

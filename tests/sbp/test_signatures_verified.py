@@ -60,7 +60,8 @@ def gather_cases(draw):
     params[axis] = max(params[axis], 1)
     indices_rank = draw(st.integers(0, 2))
     batch_dims = draw(st.integers(0, min(axis, indices_rank)))
-    indices = params[:batch_dims] + draw(st.lists(st.integers(0, 4), min_size=indices_rank - batch_dims, max_size=indices_rank - batch_dims))
+    own = indices_rank - batch_dims
+    indices = params[:batch_dims] + draw(st.lists(st.integers(0, 4), min_size=own, max_size=own))
     return tuple(params), tuple(indices), axis, batch_dims
 
 
