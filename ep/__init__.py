@@ -50,3 +50,9 @@ __all__ = [
     "UnsortedSegmentSumFactory",
     "ops",
 ]
+
+# SBP signatures and placements (light: the op rules load on first use).
+from ep import sbp  # noqa: E402
+from ep.sbp.placement import placement  # noqa: E402
+
+__all__ += ["placement", "sbp"]

@@ -1,0 +1,119 @@
+"""SBP rules of gather, batch_gather and gather_grad, derived from tf.gather's shape rule.
+
+With batch_dims b, axis a and indices of rank r: batch dims split params, indices and out alike;
+an indices dim i >= b splits out at a + i - b (params broadcast); any other params dim splits out
+at its place in the result (indices broadcast); params split on the gather axis gives a partial
+sum, each rank gathering the rows it holds (BatchGather's offset) and zeros for the others.
+gather_grad is the transpose: what splits out of gather splits dy, and what gave a partial sum
+splits dx; indices split beyond the batch dims make dx a partial sum.
+"""
+from __future__ import annotations
+
+from ep.sbp.ops import box_shape, shape, signature
+from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
+from ep.sbp.signature import OpRule, Signature
+
+
+def _shape(params, indices, axis, batch_dims, name="params"):
+    from ep.ops.gather import gather_shape
+
+    return gather_shape(shape(params, name), shape(indices, "indices"), axis, batch_dims)
+
+
+def _out_dim(dim: int, g, indices_rank: int) -> int:
+    """Where params' dim (not the gather axis) lands in the gather's result."""
+    return dim if dim < g.axis else dim + indices_rank - g.batch_dims - 1
+
+
+def gather_signatures(params, indices, axis=0, batch_dims=0) -> list[Signature]:
+    g = _shape(params, indices, axis, batch_dims)
+    rank = len(tuple(indices))
+    sigs = [signature(S(i), params=S(i), indices=S(i)) for i in range(g.batch_dims)]
+    sigs += [signature(S(g.axis + i - g.batch_dims), params=B, indices=S(i)) for i in range(g.batch_dims, rank)]
+    for dim in range(g.batch_dims, len(tuple(params))):
+        out = P if dim == g.axis else S(_out_dim(dim, g, rank))
+        sigs.append(signature(out, params=S(dim), indices=B))
+    return sigs + [signature(P, params=P, indices=B), signature(B, params=B, indices=B)]
+
+
+def gather_shapes(params, indices, axis=0, batch_dims=0) -> dict:
+    return {"params": tuple(params), "indices": tuple(indices), "out": _shape(params, indices, axis, batch_dims).shape}
+
+
+def _offset(box: tuple[slice, ...], full: tuple[int, ...], axis: int) -> int | None:
+    """The first gather-axis row a piece holds, or None when it holds them all."""
+    start, stop = box[axis].start, box[axis].stop
+    return None if (start, stop) == (0, full[axis]) else start
+
+
+def gather_attributes(slices, params, indices, axis=0, batch_dims=0) -> dict:
+    """axis and batch_dims (normalized), and offset: None when the piece holds the whole gather axis
+    (ep.ops.gather applies), else the first row it holds: launch BatchGather with that offset,
+    wrap_negative and check_bounds off (indices must be non-negative; others' rows give zeros)."""
+    g = _shape(params, indices, axis, batch_dims)
+    return {"axis": g.axis, "batch_dims": g.batch_dims, "offset": _offset(slices["params"], tuple(params), g.axis)}
+
+
+def _batch_axis(indices) -> int:
+    rank = len(tuple(indices))
+    if rank == 0:
+        raise ValueError("indices: batch_gather needs indices of rank >= 1; got a 0-d shape")
+    return rank - 1
+
+
+def batch_gather_signatures(params, indices) -> list[Signature]:
+    axis = _batch_axis(indices)
+    return gather_signatures(params, indices, axis, axis)
+
+
+def batch_gather_shapes(params, indices) -> dict:
+    axis = _batch_axis(indices)
+    return gather_shapes(params, indices, axis, axis)
+
+
+def batch_gather_attributes(slices, params, indices) -> dict:
+    """offset as gather_attributes'."""
+    return {"offset": _offset(slices["params"], tuple(params), _batch_axis(indices))}
+
+
+def _grad_shape(dy, indices, params_shape, axis, batch_dims):
+    g = _shape(params_shape, indices, axis, batch_dims, "params_shape")
+    if shape(dy, "dy") != g.shape:
+        raise ValueError(f"dy: has shape {tuple(dy)}; expected {g.shape}, the gather's result shape")
+    return g
+
+
+def gather_grad_signatures(dy, indices, params_shape, axis=0, batch_dims=0) -> list[Signature]:
+    g = _grad_shape(dy, indices, params_shape, axis, batch_dims)
+    rank = len(tuple(indices))
+    sigs = [signature(S(i), dy=S(i), indices=S(i)) for i in range(g.batch_dims)]
+    sigs += [signature(P, dy=S(g.axis + i - g.batch_dims), indices=S(i)) for i in range(g.batch_dims, rank)]
+    for dim in range(g.batch_dims, len(tuple(params_shape))):
+        dy_sbp = B if dim == g.axis else S(_out_dim(dim, g, rank))
+        sigs.append(signature(S(dim), dy=dy_sbp, indices=B))
+    return sigs + [signature(P, dy=P, indices=B), signature(B, dy=B, indices=B)]
+
+
+def gather_grad_shapes(dy, indices, params_shape, axis=0, batch_dims=0) -> dict:
+    _grad_shape(dy, indices, params_shape, axis, batch_dims)
+    return {"dy": tuple(dy), "indices": tuple(indices), "out": tuple(params_shape)}
+
+
+def gather_grad_attributes(slices, dy, indices, params_shape, axis=0, batch_dims=0) -> dict:
+    """params_shape (the piece of dx), axis and batch_dims (normalized), and offset: None when the
+    piece holds dx's whole gather axis (ep.ops.gather_grad applies), else its first row: launch
+    UnsortedSegmentSum with that offset, wrap_negative and check_bounds off."""
+    g = _grad_shape(dy, indices, params_shape, axis, batch_dims)
+    return {
+        "params_shape": box_shape(slices["out"]),
+        "axis": g.axis,
+        "batch_dims": g.batch_dims,
+        "offset": _offset(slices["out"], tuple(params_shape), g.axis),
+    }
+
+
+RULES = {
+    "gather": OpRule(gather_signatures, gather_shapes, gather_attributes),
+    "batch_gather": OpRule(batch_gather_signatures, batch_gather_shapes, batch_gather_attributes),
+    "gather_grad": OpRule(gather_grad_signatures, gather_grad_shapes, gather_grad_attributes),
+}
