@@ -89,15 +89,31 @@ def _expand_shape(input_shape: tuple[int, ...], sizes: tuple[int, ...], name: st
     return tuple(shape)
 
 
+def repeat_shape(input_shape: Sequence[int], sizes: object) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """torch.Tensor.repeat's shape rule: (input_shape padded with leading 1s to len(sizes), the
+    checked sizes, the result shape, each dim its repeat count times the padded size)."""
+    input_shape = tuple(input_shape)
+    sizes = _int_sizes(sizes, "sizes")
+    if len(sizes) < len(input_shape):
+        raise ValueError(f"sizes: has {len(sizes)} dims, fewer than x's {len(input_shape)}")
+    for dim, size in enumerate(sizes):
+        if size < 0:
+            raise ValueError(f"sizes[{dim}]: repeat count {size} is negative; expected >= 0")
+    padded = (1,) * (len(sizes) - len(input_shape)) + input_shape
+    return padded, sizes, tuple(r * n for r, n in zip(sizes, padded))
+
+
 def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     """x broadcast to expand_shape(x.shape, sizes), as a new C-contiguous array (or out)."""
     device = device_of(x, "x")
     primitive, dtype = _expand_primitive(device, x.dtype)
-    shape = expand_shape(x.shape, sizes)
+    # The shape before the copy: a contiguous copy of a 0-d array may be 1-d.
+    x_shape = tuple(x.shape)
+    shape = expand_shape(x_shape, sizes)
     stream = stream_for(device, stream)
     out = output(out, shape, dtype, device, stream)
     x = contiguous(x, device, stream)
-    primitive.Launch(stream, x.shape, x, shape, out)
+    primitive.Launch(stream, x_shape, x, shape, out)
     return out
 
 
@@ -127,14 +143,7 @@ def repeat(x, sizes: Sequence[int], *, stream=None):
     """
     device = device_of(x, "x")
     primitive, dtype = _expand_primitive(device, x.dtype)
-    sizes = _int_sizes(sizes, "sizes")
-    if len(sizes) < x.ndim:
-        raise ValueError(f"sizes: has {len(sizes)} dims, fewer than x's {x.ndim}")
-    for dim, size in enumerate(sizes):
-        if size < 0:
-            raise ValueError(f"sizes[{dim}]: repeat count {size} is negative; expected >= 0")
-    padded = (1,) * (len(sizes) - x.ndim) + tuple(x.shape)
-    shape = tuple(r * n for r, n in zip(sizes, padded))
+    padded, sizes, shape = repeat_shape(x.shape, sizes)
     stream = stream_for(device, stream)
     out = empty(shape, dtype, device, stream)
     if math.prod(sizes) == 0:

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ep.common.jit import scalar_function
-from ep.common.math.convert import store_fn
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.broadcast import simplify_broadcast_dims
 from ep.common.runtime.data_type import DataType
@@ -30,25 +28,6 @@ ACCUMULATE_DTYPES = {
     DataType.kFloat: np.float32,
     DataType.kDouble: np.float64,
 }
-
-
-def _wrapping_cast(np_type):
-    @scalar_function
-    def cast(total):
-        return np_type(total)
-
-    return cast
-
-
-_WRAPPING_CASTS = {dtype: _wrapping_cast(dtype.dtype.type) for dtype in ACCUMULATE_DTYPES if dtype.is_integer}
-
-
-def store_sum_fn(dtype: DataType):
-    """Sum -> storage element; integer sums wrap to dtype explicitly, as NumPy's sum with dtype=.
-
-    Explicit, because the CUDA simulator runs kernels as Python, where an array store overflows.
-    """
-    return _WRAPPING_CASTS.get(dtype) or store_fn(dtype)
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ import numpy as np
 from numba import prange
 
 from ep.common.jit import bound, scalar_function, specialize, template
-from ep.common.math.convert import load_fn
+from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.nd_index_offset_helper import map_offset
 from ep.common.primitive.expand_grad import ExpandGradFactoryImpl, ExpandGradKernels
-from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan, store_sum_fn
+from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cpu.kernel import CpuKernel
@@ -82,7 +82,7 @@ class CpuExpandGradKernels(ExpandGradKernels):
         accumulate, load = ACCUMULATE_DTYPES[dtype], load_fn(dtype)
         sum_view = scalar_function(specialize(_sum_view, f"sum_view_{dtype.value}", accumulate=accumulate, load=load))
         return CpuKernel(
-            _expand_grad, f"expand_grad_{dtype.value}", accumulate=accumulate, load=load, store=store_sum_fn(dtype), sum_view=sum_view
+            _expand_grad, f"expand_grad_{dtype.value}", accumulate=accumulate, load=load, store=store_fn(dtype), sum_view=sum_view
         )
 
     def launch(self, stream, dtype: DataType, plan: ExpandGradPlan, src, dst) -> None:

@@ -8,10 +8,10 @@ import numba
 from numba import cuda
 
 from ep.common.jit import bound, template
-from ep.common.math.convert import load_fn
+from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.nd_index_offset_helper import map_offset
 from ep.common.primitive.expand_grad import ExpandGradFactoryImpl, ExpandGradKernels
-from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan, store_sum_fn
+from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
@@ -41,7 +41,7 @@ class CudaExpandGradKernels(ExpandGradKernels):
         storage = numba.from_dtype(dtype.storage_dtype)[::1]
         strides = numba.types.UniTuple(numba.int64, ndim)
         argtypes = (storage, storage, numba.int64, strides, strides, strides, strides, numba.int64, numba.int64, numba.int64)
-        bindings = {"accumulate": ACCUMULATE_DTYPES[dtype], "load": load_fn(dtype), "store": store_sum_fn(dtype)}
+        bindings = {"accumulate": ACCUMULATE_DTYPES[dtype], "load": load_fn(dtype), "store": store_fn(dtype)}
         return CudaKernel(_expand_grad, f"expand_grad_{dtype.value}_{ndim}d", argtypes, **bindings)
 
     def launch(self, stream, dtype: DataType, plan: ExpandGradPlan, src, dst) -> None:

@@ -8,6 +8,7 @@ broadcast one (each rank repeats its share of r).
 """
 from __future__ import annotations
 
+from ep.ops.expand import repeat_shape
 from ep.sbp.ops import box_shape, shape, signature
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Signature
@@ -67,13 +68,8 @@ def expand_grad_attributes(slices, dy, input_shape) -> dict:
 
 
 def _repeat(x, sizes) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """(x padded with leading 1s to len(sizes), the checked sizes, the result shape): ep.ops.repeat's rule."""
-    x = shape(x, "x")
-    sizes = shape(sizes, "sizes")
-    if len(sizes) < len(x):
-        raise ValueError(f"sizes: has {len(sizes)} dims, fewer than x's {len(x)}")
-    padded = (1,) * (len(sizes) - len(x)) + x
-    return padded, sizes, tuple(r * n for r, n in zip(sizes, padded))
+    """(x padded with leading 1s to len(sizes), the checked sizes, the result shape)."""
+    return repeat_shape(shape(x, "x"), sizes)
 
 
 def repeat_signatures(x, sizes) -> list[Signature]:
