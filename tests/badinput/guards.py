@@ -54,6 +54,13 @@ def digest(value: object) -> str:
     return repr(type(value))
 
 
+def misaligned_copy(array: np.ndarray, device: str, start: int = 1):
+    """A copy of array on device, in a byte buffer from byte start on (1: every element misaligned)."""
+    raw = np.zeros(array.nbytes + start, np.uint8)
+    raw[start:] = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    return to_device(raw, device)[start:].view(array.dtype).reshape(array.shape)
+
+
 class Guarded:
     """A device buffer of n elements (the middle) between GUARD elements on each side, all of it
     filled with a pattern, so a test can tell what a launch wrote and where."""
@@ -61,15 +68,11 @@ class Guarded:
     def __init__(self, device: str, dtype, n: int, *, misaligned: bool = False) -> None:
         self.dtype, self.n = np.dtype(dtype), n
         total = (n + 2 * GUARD) * self.dtype.itemsize
-        pattern = np.random.default_rng(n).integers(0, 256, total + 1, dtype=np.uint8)
+        self.before = np.random.default_rng(n).integers(0, 256, total, dtype=np.uint8)
         # A bool element must hold 0 or 1, or Numba normalizes what it reads.
         if self.dtype == np.bool_:
-            pattern &= 1
-        start = 1 if misaligned else 0
-        self.before = pattern[start : start + total].copy()
-        whole = to_device(pattern, device)
-        # A byte buffer viewed as dtype from byte 1 on: every element misaligned.
-        self.whole = whole[start : start + total].view(self.dtype)
+            self.before &= 1
+        self.whole = misaligned_copy(self.before, device, 1 if misaligned else 0).view(self.dtype)
         self.middle = self.whole[GUARD : GUARD + n]
 
     def bytes(self) -> np.ndarray:
