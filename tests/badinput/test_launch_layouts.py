@@ -33,6 +33,7 @@ def _variant(label: str, host: np.ndarray, device: str):
 INPUT_LAYOUTS = ["plain", "read-only", "matrix", "subclass", "2-d", "misaligned"]
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 @pytest.mark.parametrize("name", SPECS)
 @FAST
 @given(data=st.data())

@@ -94,8 +94,12 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
         contiguous = array.is_c_contiguous()
         # A GPU faults on an element it reads at an address that is not a multiple of its size
         # (a view of a byte buffer at an odd offset), and the fault breaks the whole context.
-        if array.size and address(array) % array.dtype.itemsize:
-            raise ValueError(f"{name}: starts at address {address(array):#x}, not a multiple of its {array.dtype.itemsize}-byte elements")
+        if array.size:
+            start = address(array)
+            if start == 0:
+                raise ValueError(f"{name}: its data pointer is null")
+            if start % array.dtype.itemsize:
+                raise ValueError(f"{name}: starts at address {start:#x}, not a multiple of its {array.dtype.itemsize}-byte elements")
     if array.dtype != dtype.dtype:
         raise TypeError(f"{name}: dtype {array.dtype} does not match the primitive's {dtype.value}")
     if not contiguous:
