@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ep.common.runtime.buffer import address
+
 UNITS = (16, 8, 4, 2, 1)
 _UNIT_DTYPE = {
     16: np.dtype(np.uint64),
@@ -17,14 +19,6 @@ _UNIT_DTYPE = {
     2: np.dtype(np.uint16),
     1: np.dtype(np.uint8),
 }
-
-
-def address(array) -> int:
-    """The address of an array's first element (NumPy, __cuda_array_interface__, or the simulator's arrays)."""
-    interface = getattr(array, "__cuda_array_interface__", None)
-    if interface is None:
-        interface = array.__array_interface__
-    return interface["data"][0]
 
 
 def move_unit(row_bytes: int, arrays, widest: int) -> int:

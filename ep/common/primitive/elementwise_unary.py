@@ -11,7 +11,7 @@ from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.stream import STREAM_TYPES, check_stream
-from ep.common.runtime.validate import count as check_count
+from ep.common.runtime.validate import INT64_MAX, count as check_count
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
 
 
@@ -48,7 +48,7 @@ class ElementwiseUnaryImpl(ElementwiseUnary):
         # Exact types skip the general checks: a tiny launch costs little more than these lines.
         if type(stream) is not self._stream_type:
             check_stream(stream, self.device_type)
-        if type(count) is not int or count < 0:
+        if type(count) is not int or not 0 <= count <= INT64_MAX:
             count = check_count(count)
         src = storage(src, "src", self.device_type, self.src_dtype, count)
         dst = storage(dst, "dst", self.device_type, self.dst_dtype, count, writable=True)

@@ -60,14 +60,19 @@ class GatherSizes(NamedTuple):
     gathered_count: int
 
 
-def gather_sizes(num_indices, batch, outer, gather, inner, offset, wrap: bool) -> GatherSizes:
-    """The sizes of a launch; TypeError or ValueError naming a bad one."""
-    num_indices = check_count(num_indices, "num_indices")
-    batch = check_count(batch, "batch_dim_size")
-    outer = check_count(outer, "outer_dim_size")
-    gather = check_count(gather, "gather_dim_size")
-    inner = check_count(inner, "inner_dim_size")
-    offset = check_int64(offset, "offset")
+# What a gather's Launch calls its sizes, in gather_sizes' order.
+GATHER_SIZE_NAMES = ("num_indices", "batch_dim_size", "outer_dim_size", "gather_dim_size", "inner_dim_size", "offset")
+
+
+def gather_sizes(num_indices, batch, outer, gather, inner, offset, wrap: bool, names: tuple[str, ...] = GATHER_SIZE_NAMES) -> GatherSizes:
+    """The sizes of a launch; TypeError or ValueError naming a bad one by its names entry (the
+    caller's Launch parameter)."""
+    num_indices = check_count(num_indices, names[0])
+    batch = check_count(batch, names[1])
+    outer = check_count(outer, names[2])
+    gather = check_count(gather, names[3])
+    inner = check_count(inner, names[4])
+    offset = check_int64(offset, names[5])
     if wrap and offset:
         raise ValueError(f"offset: {offset} with wrap_negative; expected 0 (negative indices count from the end of all rows)")
     # Inclusive bounds clamped to int64, so that the kernels' comparisons cannot overflow.
@@ -127,16 +132,21 @@ class IndexedKernels(abc.ABC):
 class IndexedPrimitive:
     """Launch's checks, plan cache and bad-index error, for every primitive that reads rows by index.
 
-    names are what the subclass's Launch calls its indices, source and destination; is_gather
+    names are what the subclass's Launch calls its indices, source and destination, size_names
+    its sizes (as gather_sizes orders them); is_gather
     says whether the source is [batch, outer, gather, inner] (a gather) or the destination is.
     """
 
     is_gather = True
     names = ("indices", "in_", "out")
+    size_names = GATHER_SIZE_NAMES
 
     def __init__(self, device_type: DeviceType, kernels: IndexedKernels, dtype, indices_dtype, wrap: bool, check: bool) -> None:
         self.device_type = device_type
         self.dtype, self.indices_dtype, self.wrap, self.check = dtype, indices_dtype, wrap, check
+        #: The dtype of NumPy buffers a device may use as storage without a view (None for float16,
+        #: whose storage is a uint16 view that a uint16 array must not pass for).
+        self.plain_dtype = dtype.dtype if dtype.dtype is dtype.storage_dtype else None
         self._kernels = kernels
         self._stream_type = STREAM_TYPES[device_type]
         # Keyed by the caller's own arguments (typed, so True never passes for 1): a repeated
@@ -144,7 +154,7 @@ class IndexedPrimitive:
         self._plan = functools.lru_cache(maxsize=1024, typed=True)(self._make_plan)
 
     def _make_plan(self, num_indices, batch, outer, gather, inner, offset) -> tuple[GatherSizes, object]:
-        sizes = gather_sizes(num_indices, batch, outer, gather, inner, offset, self.wrap)
+        sizes = gather_sizes(num_indices, batch, outer, gather, inner, offset, self.wrap, self.size_names)
         return sizes, self._kernels.plan(self.dtype, self.indices_dtype, sizes, self.wrap, self.check)
 
     def _launch(self, stream, indices, num_indices, src, batch, outer, gather, inner, dst, offset) -> None:

@@ -16,7 +16,8 @@ from typing import Iterator, NamedTuple, Sequence
 
 from ep.common.jit import scalar_function
 from ep.common.math.nd_index_offset_helper import contiguous_strides
-from ep.common.primitive.byte_units import UNITS, address, move_unit
+from ep.common.primitive.byte_units import UNITS, move_unit
+from ep.common.runtime.buffer import address
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.validate import MAX_NUM_DIMS
 

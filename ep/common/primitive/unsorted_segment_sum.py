@@ -20,6 +20,7 @@ def accumulator_dtype(dtype: DataType) -> DataType:
 class UnsortedSegmentSumImpl(IndexedPrimitive, UnsortedSegmentSum):
     is_gather = False
     names = ("segment_ids", "data", "out")
+    size_names = ("num_segment_ids", "batch_dim_size", "outer_dim_size", "num_segments", "inner_dim_size", "offset")
 
     def Launch(self, stream, segment_ids, num_segment_ids, data, batch_dim_size, outer_dim_size, num_segments, inner_dim_size, out, offset=0):
         self._launch(stream, segment_ids, num_segment_ids, data, batch_dim_size, outer_dim_size, num_segments, inner_dim_size, out, offset)

@@ -38,13 +38,30 @@ def plain_ndarray(array: np.ndarray, name: str) -> np.ndarray:
     return array.view(np.ndarray)
 
 
-def as_cuda_array(obj):
-    """A numba device array viewing a CUDA buffer (the simulator's arrays pass through)."""
-    from numba import cuda
+def as_cuda_array(obj, name: str = "array"):
+    """A numba device array viewing a CUDA buffer (the simulator's arrays pass through).
+
+    TypeError naming name when obj's __cuda_array_interface__ describes no array numba can view,
+    or when the simulator is given anything but its own arrays (it has no device memory to view).
+    """
+    from numba import config, cuda
 
     if getattr(obj, "__cuda_ndarray__", False):
         return obj
-    return cuda.as_cuda_array(obj)
+    if config.ENABLE_CUDASIM:
+        raise TypeError(f"{name}: {type(obj).__name__} is not an array of the CUDA simulator; expected one from numba.cuda")
+    try:
+        return cuda.as_cuda_array(obj)
+    except Exception as error:  # numba raises KeyError, TypeError, ValueError, ... for a malformed interface
+        raise TypeError(f"{name}: its __cuda_array_interface__ is not a valid array ({type(error).__name__}: {error})") from None
+
+
+def address(array) -> int:
+    """The address of an array's first element (NumPy, __cuda_array_interface__, or the simulator's arrays)."""
+    interface = getattr(array, "__cuda_array_interface__", None)
+    if interface is None:
+        interface = array.__array_interface__
+    return interface["data"][0]
 
 
 def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, count: int, writable: bool = False):
@@ -55,7 +72,9 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
     """
     # The common case first, with as few lookups as possible (module globals, not enum attributes):
     # launches of tiny arrays are dominated by these checks.
-    if type(obj) is _ndarray and device_type is _CPU and obj.dtype is dtype.storage_dtype and obj.size >= count:
+    # dtype.dtype is dtype.storage_dtype but for float16, whose arrays take the general path (a
+    # view as uint16); a uint16 array is not float16 storage.
+    if type(obj) is _ndarray and device_type is _CPU and obj.dtype is dtype.dtype is dtype.storage_dtype and obj.size >= count:
         flags = obj.flags
         if flags.c_contiguous and (flags.writeable or not writable):
             return obj if obj.ndim == 1 else obj.reshape(obj.size)
@@ -71,8 +90,16 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
         if not is_cuda_buffer(obj):
             where = "a numpy.ndarray" if isinstance(obj, np.ndarray) else type(obj).__name__
             raise TypeError(f"{name}: {where} was given to a cuda primitive; expected an object with __cuda_array_interface__")
-        array = as_cuda_array(obj)
+        array = as_cuda_array(obj, name)
         contiguous = array.is_c_contiguous()
+        # A GPU faults on an element it reads at an address that is not a multiple of its size
+        # (a view of a byte buffer at an odd offset), and the fault breaks the whole context.
+        if array.size:
+            start = address(array)
+            if start == 0:
+                raise ValueError(f"{name}: its data pointer is null")
+            if start % array.dtype.itemsize:
+                raise ValueError(f"{name}: starts at address {start:#x}, not a multiple of its {array.dtype.itemsize}-byte elements")
     if array.dtype != dtype.dtype:
         raise TypeError(f"{name}: dtype {array.dtype} does not match the primitive's {dtype.value}")
     if not contiguous:

@@ -71,10 +71,13 @@ def as_data_type(value: object, name: str = "dtype") -> DataType:
     """A DataType from a DataType, a NumPy dtype or anything np.dtype accepts; TypeError otherwise."""
     if isinstance(value, DataType):
         return value
-    try:
-        found = _BY_DTYPE.get(np.dtype(value))
-    except TypeError:
-        found = None
+    found = None
+    # np.dtype(None) is float64: None names no data type here.
+    if value is not None:
+        try:
+            found = _BY_DTYPE.get(np.dtype(value))
+        except (TypeError, ValueError):
+            pass
     if found is None:
         names = ", ".join(dt.value for dt in DataType)
         raise TypeError(f"{name}: {value!r} is not a supported data type; expected one of {names}")

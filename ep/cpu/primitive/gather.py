@@ -290,7 +290,7 @@ class CpuGatherKernels(IndexedKernels):
 
     def run(self, primitive, plan, stream, indices, in_, out) -> int:
         sizes, plan = plan
-        dtype = primitive.dtype.storage_dtype
+        dtype = primitive.plain_dtype
         # The common case in a few attribute reads (they are most of what a tiny launch costs):
         # 1-d C-contiguous aligned NumPy buffers of the primitive's dtypes and long enough.
         # Anything else goes through storage(), which also reshapes, views float16 and names

@@ -1,0 +1,15 @@
+"""Bad arguments to the Launch of Gather, BatchGather, UnsortedSegmentSum: each parameter in turn gets a bad value of its kind."""
+import pytest
+from hypothesis import given, strategies as st
+
+from guards import FAST
+from launch_specs import PARAMS, check_bad_argument
+
+FAMILY = ("Gather", "BatchGather", "UnsortedSegmentSum")
+
+
+@pytest.mark.parametrize("name, param", [p for p in PARAMS if p[0] in FAMILY])
+@FAST
+@given(data=st.data())
+def test_bad_argument_is_named_and_changes_nothing(device, name, param, data):
+    check_bad_argument(data, device, name, param)
