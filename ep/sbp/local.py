@@ -51,8 +51,10 @@ def _launch_with_offset(factory, device: str, data, indices, shape, out_shape, d
     import ep
     from ep.common.runtime.data_type import as_data_type
     from ep.include.primitive import NewPrimitive
+    from ep.ops.arrays import contiguous
 
     dev = ep.GetDevice(device)
+    data, indices = contiguous(data, dev), contiguous(indices, dev)
     dtypes = as_data_type(data.dtype), as_data_type(indices.dtype)
     primitive = NewPrimitive(factory, dev, *dtypes, wrap_negative=False, check_bounds=False)
     out = zeros(out_shape, dtype, device)
@@ -64,7 +66,7 @@ def _launch_with_offset(factory, device: str, data, indices, shape, out_shape, d
 
 
 def run_piece(name: str, local: dict, piece: Physical, dtype, device: str, **options):
-    """The op on one rank's pieces (C-contiguous arrays on device, keyed as the op's parameters)
+    """The op on one rank's pieces (arrays on device, keyed as the op's parameters)
     with that rank's physical attributes (piece: ep.sbp.physical's); dtype: the result's. Where
     gather's or gather_grad's piece holds part of the gather axis (an offset), indices must be
     non-negative and in bounds: the launch checks neither."""
