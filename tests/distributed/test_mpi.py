@@ -46,7 +46,7 @@ def run_ranks(n: int, *args: str) -> str:
 @pytest.mark.parametrize("n", [2, 4])
 def test_every_boxing_op_signature_and_error_on_real_ranks(n):
     output = run_ranks(n, "-m", "mpi4py", str(HERE / "mpi_cases.py"))
-    counts = re.findall(rf"^ok (\d+) rank (\d+)/{n}$", output, flags=re.M)
+    counts = re.findall(rf"ok (\d+) rank (\d+)/{n}\b", output)
     assert sorted(int(r) for _, r in counts) == list(range(n)), output[-3000:]
     assert len({c for c, _ in counts}) == 1 and int(counts[0][0]) > 0, output[-3000:]
 
@@ -54,7 +54,7 @@ def test_every_boxing_op_signature_and_error_on_real_ranks(n):
 @pytest.mark.parametrize("n", [2, 4])
 def test_the_global_gather_example_runs(n):
     output = run_ranks(n, "-m", "mpi4py", str(ROOT / "examples" / "global_gather.py"))
-    assert sorted(re.findall(rf"^rank (\d+)/{n}: ", output, flags=re.M)) == [str(r) for r in range(n)], output
+    assert sorted(re.findall(rf"rank (\d+)/{n}: ", output)) == [str(r) for r in range(n)], output
 
 
 def test_the_readme_shows_the_example():
