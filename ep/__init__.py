@@ -56,3 +56,8 @@ from ep import sbp  # noqa: E402
 from ep.sbp.placement import placement  # noqa: E402
 
 __all__ += ["placement", "sbp"]
+
+# Global tensors over MPI (mpi4py loads on the first one).
+from ep.sbp.global_tensor import GlobalTensor, to_global  # noqa: E402
+
+__all__ += ["GlobalTensor", "to_global"]

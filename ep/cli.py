@@ -86,6 +86,10 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.distributed:
+        from ep.bench.distributed import main as distributed_main
+
+        return distributed_main(args)
     from ep.bench import main as bench_main
 
     return bench_main(args)
@@ -115,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     bench_parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     bench_parser.add_argument("--compare", nargs="+", metavar="OLD_JSON", help="print this run's time over these reports'")
+    bench_parser.add_argument("--distributed", action="store_true", help="under mpiexec: boxing against raw MPI collectives")
     bench_parser.set_defaults(run=_bench)
 
     args = parser.parse_args(argv)

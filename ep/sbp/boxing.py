@@ -1,0 +1,251 @@
+"""Boxing: a global tensor from one nd-SBP to another over MPI, one hierarchy axis at a time on that
+axis's sub-communicator: S->B all-gather(v), P->B all-reduce, P->S reduce-scatter, S(i)->S(j)
+all-to-all(v); B->S, B->P and S->P are local. Pieces may be uneven (OneFlow's balanced splitter).
+
+Arrays go to MPI through the buffer protocol (mpi4py's uppercase methods: no pickling); a CUDA
+piece is staged through a host copy (no CUDA-aware MPI path; untested on GPUs).
+
+cost() is the model the global ops choose signatures by: the bytes the ranks receive from one
+another in all, counted as the collectives above move them (an all-reduce as a reduce-scatter and
+an all-gather).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ep.sbp.physical import balanced_split, physical_slices
+from ep.sbp.sbp import SBP, Broadcast, NdSbp, PartialSum, Split, broadcast
+
+Step = tuple[int, SBP, SBP]
+
+
+def _splits(s: SBP) -> set[int]:
+    return {s.axis} if isinstance(s, Split) else set()
+
+
+def _valid(h: int, state: NdSbp, target: SBP) -> bool:
+    """Whether axis h alone may go from state[h] to target: no later axis splits a dim that
+    either splits (a later axis splits what the earlier ones left, so it must not reorder them)."""
+    dims = _splits(state[h]) | _splits(target)
+    return not any(_splits(s) & dims for s in state[h + 1:])
+
+
+def _walk(state: NdSbp, target: NdSbp, order) -> list[Step] | None:
+    steps = []
+    for h in order:
+        if state[h] != target[h]:
+            if not _valid(h, state, target[h]):
+                return None
+            steps.append((h, state[h], target[h]))
+            state = state[:h] + (target[h],) + state[h + 1:]
+    return steps
+
+
+def plans(sbp_in: NdSbp, sbp_out: NdSbp) -> list[list[Step]]:
+    """The step lists that take sbp_in to sbp_out: each order of the axes that is valid, else the
+    way through broadcast on every axis (last axis first), which always is."""
+    found = [p for order in itertools.permutations(range(len(sbp_in))) if (p := _walk(sbp_in, sbp_out, order)) is not None]
+    if found:
+        return found
+    everywhere = (broadcast,) * len(sbp_in)
+    return [_walk(sbp_in, everywhere, reversed(range(len(sbp_in)))) + _walk(everywhere, sbp_out, range(len(sbp_in)))]
+
+
+def _volume(box: tuple[slice, ...]) -> int:
+    return math.prod(s.stop - s.start for s in box)
+
+
+def _overlap(a: tuple[slice, ...], b: tuple[slice, ...]) -> int:
+    return math.prod(max(0, min(x.stop, y.stop) - max(x.start, y.start)) for x, y in zip(a, b))
+
+
+def _step_cost(shape, state: NdSbp, step: Step, hierarchy) -> float:
+    """Elements the ranks receive in all for one step."""
+    h, source, target = step
+    after = state[:h] + (target,) + state[h + 1:]
+    parts = hierarchy[h]
+    total = 0.0
+    for index in itertools.product(*(range(n) for n in hierarchy)):
+        new = physical_slices(shape, after, hierarchy, index)
+        if isinstance(target, PartialSum):
+            continue
+        if isinstance(source, PartialSum):
+            # Reduce-scatter: (parts - 1) contributions to the piece; all-reduce adds an all-gather.
+            total += (parts - 1) * _volume(new) * (2 / parts if isinstance(target, Broadcast) else 1)
+        else:
+            total += _volume(new) - _overlap(new, physical_slices(shape, state, hierarchy, index))
+    return total
+
+
+def plan_cost(shape, itemsize: int, sbp_in: NdSbp, steps: list[Step], hierarchy) -> float:
+    """The bytes a step list moves between ranks in all."""
+    total, state = 0.0, tuple(sbp_in)
+    for step in steps:
+        total += _step_cost(shape, state, step, hierarchy)
+        state = state[: step[0]] + (step[2],) + state[step[0] + 1:]
+    return total * itemsize
+
+
+def cost(shape, itemsize: int, sbp_in: NdSbp, sbp_out: NdSbp, hierarchy) -> float:
+    """The bytes boxing a tensor of shape from sbp_in to sbp_out moves between ranks in all (the
+    cheapest plan's)."""
+    if tuple(sbp_in) == tuple(sbp_out):
+        return 0.0
+    return min(plan_cost(shape, itemsize, sbp_in, p, hierarchy) for p in plans(sbp_in, sbp_out))
+
+
+# Bytes this rank has received from others by boxing (the tests check the cost model with it).
+received = [0]
+
+
+def _mpi_type(dtype: np.dtype):
+    """MPI's predefined datatype for dtype (a derived one would have no MPI_SUM)."""
+    from mpi4py import MPI
+
+    found = MPI._typedict.get(np.dtype(dtype).char)
+    if found is None:
+        raise TypeError(f"dtype: MPI has no predefined datatype for {dtype}, so no sum")
+    return found
+
+
+def _lead(shape, axis: int) -> int:
+    """How many blocks a split along axis cuts a C-contiguous array into per part."""
+    return math.prod(shape[:axis])
+
+
+def _split_bounds(n: int, parts: int) -> list[tuple[int, int]]:
+    return list(balanced_split(n, parts))
+
+
+def _take(x: np.ndarray, axis: int, lo: int, hi: int) -> np.ndarray:
+    return x[(slice(None),) * axis + (slice(lo, hi),)]
+
+
+def _pack(x: np.ndarray, axis: int, bounds) -> np.ndarray:
+    """x's parts along axis, one after another (x itself when they already are)."""
+    if _lead(x.shape, axis) == 1:
+        return x
+    return np.concatenate([_take(x, axis, lo, hi).ravel() for lo, hi in bounds])
+
+
+def _unpack(flat: np.ndarray, shapes: list[tuple[int, ...]], axis: int, shape) -> np.ndarray:
+    """The array of shape whose parts along axis are the consecutive blocks of flat."""
+    if _lead(shape, axis) == 1:
+        return flat.reshape(shape)
+    blocks, start = [], 0
+    for s in shapes:
+        size = math.prod(s)
+        blocks.append(flat[start:start + size].reshape(s))
+        start += size
+    return np.concatenate(blocks, axis=axis)
+
+
+def _with(shape, axis: int, n: int) -> tuple[int, ...]:
+    return tuple(shape[:axis]) + (n,) + tuple(shape[axis + 1:])
+
+
+def all_gather(x: np.ndarray, axis: int, whole, comm) -> np.ndarray:
+    """S(axis) -> B: the pieces along axis gathered into whole's shape (Allgatherv)."""
+    from mpi4py import MPI
+
+    bounds = _split_bounds(whole[axis], comm.Get_size())
+    shapes = [_with(whole, axis, hi - lo) for lo, hi in bounds]
+    counts = [math.prod(s) * x.itemsize for s in shapes]
+    flat = np.empty(math.prod(whole), x.dtype)
+    comm.Allgatherv([x, counts[comm.Get_rank()], MPI.BYTE], [flat, counts, MPI.BYTE])
+    received[0] += sum(counts) - counts[comm.Get_rank()]
+    return _unpack(flat, shapes, axis, whole)
+
+
+def all_reduce(x: np.ndarray, comm) -> np.ndarray:
+    """P -> B: the sum of the pieces on every rank (Allreduce)."""
+    from mpi4py import MPI
+
+    out, mpi_type = np.empty_like(x), _mpi_type(x.dtype)
+    comm.Allreduce([x, mpi_type], [out, mpi_type], op=MPI.SUM)
+    parts = comm.Get_size()
+    received[0] += 2 * (parts - 1) * x.nbytes // parts
+    return out
+
+
+def reduce_scatter(x: np.ndarray, axis: int, comm) -> np.ndarray:
+    """P -> S(axis): each rank's part of the sum (Reduce_scatter, uneven counts)."""
+    from mpi4py import MPI
+
+    parts, rank = comm.Get_size(), comm.Get_rank()
+    bounds = _split_bounds(x.shape[axis], parts)
+    counts = [math.prod(_with(x.shape, axis, hi - lo)) for lo, hi in bounds]
+    lo, hi = bounds[rank]
+    out = np.empty(_with(x.shape, axis, hi - lo), x.dtype)
+    mpi_type = _mpi_type(x.dtype)
+    comm.Reduce_scatter([_pack(x, axis, bounds), mpi_type], [out, mpi_type], counts, op=MPI.SUM)
+    received[0] += (parts - 1) * out.nbytes
+    return out
+
+
+def all_to_all(x: np.ndarray, source: int, target: int, whole, comm) -> np.ndarray:
+    """S(source) -> S(target): rank r sends each rank its part along target of its own piece and
+    joins the parts it receives along source (Alltoallv)."""
+    from mpi4py import MPI
+
+    parts, rank = comm.Get_size(), comm.Get_rank()
+    to_bounds = _split_bounds(whole[target], parts)
+    from_bounds = _split_bounds(whole[source], parts)
+    lo, hi = to_bounds[rank]
+    mine = _with(whole, target, hi - lo)
+    send_counts = [math.prod(_with(x.shape, target, b - a)) * x.itemsize for a, b in to_bounds]
+    shapes = [_with(mine, source, b - a) for a, b in from_bounds]
+    recv_counts = [math.prod(s) * x.itemsize for s in shapes]
+    flat = np.empty(math.prod(mine), x.dtype)
+    comm.Alltoallv(
+        [_pack(x, target, to_bounds), (send_counts, None), MPI.BYTE], [flat, (recv_counts, None), MPI.BYTE]
+    )
+    received[0] += sum(recv_counts) - recv_counts[rank]
+    return _unpack(flat, shapes, source, mine)
+
+
+def _step(x: np.ndarray, source: SBP, target: SBP, whole, index: int, comm) -> np.ndarray:
+    """One hierarchy axis from source to target; whole: the shape the axis's group holds together."""
+    if isinstance(source, Split):
+        if isinstance(target, Broadcast):
+            return all_gather(x, source.axis, whole, comm)
+        if isinstance(target, Split):
+            return all_to_all(x, source.axis, target.axis, whole, comm)
+        lo, _ = _split_bounds(whole[source.axis], comm.Get_size())[index]
+        out = np.zeros(whole, x.dtype)
+        _take(out, source.axis, lo, lo + x.shape[source.axis])[...] = x
+        return out
+    if isinstance(source, PartialSum):
+        if isinstance(target, Broadcast):
+            return all_reduce(x, comm)
+        return reduce_scatter(x, target.axis, comm)
+    if isinstance(target, Split):
+        lo, hi = _split_bounds(whole[target.axis], comm.Get_size())[index]
+        return np.ascontiguousarray(_take(x, target.axis, lo, hi))
+    # B -> P: the first rank keeps the tensor, the others hold zeros.
+    return x if index == 0 else np.zeros_like(x)
+
+
+def box(tensor, sbp: NdSbp):
+    """tensor (a GlobalTensor) laid out by sbp on the same placement (collective)."""
+    from ep.sbp.global_tensor import GlobalTensor, to_host, to_placement
+
+    sbp = tuple(sbp)
+    for s in sbp:
+        if isinstance(s, Split) and s.axis >= tensor.ndim:
+            raise ValueError(f"sbp: {s!r} splits axis {s.axis} of a tensor of rank {tensor.ndim}")
+        if isinstance(s, PartialSum) and tensor.dtype.kind == "b":
+            raise TypeError(f"sbp: {s!r} of a bool tensor is no sum")
+    if sbp == tensor.sbp:
+        return tensor
+    group, hierarchy, shape = tensor._group, tensor.placement.hierarchy, tensor.shape
+    steps = min(plans(tensor.sbp, sbp), key=lambda p: plan_cost(shape, tensor.dtype.itemsize, tensor.sbp, p, hierarchy))
+    x, state = to_host(tensor.to_local()), tensor.sbp
+    for h, source, target in steps:
+        whole = tuple(s.stop - s.start for s in physical_slices(shape, state[:h] + (broadcast,) + state[h + 1:], hierarchy, group.index))
+        x = np.ascontiguousarray(_step(x, source, target, whole, group.index[h], group.axes[h]))
+        state = state[:h] + (target,) + state[h + 1:]
+    return GlobalTensor(to_placement(x, tensor.placement), group, sbp, shape)

@@ -1,0 +1,201 @@
+"""The ep.ops functions on global tensors (ep.sbp.global_tensor): each picks the op's nd-signature
+that matches its inputs' SBPs, or else the one whose boxing moves the fewest bytes (boxing.cost),
+boxes the inputs to it, runs its local primitive on this rank's pieces with the physical attributes
+(ep.sbp.physical, ep.sbp.local.run_piece) and returns a global tensor. sbp= asks for the result's
+nd-SBP (counted in the choice). Every rank calls each op alike (SPMD), so argument errors, raised
+from the same metadata, are the same on every rank; an error in a rank's local launch (an index out
+of bounds in its piece) is shared, so every rank raises it.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ep.sbp.boxing import box, cost
+from ep.sbp.global_tensor import GlobalTensor, device_name
+from ep.sbp.local import run_piece
+from ep.sbp.sbp import NdSbp, nd_sbp
+from ep.sbp.signature import nd_signatures, physical, rule, sbp_of
+
+
+def _frozen(value: object) -> object:
+    """value with lists as tuples (the choice cache's key)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def _check(tensors: dict[str, object]) -> GlobalTensor:
+    """The first tensor, after checking every one is a GlobalTensor on its placement."""
+    first = None
+    for name, t in tensors.items():
+        if type(t) is not GlobalTensor:
+            raise TypeError(f"{name}: {type(t).__name__} is not a GlobalTensor; global ops take global tensors only (make one with ep.to_global)")
+        if first is None:
+            first = t
+        elif t.placement != first.placement:
+            raise ValueError(f"{name}: placed on {t.placement!r}, unlike {next(iter(tensors))} on {first.placement!r}; expected one placement")
+    return first
+
+
+@functools.lru_cache(maxsize=1024)
+def _choose(name: str, hierarchy: tuple[int, ...], kw: tuple, sbps: tuple, itemsizes: tuple, out_itemsize: int, requested):
+    """The nd-signature for inputs laid out by sbps (in kw's input order) and the result's requested
+    nd-SBP (or None): one they match as they are, else the one of least boxing cost."""
+    kw = dict(kw)
+    candidates = nd_signatures(name, hierarchy, **kw)
+    names = [n for n, _ in sbps]
+    for sig in candidates:
+        if all(sbp_of(sig, n) == s for n, s in sbps) and requested in (None, sbp_of(sig, "out")):
+            return sig
+    return min(candidates, key=lambda sig: signature_cost(name, hierarchy, kw, dict(sbps), dict(zip(names, itemsizes)), out_itemsize, requested, sig))
+
+
+def signature_cost(name: str, hierarchy, kw: dict, sbps: dict, itemsizes: dict, out_itemsize: int, requested, sig) -> float:
+    """The bytes boxing moves to run op name under the nd-signature sig: each input from sbps[n] to
+    sig's, and the result from sig's to requested (when not None)."""
+    shapes = rule(name).shapes(**kw)
+    total = sum(cost(shapes[n], itemsizes[n], s, sbp_of(sig, n), hierarchy) for n, s in sbps.items())
+    if requested is not None:
+        total += cost(shapes["out"], out_itemsize, sbp_of(sig, "out"), requested, hierarchy)
+    return total
+
+
+def choose(name: str, tensors: dict[str, GlobalTensor], attrs: dict, out_dtype: np.dtype, requested: NdSbp | None = None):
+    """The nd-signature op name runs under for these global inputs (see _choose)."""
+    first = next(iter(tensors.values()))
+    kw = tuple((n, t.shape) for n, t in tensors.items()) + tuple((k, _frozen(v)) for k, v in attrs.items())
+    sbps = tuple((n, t.sbp) for n, t in tensors.items())
+    itemsizes = tuple(t.dtype.itemsize for t in tensors.values())
+    return _choose(name, first.placement.hierarchy, kw, sbps, itemsizes, np.dtype(out_dtype).itemsize, requested)
+
+
+def _indices_in_bounds(indices, n: int):
+    """The indices with negatives wrapped, for an offset launch (which checks and wraps nothing);
+    IndexError for one outside [-n, n)."""
+    from ep.sbp.global_tensor import to_host
+
+    host = to_host(indices)
+    if host.size and (host.min() < -n or host.max() >= n):
+        bad = host[(host < -n) | (host >= n)].flat[0]
+        raise IndexError(f"indices: {bad} is out of range for an axis of size {n}; expected -{n} <= index < {n}")
+    if not host.size or host.min() >= 0:
+        return indices
+    wrapped = np.where(host < 0, host + n, host).astype(host.dtype)
+    return wrapped if isinstance(indices, np.ndarray) else _on_device(wrapped)
+
+
+def _on_device(x: np.ndarray):
+    from numba import cuda
+
+    return cuda.to_device(x)
+
+
+def _agree(comm, error: BaseException | None) -> None:
+    """Raises on every rank the first rank's error, if any rank had one."""
+    from mpi4py import MPI
+
+    if comm.allreduce(error is not None, op=MPI.LOR):
+        errors = comm.allgather(None if error is None else (type(error), str(error)))
+        rank, (kind, message) = next((r, e) for r, e in enumerate(errors) if e is not None)
+        raise kind(f"rank {rank}: {message}")
+
+
+def apply(name: str, tensors: dict[str, object], attrs: dict, out_dtype, sbp=None, **options) -> GlobalTensor:
+    """op name on global tensors (keyed by the op's parameter names) with attrs as ep.sbp.signatures
+    takes them; options: the local call's other keywords."""
+    first = _check(tensors)
+    placement, group = first.placement, first._group
+    hierarchy = placement.hierarchy
+    requested = None if sbp is None else nd_sbp(sbp, len(hierarchy))
+    sig = choose(name, tensors, attrs, out_dtype, requested)
+    kw = {**{n: t.shape for n, t in tensors.items()}, **attrs}
+    piece = physical(name, sig, hierarchy, group.index, **kw)
+    local = {n: box(t, sbp_of(sig, n)).to_local() for n, t in tensors.items()}
+    error, out = None, None
+    try:
+        rows = _offset_rows(name, piece, kw)
+        if rows is not None:
+            local["indices"] = _indices_in_bounds(local["indices"], rows)
+        out = run_piece(name, local, piece, np.dtype(out_dtype), device_name(placement), **options)
+    except (IndexError, ValueError, TypeError) as e:
+        error = e
+    _agree(group.comm, error)
+    result = GlobalTensor(out, group, sbp_of(sig, "out"), rule(name).shapes(**kw)["out"])
+    return result if requested is None else box(result, requested)
+
+
+def _offset_rows(name: str, piece, kw: dict) -> int | None:
+    """The logical gather axis's size when this rank's piece launches with an offset, else None."""
+    attrs = piece.attributes
+    if attrs.get("offset") is None:
+        return None
+    if name == "gather":
+        return kw["params"][attrs["axis"]]
+    if name == "batch_gather":
+        return kw["params"][len(kw["indices"]) - 1]
+    return kw["params_shape"][attrs["axis"]]
+
+
+def gather(params, indices, axis=0, batch_dims=0, *, sbp=None) -> GlobalTensor:
+    """ep.ops.gather on global tensors (see the module docstring)."""
+    tensors = {"params": params, "indices": indices}
+    return apply("gather", tensors, {"axis": axis, "batch_dims": batch_dims}, _check(tensors).dtype, sbp)
+
+
+def batch_gather(params, indices, *, sbp=None) -> GlobalTensor:
+    """ep.ops.batch_gather on global tensors."""
+    tensors = {"params": params, "indices": indices}
+    return apply("batch_gather", tensors, {}, _check(tensors).dtype, sbp)
+
+
+def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, sbp=None) -> GlobalTensor:
+    """ep.ops.gather_grad on global tensors."""
+    tensors = {"dy": dy, "indices": indices}
+    attrs = {"params_shape": _frozen(params_shape), "axis": axis, "batch_dims": batch_dims}
+    return apply("gather_grad", tensors, attrs, _check(tensors).dtype, sbp)
+
+
+def expand(x, sizes, *, sbp=None) -> GlobalTensor:
+    """ep.ops.expand on a global tensor."""
+    return apply("expand", {"x": x}, {"sizes": _frozen(sizes)}, _check({"x": x}).dtype, sbp)
+
+
+def expand_grad(dy, input_shape, *, sbp=None) -> GlobalTensor:
+    """ep.ops.expand_grad on a global tensor."""
+    return apply("expand_grad", {"dy": dy}, {"input_shape": _frozen(input_shape)}, _check({"dy": dy}).dtype, sbp)
+
+
+def repeat(x, sizes, *, sbp=None) -> GlobalTensor:
+    """ep.ops.repeat on a global tensor."""
+    return apply("repeat", {"x": x}, {"sizes": _frozen(sizes)}, _check({"x": x}).dtype, sbp)
+
+
+def unary(op, x, attr0=None, attr1=None, *, dtype=None, sbp=None) -> GlobalTensor:
+    """ep.ops.unary on a global tensor (dtype: kCast's destination)."""
+    from ep.common.runtime.data_type import as_data_type
+    from ep.include.primitive.unary_op import as_unary_op
+    from ep.ops.unary import unary_result_dtype
+
+    _check({"x": x})
+    out_dtype = unary_result_dtype(as_unary_op(op), as_data_type(x.dtype, "x"), dtype).dtype
+    attrs = {"op": op, "attr0": attr0, "attr1": attr1, "dtype": x.dtype.name}
+    options = {} if dtype is None else {"dtype": dtype}
+    return apply("unary", {"x": x}, attrs, out_dtype, sbp, **options)
+
+
+def binary(op, a, b, attr0=None, attr1=None, *, sbp=None) -> GlobalTensor:
+    """ep.ops.binary on global tensors (both operands global; make a scalar one with ep.to_global
+    of a 0-d array under broadcast)."""
+    from ep.common.math.binary_functor import binary_dst_dtype
+    from ep.common.runtime.data_type import as_data_type
+    from ep.include.primitive.binary_op import as_binary_op
+
+    _check({"a": a, "b": b})
+    src = as_data_type(np.result_type(a.dtype, b.dtype), "a, b")
+    dst = binary_dst_dtype(as_binary_op(op), src)
+    if dst is None:
+        raise TypeError(f"op: {as_binary_op(op).name} does not support dtype {src.value}")
+    attrs = {"op": op, "attr0": attr0, "attr1": attr1, "dtype": src.dtype.name}
+    return apply("binary", {"a": a, "b": b}, attrs, dst.dtype, sbp)

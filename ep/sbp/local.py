@@ -1,0 +1,92 @@
+"""One rank's share of a global op: the ep.ops function on its pieces with the physical attributes
+ep.sbp.physical gives (gather's and gather_grad's offset launch BatchGather or UnsortedSegmentSum
+directly). Shared by the in-process SBP checks (tests/sbp) and the MPI global ops (global_ops.py).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ep.sbp.signature import Physical
+
+
+def run_op(name: str, args: dict, attrs: dict, **options):
+    """The ep.ops function name on arrays args (on one device) with the attributes attrs, as
+    ep.sbp.signatures takes them; options: the call's other keywords (unary's cast dtype)."""
+    import ep.ops
+
+    if name in ("gather", "gather_grad"):
+        options = {"axis": attrs["axis"], "batch_dims": attrs["batch_dims"], **options}
+    if name == "gather":
+        return ep.ops.gather(args["params"], args["indices"], **options)
+    if name == "batch_gather":
+        return ep.ops.batch_gather(args["params"], args["indices"], **options)
+    if name == "gather_grad":
+        return ep.ops.gather_grad(args["dy"], args["indices"], attrs["params_shape"], **options)
+    if name == "expand":
+        return ep.ops.expand(args["x"], attrs["sizes"], **options)
+    if name == "expand_grad":
+        return ep.ops.expand_grad(args["dy"], attrs["input_shape"], **options)
+    if name == "repeat":
+        return ep.ops.repeat(args["x"], attrs["sizes"], **options)
+    if name == "unary":
+        return ep.ops.unary(attrs["op"], args["x"], attrs.get("attr0"), attrs.get("attr1"), **options)
+    if name == "binary":
+        return ep.ops.binary(attrs["op"], args["a"], args["b"], attrs.get("attr0"), attrs.get("attr1"), **options)
+    raise ValueError(f"name: {name!r} is not an ep.ops function with SBP signatures")
+
+
+def zeros(shape: tuple[int, ...], dtype: np.dtype, device: str):
+    """A new array of zeros on device ("cpu" or "cuda")."""
+    if device == "cpu":
+        return np.zeros(shape, dtype)
+    from numba import cuda
+
+    return cuda.to_device(np.zeros(shape, dtype))
+
+
+def _launch_with_offset(factory, device: str, data, indices, shape, out_shape, dtype, offset: int):
+    """BatchGather or UnsortedSegmentSum over a piece holding rows [offset, offset + shape.gather)."""
+    import ep
+    from ep.common.runtime.data_type import as_data_type
+    from ep.include.primitive import NewPrimitive
+    from ep.ops.arrays import contiguous
+
+    dev = ep.GetDevice(device)
+    data, indices = contiguous(data, dev), contiguous(indices, dev)
+    dtypes = as_data_type(data.dtype), as_data_type(indices.dtype)
+    primitive = NewPrimitive(factory, dev, *dtypes, wrap_negative=False, check_bounds=False)
+    out = zeros(out_shape, dtype, device)
+    primitive.Launch(
+        dev.default_stream, indices, shape.num_indices, data,
+        shape.batch, shape.outer, shape.gather, shape.inner, out, offset=offset,
+    )
+    return out
+
+
+def run_piece(name: str, local: dict, piece: Physical, dtype, device: str, **options):
+    """The op on one rank's pieces (arrays on device, keyed as the op's parameters)
+    with that rank's physical attributes (piece: ep.sbp.physical's); dtype: the result's. Where
+    gather's or gather_grad's piece holds part of the gather axis (an offset), indices must be
+    non-negative and in bounds: the launch checks neither."""
+    from ep.include.primitive import BatchGatherFactory, UnsortedSegmentSumFactory
+    from ep.ops.gather import gather_shape
+
+    out_shape, attrs = piece.shapes["out"], piece.attributes
+    if math.prod(out_shape) == 0 or any(math.prod(a.shape) == 0 for a in local.values()):
+        # A rank holding no elements launches nothing: its piece of a partial sum is zeros.
+        return zeros(out_shape, dtype, device)
+    if name in ("gather", "batch_gather") and attrs["offset"] is not None:
+        rank = len(local["indices"].shape)
+        axis, batch_dims = (rank - 1, rank - 1) if name == "batch_gather" else (attrs["axis"], attrs["batch_dims"])
+        shape = gather_shape(local["params"].shape, local["indices"].shape, axis, batch_dims)
+        return _launch_with_offset(
+            BatchGatherFactory, device, local["params"], local["indices"], shape, out_shape, dtype, attrs["offset"]
+        )
+    if name == "gather_grad" and attrs["offset"] is not None:
+        shape = gather_shape(attrs["params_shape"], local["indices"].shape, attrs["axis"], attrs["batch_dims"])
+        return _launch_with_offset(
+            UnsortedSegmentSumFactory, device, local["dy"], local["indices"], shape, out_shape, dtype, attrs["offset"]
+        )
+    return run_op(name, local, attrs, **options)

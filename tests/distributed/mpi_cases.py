@@ -1,0 +1,242 @@
+"""Run under mpiexec (python -m mpi4py mpi_cases.py, so one rank's exception aborts them all):
+every boxing conversion, every global op under each of its nd-signatures, the cost model against
+brute force, and bad input. Every rank compares with NumPy; the last line is "ok <count>" per rank."""
+from __future__ import annotations
+
+import itertools
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+import ep
+from ep.sbp import balanced_split, broadcast as B, nd_signatures, partial_sum as P, split as S, split_array
+from ep.sbp import boxing, global_ops
+from ep.sbp.signature import sbp_of
+
+comm = MPI.COMM_WORLD
+RANK, SIZE = comm.Get_rank(), comm.Get_size()
+checked = [0]
+
+
+def placements():
+    """The 1-d placement (ranks in reverse order: positions need not be ranks) and on 4 ranks the
+    2x2 one."""
+    yield ep.placement("cpu", list(reversed(range(SIZE))))
+    if SIZE == 4:
+        yield ep.placement("cpu", [[0, 1], [2, 3]])
+
+
+def my_index(placement):
+    return next(i for i in placement.indices() if placement.rank(i) == RANK)
+
+
+def make_global(x: np.ndarray, placement, sbp, seed: int = 0):
+    """x as a global tensor under sbp (partial sums as random parts; one seed on every rank)."""
+    pieces = split_array(x, sbp, placement, np.random.default_rng(seed))
+    return ep.to_global(pieces[my_index(placement)], placement, sbp)
+
+
+def sbps(ndim: int, hierarchy_ndim: int):
+    ones = [S(d) for d in range(ndim)] + [B, P]
+    return list(itertools.product(ones, repeat=hierarchy_ndim))
+
+
+def check_boxing() -> None:
+    """Every (sbp_in, sbp_out) pair on uneven shapes, in an integer and a float dtype."""
+    rng = np.random.default_rng(1)
+    for placement in placements():
+        for shape, dtype in [((SIZE + 1, 3), np.int64), ((3, 2 * SIZE + 1), np.float32), ((2, SIZE - 1, 3), np.int32)]:
+            x = rng.integers(-9, 10, shape).astype(dtype)
+            for sbp_in in sbps(len(shape), len(placement.hierarchy)):
+                t = make_global(x, placement, sbp_in)
+                assert t.shape == shape and t.sbp == sbp_in and t.dtype == x.dtype
+                for sbp_out in sbps(len(shape), len(placement.hierarchy)):
+                    u = t.to_global(sbp=sbp_out)
+                    assert u.sbp == sbp_out and u.shape == shape
+                    if P not in sbp_out:
+                        want = split_array(x, sbp_out, placement)[my_index(placement)]
+                        np.testing.assert_array_equal(u.to_local(), want, err_msg=f"{sbp_in} -> {sbp_out}")
+                    np.testing.assert_array_equal(u.numpy(), x, err_msg=f"{sbp_in} -> {sbp_out}")
+                    checked[0] += 1
+
+
+def _gather_ref(params, indices, axis, batch_dims):
+    if batch_dims == 0:
+        return np.take(params, indices, axis=axis)
+    return np.stack([_gather_ref(p, i, axis - 1, batch_dims - 1) for p, i in zip(params, indices)])
+
+
+def _gather_grad_ref(dy, indices, params_shape, axis):
+    dx = np.zeros(params_shape, dy.dtype)
+    moved = np.moveaxis(dx, axis, 0)
+    rows = dy.reshape(params_shape[:axis] + (indices.size,) + params_shape[axis + 1:])
+    np.add.at(moved, indices.ravel(), np.moveaxis(rows, axis, 0))
+    return dx
+
+
+def _expand_grad_ref(dy, input_shape):
+    lead = dy.ndim - len(input_shape)
+    summed = dy.sum(axis=tuple(range(lead)))
+    return summed.sum(axis=tuple(d for d, n in enumerate(input_shape) if n == 1 and summed.shape[d] != 1), keepdims=True)
+
+
+def op_cases():
+    """(name, logical inputs, attributes, call, NumPy reference); indices non-negative where params
+    split along the gather axis (the offset launch), negatives elsewhere."""
+    rng = np.random.default_rng(2)
+    n = SIZE + 1
+    params = rng.integers(-9, 10, (n, 3)).astype(np.float32)
+    idx = rng.integers(-n, n, (4,))
+    yield ("gather", {"params": params, "indices": idx}, {"axis": 0, "batch_dims": 0},
+           lambda t: global_ops.gather(t["params"], t["indices"], 0, 0, sbp=t["sbp"]), np.take(params, idx, 0))
+    params3 = rng.integers(-9, 10, (2, 3, n)).astype(np.int64)
+    idx2 = rng.integers(0, n, (2, 3))
+    yield ("gather", {"params": params3, "indices": idx2}, {"axis": 2, "batch_dims": 1},
+           lambda t: global_ops.gather(t["params"], t["indices"], 2, 1, sbp=t["sbp"]), _gather_ref(params3, idx2, 2, 1))
+    bparams = rng.integers(-9, 10, (3, n, 2)).astype(np.float64)
+    bidx = rng.integers(0, n, (3, 2))
+    yield ("batch_gather", {"params": bparams, "indices": bidx}, {},
+           lambda t: global_ops.batch_gather(t["params"], t["indices"], sbp=t["sbp"]), _gather_ref(bparams, bidx, 1, 1))
+    dy = rng.integers(-9, 10, (4, 3)).astype(np.float32)
+    gidx = rng.integers(0, n, (4,))
+    yield ("gather_grad", {"dy": dy, "indices": gidx}, {"params_shape": (n, 3), "axis": 0, "batch_dims": 0},
+           lambda t: global_ops.gather_grad(t["dy"], t["indices"], (n, 3), 0, 0, sbp=t["sbp"]), _gather_grad_ref(dy, gidx, (n, 3), 0))
+    x = rng.integers(-9, 10, (n, 1, 2)).astype(np.int32)
+    yield ("expand", {"x": x}, {"sizes": (2, n, 3, 2)},
+           lambda t: global_ops.expand(t["x"], (2, n, 3, 2), sbp=t["sbp"]), np.broadcast_to(x, (2, n, 3, 2)))
+    edy = rng.integers(-9, 10, (2, n, 3)).astype(np.float64)
+    yield ("expand_grad", {"dy": edy}, {"input_shape": (n, 1)},
+           lambda t: global_ops.expand_grad(t["dy"], (n, 1), sbp=t["sbp"]), _expand_grad_ref(edy, (n, 1)))
+    r = rng.integers(-9, 10, (n, 1)).astype(np.int64)
+    yield ("repeat", {"x": r}, {"sizes": (2, 1, 3)},
+           lambda t: global_ops.repeat(t["x"], (2, 1, 3), sbp=t["sbp"]), np.tile(r, (2, 1, 3)))
+    u = rng.integers(-9, 10, (n, 3)).astype(np.float32)
+    for op, ref in [("negative", np.negative(u)), ("relu", np.maximum(u, 0))]:
+        yield ("unary", {"x": u}, {"op": op, "dtype": "float32"},
+               lambda t, op=op: global_ops.unary(op, t["x"], sbp=t["sbp"]), ref)
+    a = rng.integers(-9, 10, (n, 3)).astype(np.float64)
+    b = rng.integers(1, 10, (3,)).astype(np.float64)
+    for op, ref in [("add", a + b), ("mul", a * b), ("div", a / b), ("less_than", a < b)]:
+        yield ("binary", {"a": a, "b": b}, {"op": op, "dtype": "float64"},
+               lambda t, op=op: global_ops.binary(op, t["a"], t["b"], sbp=t["sbp"]), ref)
+
+
+def check_ops() -> None:
+    """Every global op under each of its nd-signatures (inputs laid out as the signature asks and
+    the result's SBP requested, so nothing is boxed), against NumPy, on every rank."""
+    for placement in placements():
+        for name, arrays, attrs, call, expected in op_cases():
+            kw = {**{n: a.shape for n, a in arrays.items()}, **attrs}
+            for seed, sig in enumerate(nd_signatures(name, placement, **kw)):
+                tensors = {n: make_global(a, placement, sbp_of(sig, n), seed) for n, a in arrays.items()}
+                before = boxing.received[0]
+                out = call({**tensors, "sbp": sbp_of(sig, "out")})
+                assert boxing.received[0] == before, f"{name} {sig} boxed its inputs"
+                assert out.sbp == sbp_of(sig, "out") and out.shape == expected.shape, (name, sig, out)
+                got = out.numpy()
+                assert got.dtype == expected.dtype, (name, sig, got.dtype)
+                if got.dtype.kind == "f":
+                    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6, err_msg=f"{name} {sig}")
+                else:
+                    np.testing.assert_array_equal(got, expected, err_msg=f"{name} {sig}")
+                checked[0] += 1
+
+
+def check_cost_model() -> None:
+    """For inputs no signature takes as they are: the op boxes to the legal nd-signature of least
+    modelled cost; brute force boxes to every legal one and measures the bytes each moves."""
+    rng = np.random.default_rng(3)
+    for placement in placements():
+        h = len(placement.hierarchy)
+        n = 2 * SIZE + 1
+        a = rng.integers(-9, 10, (n, 4)).astype(np.float32)
+        b = rng.integers(-9, 10, (n, 4)).astype(np.float32)
+        params = rng.integers(-9, 10, (n, 6)).astype(np.float64)
+        idx = rng.integers(0, n, (3,))
+        cases = [
+            ("binary", {"a": (a, (S(0),) * h), "b": (b, (S(1),) * h)}, {"op": "add", "dtype": "float32"}, "float32", a + b,
+             lambda t, sbp: global_ops.binary("add", t["a"], t["b"], sbp=sbp)),
+            ("unary", {"x": (a, (P,) * h)}, {"op": "relu", "dtype": "float32"}, "float32", np.maximum(a, 0),
+             lambda t, sbp: global_ops.unary("relu", t["x"], sbp=sbp)),
+            ("gather", {"params": (params, (S(1),) * h), "indices": (idx, (S(0),) * h)}, {"axis": 0, "batch_dims": 0}, "float64",
+             params[idx], lambda t, sbp: global_ops.gather(t["params"], t["indices"], sbp=sbp)),
+        ]
+        for name, inputs, attrs, out_dtype, expected, call in cases:
+            for requested in (None, (B,) * h):
+                tensors = {n_: make_global(x, placement, s) for n_, (x, s) in inputs.items()}
+                kw = {**{n_: x.shape for n_, (x, _) in inputs.items()}, **attrs}
+                sbps = {n_: t.sbp for n_, t in tensors.items()}
+                sizes = {n_: t.dtype.itemsize for n_, t in tensors.items()}
+                measured = {}
+                for sig in nd_signatures(name, placement.hierarchy, **kw):
+                    before = boxing.received[0]
+                    for n_, t in tensors.items():
+                        t.to_global(sbp=sbp_of(sig, n_))
+                    moved = comm.allreduce(boxing.received[0] - before)
+                    predicted = global_ops.signature_cost(name, placement.hierarchy, kw, sbps, sizes, np.dtype(out_dtype).itemsize, None, sig)
+                    # An all-reduce's count rounds down per rank.
+                    assert abs(moved - predicted) <= SIZE, (name, sig, moved, predicted)
+                    measured[sig] = moved
+                    checked[0] += 1
+                chosen = global_ops.choose(name, tensors, attrs, np.dtype(out_dtype), requested)
+                totals = {
+                    sig: global_ops.signature_cost(name, placement.hierarchy, kw, sbps, sizes, np.dtype(out_dtype).itemsize, requested, sig)
+                    for sig in measured
+                }
+                assert totals[chosen] == min(totals.values()), (name, chosen, totals)
+                if requested is None:
+                    assert measured[chosen] == min(measured.values()), (name, chosen, measured)
+                out = call(tensors, requested)
+                np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
+                assert requested is None or out.sbp == requested
+
+
+def raises(kind, match: str, fn) -> None:
+    """fn raises kind with match in its message on this rank (so on every rank)."""
+    try:
+        fn()
+    except kind as error:
+        assert match in str(error), (match, str(error))
+        checked[0] += 1
+        return
+    raise AssertionError(f"expected {kind.__name__} ({match})")
+
+
+def check_errors() -> None:
+    """Bad input: the same clear error on every rank, and the ranks carry on (no deadlock)."""
+    pl = ep.placement("cpu", list(range(SIZE)))
+    other = ep.placement("cpu", list(reversed(range(SIZE))))
+    x = np.arange(SIZE * 2 * 3, dtype=np.float32).reshape(SIZE * 2, 3)
+    t = make_global(x, pl, S(0))
+    raises(ValueError, "splits axis 2 of a piece of rank 2", lambda: ep.to_global(np.zeros((2, 3)), pl, S(2)))
+    bad = np.zeros((2 + (RANK == 1), 3), np.float32)
+    raises(ValueError, "are not the balanced pieces", lambda: ep.to_global(bad, pl, S(0)))
+    raises(ValueError, "every rank must give the same sbp", lambda: ep.to_global(np.zeros((2, 3)), pl, S(0) if RANK else B))
+    raises(ValueError, "every rank must give the same placement", lambda: ep.to_global(np.zeros((2, 3)), pl if RANK else other, B))
+    raises(TypeError, "every piece must have one dtype", lambda: ep.to_global(np.zeros(3, np.float32 if RANK else np.float64), pl, B))
+    raises(TypeError, "rank 0: sbp", lambda: ep.to_global(np.zeros(3, bool), pl, P))
+    raises(ValueError, "a placement spans all of them", lambda: ep.to_global(np.zeros(3), ep.placement("cpu", [0]), B))
+    u = make_global(x, other, S(0))
+    raises(ValueError, "expected one placement", lambda: global_ops.binary("add", t, u))
+    raises(TypeError, "b: ndarray is not a GlobalTensor", lambda: global_ops.binary("add", t, x))
+    raises(ValueError, "splits axis 2 of a tensor of rank 2", lambda: t.to_global(sbp=S(2)))
+    raises(ValueError, "expected 1, one per hierarchy axis", lambda: t.to_global(sbp=(S(0), B)))
+    # An index out of bounds on one rank's piece only: every rank raises it.
+    params = make_global(np.ones((5, 2), np.float32), pl, B)
+    idx = np.zeros(SIZE, np.int64)
+    idx[-1] = 7
+    raises(IndexError, f"rank {pl.rank((SIZE - 1,))}: ", lambda: global_ops.gather(params, make_global(idx, pl, S(0))))
+    sparams = make_global(np.ones((5, 2), np.float32), pl, S(0))
+    raises(IndexError, "out of range for an axis of size 5", lambda: global_ops.gather(sparams, make_global(idx, pl, B)))
+    # The ranks still agree afterwards.
+    np.testing.assert_array_equal(global_ops.unary("negative", t).numpy(), -x)
+
+
+PARTS = {"boxing": check_boxing, "ops": check_ops, "cost": check_cost_model, "errors": check_errors}
+
+if __name__ == "__main__":
+    for part in sys.argv[1:] or PARTS:
+        PARTS[part]()
+    comm.Barrier()
+    print(f"ok {checked[0]} rank {RANK}/{SIZE}", flush=True)
