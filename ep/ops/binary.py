@@ -10,6 +10,7 @@ from ep.common.math.binary_functor import binary_dst_dtype
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType, GetDevice
+from ep.common.runtime.validate import INT64_MAX, INT64_MIN
 from ep.common.runtime.scalar import integer_out_of_range, is_scalar, result_dtype, scalar_value
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS, BroadcastElementwiseBinaryFactory
@@ -29,15 +30,18 @@ def binary_src_dtype(a: object, b: object) -> DataType:
     return as_data_type(result_dtype(a, b), "a, b")
 
 
-def _exact_scalar(op: BinaryOp, value: object, src_dtype: DataType) -> tuple[object, DataType]:
-    """(value, src_dtype) for a scalar operand, as NumPy 2 evaluates it.
+def _exact_scalar(op: BinaryOp, value: object, name: str, src_dtype: DataType, array: object) -> tuple[object, DataType]:
+    """(value, src_dtype) for the scalar operand name beside array, as NumPy 2 evaluates it.
 
-    An integer outside an integer src_dtype's range has no value in it: a comparison with it is
-    one with +-inf (every element is below or above it), and a logical op sees only that it is
-    nonzero. Any other op keeps it, and scalar_value refuses it (OverflowError, as NumPy).
+    An integer outside an integer src_dtype's range has no value in it. NumPy compares an integer
+    array with any such int (as with +-inf: every element is below or above it); a logical op
+    takes any int within int64 (it sees only that it is nonzero) and none beyond. Other ops keep
+    it, and scalar_value refuses it (OverflowError, as NumPy).
     """
+    if op in _LOGICAL and isinstance(value, (int, np.integer)) and not INT64_MIN <= value <= INT64_MAX:
+        raise OverflowError(f"{name}: {value!r} does not fit in int64")
     side = integer_out_of_range(value, src_dtype)
-    if side and op in _COMPARISONS:
+    if side and op in _COMPARISONS and np.dtype(array.dtype).kind in "iu":
         return side * math.inf, DataType.kDouble
     if side and op in _LOGICAL:
         return 1, src_dtype
@@ -84,9 +88,9 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None):
         raise TypeError(f"a, b: a is on {devices['a'].device_type.value} and b on {devices['b'].device_type.value}")
     src_dtype = binary_src_dtype(a, b)
     if is_scalar(a):
-        a, src_dtype = _exact_scalar(op, a, src_dtype)
+        a, src_dtype = _exact_scalar(op, a, "a", src_dtype, b)
     elif is_scalar(b):
-        b, src_dtype = _exact_scalar(op, b, src_dtype)
+        b, src_dtype = _exact_scalar(op, b, "b", src_dtype, a)
     dst_dtype = binary_dst_dtype(op, src_dtype)
     if dst_dtype is None:
         raise TypeError(f"op: {op.name} does not support dtype {src_dtype.value}")
