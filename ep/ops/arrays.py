@@ -13,7 +13,9 @@ from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import NewPrimitive
 
 
-_CPU = GetDevice(DeviceType.kCPU)
+_CPU_TYPE = DeviceType.kCPU
+_CPU = GetDevice(_CPU_TYPE)
+_ndarray = np.ndarray
 
 
 def device_of(x: object, name: str) -> Device:
@@ -94,10 +96,11 @@ def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: D
         raise ValueError(f"{name}: has shape {tuple(out.shape)}; expected {tuple(shape)}")
     if np.dtype(out.dtype) != dtype.dtype:
         raise TypeError(f"{name}: has dtype {out.dtype}; expected {dtype.value}")
-    if device.device_type is DeviceType.kCPU:
-        if not out.flags.writeable:
+    if device.device_type is _CPU_TYPE:
+        flags = out.flags
+        if not flags.writeable:
             raise ValueError(f"{name}: the array is read-only")
-        contiguous = out.flags.c_contiguous
+        contiguous = flags.c_contiguous
     else:
         contiguous = as_cuda_array(out).is_c_contiguous()
     if not contiguous:
@@ -120,13 +123,26 @@ def unaliased(x, out, device: Device, stream: Stream | None = None, elementwise:
     if x is out:
         if elementwise:
             return x
-    elif device.device_type is DeviceType.kCPU:
-        if (x.base is None and out.base is None) or not _host_overlap(x, out, elementwise):
-            # Two arrays that own their memory are two allocations: the common case, first.
+    elif type(out) is _ndarray:
+        owner = _owner(x)
+        if (owner is not None and owner is not _owner(out)) or not _host_overlap(x, out, elementwise):
+            # Views of two arrays that own their memory lie in two allocations: the common case, first.
             return x
     elif not _device_overlap(x, out, elementwise):
+        # Pointer ranges serve every other array (a CPU subclass too, by its __array_interface__).
         return x
     return contiguous(x, device, stream, copy=True)
+
+
+def _owner(x: np.ndarray) -> np.ndarray | None:
+    """The ndarray that owns x's memory (x, or the root of its views); None for other memory."""
+    while True:
+        base = x.base
+        if base is None:
+            return x
+        if not isinstance(base, _ndarray):
+            return None
+        x = base
 
 
 def _host_overlap(x: np.ndarray, out: np.ndarray, elementwise: bool) -> bool:

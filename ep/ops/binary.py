@@ -38,7 +38,9 @@ def _exact_scalar(op: BinaryOp, value: object, name: str, src_dtype: DataType, a
     takes any int within int64 (it sees only that it is nonzero) and none beyond. Other ops keep
     it, and scalar_value refuses it (OverflowError, as NumPy).
     """
-    if op in _LOGICAL and isinstance(value, (int, np.integer)) and not INT64_MIN <= value <= INT64_MAX:
+    if not isinstance(value, (int, np.integer)):
+        return value, src_dtype
+    if op in _LOGICAL and not INT64_MIN <= value <= INT64_MAX:
         raise OverflowError(f"{name}: {value!r} does not fit in int64")
     side = integer_out_of_range(value, src_dtype)
     if side and op in _COMPARISONS and np.dtype(array.dtype).kind in "iu":
@@ -56,12 +58,15 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None):
     """
     if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is b.dtype:
         # Two CPU arrays of one dtype: everything but the buffers comes from the cache.
-        key = (op, a.dtype, a.shape, b.shape, type(attr0), attr0, type(attr1), attr1)
         try:
-            primitive, dst_dtype, shape, dims0, dims1 = _cached_array_plan(*key)
+            primitive, dst_dtype, shape, dims0, dims1 = _cached_array_plan(
+                op, a.dtype, a.shape, b.shape, type(attr0), attr0, type(attr1), attr1
+            )
         except TypeError:
             # An unhashable argument, or a bad one: the uncached plan raises the error that names it.
-            primitive, dst_dtype, shape, dims0, dims1 = _array_plan(*key)
+            primitive, dst_dtype, shape, dims0, dims1 = _array_plan(
+                op, a.dtype, a.shape, b.shape, type(attr0), attr0, type(attr1), attr1
+            )
         stream = stream_for(_CPU, stream)
         if not a.flags.c_contiguous:
             a = contiguous(a, _CPU)
@@ -70,7 +75,11 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None):
         if out is None:
             out = np.empty(shape, dst_dtype.dtype)
         else:
-            check_out(out, "out", shape, dst_dtype, _CPU)
+            if not (
+                type(out) is np.ndarray and out.dtype is dst_dtype.dtype and out.shape == shape
+                and (flags := out.flags).c_contiguous and flags.writeable
+            ):
+                check_out(out, "out", shape, dst_dtype, _CPU)
             # Arrays that own their memory cannot overlap out: only views need the overlap test.
             if a is not out and (a.base is not None or out.base is not None):
                 a = unaliased(a, out, _CPU, stream, elementwise=True)

@@ -10,6 +10,8 @@ import numpy as np
 from ep.common.runtime.data_type import DataType
 
 _SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+# The representative of each Python scalar type's kind (see promotion_key).
+_WEAK = {bool: False, int: 0, float: 0.0}
 
 
 
@@ -26,15 +28,18 @@ def result_dtype(a: object, b: object) -> np.dtype:
     -> float16), else takes NumPy's default of its kind (int8 + 1.5 -> float64, bool + 3 -> int64).
     A Python int out of the dtype's range is refused later, by scalar_value, as NumPy refuses it.
     """
-    return _result_dtype(_promotion_key(a), _promotion_key(b))
+    return _result_dtype(promotion_key(a), promotion_key(b))
 
 
-def _promotion_key(x: object):
+def promotion_key(x: object):
     """What promotion depends on: a dtype, or for a weak scalar a representative of its kind.
 
     NumPy 2 (NEP 50) promotes a Python scalar by its kind, never by its value, so False, 0 and 0.0
     stand for every bool, int and float (subclasses included).
     """
+    kind = _WEAK.get(type(x))
+    if kind is not None:
+        return kind
     if isinstance(x, np.generic):
         return x.dtype
     if isinstance(x, bool):
