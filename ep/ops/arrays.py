@@ -124,8 +124,8 @@ def unaliased(x, out, device: Device, stream: Stream | None = None, elementwise:
         if elementwise:
             return x
     elif type(out) is _ndarray:
-        owner = _owner(x)
-        if (owner is not None and owner is not _owner(out)) or not _host_overlap(x, out, elementwise):
+        owner = x if x.base is None else _owner(x)
+        if (owner is not None and owner is not (out if out.base is None else _owner(out))) or not _host_overlap(x, out, elementwise):
             # Views of two arrays that own their memory lie in two allocations: the common case, first.
             return x
     elif not _device_overlap(x, out, elementwise):
