@@ -1,4 +1,10 @@
-"""The Operator layer: shapes, validation and dims folding, then NewPrimitive + Launch."""
+"""The Operator layer: shapes, validation and dims folding, then NewPrimitive + Launch.
+
+Conventions every op follows: attributes (attr0, attr1) are real numbers, Python or NumPy ints
+and floats (a bool, a container or a string is a TypeError naming the attribute); scalar operands
+promote as in NumPy 2 (NEP 50); an out= that overlaps an input gives NumPy's result, as if every
+input were read first (the input is copied, except for an elementwise op run exactly in place).
+"""
 from ep.ops.binary import binary
 from ep.ops.expand import expand, expand_grad, repeat
 from ep.ops.gather import batch_gather, gather, gather_grad

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -10,21 +11,44 @@ from ep.common.math.ops.record import document_ops
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType, GetDevice
-from ep.include.primitive.binary_op import as_binary_op
-from ep.common.runtime.scalar import is_scalar, scalar_value
+from ep.common.runtime.validate import INT64_MAX, INT64_MIN
+from ep.common.runtime.scalar import integer_out_of_range, is_scalar, result_dtype, scalar_value
+from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS, BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import check_out, contiguous, device_of, output, stream_for
+from ep.ops.arrays import check_out, contiguous, device_of, output, stream_for, unaliased
 from ep.ops.unary import unary
 
 _CPU = GetDevice(DeviceType.kCPU)
+_COMPARISONS = frozenset(
+    (BinaryOp.kEqual, BinaryOp.kNotEqual, BinaryOp.kLessThan, BinaryOp.kLessEqual, BinaryOp.kGreaterThan, BinaryOp.kGreaterEqual)
+)
+_LOGICAL = frozenset((BinaryOp.kLogicalAnd, BinaryOp.kLogicalOr, BinaryOp.kLogicalXor))
 
 
 def binary_src_dtype(a: object, b: object) -> DataType:
-    """The dtype both operands are computed in: np.result_type of the arrays and NumPy scalars, where
-    a Python scalar takes the other operand's dtype."""
-    dtypes = [np.dtype(x.dtype) for x in (a, b) if isinstance(x, np.generic) or not is_scalar(x)]
-    return as_data_type(np.result_type(*dtypes), "a, b")
+    """The dtype both operands are computed in: NumPy 2's promotion of a and b (scalar.result_dtype)."""
+    return as_data_type(result_dtype(a, b), "a, b")
+
+
+def _exact_scalar(op: BinaryOp, value: object, name: str, src_dtype: DataType, array: object) -> tuple[object, DataType]:
+    """(value, src_dtype) for the scalar operand name beside array, as NumPy 2 evaluates it.
+
+    An integer outside an integer src_dtype's range has no value in it. NumPy compares an integer
+    array with any such int (as with +-inf: every element is below or above it); a logical op
+    takes any int within int64 (it sees only that it is nonzero) and none beyond. Other ops keep
+    it, and scalar_value refuses it (OverflowError, as NumPy).
+    """
+    if not isinstance(value, (int, np.integer)):
+        return value, src_dtype
+    if op in _LOGICAL and not INT64_MIN <= value <= INT64_MAX:
+        raise OverflowError(f"{name}: {value!r} does not fit in int64")
+    side = integer_out_of_range(value, src_dtype)
+    if side and op in _COMPARISONS and np.dtype(array.dtype).kind in "iu":
+        return side * math.inf, DataType.kDouble
+    if side and op in _LOGICAL:
+        return 1, src_dtype
+    return value, src_dtype
 
 
 def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
@@ -45,18 +69,33 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
         attr0, attr1 = binary_keyword_attrs(op, attrs, attr0, attr1)
     if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is b.dtype:
         # Two CPU arrays of one dtype: everything but the buffers comes from the cache.
-        primitive, dst_dtype, shape, dims0, dims1 = _array_plan(
-            op, a.dtype, a.shape, b.shape, type(attr0), attr0, type(attr1), attr1
-        )
+        try:
+            primitive, dst_dtype, shape, dims0, dims1 = _cached_array_plan(
+                op, a.dtype, a.shape, b.shape, type(attr0), attr0, type(attr1), attr1
+            )
+        except TypeError:
+            # An unhashable argument, or a bad one: the uncached plan raises the error that names it.
+            primitive, dst_dtype, shape, dims0, dims1 = _array_plan(
+                op, a.dtype, a.shape, b.shape, type(attr0), attr0, type(attr1), attr1
+            )
         stream = stream_for(_CPU, stream)
-        if out is None:
-            out = np.empty(shape, dst_dtype.dtype)
-        else:
-            check_out(out, "out", shape, dst_dtype, _CPU)
         if not a.flags.c_contiguous:
             a = contiguous(a, _CPU)
         if not b.flags.c_contiguous:
             b = contiguous(b, _CPU)
+        if out is None:
+            out = np.empty(shape, dst_dtype.dtype)
+        else:
+            if not (
+                type(out) is np.ndarray and out.dtype is dst_dtype.dtype and out.shape == shape
+                and (flags := out.flags).c_contiguous and flags.writeable
+            ):
+                check_out(out, "out", shape, dst_dtype, _CPU)
+            # Arrays that own their memory cannot overlap out: only views need the overlap test.
+            if a is not out and (a.base is not None or out.base is not None):
+                a = unaliased(a, out, _CPU, stream, elementwise=True)
+            if b is not out and (b.base is not None or out.base is not None):
+                b = unaliased(b, out, _CPU, stream, elementwise=True)
         primitive.Launch(stream, dims0, a, dims1, b, out)
         return out
     op = as_binary_op(op)
@@ -68,19 +107,27 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
     if len({d.device_type for d in devices.values()}) > 1:
         raise TypeError(f"a, b: a is on {devices['a'].device_type.value} and b on {devices['b'].device_type.value}")
     src_dtype = binary_src_dtype(a, b)
+    if is_scalar(a):
+        a, src_dtype = _exact_scalar(op, a, "a", src_dtype, b)
+    elif is_scalar(b):
+        b, src_dtype = _exact_scalar(op, b, "b", src_dtype, a)
     dst_dtype = binary_dst_dtype(op, src_dtype)
     if dst_dtype is None:
         raise TypeError(f"op: {op.name} does not support dtype {src_dtype.value}")
     shape = broadcast_shape(np.shape(a), np.shape(b), names=("a", "b"))
     stream = stream_for(device, stream)
+    if out is not None:
+        check_out(out, "out", shape, dst_dtype, device)
     operands = []
     for name, x in (("a", a), ("b", b)):
         if is_scalar(x):
             operands.append(scalar_value(x, name, src_dtype))
-        elif as_data_type(x.dtype, name) is not src_dtype:
-            operands.append(unary("cast", x, dtype=src_dtype, stream=stream))
+            continue
+        if as_data_type(x.dtype, name) is not src_dtype:
+            x = unary("cast", x, dtype=src_dtype, stream=stream)
         else:
-            operands.append(contiguous(x, device, stream))
+            x = contiguous(x, device, stream)
+        operands.append(x if out is None else unaliased(x, out, device, stream, elementwise=True))
     a, b = operands
     primitive = NewPrimitive(BroadcastElementwiseBinaryFactory, device, op, src_dtype, dst_dtype, MAX_NUM_DIMS, attr0, attr1)
     out = output(out, shape, dst_dtype, device, stream)
@@ -88,10 +135,8 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
     return out
 
 
-@functools.lru_cache(maxsize=4096)
 def _array_plan(op, dtype, a_shape, b_shape, attr0_type, attr0, attr1_type, attr1):
-    # Keyed by the caller's own arguments (attribute types included, since 1 == 1.0 == True), so
-    # a repeated call skips every normalization: (primitive, dst dtype, shape, dims0, dims1).
+    """(primitive, dst dtype, shape, dims0, dims1) of two CPU arrays of one dtype."""
     op = as_binary_op(op)
     src_dtype = as_data_type(dtype, "a, b")
     dst_dtype = binary_dst_dtype(op, src_dtype)
@@ -103,6 +148,11 @@ def _array_plan(op, dtype, a_shape, b_shape, attr0_type, attr0, attr1_type, attr
         BroadcastElementwiseBinaryFactory, _CPU, op, src_dtype, dst_dtype, MAX_NUM_DIMS, attr0, attr1
     )
     return primitive, dst_dtype, shape, dims0, dims1
+
+
+# Keyed by the caller's own arguments (attribute types included, since 1 == 1.0 == True), so a
+# repeated call skips every normalization; bounded, since attribute values are caller data.
+_cached_array_plan = functools.lru_cache(maxsize=4096)(_array_plan)
 
 
 def _array_dims(a_shape: tuple[int, ...], b_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple:

@@ -7,11 +7,11 @@ import sys
 from typing import Sequence
 
 from ep.common.runtime.data_type import as_data_type
-from ep.common.runtime.validate import dims
+from ep.common.runtime.validate import INT64_MAX, INT64_MIN, dims, int64
 from ep.include.primitive.expand import ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import contiguous, device_of, empty, output, stream_for
+from ep.ops.arrays import check_out, contiguous, device_of, empty, output, stream_for, unaliased
 
 
 # expand_shape's results by (input_shape, sizes); a program cycling through more shapes recomputes them.
@@ -27,21 +27,17 @@ def _expand_primitive(device, x_dtype):
 
 
 def _int_sizes(sizes: object, name: str) -> tuple[int, ...]:
+    """sizes as a tuple of ints in int64's range (any sign: the rules that read them check it)."""
     if type(sizes) is tuple or type(sizes) is list:
         # The common case without a call per size.
         for size in sizes:
-            if type(size) is not int:
+            if type(size) is not int or not INT64_MIN <= size <= INT64_MAX:
                 break
         else:
             return tuple(sizes)
     if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
         raise TypeError(f"{name}: {sizes!r} is not a sequence of ints")
-    out = []
-    for i, size in enumerate(sizes):
-        if isinstance(size, bool) or not hasattr(size, "__index__"):
-            raise TypeError(f"{name}[{i}]: {size!r} is not an integer")
-        out.append(size.__index__())
-    return tuple(out)
+    return tuple(int64(size, f"{name}[{i}]") for i, size in enumerate(sizes))
 
 
 def expand_shape(input_shape: Sequence[int], sizes: Sequence[int], name: str = "sizes") -> tuple[int, ...]:
@@ -111,8 +107,11 @@ def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     x_shape = tuple(x.shape)
     shape = expand_shape(x_shape, sizes)
     stream = stream_for(device, stream)
-    out = output(out, shape, dtype, device, stream)
     x = contiguous(x, device, stream)
+    if out is None:
+        out = empty(shape, dtype, device, stream)
+    else:
+        x = unaliased(x, check_out(out, "out", shape, dtype, device), device, stream)
     primitive.Launch(stream, x_shape, x, shape, out)
     return out
 
@@ -129,14 +128,18 @@ def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None):
     if primitive is None:
         raise TypeError(f"dy: expand_grad does not support dtype {dtype.value}")
     stream = stream_for(device, stream)
-    out = output(out, input_shape, dtype, device, stream)
     dy = contiguous(dy, device, stream)
+    if out is None:
+        out = empty(input_shape, dtype, device, stream)
+    else:
+        dy = unaliased(dy, check_out(out, "out", input_shape, dtype, device), device, stream)
     primitive.Launch(stream, dy_shape, dy, input_shape, out)
     return out
 
 
-def repeat(x, sizes: Sequence[int], *, stream=None):
-    """x tiled sizes times along each dim (torch.Tensor.repeat; np.tile when len(sizes) >= x.ndim).
+def repeat(x, sizes: Sequence[int], *, out=None, stream=None):
+    """x tiled sizes times along each dim (torch.Tensor.repeat; np.tile when len(sizes) >= x.ndim),
+    as a new C-contiguous array (or out).
 
     A repeat r of a dim of size n becomes a new dim r in front of it, expanded: x's storage read
     as (1, n0, 1, n1, ...) is expanded to (r0, n0, r1, n1, ...), which is the result's storage.
@@ -145,11 +148,11 @@ def repeat(x, sizes: Sequence[int], *, stream=None):
     primitive, dtype = _expand_primitive(device, x.dtype)
     padded, sizes, shape = repeat_shape(x.shape, sizes)
     stream = stream_for(device, stream)
-    out = empty(shape, dtype, device, stream)
-    if math.prod(sizes) == 0:
+    out = output(out, shape, dtype, device, stream)
+    if math.prod(shape) == 0:
         # Expand only grows dims, it never empties one.
         return out
     interleaved = tuple(d for n in padded for d in (1, n))
     expanded = tuple(d for r, n in zip(sizes, padded) for d in (r, n))
-    primitive.Launch(stream, interleaved, contiguous(x, device, stream), expanded, out)
+    primitive.Launch(stream, interleaved, unaliased(contiguous(x, device, stream), out, device, stream), expanded, out)
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -15,12 +16,12 @@ import numpy as np
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES
 from ep.common.runtime.data_type import INDEX_TYPES, DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice
-from ep.common.runtime.validate import integer
+from ep.common.runtime.validate import dims, integer
 from ep.include.primitive.batch_gather import BatchGatherFactory
 from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
-from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
+from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for, unaliased
 
 _INDEX_DTYPES = {dtype.dtype: dtype for dtype in INDEX_TYPES}
 _CPU = GetDevice(DeviceType.kCPU)
@@ -150,8 +151,14 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
     stream = device.default_stream if stream is None else stream_for(device, stream)
     if out is None:
         out = empty(shape.shape, params_dtype, device, stream)
-    elif not (device is _CPU and type(out) is np.ndarray and out.shape == shape.shape and out.dtype is params.dtype):
-        check_out(out, "out", shape.shape, params_dtype, device)
+    else:
+        if not (
+            device is _CPU and type(out) is np.ndarray and out.shape == shape.shape and out.dtype is params.dtype
+            and (flags := out.flags).c_contiguous and flags.writeable
+        ):
+            check_out(out, "out", shape.shape, params_dtype, device)
+        params = unaliased(params, out, device, stream)
+        indices = unaliased(indices, out, device, stream)
     if shape.batch * shape.num_indices == 0 or (not check_bounds and math.prod(shape.shape) == 0):
         return out
     try:
@@ -183,9 +190,7 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
         names = ", ".join(d.value for d in SUM_TYPES)
         raise TypeError(f"dy: dtype {dtype.value} is not supported by gather_grad; expected one of {names}")
     indices_dtype = _indices_dtype(indices.dtype)
-    params_shape = tuple(integer(d, "params_shape") for d in params_shape)
-    if any(d < 0 for d in params_shape):
-        raise ValueError(f"params_shape: {params_shape} has a negative dim")
+    params_shape = dims(params_shape, "params_shape", sys.maxsize)
     shape = gather_shape(params_shape, indices_shape, axis, batch_dims)
     if dy_shape != shape.shape:
         raise ValueError(f"dy: has shape {dy_shape}; expected {shape.shape}, the gather's result shape")

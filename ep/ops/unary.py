@@ -11,7 +11,10 @@ from ep.common.math.unary_functor import UNARY_FUNCTORS, unary_dst_dtypes, unary
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
-from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for
+from ep.common.runtime.device import DeviceType, GetDevice
+from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for, unaliased
+
+_CPU = GetDevice(DeviceType.kCPU)
 
 
 def unary_result_dtype(op: UnaryOp, src_dtype: DataType, dtype: object = None) -> DataType:
@@ -62,11 +65,16 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, *
     shape = x.shape
     if type(x) is not np.ndarray or not x.flags.c_contiguous:
         # contiguous() copies; taken after the shape, since a copy of a 0-d array may be 1-d.
-        x = contiguous(x, device)
+        x = contiguous(x, device, stream)
     if out is None:
         out = empty(shape, as_data_type(dst_dtype), device, stream)
-    elif not (type(out) is np.ndarray and out.dtype is dst_dtype and out.shape == shape and (f := out.flags).c_contiguous and f.writeable):
+    elif device is _CPU and type(out) is np.ndarray and out.dtype is dst_dtype and out.shape == shape and (f := out.flags).c_contiguous and f.writeable:
+        # Two arrays that own their memory cannot overlap: only views need the overlap test.
+        if out is not x and (x.base is not None or out.base is not None):
+            x = unaliased(x, out, device, stream, elementwise=True)
+    else:
         check_out(out, "out", tuple(shape), as_data_type(dst_dtype), device)
+        x = unaliased(x, out, device, stream, elementwise=True)
     primitive.Launch(stream, x, out, x.size)
     return out
 

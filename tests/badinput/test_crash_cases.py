@@ -3,7 +3,6 @@ overflow, offsets at its extremes, malformed __cuda_array_interface__), all in o
 import functools
 import os
 
-import pytest
 
 from guards import names_argument, run_batch
 

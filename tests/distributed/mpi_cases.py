@@ -10,7 +10,7 @@ import numpy as np
 from mpi4py import MPI
 
 import ep
-from ep.sbp import balanced_split, broadcast as B, nd_signatures, partial_sum as P, split as S, split_array
+from ep.sbp import broadcast as B, nd_signatures, partial_sum as P, split as S, split_array
 from ep.sbp import boxing, global_ops
 from ep.sbp.signature import sbp_of
 

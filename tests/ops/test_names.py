@@ -3,7 +3,6 @@
 Each alias is checked twice: it resolves to the intended op, and ep.ops gives what NumPy computes
 for the function of that name, on a small array of each device.
 """
-import enum
 import math
 import pydoc
 

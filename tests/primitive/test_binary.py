@@ -187,9 +187,12 @@ def test_integer_results_wrap_like_numpy(device, dtype):
         np.testing.assert_array_equal(launch(device, op, a, b[1], dtype), reference(a, b[1]), err_msg=op)
 
 
-@pytest.mark.parametrize("value, message", [(300, "out of the range of int8"), (float("nan"), "has no int8 value")])
-def test_scalar_without_a_value_in_the_dtype(device, value, message):
-    with pytest.raises(ValueError, match=f"src1: .*{message}"):
+@pytest.mark.parametrize(
+    "value, error, message",
+    [(300, OverflowError, "out of the range of int8"), (float("nan"), ValueError, "has no int8 value")],
+)
+def test_scalar_without_a_value_in_the_dtype(device, value, error, message):
+    with pytest.raises(error, match=f"src1: .*{message}"):
         launch(device, "add", np.ones(3, np.int8), value, np.int8)
 
 
@@ -374,11 +377,12 @@ def test_ops_promote_by_result_type(device, dtype0, dtype1):
     assert_close(got, numpy_reference(np.multiply, a.astype(result), b.astype(result), result))
 
 
-def test_ops_python_scalar_takes_the_other_dtype_and_numpy_scalar_promotes(device):
+def test_ops_scalars_promote_as_numpy2(device):
+    # NEP 50: a Python int keeps an integer array's dtype, a Python float makes it float64.
     a = np.array([[120, -5, 3]], np.int8)
     assert_close(ops_binary(device, "add", a, 10), (a + np.int8(10)).astype(np.int8))
     assert_close(ops_binary(device, "sub", 3, a), (np.int8(3) - a).astype(np.int8))
-    assert_close(ops_binary(device, "mul", a, 2.7), a * np.int8(2))
+    assert_close(ops_binary(device, "mul", a, 2.7), a * 2.7)
     assert_close(ops_binary(device, "add", a, np.float64(0.5)), a + np.float64(0.5))
     assert_close(ops_binary(device, "less_than", a, 3), a < 3)
 

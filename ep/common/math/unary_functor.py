@@ -55,9 +55,12 @@ def fill_attrs(op: object, attrs: tuple, attr0: object, attr1: object, scalar: t
             raise ValueError(f"attr{position}: {op.name} needs {name}, which has no default")
         if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, (bool, np.bool_)):
             raise TypeError(f"attr{position}: {name} of {op.name} must be a number; got {value!r}")
-        values.append(value)
-    values += [0] * (2 - len(values))
-    return scalar(values[0]), scalar(values[1])
+        try:
+            values.append(scalar(value))
+        except OverflowError:
+            raise OverflowError(f"attr{position}: {name} of {op.name} is {value!r}, out of the range of {np.dtype(scalar).name}") from None
+    values += [scalar(0)] * (2 - len(values))
+    return values[0], values[1]
 
 
 def keyword_attrs(op: object, attrs: tuple, keywords: dict, attr0: object, attr1: object) -> tuple[object, object]:

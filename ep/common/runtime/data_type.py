@@ -52,6 +52,8 @@ class DataType(NamedEnum):
         # DataType(np.float32), DataType(np.dtype("float32")) and DataType("kFloat") work like DataType("float32").
         if isinstance(value, str) and value in cls.__members__:
             return cls.__members__[value]
+        if value is None:
+            return None
         try:
             dtype = np.dtype(value)
         except (TypeError, ValueError):
@@ -68,16 +70,14 @@ _BY_DTYPE = {dt.dtype: dt for dt in DataType}
 
 
 def as_data_type(value: object, name: str = "dtype") -> DataType:
-    """A DataType from a DataType, a NumPy dtype or anything np.dtype accepts; TypeError otherwise."""
+    """A DataType from a DataType, a NumPy dtype or anything np.dtype accepts but None; TypeError
+    naming name otherwise (np.dtype(None) is float64, which no caller means)."""
     if isinstance(value, DataType):
         return value
-    found = None
-    # np.dtype(None) is float64: None names no data type here.
-    if value is not None:
-        try:
-            found = _BY_DTYPE.get(np.dtype(value))
-        except (TypeError, ValueError):
-            pass
+    try:
+        found = None if value is None else _BY_DTYPE.get(np.dtype(value))
+    except (TypeError, ValueError):
+        found = None
     if found is None:
         names = ", ".join(dt.value for dt in DataType)
         raise TypeError(f"{name}: {value!r} is not a supported data type; expected one of {names}")

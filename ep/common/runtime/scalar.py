@@ -1,6 +1,8 @@
-"""Scalar arguments: what counts as one, and its value converted to a primitive's dtype."""
+"""Scalar operands: what counts as one, the dtype it computes in beside an array, and its value
+converted to a primitive's dtype."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -8,6 +10,9 @@ import numpy as np
 from ep.common.runtime.data_type import DataType
 
 _SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+# The representative of each Python scalar type's kind (see promotion_key).
+_WEAK = {bool: False, int: 0, float: 0.0}
+
 
 
 def is_scalar(obj: object) -> bool:
@@ -15,11 +20,50 @@ def is_scalar(obj: object) -> bool:
     return isinstance(obj, _SCALAR_TYPES)
 
 
+def result_dtype(a: object, b: object) -> np.dtype:
+    """The dtype op(a, b) is computed in, as NumPy 2 promotes its operands (NEP 50).
+
+    Arrays (anything with a dtype) and NumPy scalars are typed; a Python bool, int or float is
+    weak: it keeps an array's dtype when that dtype holds its kind (int8 + 3 -> int8, float16 + 1.5
+    -> float16), else takes NumPy's default of its kind (int8 + 1.5 -> float64, bool + 3 -> int64).
+    A Python int out of the dtype's range is refused later, by scalar_value, as NumPy refuses it.
+    """
+    return _result_dtype(promotion_key(a), promotion_key(b))
+
+
+def promotion_key(x: object):
+    """What promotion depends on: a dtype, or for a weak scalar a representative of its kind.
+
+    NumPy 2 (NEP 50) promotes a Python scalar by its kind, never by its value, so False, 0 and 0.0
+    stand for every bool, int and float (subclasses included).
+    """
+    kind = _WEAK.get(type(x))
+    if kind is not None:
+        return kind
+    if isinstance(x, np.generic):
+        return x.dtype
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, int):
+        return 0
+    if isinstance(x, float):
+        return 0.0
+    return np.dtype(x.dtype)
+
+
+# typed: False, 0 and 0.0 are equal keys otherwise. Keys are dtypes and three representatives,
+# so the cache holds a few dozen entries.
+@functools.lru_cache(maxsize=256, typed=True)
+def _result_dtype(a, b) -> np.dtype:
+    return np.result_type(a, b)
+
+
 def scalar_value(value: object, name: str, dtype: DataType):
     """A scalar operand converted to dtype (as OneFlow's Scalar overloads do), in its compute dtype.
 
-    Raises TypeError for a non-scalar, ValueError when the value has no such conversion: NaN or inf
-    to an integer dtype, or an integer outside the dtype's range.
+    A float given to an integer dtype is truncated toward zero. Raises TypeError for a non-scalar;
+    OverflowError, as NumPy does, for an integer outside the dtype's range (or a float's); and
+    ValueError for NaN or inf given to an integer dtype.
     """
     if not is_scalar(value):
         raise TypeError(f"{name}: {value!r} is not a real scalar")
@@ -27,12 +71,24 @@ def scalar_value(value: object, name: str, dtype: DataType):
     if dtype is DataType.kBool:
         return np.bool_(value != 0)
     if dtype.is_floating:
-        return compute(dtype.dtype.type(value))
+        try:
+            return compute(dtype.dtype.type(value))
+        except OverflowError:
+            raise OverflowError(f"{name}: {value!r} is out of the range of {dtype.value}") from None
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(value):
             raise ValueError(f"{name}: {value!r} has no {dtype.value} value")
         value = math.trunc(value)
     info = np.iinfo(dtype.dtype)
     if not info.min <= int(value) <= info.max:
-        raise ValueError(f"{name}: {value!r} is out of the range of {dtype.value} [{info.min}, {info.max}]")
+        raise OverflowError(f"{name}: {value!r} is out of the range of {dtype.value} [{info.min}, {info.max}]")
     return compute(int(value))
+
+
+def integer_out_of_range(value: object, dtype: DataType) -> int:
+    """For a Python or NumPy integer outside integer dtype's range: 1 above it, -1 below; else 0."""
+    if not dtype.is_integer or isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        return 0
+    info = np.iinfo(dtype.dtype)
+    value = int(value)
+    return 1 if value > info.max else -1 if value < info.min else 0

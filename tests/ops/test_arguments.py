@@ -1,0 +1,154 @@
+"""Bad arguments to ep.ops and to New get errors naming the caller's argument, on every call
+(cache hits included); the ops' caches stay bounded whatever attribute values arrive."""
+import importlib
+import math
+
+import numpy as np
+import pytest
+
+import ep
+from ep.common.primitive.factory import MAX_CACHED_PRIMITIVES
+from ep.common.runtime.device import DeviceType
+from ep.include.primitive.primitive import GetFactory
+from ep.testing import to_device
+
+# The modules, not the functions ep.ops exports under the same names.
+unary_module, binary_module, gather_module = (importlib.import_module(f"ep.ops.{m}") for m in ("unary", "binary", "gather"))
+
+# Attributes are real numbers: Python or NumPy ints and floats; bool is not a number here (a
+# slope of True is a mistake), nor are containers or strings.
+
+
+def test_attribute_checks_run_on_every_call(device):
+    x = to_device(np.linspace(-2, 2, 8, dtype=np.float32), device)
+    for good, bad in ((1, True), (1, np.bool_(True)), (0.5, [0.5]), (2, "2")):
+        ep.ops.unary("leaky_relu", x, good)
+        for _ in range(2):  # the second call would be a cache hit
+            with pytest.raises(TypeError, match="attr0: alpha of kLeakyRelu must be a number"):
+                ep.ops.unary("leaky_relu", x, bad)
+    a = to_device(np.ones(4, np.float32), device)
+    ep.ops.binary("is_close", a, a, 1e-3)
+    for _ in range(2):
+        with pytest.raises(TypeError, match="attr0: atol of kIsClose must be a number"):
+            ep.ops.binary("is_close", a, a, True)
+        with pytest.raises(TypeError, match="attr0: atol of kIsClose must be a number"):
+            ep.ops.binary("is_close", a, a, [1e-3])
+
+
+def test_unhashable_op_and_attributes_are_named(device):
+    x = to_device(np.ones(4, np.float32), device)
+    with pytest.raises(TypeError, match=r"op: \['relu'\] is not a unary op"):
+        ep.ops.unary(["relu"], x)
+    with pytest.raises(TypeError, match=r"op: \['add'\] is not a binary op"):
+        ep.ops.binary(["add"], x, x)
+    with pytest.raises(TypeError, match="attr1: threshold of kSoftPlus must be a number"):
+        ep.ops.unary("soft_plus", x, 1.0, {})
+    with pytest.raises(ValueError, match=r"attr0: kAdd takes no attributes; got \[1\]"):
+        ep.ops.binary("add", x, x, [1])
+
+
+def test_huge_integers_are_named(device):
+    x = to_device(np.ones(4, np.float32), device)
+    huge = 10**400
+    with pytest.raises(OverflowError, match="attr0: alpha of kLeakyRelu is 1000"):
+        ep.ops.unary("leaky_relu", x, huge)
+    with pytest.raises(OverflowError, match="attr1: rtol of kIsClose is 1000"):
+        ep.ops.binary("is_close", x, x, 1e-8, huge)
+    with pytest.raises(OverflowError, match="attr0: alpha of kLeakyRelu"):
+        ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "leaky_relu", np.float32, np.float32, huge)
+    with pytest.raises(ValueError, match=r"sizes\[0\]: 1000.* does not fit in int64"):
+        ep.ops.expand(x, (huge, 4))
+    with pytest.raises(ValueError, match=r"sizes\[0\]: 1000.* does not fit in int64"):
+        ep.ops.repeat(x, (huge,))
+    with pytest.raises(ValueError, match="axis: 1000.* is out of range"):
+        ep.ops.gather(x, to_device(np.zeros(2, np.int64), device), huge)
+    with pytest.raises(ValueError, match=r"params_shape\[0\]: 1000.* does not fit in int64"):
+        ep.ops.gather_grad(x, to_device(np.zeros(4, np.int64), device), (huge,))
+
+
+def test_none_is_not_a_dtype(device):
+    for args in (("relu", None, None), ("relu", np.float32, None)):
+        with pytest.raises(TypeError, match=r"(src|dst)_dtype: None is not a supported data type"):
+            ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, *args)
+    with pytest.raises(TypeError, match="src_dtype: None"):
+        ep.NewPrimitive(ep.BroadcastElementwiseBinaryFactory, device, "add", None, np.float32)
+    with pytest.raises(TypeError, match="dtype: kCast needs a destination dtype"):
+        ep.ops.unary("cast", to_device(np.ones(2, np.float32), device), dtype=None)
+    assert ep.DataType._missing_(None) is None
+
+
+def test_non_shape_arguments_are_named(device):
+    dy = to_device(np.ones(3, np.float32), device)
+    indices = to_device(np.arange(3), device)
+    with pytest.raises(TypeError, match="params_shape: 10 is not a sequence of sizes"):
+        ep.ops.gather_grad(dy, indices, 10)
+    with pytest.raises(ValueError, match=r"params_shape\[0\]: -1 is negative"):
+        ep.ops.gather_grad(dy, indices, (-1,))
+    with pytest.raises(TypeError, match="axis: 'a' is not an integer"):
+        ep.ops.gather(dy, indices, "a")
+    with pytest.raises(TypeError, match="sizes: 4 is not a sequence of ints"):
+        ep.ops.expand(dy, 4)
+    with pytest.raises(TypeError, match="input_shape: 3 is not a sequence of sizes"):
+        ep.ops.expand_grad(dy, 3)
+    with pytest.raises(TypeError, match="x: list is not an array"):
+        ep.ops.unary("relu", [1.0])
+    with pytest.raises(TypeError, match="b: list is not an array"):
+        ep.ops.binary("add", dy, [1.0])
+
+
+def _out_errors(device, call, shape, dtype):
+    """call(out) names out (never dst) for a strided, a misshapen and a mistyped 1-d out."""
+    with pytest.raises(ValueError, match=r"out: must be C-contiguous"):
+        call(to_device(np.zeros(2 * shape[0], dtype), device)[::2])
+    with pytest.raises(ValueError, match=r"out: has shape"):
+        call(to_device(np.zeros(shape + (1,), dtype), device))
+    other = np.float64 if np.dtype(dtype) != np.float64 else np.float32
+    with pytest.raises(TypeError, match=r"out: has dtype"):
+        call(to_device(np.zeros(shape, other), device))
+
+
+def test_out_errors_name_out(device):
+    x = to_device(np.ones(4, np.float32), device)
+    i = to_device(np.arange(4), device)
+    calls = [
+        (lambda out: ep.ops.unary("relu", x, out=out), (4,), np.float32),
+        (lambda out: ep.ops.binary("add", x, x, out=out), (4,), np.float32),
+        (lambda out: ep.ops.binary("add", x, 1, out=out), (4,), np.float32),
+        (lambda out: ep.ops.gather(x, i, out=out), (4,), np.float32),
+        (lambda out: ep.ops.expand(x, (4,), out=out), (4,), np.float32),
+        (lambda out: ep.ops.expand_grad(x, (4,), out=out), (4,), np.float32),
+        (lambda out: ep.ops.repeat(x, (1,), out=out), (4,), np.float32),
+    ]
+    for call, shape, dtype in calls:
+        _out_errors(device, call, shape, dtype)
+    readonly = np.zeros(4, np.float32)
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="out: the array is read-only"):
+        ep.ops.unary("relu", np.ones(4, np.float32), out=readonly)
+
+
+def _cache_sizes():
+    return (
+        unary_module._cached_primitive.cache_info(),
+        binary_module._cached_array_plan.cache_info(),
+        gather_module._cached_gather_op.cache_info(),
+    )
+
+
+def _factory_cache(factory_type):
+    return len(GetFactory(factory_type, DeviceType.kCPU)._primitives._entries)
+
+
+def test_caches_stay_bounded():
+    x = np.linspace(-1, 1, 4, dtype=np.float32)
+    for i in range(20_000):
+        ep.ops.unary("leaky_relu", x, 0.5 + i * 1e-6)
+        ep.ops.binary("is_close", x, x, 1e-8, 1e-5 + i * 1e-9)
+    for _ in range(5_000):
+        ep.ops.unary("leaky_relu", x, float("nan"))
+        ep.ops.binary("is_close", x, x, float("nan"))
+    for info in _cache_sizes():
+        assert info.currsize <= info.maxsize
+    for factory in (ep.ElementwiseUnaryFactory, ep.BroadcastElementwiseBinaryFactory):
+        assert _factory_cache(factory) <= MAX_CACHED_PRIMITIVES
+    assert math.isnan(ep.ops.unary("leaky_relu", np.array([-1.0], np.float32), float("nan"))[0])
