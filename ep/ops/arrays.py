@@ -5,7 +5,7 @@ import functools
 
 import numpy as np
 
-from ep.common.runtime.buffer import as_cuda_array, device_type_of, span
+from ep.common.runtime.buffer import as_cuda_array, device_type_of, plain_ndarray, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice
 from ep.common.runtime.stream import Stream, check_stream
@@ -22,6 +22,8 @@ def device_of(x: object, name: str) -> Device:
     """The Device an array lives on (NumPy -> cpu, __cuda_array_interface__ -> cuda)."""
     if type(x) is np.ndarray:  # the common case, without GetDevice's argument checks
         return _CPU
+    if isinstance(x, np.ndarray):
+        plain_ndarray(x, name)  # refuses a masked array, whose mask would be lost
     return GetDevice(device_type_of(x, name))
 
 
@@ -32,11 +34,14 @@ def stream_for(device: Device, stream: Stream | None) -> Stream:
 
 def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream):
     """A new C-contiguous array on device."""
-    if device.device_type is DeviceType.kCPU:
-        return np.empty(shape, dtype.dtype)
-    from numba import cuda
+    try:
+        if device.device_type is DeviceType.kCPU:
+            return np.empty(shape, dtype.dtype)
+        from numba import cuda
 
-    return cuda.device_array(shape, dtype.dtype, stream=stream.native)
+        return cuda.device_array(shape, dtype.dtype, stream=stream.native)
+    except (ValueError, MemoryError) as error:
+        raise type(error)(f"out: no array of shape {tuple(shape)} and dtype {dtype.value} can be allocated ({error})") from None
 
 
 def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = False):

@@ -171,6 +171,7 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
 def batch_gather(params, indices, *, check_bounds: bool = True, out=None, stream=None):
     """OneFlow's batch_gather: every dim of indices but the last is a batch dim, and the gather
     runs along params' axis indices.ndim - 1."""
+    device_of(indices, "indices")
     rank = len(tuple(indices.shape))
     if rank == 0:
         raise ValueError("indices: batch_gather needs indices of rank >= 1; got a 0-d array")

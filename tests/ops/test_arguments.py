@@ -24,7 +24,7 @@ def test_attribute_checks_run_on_every_call(device):
     for good, bad in ((1, True), (1, np.bool_(True)), (0.5, [0.5]), (2, "2")):
         ep.ops.unary("leaky_relu", x, good)
         for _ in range(2):  # the second call would be a cache hit
-            with pytest.raises(TypeError, match="attr0: alpha of kLeakyRelu must be a number"):
+            with pytest.raises(TypeError, match="attr0: negative_slope of kLeakyRelu must be a number"):
                 ep.ops.unary("leaky_relu", x, bad)
     a = to_device(np.ones(4, np.float32), device)
     ep.ops.binary("is_close", a, a, 1e-3)
@@ -50,11 +50,11 @@ def test_unhashable_op_and_attributes_are_named(device):
 def test_huge_integers_are_named(device):
     x = to_device(np.ones(4, np.float32), device)
     huge = 10**400
-    with pytest.raises(OverflowError, match="attr0: alpha of kLeakyRelu is 1000"):
+    with pytest.raises(OverflowError, match="attr0: negative_slope of kLeakyRelu is 1000"):
         ep.ops.unary("leaky_relu", x, huge)
     with pytest.raises(OverflowError, match="attr1: rtol of kIsClose is 1000"):
         ep.ops.binary("is_close", x, x, 1e-8, huge)
-    with pytest.raises(OverflowError, match="attr0: alpha of kLeakyRelu"):
+    with pytest.raises(OverflowError, match="attr0: negative_slope of kLeakyRelu"):
         ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "leaky_relu", np.float32, np.float32, huge)
     with pytest.raises(ValueError, match=r"sizes\[0\]: 1000.* does not fit in int64"):
         ep.ops.expand(x, (huge, 4))

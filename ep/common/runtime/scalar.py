@@ -55,7 +55,14 @@ def promotion_key(x: object):
 # so the cache holds a few dozen entries.
 @functools.lru_cache(maxsize=256, typed=True)
 def _result_dtype(a, b) -> np.dtype:
-    return np.result_type(a, b)
+    try:
+        return np.result_type(a, b)
+    except TypeError as error:  # NumPy's DTypePromotionError (structured, datetime, ...) names nothing
+        raise TypeError(f"a, b: {_kind(a)} and {_kind(b)} have no common dtype; {error}") from None
+
+
+def _kind(key) -> str:
+    return f"dtype {key}" if isinstance(key, np.dtype) else f"a Python {type(key).__name__}"
 
 
 def scalar_value(value: object, name: str, dtype: DataType):
