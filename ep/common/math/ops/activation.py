@@ -1,7 +1,7 @@
 """Activations, with their derivatives: relu and its smooth relatives, sigmoid, tanh, the gelus, hard and soft clamps.
 
-Ops built on exp, expm1, tanh, sigmoid or erfc have a float32 variant: the formula is written once
-in a `_*_with(fn)` factory and instantiated over libm's function and over fast_math's.
+Ops built on exp, expm1, tanh or sigmoid have a float32 variant: the formula is written once in a
+`_*_over(m)` factory over a math module and instantiated over libm's and fast_math's (float_variants).
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 
 from ep.common.jit import scalar_function
 from ep.common.math import fast_math
-from ep.common.math.ops.record import FLOAT, UnaryFunctor, derivative, of_x
+from ep.common.math.ops.record import FLOAT, UnaryFunctor, derivative, float_variants, of_x, of_x_variants
 from ep.common.math.ops.transcendental import cosh, erfc, exp
 from ep.common.math.special import as_type, divide
 from ep.common.runtime.data_type import ALL_TYPES
@@ -26,14 +26,7 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-@scalar_function
-def _sigmoid(x):
-    one = as_type(1, x)
-    return divide(one, one + math.exp(-x))
-
-
-sigmoid = of_x(_sigmoid)
-sigmoid_float32 = of_x(fast_math.sigmoid)
+sigmoid, sigmoid_float32 = of_x_variants("sigmoid")
 
 
 @scalar_function
@@ -58,8 +51,7 @@ SIGMOID = UnaryFunctor(
 )
 
 
-tanh = of_x(math.tanh)
-tanh_float32 = of_x(fast_math.tanh)
+tanh, tanh_float32 = of_x_variants("tanh")
 
 
 @scalar_function
@@ -129,20 +121,21 @@ def relu(x, attr0, attr1):
 
 
 @scalar_function
-def relu_backward_with_dy_y(dy, y, attr0, attr1):
-    return as_type(0, dy) if y <= 0 else dy
+def threshold_backward(dy, v, threshold, attr1):
+    """dy where v > threshold, else 0: threshold's slope, from x, and relu's (threshold 0) from x or y alike."""
+    return as_type(0, dy) if v <= threshold else dy
 
 
 @scalar_function
-def relu_backward_with_dy_x(dy, x, attr0, attr1):
-    return as_type(0, dy) if x <= 0 else dy
+def relu_backward(dy, v, attr0, attr1):
+    return threshold_backward(dy, v, as_type(0, v), attr1)
 
 
 RELU = UnaryFunctor(
     UnaryOp.kRelu, relu, ALL_TYPES,
     backward=(
-        derivative(BinaryOp.kReluBackwardWithDyY, relu_backward_with_dy_y),
-        derivative(BinaryOp.kReluBackwardWithDyX, relu_backward_with_dy_x),
+        derivative(BinaryOp.kReluBackwardWithDyY, relu_backward),
+        derivative(BinaryOp.kReluBackwardWithDyX, relu_backward),
     ),
     doc="max(x, 0); NaN stays NaN",
 )
@@ -184,16 +177,15 @@ LEAKY_RELU = UnaryFunctor(
 )
 
 
-def _elu_with(expm1):
+def _elu_over(m):
     @scalar_function
     def elu(x, alpha, attr1):
-        return x if x > 0 else alpha * expm1(x)
+        return x if x > 0 else alpha * m.expm1(x)
 
     return elu
 
 
-elu = _elu_with(math.expm1)
-elu_float32 = _elu_with(fast_math.expm1)
+elu, elu_float32 = float_variants(_elu_over)
 
 
 @scalar_function
@@ -208,16 +200,15 @@ ELU = UnaryFunctor(
 )
 
 
-def _celu_with(expm1):
+def _celu_over(m):
     @scalar_function
     def celu(x, alpha, attr1):
-        return x if x > 0 else alpha * expm1(divide(x, alpha))
+        return x if x > 0 else alpha * m.expm1(divide(x, alpha))
 
     return celu
 
 
-celu = _celu_with(math.expm1)
-celu_float32 = _celu_with(fast_math.expm1)
+celu, celu_float32 = float_variants(_celu_over)
 
 
 @scalar_function
@@ -234,7 +225,9 @@ CELU = UnaryFunctor(
 )
 
 
-def _selu_with(elu_):
+def _selu_over(m):
+    elu_ = _elu_over(m)
+
     @scalar_function
     def selu(x, attr0, attr1):
         return as_type(_SELU_SCALE, x) * elu_(x, as_type(_SELU_ALPHA, x), attr1)
@@ -242,8 +235,7 @@ def _selu_with(elu_):
     return selu
 
 
-selu = _selu_with(elu)
-selu_float32 = _selu_with(elu_float32)
+selu, selu_float32 = float_variants(_selu_over)
 
 
 @scalar_function
@@ -292,18 +284,17 @@ GELU = UnaryFunctor(
 )
 
 
-def _fast_gelu_with(sigmoid_):
+def _fast_gelu_over(m):
     @scalar_function
     def fast_gelu(x, attr0, attr1):
         # 0.5 x (1 + tanh(u)) == x sigmoid(2u): the same value without 1 + tanh's cancellation for x < 0.
         u = as_type(_SQRT_2_OVER_PI, x) * (x + as_type(_FAST_GELU_BETA, x) * x * x * x)
-        return x * sigmoid_(as_type(2, x) * u)
+        return x * m.sigmoid(as_type(2, x) * u)
 
     return fast_gelu
 
 
-fast_gelu = _fast_gelu_with(_sigmoid)
-fast_gelu_float32 = _fast_gelu_with(fast_math.sigmoid)
+fast_gelu, fast_gelu_float32 = float_variants(_fast_gelu_over)
 
 
 @scalar_function
@@ -324,16 +315,15 @@ FAST_GELU = UnaryFunctor(
 )
 
 
-def _quick_gelu_with(sigmoid_):
+def _quick_gelu_over(m):
     @scalar_function
     def quick_gelu(x, attr0, attr1):
-        return x * sigmoid_(as_type(_QUICK_GELU_ALPHA, x) * x)
+        return x * m.sigmoid(as_type(_QUICK_GELU_ALPHA, x) * x)
 
     return quick_gelu
 
 
-quick_gelu = _quick_gelu_with(_sigmoid)
-quick_gelu_float32 = _quick_gelu_with(fast_math.sigmoid)
+quick_gelu, quick_gelu_float32 = float_variants(_quick_gelu_over)
 
 
 @scalar_function
@@ -349,16 +339,15 @@ QUICK_GELU = UnaryFunctor(
 )
 
 
-def _silu_with(sigmoid_):
+def _silu_over(m):
     @scalar_function
     def silu(x, attr0, attr1):
-        return x * sigmoid_(x)
+        return x * m.sigmoid(x)
 
     return silu
 
 
-silu = _silu_with(_sigmoid)
-silu_float32 = _silu_with(fast_math.sigmoid)
+silu, silu_float32 = float_variants(_silu_over)
 
 
 @scalar_function
@@ -395,17 +384,16 @@ SOFT_PLUS = UnaryFunctor(
 )
 
 
-def _mish_with(tanh_):
+def _mish_over(m):
     @scalar_function
     def mish(x, attr0, attr1):
         # PyTorch's x tanh(log1p(exp(x))); softplus's default threshold changes no float64 value.
-        return x * tanh_(soft_plus(x, as_type(1, x), as_type(20, x)))
+        return x * m.tanh(soft_plus(x, as_type(1, x), as_type(20, x)))
 
     return mish
 
 
-mish = _mish_with(math.tanh)
-mish_float32 = _mish_with(fast_math.tanh)
+mish, mish_float32 = float_variants(_mish_over)
 
 
 @scalar_function
@@ -452,13 +440,14 @@ def soft_shrink(x, alpha, attr1):
 
 
 @scalar_function
-def softshrink_backward_with_dy_y(dy, y, attr0, attr1):
+def zero_where_y_is_zero(dy, y, attr0, attr1):
+    """dy where y != 0, else 0: the slope of soft_shrink and hard_shrink from y (0 exactly where they clamp)."""
     return as_type(0, dy) if y == 0 else dy
 
 
 SOFT_SHRINK = UnaryFunctor(
     UnaryOp.kSoftShrink, soft_shrink, FLOAT, (("lambd", 0.5),),
-    backward=(derivative(BinaryOp.kSoftshrinkBackwardWithDyY, softshrink_backward_with_dy_y),),
+    backward=(derivative(BinaryOp.kSoftshrinkBackwardWithDyY, zero_where_y_is_zero),),
     doc="x - lambd above lambd, x + lambd below -lambd, else 0",
     aliases=("softshrink",),
 )
@@ -534,14 +523,9 @@ def hard_shrink(x, lambd, attr1):
     return as_type(0, x) if -lambd <= x <= lambd else x
 
 
-@scalar_function
-def hardshrink_backward_with_dy_y(dy, y, attr0, attr1):
-    return as_type(0, dy) if y == 0 else dy
-
-
 HARD_SHRINK = UnaryFunctor(
     UnaryOp.kHardShrink, hard_shrink, FLOAT, (("lambd", 0.5),),
-    backward=(derivative(BinaryOp.kHardshrinkBackwardWithDyY, hardshrink_backward_with_dy_y),),
+    backward=(derivative(BinaryOp.kHardshrinkBackwardWithDyY, zero_where_y_is_zero),),
     doc="0 for -lambd <= x <= lambd, else x",
     aliases=("hardshrink",),
 )
@@ -552,13 +536,8 @@ def threshold(x, threshold_, value):
     return value if x <= threshold_ else x
 
 
-@scalar_function
-def threshold_backward_with_dy_x(dy, x, threshold, attr1):
-    return as_type(0, dy) if x <= threshold else dy
-
-
 THRESHOLD = UnaryFunctor(
     UnaryOp.kThreshold, threshold, FLOAT, (("threshold", None), ("value", None)),
-    backward=(derivative(BinaryOp.kThresholdBackwardWithDyX, threshold_backward_with_dy_x, ("threshold", None)),),
+    backward=(derivative(BinaryOp.kThresholdBackwardWithDyX, threshold_backward, ("threshold", None)),),
     doc="value for x <= threshold, else x",
 )

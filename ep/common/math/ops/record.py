@@ -9,6 +9,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from ep.common.jit import scalar_function
+from ep.common.math import fast_math, libm
 from ep.common.runtime.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType
 from ep.include.primitive.binary_op import BinaryOp
 
@@ -94,6 +95,20 @@ def of_x(fn: Callable) -> Callable:
         return fn(x)
 
     return formula
+
+
+def float_variants(formula_over: Callable[[ModuleType], Callable]) -> tuple[Callable, Callable]:
+    """An op's formula and its float32 variant: formula_over(m) over libm and over fast_math.
+
+    formula_over builds the formula over a math module m (m.exp, m.sigmoid): libm's functions
+    (ep.common.math.libm) for float64, fast_math's vectorizable ones for float32.
+    """
+    return formula_over(libm), formula_over(fast_math)
+
+
+def of_x_variants(name: str) -> tuple[Callable, Callable]:
+    """of_x of the math function name (exp, tanh, ...): the formula over libm's and its float32 variant."""
+    return float_variants(lambda m: of_x(getattr(m, name)))
 
 
 def dy_times(slope: Callable) -> Callable:
