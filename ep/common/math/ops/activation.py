@@ -9,11 +9,10 @@ import math
 
 from ep.common.jit import scalar_function
 from ep.common.math import fast_math
-from ep.common.math.ops.record import FLOAT, UnaryFunctor, derivative, float_variants, of_x, of_x_variants
+from ep.common.math.ops.record import FLOAT, UnaryFunctor, float_variants, of_x, of_x_variants
 from ep.common.math.ops.transcendental import cosh, erfc, exp
 from ep.common.math.special import as_type, divide
 from ep.common.runtime.data_type import ALL_TYPES
-from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.unary_op import UnaryOp
 
 _SQRT1_2 = 1 / math.sqrt(2)
@@ -41,11 +40,8 @@ def sigmoid_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SIGMOID = UnaryFunctor(
-    UnaryOp.kSigmoid, sigmoid, FLOAT, float32_formula=sigmoid_float32,
-    backward=(
-        derivative(BinaryOp.kSigmoidBackwardWithDyY, sigmoid_backward_with_dy_y),
-        derivative(BinaryOp.kSigmoidBackwardWithDyX, sigmoid_backward_with_dy_x),
-    ),
+    UnaryOp.kSigmoid, sigmoid, FLOAT, float32_formula=sigmoid_float32, with_dy_x=sigmoid_backward_with_dy_x,
+    with_dy_y=sigmoid_backward_with_dy_y,
     doc="1 / (1 + exp(-x))",
     aliases=("expit",),
 )
@@ -68,11 +64,8 @@ def tanh_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 TANH = UnaryFunctor(
-    UnaryOp.kTanh, tanh, FLOAT, float32_formula=tanh_float32,
-    backward=(
-        derivative(BinaryOp.kTanhBackwardWithDyY, tanh_backward_with_dy_y),
-        derivative(BinaryOp.kTanhBackwardWithDyX, tanh_backward_with_dy_x),
-    ),
+    UnaryOp.kTanh, tanh, FLOAT, float32_formula=tanh_float32, with_dy_x=tanh_backward_with_dy_x,
+    with_dy_y=tanh_backward_with_dy_y,
     doc="hyperbolic tangent",
 )
 
@@ -89,8 +82,7 @@ def log_sigmoid_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 LOG_SIGMOID = UnaryFunctor(
-    UnaryOp.kLogSigmoid, log_sigmoid, FLOAT,
-    backward=(derivative(BinaryOp.kLogSigmoidBackwardWithDyX, log_sigmoid_backward_with_dy_x),),
+    UnaryOp.kLogSigmoid, log_sigmoid, FLOAT, with_dy_x=log_sigmoid_backward_with_dy_x,
     doc="log(sigmoid(x)) = -softplus(-x)",
     aliases=("logsigmoid",),
 )
@@ -107,8 +99,7 @@ def identity_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 IDENTITY = UnaryFunctor(
-    UnaryOp.kIdentity, identity, ALL_TYPES,
-    backward=(derivative(BinaryOp.kIdentityBackwardWithDyX, identity_backward_with_dy_x),),
+    UnaryOp.kIdentity, identity, ALL_TYPES, with_dy_x=identity_backward_with_dy_x,
     doc="x unchanged, as a new array",
     aliases=("positive",),
 )
@@ -132,11 +123,7 @@ def relu_backward(dy, v, attr0, attr1):
 
 
 RELU = UnaryFunctor(
-    UnaryOp.kRelu, relu, ALL_TYPES,
-    backward=(
-        derivative(BinaryOp.kReluBackwardWithDyY, relu_backward),
-        derivative(BinaryOp.kReluBackwardWithDyX, relu_backward),
-    ),
+    UnaryOp.kRelu, relu, ALL_TYPES, with_dy_x=relu_backward, with_dy_y=relu_backward,
     doc="max(x, 0); NaN stays NaN",
 )
 
@@ -153,8 +140,7 @@ def square_relu_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SQUARE_RELU = UnaryFunctor(
-    UnaryOp.kSquareReLU, square_relu, FLOAT,
-    backward=(derivative(BinaryOp.kSquareReLUBackwardWithDyX, square_relu_backward_with_dy_x),),
+    UnaryOp.kSquareReLU, square_relu, FLOAT, with_dy_x=square_relu_backward_with_dy_x,
     doc="relu(x) ** 2",
 )
 
@@ -171,8 +157,7 @@ def leaky_relu_backward_with_dy_x(dy, x, alpha, attr1):
 
 _LEAKY_RELU_ATTRS = (("negative_slope", 0.01),)
 LEAKY_RELU = UnaryFunctor(
-    UnaryOp.kLeakyRelu, leaky_relu, FLOAT, _LEAKY_RELU_ATTRS,
-    backward=(derivative(BinaryOp.kLeakyReluBackwardWithDyX, leaky_relu_backward_with_dy_x, *_LEAKY_RELU_ATTRS),),
+    UnaryOp.kLeakyRelu, leaky_relu, FLOAT, _LEAKY_RELU_ATTRS, with_dy_x=leaky_relu_backward_with_dy_x,
     doc="x for x > 0, else negative_slope * x",
 )
 
@@ -194,8 +179,7 @@ def elu_backward_with_dy_x(dy, x, alpha, attr1):
 
 
 ELU = UnaryFunctor(
-    UnaryOp.kElu, elu, FLOAT, (("alpha", 1.0),), float32_formula=elu_float32,
-    backward=(derivative(BinaryOp.kEluBackwardWithDyX, elu_backward_with_dy_x, ("alpha", 1.0)),),
+    UnaryOp.kElu, elu, FLOAT, (("alpha", 1.0),), float32_formula=elu_float32, with_dy_x=elu_backward_with_dy_x,
     doc="x for x > 0, else alpha * (exp(x) - 1)",
 )
 
@@ -219,8 +203,7 @@ def celu_backward_with_dy_y(dy, y, alpha, attr1):
 
 
 CELU = UnaryFunctor(
-    UnaryOp.kCelu, celu, FLOAT, (("alpha", 1.0),), float32_formula=celu_float32,
-    backward=(derivative(BinaryOp.kCeluBackwardWithDyY, celu_backward_with_dy_y, ("alpha", 1.0)),),
+    UnaryOp.kCelu, celu, FLOAT, (("alpha", 1.0),), float32_formula=celu_float32, with_dy_y=celu_backward_with_dy_y,
     doc="x for x > 0, else alpha * (exp(x / alpha) - 1)",
 )
 
@@ -252,8 +235,7 @@ def selu_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SELU = UnaryFunctor(
-    UnaryOp.kSelu, selu, FLOAT, float32_formula=selu_float32,
-    backward=(derivative(BinaryOp.kSeluBackwardWithDyX, selu_backward_with_dy_x),),
+    UnaryOp.kSelu, selu, FLOAT, float32_formula=selu_float32, with_dy_x=selu_backward_with_dy_x,
     doc="scale * elu(x, alpha) with PyTorch's fixed scale and alpha",
 )
 
@@ -278,8 +260,7 @@ def gelu_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 GELU = UnaryFunctor(
-    UnaryOp.kGelu, gelu, FLOAT, float32_formula=gelu_float32,
-    backward=(derivative(BinaryOp.kGeluBackwardWithDyX, gelu_backward_with_dy_x),),
+    UnaryOp.kGelu, gelu, FLOAT, float32_formula=gelu_float32, with_dy_x=gelu_backward_with_dy_x,
     doc="x * Phi(x), Phi the standard normal CDF (torch's gelu)",
 )
 
@@ -309,8 +290,7 @@ def fast_gelu_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 FAST_GELU = UnaryFunctor(
-    UnaryOp.kFastGelu, fast_gelu, FLOAT, float32_formula=fast_gelu_float32,
-    backward=(derivative(BinaryOp.kFastGeluBackwardWithDyX, fast_gelu_backward_with_dy_x),),
+    UnaryOp.kFastGelu, fast_gelu, FLOAT, float32_formula=fast_gelu_float32, with_dy_x=fast_gelu_backward_with_dy_x,
     doc="0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (torch's gelu with approximate='tanh')",
 )
 
@@ -333,8 +313,7 @@ def quick_gelu_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 QUICK_GELU = UnaryFunctor(
-    UnaryOp.kQuickGelu, quick_gelu, FLOAT, float32_formula=quick_gelu_float32,
-    backward=(derivative(BinaryOp.kQuickGeluBackwardWithDyX, quick_gelu_backward_with_dy_x),),
+    UnaryOp.kQuickGelu, quick_gelu, FLOAT, float32_formula=quick_gelu_float32, with_dy_x=quick_gelu_backward_with_dy_x,
     doc="x * sigmoid(1.702 x)",
 )
 
@@ -357,8 +336,7 @@ def silu_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SILU = UnaryFunctor(
-    UnaryOp.kSilu, silu, FLOAT, float32_formula=silu_float32,
-    backward=(derivative(BinaryOp.kSiluBackwardWithDyX, silu_backward_with_dy_x),),
+    UnaryOp.kSilu, silu, FLOAT, float32_formula=silu_float32, with_dy_x=silu_backward_with_dy_x,
     doc="x * sigmoid(x)",
 )
 
@@ -377,8 +355,7 @@ def softplus_backward_with_dy_x(dy, x, beta, threshold):
 
 _SOFT_PLUS_ATTRS = (("beta", 1.0), ("threshold", 20.0))
 SOFT_PLUS = UnaryFunctor(
-    UnaryOp.kSoftPlus, soft_plus, FLOAT, _SOFT_PLUS_ATTRS,
-    backward=(derivative(BinaryOp.kSoftplusBackwardWithDyX, softplus_backward_with_dy_x, *_SOFT_PLUS_ATTRS),),
+    UnaryOp.kSoftPlus, soft_plus, FLOAT, _SOFT_PLUS_ATTRS, with_dy_x=softplus_backward_with_dy_x,
     doc="log(1 + exp(beta x)) / beta; x where beta x > threshold",
     aliases=("softplus",),
 )
@@ -406,8 +383,7 @@ def mish_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 MISH = UnaryFunctor(
-    UnaryOp.kMish, mish, FLOAT, float32_formula=mish_float32,
-    backward=(derivative(BinaryOp.kMishBackwardWithDyX, mish_backward_with_dy_x),),
+    UnaryOp.kMish, mish, FLOAT, float32_formula=mish_float32, with_dy_x=mish_backward_with_dy_x,
     doc="x * tanh(softplus(x))",
 )
 
@@ -424,8 +400,7 @@ def softsign_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SOFT_SIGN = UnaryFunctor(
-    UnaryOp.kSoftSign, soft_sign, FLOAT,
-    backward=(derivative(BinaryOp.kSoftsignBackwardWithDyX, softsign_backward_with_dy_x),),
+    UnaryOp.kSoftSign, soft_sign, FLOAT, with_dy_x=softsign_backward_with_dy_x,
     doc="x / (1 + |x|)",
     aliases=("softsign",),
 )
@@ -446,8 +421,7 @@ def zero_where_y_is_zero(dy, y, attr0, attr1):
 
 
 SOFT_SHRINK = UnaryFunctor(
-    UnaryOp.kSoftShrink, soft_shrink, FLOAT, (("lambd", 0.5),),
-    backward=(derivative(BinaryOp.kSoftshrinkBackwardWithDyY, zero_where_y_is_zero),),
+    UnaryOp.kSoftShrink, soft_shrink, FLOAT, (("lambd", 0.5),), with_dy_y=zero_where_y_is_zero, backward_attrs=0,
     doc="x - lambd above lambd, x + lambd below -lambd, else 0",
     aliases=("softshrink",),
 )
@@ -468,8 +442,7 @@ def hardtanh_backward_with_dy_y(dy, y, min_val, max_val):
 
 _HARD_TANH_ATTRS = (("min_val", -1.0), ("max_val", 1.0))
 HARD_TANH = UnaryFunctor(
-    UnaryOp.kHardTanh, hard_tanh, FLOAT, _HARD_TANH_ATTRS,
-    backward=(derivative(BinaryOp.kHardtanhBackwardWithDyY, hardtanh_backward_with_dy_y, *_HARD_TANH_ATTRS),),
+    UnaryOp.kHardTanh, hard_tanh, FLOAT, _HARD_TANH_ATTRS, with_dy_y=hardtanh_backward_with_dy_y,
     doc="x clamped to [min_val, max_val]",
     aliases=("hardtanh",),
 )
@@ -489,8 +462,7 @@ def hardsigmoid_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 HARD_SIGMOID = UnaryFunctor(
-    UnaryOp.kHardSigmoid, hard_sigmoid, FLOAT,
-    backward=(derivative(BinaryOp.kHardsigmoidBackwardWithDyX, hardsigmoid_backward_with_dy_x),),
+    UnaryOp.kHardSigmoid, hard_sigmoid, FLOAT, with_dy_x=hardsigmoid_backward_with_dy_x,
     doc="clamp(x / 6 + 1/2, 0, 1)",
     aliases=("hardsigmoid",),
 )
@@ -511,8 +483,7 @@ def hardswish_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 HARD_SWISH = UnaryFunctor(
-    UnaryOp.kHardSwish, hard_swish, FLOAT,
-    backward=(derivative(BinaryOp.kHardswishBackwardWithDyX, hardswish_backward_with_dy_x),),
+    UnaryOp.kHardSwish, hard_swish, FLOAT, with_dy_x=hardswish_backward_with_dy_x,
     doc="x * hardsigmoid(x)",
     aliases=("hardswish",),
 )
@@ -524,8 +495,7 @@ def hard_shrink(x, lambd, attr1):
 
 
 HARD_SHRINK = UnaryFunctor(
-    UnaryOp.kHardShrink, hard_shrink, FLOAT, (("lambd", 0.5),),
-    backward=(derivative(BinaryOp.kHardshrinkBackwardWithDyY, zero_where_y_is_zero),),
+    UnaryOp.kHardShrink, hard_shrink, FLOAT, (("lambd", 0.5),), with_dy_y=zero_where_y_is_zero, backward_attrs=0,
     doc="0 for -lambd <= x <= lambd, else x",
     aliases=("hardshrink",),
 )
@@ -537,7 +507,7 @@ def threshold(x, threshold_, value):
 
 
 THRESHOLD = UnaryFunctor(
-    UnaryOp.kThreshold, threshold, FLOAT, (("threshold", None), ("value", None)),
-    backward=(derivative(BinaryOp.kThresholdBackwardWithDyX, threshold_backward, ("threshold", None)),),
+    UnaryOp.kThreshold, threshold, FLOAT, (("threshold", None), ("value", None)), with_dy_x=threshold_backward,
+    backward_attrs=1,
     doc="value for x <= threshold, else x",
 )

@@ -16,7 +16,7 @@ import numpy as np
 
 from ep.common.jit import scalar_function
 from ep.common.math.intrinsics import frem, round_down, round_toward_zero, round_up
-from ep.common.math.ops.record import FLOAT, NUMBERS, BinaryFunctor, UnaryFunctor, derivative, dy_times, of_x
+from ep.common.math.ops.record import FLOAT, NUMBERS, BinaryFunctor, UnaryFunctor, dy_times, of_x
 from ep.common.math.special import as_type, divide, round_half_even
 from ep.common.runtime.data_type import ALL_TYPES
 from ep.include.primitive.binary_op import BinaryOp
@@ -44,7 +44,7 @@ def abs_(x, attr0, attr1):
 
 
 ABS = UnaryFunctor(
-    UnaryOp.kAbs, abs_, NUMBERS, backward=(derivative(BinaryOp.kAbsBackwardWithDyX, dy_times(sign)),),
+    UnaryOp.kAbs, abs_, NUMBERS, with_dy_x=dy_times(sign),
     doc="|x|; integers wrap (abs of the most negative value is itself)",
     aliases=("absolute",),
 )
@@ -68,11 +68,7 @@ def square_backward_with_dy_x(dy, x, attr0, attr1):
     return dy * as_type(2, x) * x
 
 
-SQUARE = UnaryFunctor(
-    UnaryOp.kSquare, square, NUMBERS,
-    backward=(derivative(BinaryOp.kSquareBackwardWithDyX, square_backward_with_dy_x),),
-    doc="x * x; integers wrap",
-)
+SQUARE = UnaryFunctor(UnaryOp.kSquare, square, NUMBERS, with_dy_x=square_backward_with_dy_x, doc="x * x; integers wrap")
 
 
 @scalar_function
@@ -85,10 +81,7 @@ def sqrt_backward_with_dy_x(dy, x, attr0, attr1):
     return divide(dy, as_type(2, x) * sqrt(x, attr0, attr1))
 
 
-SQRT = UnaryFunctor(
-    UnaryOp.kSqrt, sqrt, FLOAT, backward=(derivative(BinaryOp.kSqrtBackwardWithDyX, sqrt_backward_with_dy_x),),
-    doc="square root",
-)
+SQRT = UnaryFunctor(UnaryOp.kSqrt, sqrt, FLOAT, with_dy_x=sqrt_backward_with_dy_x, doc="square root")
 
 
 @scalar_function
@@ -101,10 +94,7 @@ def rsqrt_backward_with_dy_x(dy, x, attr0, attr1):
     return -divide(dy, as_type(2, x) * x * sqrt(x, attr0, attr1))
 
 
-RSQRT = UnaryFunctor(
-    UnaryOp.kRsqrt, rsqrt, FLOAT, backward=(derivative(BinaryOp.kRsqrtBackwardWithDyX, rsqrt_backward_with_dy_x),),
-    doc="1 / sqrt(x)",
-)
+RSQRT = UnaryFunctor(UnaryOp.kRsqrt, rsqrt, FLOAT, with_dy_x=rsqrt_backward_with_dy_x, doc="1 / sqrt(x)")
 
 
 @scalar_function
@@ -117,11 +107,7 @@ def reciprocal_backward_with_dy_x(dy, x, attr0, attr1):
     return -divide(dy, x * x)
 
 
-RECIPROCAL = UnaryFunctor(
-    UnaryOp.kReciprocal, reciprocal, FLOAT,
-    backward=(derivative(BinaryOp.kReciprocalBackwardWithDyX, reciprocal_backward_with_dy_x),),
-    doc="1 / x",
-)
+RECIPROCAL = UnaryFunctor(UnaryOp.kReciprocal, reciprocal, FLOAT, with_dy_x=reciprocal_backward_with_dy_x, doc="1 / x")
 
 
 @scalar_function
@@ -135,8 +121,7 @@ def reciprocal_no_nan_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 RECIPROCAL_NO_NAN = UnaryFunctor(
-    UnaryOp.kReciprocalNoNan, reciprocal_no_nan, FLOAT,
-    backward=(derivative(BinaryOp.kReciprocalNoNanBackwardWithDyX, reciprocal_no_nan_backward_with_dy_x),),
+    UnaryOp.kReciprocalNoNan, reciprocal_no_nan, FLOAT, with_dy_x=reciprocal_no_nan_backward_with_dy_x,
     doc="1 / x, but 0 for x == 0",
 )
 

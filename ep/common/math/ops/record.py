@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Callable, Iterable, Iterator
 
@@ -57,12 +57,23 @@ class UnaryFunctor(_Record):
     float32_formula, where given, replaces formula when the compute dtype is float32 (float16 too):
     the same formula over ep.common.math.fast_math's vectorizable functions instead of libm's.
     The result has the source dtype, bool when to_bool, any dtype when converts (the store converts).
-    backward holds the op's derivatives, the BinaryOp records made by derivative().
+    with_dy_x and with_dy_y, where given, are the formulas of the op's derivatives given x or y
+    (see derivative()); they take the first backward_attrs of the op's attributes (all by default).
+    backward holds their records, the BinaryOp ops backward_op() names.
     """
 
     float32_formula: Callable | None = None
     converts: bool = False
-    backward: tuple[BinaryFunctor, ...] = ()
+    with_dy_x: Callable | None = None
+    with_dy_y: Callable | None = None
+    backward_attrs: int | None = None
+    backward: tuple[BinaryFunctor, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        attrs = self.attrs[: self.backward_attrs]
+        given = (("y", self.with_dy_y), ("x", self.with_dy_x))
+        backward = tuple(derivative(backward_op(self.op, v), f, *attrs) for v, f in given if f is not None)
+        object.__setattr__(self, "backward", backward)
 
     def formula_for(self, src_dtype: DataType) -> Callable:
         """The formula a kernel for src_dtype compiles."""
@@ -74,6 +85,23 @@ class UnaryFunctor(_Record):
         """The records this one defines: itself and its derivatives."""
         yield self
         yield from self.backward
+
+
+# OneFlow spells a derivative op after its unary op, but for the case of some letters.
+_BINARY_OPS_BY_LOWER_NAME = {op.name.lower(): op for op in BinaryOp}
+
+
+def backward_op(op: enum.Enum, given: str) -> BinaryOp:
+    """The derivative op of unary op given "x" or "y": OneFlow's k<Op>BackwardWithDy<X|Y>.
+
+    Letter case aside, as OneFlow writes kHardswishBackwardWithDyX for kHardSwish. Raises
+    ValueError when BinaryOp has no such op.
+    """
+    name = f"{op.name}BackwardWithDy{given.upper()}"
+    found = _BINARY_OPS_BY_LOWER_NAME.get(name.lower())
+    if found is None:
+        raise ValueError(f"{op!r} has no derivative op given {given}: BinaryOp has no {name}")
+    return found
 
 
 def derivative(op: BinaryOp, formula: Callable, *attrs: tuple[str, float | None]) -> BinaryFunctor:
