@@ -10,6 +10,7 @@ import numpy as np
 
 from ep.common.jit import scalar_function
 from ep.common.math import fast_math, libm
+from ep.common.math.special import as_type
 from ep.common.runtime.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType
 from ep.include.primitive.binary_op import BinaryOp
 
@@ -121,6 +122,36 @@ def of_x(fn: Callable) -> Callable:
     @scalar_function
     def formula(x, attr0, attr1):
         return fn(x)
+
+    return formula
+
+
+def of_x_in_type(fn: Callable) -> Callable:
+    """The formula fn(x) cast back to x's type (integers wrap, as NumPy's) of an op without attributes."""
+
+    @scalar_function
+    def formula(x, attr0, attr1):
+        return as_type(fn(x), x)
+
+    return formula
+
+
+def of_a_b(fn: Callable) -> Callable:
+    """The formula fn(a, b) of a binary op without attributes (a comparison's operator.lt)."""
+
+    @scalar_function
+    def formula(a, b, attr0, attr1):
+        return fn(a, b)
+
+    return formula
+
+
+def of_a_b_in_type(fn: Callable) -> Callable:
+    """The formula fn(a, b) cast back to a's type (integers wrap, as NumPy's) of a binary op without attributes."""
+
+    @scalar_function
+    def formula(a, b, attr0, attr1):
+        return as_type(fn(a, b), a)
 
     return formula
 

@@ -12,7 +12,7 @@ import numpy as np
 from ep.common.jit import scalar_function
 from ep.common.math import fast_math
 from ep.common.math.ops.arithmetic import sqrt
-from ep.common.math.ops.record import FLOAT, UnaryFunctor, dy_times, of_x
+from ep.common.math.ops.record import FLOAT, UnaryFunctor, dy_times, of_x, of_x_in_type
 from ep.common.math.special import as_type, divide
 from ep.common.math.special import digamma as _digamma
 from ep.common.math.special import trigamma as _trigamma
@@ -131,17 +131,13 @@ ERFC = UnaryFunctor(
 )
 
 
-@scalar_function
-def trigamma(x, attr0, attr1):
-    return as_type(_trigamma(x), x)
+trigamma = of_x_in_type(_trigamma)
 
 
 TRIGAMMA = UnaryFunctor(UnaryOp.kTrigamma, trigamma, FLOAT, doc="the derivative of digamma")
 
 
-@scalar_function
-def digamma(x, attr0, attr1):
-    return as_type(_digamma(x), x)
+digamma = of_x_in_type(_digamma)
 
 
 DIGAMMA = UnaryFunctor(
