@@ -6,6 +6,7 @@ pays for page-faulting a fresh buffer; np.tile, torch's repeat and take_along_ax
 from __future__ import annotations
 
 import importlib
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -55,26 +56,7 @@ def _array_api_call(xp, workload: Workload, inputs: dict, out) -> Callable:
         return copy
     if kind == "repeat":
         return lambda: xp.tile(inputs["x"], attrs["repeats"])
-    if kind == "binary":
-        ufunc = {"add": xp.add, "mul": xp.multiply, "less": xp.less}[attrs["op"]]
-        a, b = inputs["a"], inputs["b"]
-        return lambda: ufunc(a, b, out=out)
-    x, op = inputs["x"], attrs["op"]
-    if op == "relu":
-        return lambda: xp.maximum(x, 0, out=out)
-    if op in ("exp", "tanh"):
-        ufunc = getattr(xp, op)
-        return lambda: ufunc(x, out=out)
-    if op == "sigmoid":
-        # No sigmoid ufunc: 1 / (1 + e^-x) in place, as a NumPy user writes it.
-        def sigmoid():
-            xp.negative(x, out=out)
-            xp.exp(out, out=out)
-            xp.add(out, 1, out=out)
-            return xp.reciprocal(out, out=out)
-
-        return sigmoid
-    raise Unavailable(f"{xp.__name__} has no {op}")
+    return _elementwise_call(xp, _ARRAY_API, workload, inputs, out)
 
 
 def _torch_call(torch, workload: Workload, inputs: dict, out) -> Callable:
@@ -93,18 +75,46 @@ def _torch_call(torch, workload: Workload, inputs: dict, out) -> Callable:
     if kind == "cast":
         x = inputs["x"]
         return lambda: out.copy_(x)
-    if kind == "binary":
-        fn = {"add": torch.add, "mul": torch.mul, "less": torch.lt}[attrs["op"]]
-        a, b = inputs["a"], inputs["b"]
-        return lambda: fn(a, b, out=out)
-    x, op = inputs["x"], attrs["op"]
-    if op == "relu":
-        # torch.relu takes no out=, and here it (and aten's relu.out) ran ~7x slower than clamp_min.
-        return lambda: torch.clamp_min(x, 0, out=out)
-    if op == "gelu":
-        return lambda: torch.ops.aten.gelu.out(x, out=out)
-    fn = getattr(torch, op)
-    return lambda: fn(x, out=out)
+    return _elementwise_call(torch, _TORCH, workload, inputs, out)
+
+
+def _relu(maximum: Callable, x, out):
+    return maximum(x, 0, out=out)
+
+
+def _sigmoid(xp, x, out):
+    # No sigmoid ufunc: 1 / (1 + e^-x) in place, as a NumPy user writes it.
+    xp.negative(x, out=out)
+    xp.exp(out, out=out)
+    xp.add(out, 1, out=out)
+    return xp.reciprocal(out, out=out)
+
+
+_ARRAY_API, _TORCH = 0, 1
+# Each elementwise op's peers: (its function in the array API of xp, NumPy's and CuPy's; its
+# function in PyTorch), each made from the library and called fn(*operands, out=out); None: none.
+_ELEMENTWISE: dict[str, tuple[Callable | None, Callable | None]] = {
+    "add": (lambda xp: xp.add, lambda torch: torch.add),
+    "mul": (lambda xp: xp.multiply, lambda torch: torch.mul),
+    "less": (lambda xp: xp.less, lambda torch: torch.lt),
+    # torch.relu takes no out=, and here it (and aten's relu.out) ran ~7x slower than clamp_min.
+    "relu": (lambda xp: partial(_relu, xp.maximum), lambda torch: partial(_relu, torch.clamp_min)),
+    "exp": (lambda xp: xp.exp, lambda torch: torch.exp),
+    "tanh": (lambda xp: xp.tanh, lambda torch: torch.tanh),
+    "sigmoid": (lambda xp: partial(_sigmoid, xp), lambda torch: torch.sigmoid),
+    "gelu": (None, lambda torch: torch.ops.aten.gelu.out),
+}
+
+
+def _elementwise_call(library, column: int, workload: Workload, inputs: dict, out) -> Callable:
+    """A unary or binary workload's op in library, by its column of _ELEMENTWISE."""
+    op = workload.attrs["op"]
+    make = _ELEMENTWISE.get(op, (None, None))[column]
+    if make is None:
+        raise Unavailable(f"{library.__name__} has no {op}")
+    fn = make(library)
+    operands = (inputs["a"], inputs["b"]) if workload.kind == "binary" else (inputs["x"],)
+    return lambda: fn(*operands, out=out)
 
 
 def candidates(workload: Workload, device: str, inputs: dict, out) -> dict[str, Callable | Unavailable]:

@@ -6,7 +6,7 @@ import pytest
 import ep
 from ep.common.math.binary_functor import BINARY_FUNCTORS
 from ep.common.math.ops import FAMILIES
-from ep.common.math.ops.record import FLOAT, BinaryFunctor, UnaryFunctor, collect, derivative
+from ep.common.math.ops.record import FLOAT, BinaryFunctor, UnaryFunctor, backward_op, collect, derivative
 from ep.common.math.unary_functor import UNARY_FUNCTORS
 
 
@@ -58,3 +58,21 @@ def test_derivative_is_a_float_binary_record():
     formula = BINARY_FUNCTORS[ep.BinaryOp.kEluBackwardWithDyX].formula
     record = derivative(ep.BinaryOp.kEluBackwardWithDyX, formula, ("alpha", 1.0))
     assert record == BINARY_FUNCTORS[ep.BinaryOp.kEluBackwardWithDyX]
+
+
+def test_backward_op_is_oneflows_name_for_the_derivative_whatever_the_letter_case():
+    assert backward_op(ep.UnaryOp.kRelu, "y") is ep.BinaryOp.kReluBackwardWithDyY
+    assert backward_op(ep.UnaryOp.kHardSwish, "x") is ep.BinaryOp.kHardswishBackwardWithDyX
+    assert backward_op(ep.UnaryOp.kSquareReLU, "x") is ep.BinaryOp.kSquareReLUBackwardWithDyX
+    with pytest.raises(ValueError, match="kSign.*no derivative op given x: BinaryOp has no kSignBackwardWithDyX"):
+        backward_op(ep.UnaryOp.kSign, "x")
+
+
+def test_a_unary_record_makes_its_derivatives_records_with_its_attrs():
+    formula = BINARY_FUNCTORS[ep.BinaryOp.kEluBackwardWithDyX].formula
+    ops = [d.op for d in UnaryFunctor(ep.UnaryOp.kRelu, formula, FLOAT, with_dy_x=formula, with_dy_y=formula).backward]
+    assert ops == [ep.BinaryOp.kReluBackwardWithDyY, ep.BinaryOp.kReluBackwardWithDyX]
+    elu = UnaryFunctor(ep.UnaryOp.kElu, formula, FLOAT, (("alpha", 1.0),), with_dy_x=formula)
+    assert elu.backward == (derivative(ep.BinaryOp.kEluBackwardWithDyX, formula, ("alpha", 1.0)),)
+    none = UnaryFunctor(ep.UnaryOp.kElu, formula, FLOAT, (("alpha", 1.0),), with_dy_x=formula, backward_attrs=0)
+    assert none.backward == (derivative(ep.BinaryOp.kEluBackwardWithDyX, formula),)

@@ -44,6 +44,7 @@ _E2 = np.float32(8.3334519073e-3)
 _E3 = np.float32(4.1665795894e-2)
 _E4 = np.float32(1.6666665459e-1)
 _E5 = np.float32(5.0000001201e-1)
+_E = (_E0, _E1, _E2, _E3, _E4, _E5)
 
 # Beyond these exp overflows to inf / underflows to 0 in float32; clamping first keeps k in
 # range for the 2^k bit trick, and the clamped result still overflows / underflows correctly.
@@ -60,14 +61,38 @@ def _pow2(k):
 
 
 @scalar_function
+def _horner(t, coefficients):
+    """coefficients[0] t^n + ... + coefficients[n], by Horner's rule: one fused multiply-add a step."""
+    p = coefficients[0]
+    for c in coefficients[1:]:
+        p = _mul_add(p, t, c)
+    return p
+
+
+@scalar_function
+def _clamp(x, low, high):
+    """float32 x clamped to [low, high], and 0 for NaN (which the callers give back themselves)."""
+    xc = high if x > high else x
+    xc = low if xc < low else xc
+    return _F0 if x != x else xc
+
+
+@scalar_function
+def _nearest_ln2_multiple(v):
+    """k = v / ln2 rounded to an integral float32, for |v| < 2^21 ln2."""
+    return _mul_add(v, _LOG2E, _ROUNDER) - _ROUNDER
+
+
+@scalar_function
+def _minus_k_ln2(v, k):
+    """v - k ln2, exactly but for the last step's rounding (Cody-Waite)."""
+    return _mul_add(k, -_LN2_LO, _mul_add(k, -_LN2_HI, v))
+
+
+@scalar_function
 def _expm1_reduced(r):
     """expm1(r) for |r| <= ln2 / 2."""
-    q = _mul_add(_E0, r, _E1)
-    q = _mul_add(q, r, _E2)
-    q = _mul_add(q, r, _E3)
-    q = _mul_add(q, r, _E4)
-    q = _mul_add(q, r, _E5)
-    return _mul_add(q, r * r, r)
+    return _mul_add(_horner(r, _E), r * r, r)
 
 
 @scalar_function
@@ -77,8 +102,8 @@ def _exp_hilo(hi, lo):
     k = round((hi + lo) / ln2) and r = hi + lo - k * ln2, so exp = 2^k * exp(r); 2^k is applied
     as two factors so that k may run from -150 (subnormal results) to 128 (overflow to inf).
     """
-    k = _mul_add(hi + lo, _LOG2E, _ROUNDER) - _ROUNDER
-    r = _mul_add(k, -_LN2_LO, _mul_add(k, -_LN2_HI, hi)) + lo
+    k = _nearest_ln2_multiple(hi + lo)
+    r = _minus_k_ln2(hi, k) + lo
     p = _expm1_reduced(r) + _ONE
     k1 = np.float32(np.int32(k) >> np.int32(1))
     return p * _pow2(k1) * _pow2(k - k1)
@@ -88,10 +113,7 @@ def _exp_hilo(hi, lo):
 def exp(x):
     """e^x for float32 x; inf above ~88.72, 0 below ~-103.97 (subnormals on the way), NaN kept."""
     x = np.float32(x)
-    xc = _EXP_MAX if x > _EXP_MAX else x
-    xc = _EXP_MIN if xc < _EXP_MIN else xc
-    xc = _F0 if x != x else xc
-    y = _exp_hilo(xc, _F0)
+    y = _exp_hilo(_clamp(x, _EXP_MIN, _EXP_MAX), _F0)
     return x if x != x else y
 
 
@@ -99,12 +121,9 @@ def exp(x):
 def expm1(x):
     """e^x - 1 for float32 x, accurate relative to the result near 0."""
     x = np.float32(x)
-    xc = _EXP_MAX if x > _EXP_MAX else x
-    xc = _EXPM1_MIN if xc < _EXPM1_MIN else xc
-    xc = _F0 if x != x else xc
-    k = _mul_add(xc, _LOG2E, _ROUNDER) - _ROUNDER
-    r = _mul_add(k, -_LN2_LO, _mul_add(k, -_LN2_HI, xc))
-    p = _expm1_reduced(r)
+    xc = _clamp(x, _EXPM1_MIN, _EXP_MAX)
+    k = _nearest_ln2_multiple(xc)
+    p = _expm1_reduced(_minus_k_ln2(xc, k))
     # 2^k * (p + 1) - 1 = 2 * (t * p + (t - 1/2)) with t = 2^(k-1) in [2^-44, 2^127]: for k = 0
     # it is p exactly (full relative accuracy near 0), and 2^128 never has to be formed.
     t = _pow2(k - _ONE)
@@ -123,6 +142,7 @@ _L5 = np.float32(-1.6668057665e-1)
 _L6 = np.float32(2.0000714765e-1)
 _L7 = np.float32(-2.4999993993e-1)
 _L8 = np.float32(3.3333331174e-1)
+_L = (_L0, _L1, _L2, _L3, _L4, _L5, _L6, _L7, _L8)
 _FLT_MIN = np.float32(1.17549435e-38)
 _TWO_23 = np.float32(8388608.0)
 _SQRT_HALF_BITS = np.int32(0x3F3504F3)
@@ -144,15 +164,7 @@ def log(x):
     e = np.float32((ix >> _MANT_BITS) - _EXP_BIAS) + bias
     f = _as_float32((ix & _MANT_MASK) + _SQRT_HALF_BITS) - _ONE
     z = f * f
-    p = _mul_add(_L0, f, _L1)
-    p = _mul_add(p, f, _L2)
-    p = _mul_add(p, f, _L3)
-    p = _mul_add(p, f, _L4)
-    p = _mul_add(p, f, _L5)
-    p = _mul_add(p, f, _L6)
-    p = _mul_add(p, f, _L7)
-    p = _mul_add(p, f, _L8)
-    y = _mul_add(f * z, p, _mul_add(e, _LN2_LO, -_HALF * z))
+    y = _mul_add(f * z, _horner(f, _L), _mul_add(e, _LN2_LO, -_HALF * z))
     y = _mul_add(e, _LN2_HI, f + y)
     y = -_INF if x == _F0 else y
     y = _INF if x == _INF else y
@@ -203,6 +215,8 @@ _R2 = np.float32(0.11417159394196426)
 _R3 = np.float32(0.014981074624384066)
 _R4 = np.float32(0.001163654708828071)
 _R5 = np.float32(3.8054156442327014e-05)
+_P = (_P5, _P4, _P3, _P2, _P1, _P0)
+_R = (_R5, _R4, _R3, _R2, _R1, _ONE)
 # erfc(a) = t * exp(-a^2 + Q(t)) with t = 1 / (1 + a / 2), a >= 0: Numerical Recipes' erfcc
 # (Chebyshev fit, fractional error below 1.2e-7 everywhere).
 _Q0 = np.float32(-1.26551223)
@@ -215,6 +229,7 @@ _Q6 = np.float32(-1.13520398)
 _Q7 = np.float32(1.48851587)
 _Q8 = np.float32(-0.82215223)
 _Q9 = np.float32(0.17087277)
+_Q = (_Q9, _Q8, _Q7, _Q6, _Q5, _Q4, _Q3, _Q2, _Q1, _Q0)
 # erfc(a) underflows to 0 beyond this; clamping keeps inf out of a^2.
 _ERFC_MAX = np.float32(10.5)
 _SQRT_HALF = np.float32(0.70710678118654752)
@@ -228,16 +243,8 @@ def erf(x):
     x = np.float32(x)
     a = min(abs(x), _ERF_MAX)
     z = a * a
-    p = _mul_add(_P5, z, _P4)
-    p = _mul_add(p, z, _P3)
-    p = _mul_add(p, z, _P2)
-    p = _mul_add(p, z, _P1)
-    p = _mul_add(p, z, _P0)
-    r = _mul_add(_R5, z, _R4)
-    r = _mul_add(r, z, _R3)
-    r = _mul_add(r, z, _R2)
-    r = _mul_add(r, z, _R1)
-    r = _mul_add(r, z, _ONE)
+    p = _horner(z, _P)
+    r = _horner(z, _R)
     # erf(x) rounds to +-1 from _ERF_MAX on; exactly 1 there keeps gelu's 1 + erf(x) at 0.
     y = _copysign(_ONE if a >= _ERF_MAX else a * p / r, x)
     return x if x != x else y
@@ -250,15 +257,7 @@ def erfc(x):
     a = abs(x)
     a = _ERFC_MAX if a > _ERFC_MAX else a
     t = _ONE / _mul_add(_HALF, a, _ONE)
-    q = _mul_add(_Q9, t, _Q8)
-    q = _mul_add(q, t, _Q7)
-    q = _mul_add(q, t, _Q6)
-    q = _mul_add(q, t, _Q5)
-    q = _mul_add(q, t, _Q4)
-    q = _mul_add(q, t, _Q3)
-    q = _mul_add(q, t, _Q2)
-    q = _mul_add(q, t, _Q1)
-    q = _mul_add(q, t, _Q0)
+    q = _horner(t, _Q)
     # a^2 = ah^2 + (a - ah)(a + ah) with ah^2 exact: a^2 rounded to float32 would cost up to
     # 6e-6 relative in exp(-a^2) at a = 10.
     ah = _as_float32(_as_int32(a) & _HIGH_MASK)

@@ -1,10 +1,11 @@
 """BinaryOp: the BroadcastElementwiseBinary ops, with OneFlow's names."""
 from __future__ import annotations
 
-from ep.common.runtime.names import NamedEnum, lookup
+from ep.common.runtime.names import lookup
+from ep.include.primitive.elementwise_op import ElementwiseOp
 
 
-class BinaryOp(NamedEnum):
+class BinaryOp(ElementwiseOp):
     """The ops of BroadcastElementwiseBinary, named as OneFlow names them (kAdd, kLessThan,
     kReluBackwardWithDyX); each value is the snake_case name ep.ops.binary takes ("less_than").
     Math, comparison, logical and bitwise ops, and the backward of unary ops (dy, x) -> dx."""
@@ -94,20 +95,11 @@ class BinaryOp(NamedEnum):
     kSquareBackwardWithDyX = "square_backward_with_dy_x"
     kTanBackwardWithDyX = "tan_backward_with_dy_x"
 
-    # The records (ep/common/math/ops) import this module, and Numba: read them on first use.
     @classmethod
-    def aliases(cls) -> list[tuple[str, BinaryOp]]:
-        """NumPy's and PyTorch's names of the ops ("arccos" for kAcos), from the ops' records."""
+    def _records(cls) -> tuple[dict, str]:
         from ep.common.math.binary_functor import BINARY_FUNCTORS
 
-        return [(alias, op) for op, record in BINARY_FUNCTORS.items() for alias in record.aliases]
-
-    def describe(self) -> str:
-        """What the op computes: its call with attributes and defaults, names, dtypes, from its record."""
-        from ep.common.math.binary_functor import BINARY_FUNCTORS
-        from ep.common.math.ops.record import describe
-
-        return describe(BINARY_FUNCTORS[self], "a, b")
+        return BINARY_FUNCTORS, "a, b"
 
 
 def as_binary_op(op: object, name: str = "op") -> BinaryOp:

@@ -1,10 +1,11 @@
 """UnaryOp: the ElementwiseUnary ops, with OneFlow's names; the value is the op's snake_case name."""
 from __future__ import annotations
 
-from ep.common.runtime.names import NamedEnum, lookup
+from ep.common.runtime.names import lookup
+from ep.include.primitive.elementwise_op import ElementwiseOp
 
 
-class UnaryOp(NamedEnum):
+class UnaryOp(ElementwiseOp):
     """The ops of ElementwiseUnary, named as OneFlow names them (kRelu); each value is the
     snake_case name ep.ops.unary takes ("relu"). An op's formula, dtypes and attributes
     (attr0, attr1 with PyTorch's defaults) are its record in ep/common/math/ops."""
@@ -80,20 +81,11 @@ class UnaryOp(NamedEnum):
     # conversion
     kCast = "cast"
 
-    # The records (ep/common/math/ops) import this module, and Numba: read them on first use.
     @classmethod
-    def aliases(cls) -> list[tuple[str, UnaryOp]]:
-        """NumPy's and PyTorch's names of the ops ("arccos" for kAcos), from the ops' records."""
+    def _records(cls) -> tuple[dict, str]:
         from ep.common.math.unary_functor import UNARY_FUNCTORS
 
-        return [(alias, op) for op, record in UNARY_FUNCTORS.items() for alias in record.aliases]
-
-    def describe(self) -> str:
-        """What the op computes: its call with attributes and defaults, names, dtypes, from its record."""
-        from ep.common.math.ops.record import describe
-        from ep.common.math.unary_functor import UNARY_FUNCTORS
-
-        return describe(UNARY_FUNCTORS[self], "x")
+        return UNARY_FUNCTORS, "x"
 
 
 def as_unary_op(op: object, name: str = "op") -> UnaryOp:

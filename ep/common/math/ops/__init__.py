@@ -18,7 +18,8 @@ a function of (sigmoid' = s (1 - s) with s from sigmoid's formula), so none is w
 Ops built on exp, expm1, tanh, sigmoid, erf, erfc or log also have a `*_float32` variant, the same
 formula over ep.common.math.fast_math's vectorizable float32 functions instead of libm's scalar
 calls (picked when the compute dtype is float32, float16 included). Both come from one
-`_*_with(fn)` factory (or record.of_x(fn)), so a formula is written once and only the function it
+`_*_over(m)` factory over a math module (or record.of_x_variants), built over ep.common.math.libm
+and over fast_math by record.float_variants, so a formula is written once and only the module it
 calls differs; sigmoid and gelu use fast_math's own float32 formulations of the whole function.
 """
 from ep.common.math.ops import activation, arithmetic, conversion, logic, transcendental

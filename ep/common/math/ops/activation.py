@@ -1,7 +1,7 @@
 """Activations, with their derivatives: relu and its smooth relatives, sigmoid, tanh, the gelus, hard and soft clamps.
 
-Ops built on exp, expm1, tanh, sigmoid or erfc have a float32 variant: the formula is written once
-in a `_*_with(fn)` factory and instantiated over libm's function and over fast_math's.
+Ops built on exp, expm1, tanh or sigmoid have a float32 variant: the formula is written once in a
+`_*_over(m)` factory over a math module and instantiated over libm's and fast_math's (float_variants).
 """
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ import math
 
 from ep.common.jit import scalar_function
 from ep.common.math import fast_math
-from ep.common.math.ops.record import FLOAT, UnaryFunctor, derivative, of_x
+from ep.common.math.ops.record import FLOAT, UnaryFunctor, float_variants, of_x, of_x_variants
 from ep.common.math.ops.transcendental import cosh, erfc, exp
 from ep.common.math.special import as_type, divide
 from ep.common.runtime.data_type import ALL_TYPES
-from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.unary_op import UnaryOp
 
 _SQRT1_2 = 1 / math.sqrt(2)
@@ -26,14 +25,7 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-@scalar_function
-def _sigmoid(x):
-    one = as_type(1, x)
-    return divide(one, one + math.exp(-x))
-
-
-sigmoid = of_x(_sigmoid)
-sigmoid_float32 = of_x(fast_math.sigmoid)
+sigmoid, sigmoid_float32 = of_x_variants("sigmoid")
 
 
 @scalar_function
@@ -48,18 +40,14 @@ def sigmoid_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SIGMOID = UnaryFunctor(
-    UnaryOp.kSigmoid, sigmoid, FLOAT, float32_formula=sigmoid_float32,
-    backward=(
-        derivative(BinaryOp.kSigmoidBackwardWithDyY, sigmoid_backward_with_dy_y),
-        derivative(BinaryOp.kSigmoidBackwardWithDyX, sigmoid_backward_with_dy_x),
-    ),
+    UnaryOp.kSigmoid, sigmoid, FLOAT, float32_formula=sigmoid_float32, with_dy_x=sigmoid_backward_with_dy_x,
+    with_dy_y=sigmoid_backward_with_dy_y,
     doc="1 / (1 + exp(-x))",
     aliases=("expit",),
 )
 
 
-tanh = of_x(math.tanh)
-tanh_float32 = of_x(fast_math.tanh)
+tanh, tanh_float32 = of_x_variants("tanh")
 
 
 @scalar_function
@@ -76,11 +64,8 @@ def tanh_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 TANH = UnaryFunctor(
-    UnaryOp.kTanh, tanh, FLOAT, float32_formula=tanh_float32,
-    backward=(
-        derivative(BinaryOp.kTanhBackwardWithDyY, tanh_backward_with_dy_y),
-        derivative(BinaryOp.kTanhBackwardWithDyX, tanh_backward_with_dy_x),
-    ),
+    UnaryOp.kTanh, tanh, FLOAT, float32_formula=tanh_float32, with_dy_x=tanh_backward_with_dy_x,
+    with_dy_y=tanh_backward_with_dy_y,
     doc="hyperbolic tangent",
 )
 
@@ -97,8 +82,7 @@ def log_sigmoid_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 LOG_SIGMOID = UnaryFunctor(
-    UnaryOp.kLogSigmoid, log_sigmoid, FLOAT,
-    backward=(derivative(BinaryOp.kLogSigmoidBackwardWithDyX, log_sigmoid_backward_with_dy_x),),
+    UnaryOp.kLogSigmoid, log_sigmoid, FLOAT, with_dy_x=log_sigmoid_backward_with_dy_x,
     doc="log(sigmoid(x)) = -softplus(-x)",
     aliases=("logsigmoid",),
 )
@@ -115,8 +99,7 @@ def identity_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 IDENTITY = UnaryFunctor(
-    UnaryOp.kIdentity, identity, ALL_TYPES,
-    backward=(derivative(BinaryOp.kIdentityBackwardWithDyX, identity_backward_with_dy_x),),
+    UnaryOp.kIdentity, identity, ALL_TYPES, with_dy_x=identity_backward_with_dy_x,
     doc="x unchanged, as a new array",
     aliases=("positive",),
 )
@@ -129,21 +112,18 @@ def relu(x, attr0, attr1):
 
 
 @scalar_function
-def relu_backward_with_dy_y(dy, y, attr0, attr1):
-    return as_type(0, dy) if y <= 0 else dy
+def threshold_backward(dy, v, threshold, attr1):
+    """dy where v > threshold, else 0: threshold's slope, from x, and relu's (threshold 0) from x or y alike."""
+    return as_type(0, dy) if v <= threshold else dy
 
 
 @scalar_function
-def relu_backward_with_dy_x(dy, x, attr0, attr1):
-    return as_type(0, dy) if x <= 0 else dy
+def relu_backward(dy, v, attr0, attr1):
+    return threshold_backward(dy, v, as_type(0, v), attr1)
 
 
 RELU = UnaryFunctor(
-    UnaryOp.kRelu, relu, ALL_TYPES,
-    backward=(
-        derivative(BinaryOp.kReluBackwardWithDyY, relu_backward_with_dy_y),
-        derivative(BinaryOp.kReluBackwardWithDyX, relu_backward_with_dy_x),
-    ),
+    UnaryOp.kRelu, relu, ALL_TYPES, with_dy_x=relu_backward, with_dy_y=relu_backward,
     doc="max(x, 0); NaN stays NaN",
 )
 
@@ -160,8 +140,7 @@ def square_relu_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SQUARE_RELU = UnaryFunctor(
-    UnaryOp.kSquareReLU, square_relu, FLOAT,
-    backward=(derivative(BinaryOp.kSquareReLUBackwardWithDyX, square_relu_backward_with_dy_x),),
+    UnaryOp.kSquareReLU, square_relu, FLOAT, with_dy_x=square_relu_backward_with_dy_x,
     doc="relu(x) ** 2",
 )
 
@@ -178,22 +157,20 @@ def leaky_relu_backward_with_dy_x(dy, x, alpha, attr1):
 
 _LEAKY_RELU_ATTRS = (("negative_slope", 0.01),)
 LEAKY_RELU = UnaryFunctor(
-    UnaryOp.kLeakyRelu, leaky_relu, FLOAT, _LEAKY_RELU_ATTRS,
-    backward=(derivative(BinaryOp.kLeakyReluBackwardWithDyX, leaky_relu_backward_with_dy_x, *_LEAKY_RELU_ATTRS),),
+    UnaryOp.kLeakyRelu, leaky_relu, FLOAT, _LEAKY_RELU_ATTRS, with_dy_x=leaky_relu_backward_with_dy_x,
     doc="x for x > 0, else negative_slope * x",
 )
 
 
-def _elu_with(expm1):
+def _elu_over(m):
     @scalar_function
     def elu(x, alpha, attr1):
-        return x if x > 0 else alpha * expm1(x)
+        return x if x > 0 else alpha * m.expm1(x)
 
     return elu
 
 
-elu = _elu_with(math.expm1)
-elu_float32 = _elu_with(fast_math.expm1)
+elu, elu_float32 = float_variants(_elu_over)
 
 
 @scalar_function
@@ -202,22 +179,20 @@ def elu_backward_with_dy_x(dy, x, alpha, attr1):
 
 
 ELU = UnaryFunctor(
-    UnaryOp.kElu, elu, FLOAT, (("alpha", 1.0),), float32_formula=elu_float32,
-    backward=(derivative(BinaryOp.kEluBackwardWithDyX, elu_backward_with_dy_x, ("alpha", 1.0)),),
+    UnaryOp.kElu, elu, FLOAT, (("alpha", 1.0),), float32_formula=elu_float32, with_dy_x=elu_backward_with_dy_x,
     doc="x for x > 0, else alpha * (exp(x) - 1)",
 )
 
 
-def _celu_with(expm1):
+def _celu_over(m):
     @scalar_function
     def celu(x, alpha, attr1):
-        return x if x > 0 else alpha * expm1(divide(x, alpha))
+        return x if x > 0 else alpha * m.expm1(divide(x, alpha))
 
     return celu
 
 
-celu = _celu_with(math.expm1)
-celu_float32 = _celu_with(fast_math.expm1)
+celu, celu_float32 = float_variants(_celu_over)
 
 
 @scalar_function
@@ -228,13 +203,14 @@ def celu_backward_with_dy_y(dy, y, alpha, attr1):
 
 
 CELU = UnaryFunctor(
-    UnaryOp.kCelu, celu, FLOAT, (("alpha", 1.0),), float32_formula=celu_float32,
-    backward=(derivative(BinaryOp.kCeluBackwardWithDyY, celu_backward_with_dy_y, ("alpha", 1.0)),),
+    UnaryOp.kCelu, celu, FLOAT, (("alpha", 1.0),), float32_formula=celu_float32, with_dy_y=celu_backward_with_dy_y,
     doc="x for x > 0, else alpha * (exp(x / alpha) - 1)",
 )
 
 
-def _selu_with(elu_):
+def _selu_over(m):
+    elu_ = _elu_over(m)
+
     @scalar_function
     def selu(x, attr0, attr1):
         return as_type(_SELU_SCALE, x) * elu_(x, as_type(_SELU_ALPHA, x), attr1)
@@ -242,8 +218,7 @@ def _selu_with(elu_):
     return selu
 
 
-selu = _selu_with(elu)
-selu_float32 = _selu_with(elu_float32)
+selu, selu_float32 = float_variants(_selu_over)
 
 
 @scalar_function
@@ -260,8 +235,7 @@ def selu_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SELU = UnaryFunctor(
-    UnaryOp.kSelu, selu, FLOAT, float32_formula=selu_float32,
-    backward=(derivative(BinaryOp.kSeluBackwardWithDyX, selu_backward_with_dy_x),),
+    UnaryOp.kSelu, selu, FLOAT, float32_formula=selu_float32, with_dy_x=selu_backward_with_dy_x,
     doc="scale * elu(x, alpha) with PyTorch's fixed scale and alpha",
 )
 
@@ -286,24 +260,22 @@ def gelu_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 GELU = UnaryFunctor(
-    UnaryOp.kGelu, gelu, FLOAT, float32_formula=gelu_float32,
-    backward=(derivative(BinaryOp.kGeluBackwardWithDyX, gelu_backward_with_dy_x),),
+    UnaryOp.kGelu, gelu, FLOAT, float32_formula=gelu_float32, with_dy_x=gelu_backward_with_dy_x,
     doc="x * Phi(x), Phi the standard normal CDF (torch's gelu)",
 )
 
 
-def _fast_gelu_with(sigmoid_):
+def _fast_gelu_over(m):
     @scalar_function
     def fast_gelu(x, attr0, attr1):
         # 0.5 x (1 + tanh(u)) == x sigmoid(2u): the same value without 1 + tanh's cancellation for x < 0.
         u = as_type(_SQRT_2_OVER_PI, x) * (x + as_type(_FAST_GELU_BETA, x) * x * x * x)
-        return x * sigmoid_(as_type(2, x) * u)
+        return x * m.sigmoid(as_type(2, x) * u)
 
     return fast_gelu
 
 
-fast_gelu = _fast_gelu_with(_sigmoid)
-fast_gelu_float32 = _fast_gelu_with(fast_math.sigmoid)
+fast_gelu, fast_gelu_float32 = float_variants(_fast_gelu_over)
 
 
 @scalar_function
@@ -318,22 +290,20 @@ def fast_gelu_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 FAST_GELU = UnaryFunctor(
-    UnaryOp.kFastGelu, fast_gelu, FLOAT, float32_formula=fast_gelu_float32,
-    backward=(derivative(BinaryOp.kFastGeluBackwardWithDyX, fast_gelu_backward_with_dy_x),),
+    UnaryOp.kFastGelu, fast_gelu, FLOAT, float32_formula=fast_gelu_float32, with_dy_x=fast_gelu_backward_with_dy_x,
     doc="0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (torch's gelu with approximate='tanh')",
 )
 
 
-def _quick_gelu_with(sigmoid_):
+def _quick_gelu_over(m):
     @scalar_function
     def quick_gelu(x, attr0, attr1):
-        return x * sigmoid_(as_type(_QUICK_GELU_ALPHA, x) * x)
+        return x * m.sigmoid(as_type(_QUICK_GELU_ALPHA, x) * x)
 
     return quick_gelu
 
 
-quick_gelu = _quick_gelu_with(_sigmoid)
-quick_gelu_float32 = _quick_gelu_with(fast_math.sigmoid)
+quick_gelu, quick_gelu_float32 = float_variants(_quick_gelu_over)
 
 
 @scalar_function
@@ -343,22 +313,20 @@ def quick_gelu_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 QUICK_GELU = UnaryFunctor(
-    UnaryOp.kQuickGelu, quick_gelu, FLOAT, float32_formula=quick_gelu_float32,
-    backward=(derivative(BinaryOp.kQuickGeluBackwardWithDyX, quick_gelu_backward_with_dy_x),),
+    UnaryOp.kQuickGelu, quick_gelu, FLOAT, float32_formula=quick_gelu_float32, with_dy_x=quick_gelu_backward_with_dy_x,
     doc="x * sigmoid(1.702 x)",
 )
 
 
-def _silu_with(sigmoid_):
+def _silu_over(m):
     @scalar_function
     def silu(x, attr0, attr1):
-        return x * sigmoid_(x)
+        return x * m.sigmoid(x)
 
     return silu
 
 
-silu = _silu_with(_sigmoid)
-silu_float32 = _silu_with(fast_math.sigmoid)
+silu, silu_float32 = float_variants(_silu_over)
 
 
 @scalar_function
@@ -368,8 +336,7 @@ def silu_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SILU = UnaryFunctor(
-    UnaryOp.kSilu, silu, FLOAT, float32_formula=silu_float32,
-    backward=(derivative(BinaryOp.kSiluBackwardWithDyX, silu_backward_with_dy_x),),
+    UnaryOp.kSilu, silu, FLOAT, float32_formula=silu_float32, with_dy_x=silu_backward_with_dy_x,
     doc="x * sigmoid(x)",
 )
 
@@ -388,24 +355,22 @@ def softplus_backward_with_dy_x(dy, x, beta, threshold):
 
 _SOFT_PLUS_ATTRS = (("beta", 1.0), ("threshold", 20.0))
 SOFT_PLUS = UnaryFunctor(
-    UnaryOp.kSoftPlus, soft_plus, FLOAT, _SOFT_PLUS_ATTRS,
-    backward=(derivative(BinaryOp.kSoftplusBackwardWithDyX, softplus_backward_with_dy_x, *_SOFT_PLUS_ATTRS),),
+    UnaryOp.kSoftPlus, soft_plus, FLOAT, _SOFT_PLUS_ATTRS, with_dy_x=softplus_backward_with_dy_x,
     doc="log(1 + exp(beta x)) / beta; x where beta x > threshold",
     aliases=("softplus",),
 )
 
 
-def _mish_with(tanh_):
+def _mish_over(m):
     @scalar_function
     def mish(x, attr0, attr1):
         # PyTorch's x tanh(log1p(exp(x))); softplus's default threshold changes no float64 value.
-        return x * tanh_(soft_plus(x, as_type(1, x), as_type(20, x)))
+        return x * m.tanh(soft_plus(x, as_type(1, x), as_type(20, x)))
 
     return mish
 
 
-mish = _mish_with(math.tanh)
-mish_float32 = _mish_with(fast_math.tanh)
+mish, mish_float32 = float_variants(_mish_over)
 
 
 @scalar_function
@@ -418,8 +383,7 @@ def mish_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 MISH = UnaryFunctor(
-    UnaryOp.kMish, mish, FLOAT, float32_formula=mish_float32,
-    backward=(derivative(BinaryOp.kMishBackwardWithDyX, mish_backward_with_dy_x),),
+    UnaryOp.kMish, mish, FLOAT, float32_formula=mish_float32, with_dy_x=mish_backward_with_dy_x,
     doc="x * tanh(softplus(x))",
 )
 
@@ -436,8 +400,7 @@ def softsign_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SOFT_SIGN = UnaryFunctor(
-    UnaryOp.kSoftSign, soft_sign, FLOAT,
-    backward=(derivative(BinaryOp.kSoftsignBackwardWithDyX, softsign_backward_with_dy_x),),
+    UnaryOp.kSoftSign, soft_sign, FLOAT, with_dy_x=softsign_backward_with_dy_x,
     doc="x / (1 + |x|)",
     aliases=("softsign",),
 )
@@ -452,13 +415,13 @@ def soft_shrink(x, alpha, attr1):
 
 
 @scalar_function
-def softshrink_backward_with_dy_y(dy, y, attr0, attr1):
+def zero_where_y_is_zero(dy, y, attr0, attr1):
+    """dy where y != 0, else 0: the slope of soft_shrink and hard_shrink from y (0 exactly where they clamp)."""
     return as_type(0, dy) if y == 0 else dy
 
 
 SOFT_SHRINK = UnaryFunctor(
-    UnaryOp.kSoftShrink, soft_shrink, FLOAT, (("lambd", 0.5),),
-    backward=(derivative(BinaryOp.kSoftshrinkBackwardWithDyY, softshrink_backward_with_dy_y),),
+    UnaryOp.kSoftShrink, soft_shrink, FLOAT, (("lambd", 0.5),), with_dy_y=zero_where_y_is_zero, backward_attrs=0,
     doc="x - lambd above lambd, x + lambd below -lambd, else 0",
     aliases=("softshrink",),
 )
@@ -479,8 +442,7 @@ def hardtanh_backward_with_dy_y(dy, y, min_val, max_val):
 
 _HARD_TANH_ATTRS = (("min_val", -1.0), ("max_val", 1.0))
 HARD_TANH = UnaryFunctor(
-    UnaryOp.kHardTanh, hard_tanh, FLOAT, _HARD_TANH_ATTRS,
-    backward=(derivative(BinaryOp.kHardtanhBackwardWithDyY, hardtanh_backward_with_dy_y, *_HARD_TANH_ATTRS),),
+    UnaryOp.kHardTanh, hard_tanh, FLOAT, _HARD_TANH_ATTRS, with_dy_y=hardtanh_backward_with_dy_y,
     doc="x clamped to [min_val, max_val]",
     aliases=("hardtanh",),
 )
@@ -500,8 +462,7 @@ def hardsigmoid_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 HARD_SIGMOID = UnaryFunctor(
-    UnaryOp.kHardSigmoid, hard_sigmoid, FLOAT,
-    backward=(derivative(BinaryOp.kHardsigmoidBackwardWithDyX, hardsigmoid_backward_with_dy_x),),
+    UnaryOp.kHardSigmoid, hard_sigmoid, FLOAT, with_dy_x=hardsigmoid_backward_with_dy_x,
     doc="clamp(x / 6 + 1/2, 0, 1)",
     aliases=("hardsigmoid",),
 )
@@ -522,8 +483,7 @@ def hardswish_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 HARD_SWISH = UnaryFunctor(
-    UnaryOp.kHardSwish, hard_swish, FLOAT,
-    backward=(derivative(BinaryOp.kHardswishBackwardWithDyX, hardswish_backward_with_dy_x),),
+    UnaryOp.kHardSwish, hard_swish, FLOAT, with_dy_x=hardswish_backward_with_dy_x,
     doc="x * hardsigmoid(x)",
     aliases=("hardswish",),
 )
@@ -534,14 +494,8 @@ def hard_shrink(x, lambd, attr1):
     return as_type(0, x) if -lambd <= x <= lambd else x
 
 
-@scalar_function
-def hardshrink_backward_with_dy_y(dy, y, attr0, attr1):
-    return as_type(0, dy) if y == 0 else dy
-
-
 HARD_SHRINK = UnaryFunctor(
-    UnaryOp.kHardShrink, hard_shrink, FLOAT, (("lambd", 0.5),),
-    backward=(derivative(BinaryOp.kHardshrinkBackwardWithDyY, hardshrink_backward_with_dy_y),),
+    UnaryOp.kHardShrink, hard_shrink, FLOAT, (("lambd", 0.5),), with_dy_y=zero_where_y_is_zero, backward_attrs=0,
     doc="0 for -lambd <= x <= lambd, else x",
     aliases=("hardshrink",),
 )
@@ -552,13 +506,8 @@ def threshold(x, threshold_, value):
     return value if x <= threshold_ else x
 
 
-@scalar_function
-def threshold_backward_with_dy_x(dy, x, threshold, attr1):
-    return as_type(0, dy) if x <= threshold else dy
-
-
 THRESHOLD = UnaryFunctor(
-    UnaryOp.kThreshold, threshold, FLOAT, (("threshold", None), ("value", None)),
-    backward=(derivative(BinaryOp.kThresholdBackwardWithDyX, threshold_backward_with_dy_x, ("threshold", None)),),
+    UnaryOp.kThreshold, threshold, FLOAT, (("threshold", None), ("value", None)), with_dy_x=threshold_backward,
+    backward_attrs=1,
     doc="value for x <= threshold, else x",
 )

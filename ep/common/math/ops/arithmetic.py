@@ -11,12 +11,15 @@ overflow of MIN // -1 is sidestepped, so no kernel ever traps. Float division is
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
 from ep.common.jit import scalar_function
 from ep.common.math.intrinsics import frem, round_down, round_toward_zero, round_up
-from ep.common.math.ops.record import FLOAT, NUMBERS, BinaryFunctor, UnaryFunctor, derivative, dy_times, of_x
+from ep.common.math.ops.record import (
+    FLOAT, NUMBERS, BinaryFunctor, UnaryFunctor, dy_times, of_a_b, of_a_b_in_type, of_x, of_x_in_type,
+)
 from ep.common.math.special import as_type, divide, round_half_even
 from ep.common.runtime.data_type import ALL_TYPES
 from ep.include.primitive.binary_op import BinaryOp
@@ -38,24 +41,16 @@ SIGN = UnaryFunctor(
 )
 
 
-@scalar_function
-def abs_(x, attr0, attr1):
-    return as_type(abs(x), x)
-
-
 ABS = UnaryFunctor(
-    UnaryOp.kAbs, abs_, NUMBERS, backward=(derivative(BinaryOp.kAbsBackwardWithDyX, dy_times(sign)),),
+    UnaryOp.kAbs, of_x_in_type(abs), NUMBERS, with_dy_x=dy_times(sign),
     doc="|x|; integers wrap (abs of the most negative value is itself)",
     aliases=("absolute",),
 )
 
 
-@scalar_function
-def negative(x, attr0, attr1):
-    return as_type(-x, x)
-
-
-NEGATIVE = UnaryFunctor(UnaryOp.kNegative, negative, NUMBERS, doc="-x; integers wrap", aliases=("neg",))
+NEGATIVE = UnaryFunctor(
+    UnaryOp.kNegative, of_x_in_type(operator.neg), NUMBERS, doc="-x; integers wrap", aliases=("neg",)
+)
 
 
 @scalar_function
@@ -68,11 +63,7 @@ def square_backward_with_dy_x(dy, x, attr0, attr1):
     return dy * as_type(2, x) * x
 
 
-SQUARE = UnaryFunctor(
-    UnaryOp.kSquare, square, NUMBERS,
-    backward=(derivative(BinaryOp.kSquareBackwardWithDyX, square_backward_with_dy_x),),
-    doc="x * x; integers wrap",
-)
+SQUARE = UnaryFunctor(UnaryOp.kSquare, square, NUMBERS, with_dy_x=square_backward_with_dy_x, doc="x * x; integers wrap")
 
 
 @scalar_function
@@ -85,10 +76,7 @@ def sqrt_backward_with_dy_x(dy, x, attr0, attr1):
     return divide(dy, as_type(2, x) * sqrt(x, attr0, attr1))
 
 
-SQRT = UnaryFunctor(
-    UnaryOp.kSqrt, sqrt, FLOAT, backward=(derivative(BinaryOp.kSqrtBackwardWithDyX, sqrt_backward_with_dy_x),),
-    doc="square root",
-)
+SQRT = UnaryFunctor(UnaryOp.kSqrt, sqrt, FLOAT, with_dy_x=sqrt_backward_with_dy_x, doc="square root")
 
 
 @scalar_function
@@ -101,10 +89,7 @@ def rsqrt_backward_with_dy_x(dy, x, attr0, attr1):
     return -divide(dy, as_type(2, x) * x * sqrt(x, attr0, attr1))
 
 
-RSQRT = UnaryFunctor(
-    UnaryOp.kRsqrt, rsqrt, FLOAT, backward=(derivative(BinaryOp.kRsqrtBackwardWithDyX, rsqrt_backward_with_dy_x),),
-    doc="1 / sqrt(x)",
-)
+RSQRT = UnaryFunctor(UnaryOp.kRsqrt, rsqrt, FLOAT, with_dy_x=rsqrt_backward_with_dy_x, doc="1 / sqrt(x)")
 
 
 @scalar_function
@@ -117,11 +102,7 @@ def reciprocal_backward_with_dy_x(dy, x, attr0, attr1):
     return -divide(dy, x * x)
 
 
-RECIPROCAL = UnaryFunctor(
-    UnaryOp.kReciprocal, reciprocal, FLOAT,
-    backward=(derivative(BinaryOp.kReciprocalBackwardWithDyX, reciprocal_backward_with_dy_x),),
-    doc="1 / x",
-)
+RECIPROCAL = UnaryFunctor(UnaryOp.kReciprocal, reciprocal, FLOAT, with_dy_x=reciprocal_backward_with_dy_x, doc="1 / x")
 
 
 @scalar_function
@@ -135,8 +116,7 @@ def reciprocal_no_nan_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 RECIPROCAL_NO_NAN = UnaryFunctor(
-    UnaryOp.kReciprocalNoNan, reciprocal_no_nan, FLOAT,
-    backward=(derivative(BinaryOp.kReciprocalNoNanBackwardWithDyX, reciprocal_no_nan_backward_with_dy_x),),
+    UnaryOp.kReciprocalNoNan, reciprocal_no_nan, FLOAT, with_dy_x=reciprocal_no_nan_backward_with_dy_x,
     doc="1 / x, but 0 for x == 0",
 )
 
@@ -199,33 +179,13 @@ def int_divmod(a, b):
     return a // b, a % b
 
 
-@scalar_function
-def add(a, b, attr0, attr1):
-    return as_type(a + b, a)
-
-
-ADD = BinaryFunctor(BinaryOp.kAdd, add, ALL_TYPES, doc="a + b; integers wrap")
-
-
-@scalar_function
-def sub(a, b, attr0, attr1):
-    return as_type(a - b, a)
-
-
-SUB = BinaryFunctor(BinaryOp.kSub, sub, ALL_TYPES, doc="a - b; integers wrap", aliases=("subtract",))
-
-
-@scalar_function
-def mul(a, b, attr0, attr1):
-    return as_type(a * b, a)
-
-
-MUL = BinaryFunctor(BinaryOp.kMul, mul, ALL_TYPES, doc="a * b; integers wrap", aliases=("multiply",))
-
-
-@scalar_function
-def div(a, b, attr0, attr1):
-    return divide(a, b)
+ADD = BinaryFunctor(BinaryOp.kAdd, of_a_b_in_type(operator.add), ALL_TYPES, doc="a + b; integers wrap")
+SUB = BinaryFunctor(
+    BinaryOp.kSub, of_a_b_in_type(operator.sub), ALL_TYPES, doc="a - b; integers wrap", aliases=("subtract",)
+)
+MUL = BinaryFunctor(
+    BinaryOp.kMul, of_a_b_in_type(operator.mul), ALL_TYPES, doc="a * b; integers wrap", aliases=("multiply",)
+)
 
 
 @scalar_function
@@ -236,32 +196,31 @@ def int_div(a, b, attr0, attr1):
 
 
 DIV = BinaryFunctor(
-    BinaryOp.kDiv, div, ALL_TYPES, int_formula=int_div,
+    BinaryOp.kDiv, of_a_b(divide), ALL_TYPES, int_formula=int_div,
     doc="a / b; integers and bool: truncated toward zero and x / 0 = 0 (NumPy and PyTorch give floats)",
     aliases=("divide", "true_divide"),
 )
 
 
-@scalar_function
-def maximum(a, b, attr0, attr1):
-    # NaN in either operand gives NaN, as np.maximum.
-    return a if a >= b or a != a else b
+def _picking_a_where(keeps_a):
+    """The formula a where keeps_a(a, b), else b; NaN in either operand gives NaN, as np.maximum."""
+
+    @scalar_function
+    def formula(a, b, attr0, attr1):
+        return a if keeps_a(a, b) or a != a else b
+
+    return formula
 
 
 MAX = BinaryFunctor(
-    BinaryOp.kMax, maximum, ALL_TYPES,
+    BinaryOp.kMax, _picking_a_where(operator.ge), ALL_TYPES,
     doc="the greater of a and b; NaN if either is NaN (np.maximum, torch.maximum)",
     aliases=("maximum",),
 )
 
 
-@scalar_function
-def minimum(a, b, attr0, attr1):
-    return a if a <= b or a != a else b
-
-
 MIN = BinaryFunctor(
-    BinaryOp.kMin, minimum, ALL_TYPES,
+    BinaryOp.kMin, _picking_a_where(operator.le), ALL_TYPES,
     doc="the lesser of a and b; NaN if either is NaN (np.minimum, torch.minimum)",
     aliases=("minimum",),
 )
@@ -299,11 +258,6 @@ POW = BinaryFunctor(
 
 
 @scalar_function
-def float_fmod(a, b, attr0, attr1):
-    return fmod(a, b)
-
-
-@scalar_function
 def int_fmod(a, b, attr0, attr1):
     # Python's remainder has b's sign; C's has a's.
     _, r = int_divmod(a, b)
@@ -311,7 +265,7 @@ def int_fmod(a, b, attr0, attr1):
 
 
 FMOD = BinaryFunctor(
-    BinaryOp.kFmod, float_fmod, ALL_TYPES, int_formula=int_fmod,
+    BinaryOp.kFmod, of_a_b(fmod), ALL_TYPES, int_formula=int_fmod,
     doc="C's fmod: a - trunc(a / b) * b, with a's sign (np.fmod, torch.fmod); integers: x fmod 0 = 0",
 )
 
@@ -321,13 +275,18 @@ def floor_div(a, b, attr0, attr1):
     return float_divmod(a, b)[0]
 
 
-@scalar_function
-def int_floor_div(a, b, attr0, attr1):
-    return as_type(int_divmod(a, b)[0], a)
+def _int_divmod_part(index):
+    """The integer formula of a // b (index 0) or a % b (index 1), in a's type."""
+
+    @scalar_function
+    def formula(a, b, attr0, attr1):
+        return as_type(int_divmod(a, b)[index], a)
+
+    return formula
 
 
 FLOOR_DIV = BinaryFunctor(
-    BinaryOp.kFloorDiv, floor_div, ALL_TYPES, int_formula=int_floor_div,
+    BinaryOp.kFloorDiv, floor_div, ALL_TYPES, int_formula=_int_divmod_part(0),
     doc="floor(a / b), as np.floor_divide; integers: x // 0 = 0",
     aliases=("floor_divide",),
 )
@@ -352,13 +311,8 @@ def floor_mod(a, b, attr0, attr1):
     return float_divmod(a, b)[1]
 
 
-@scalar_function
-def int_floor_mod(a, b, attr0, attr1):
-    return as_type(int_divmod(a, b)[1], a)
-
-
 FLOOR_MOD = BinaryFunctor(
-    BinaryOp.kFloorMod, floor_mod, ALL_TYPES, int_formula=int_floor_mod,
+    BinaryOp.kFloorMod, floor_mod, ALL_TYPES, int_formula=_int_divmod_part(1),
     doc="a - floor(a / b) * b, with b's sign (np.remainder, torch.remainder); integers: x % 0 = 0",
     aliases=("remainder", "mod"),
 )

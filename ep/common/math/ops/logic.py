@@ -5,9 +5,10 @@ is true) and bitwise ops on the integer dtypes and bool.
 from __future__ import annotations
 
 import math
+import operator
 
 from ep.common.jit import scalar_function
-from ep.common.math.ops.record import BITS, BinaryFunctor, UnaryFunctor
+from ep.common.math.ops.record import BITS, BinaryFunctor, UnaryFunctor, of_a_b, of_a_b_in_type, of_x
 from ep.common.math.special import as_type
 from ep.common.runtime.data_type import ALL_TYPES
 from ep.include.primitive.binary_op import BinaryOp
@@ -17,59 +18,22 @@ from ep.include.primitive.unary_op import UnaryOp
 # comparison
 
 
-@scalar_function
-def equal(a, b, attr0, attr1):
-    return a == b
-
-
-EQUAL = BinaryFunctor(BinaryOp.kEqual, equal, ALL_TYPES, to_bool=True, doc="a == b", aliases=("eq",))
-
-
-@scalar_function
-def not_equal(a, b, attr0, attr1):
-    return a != b
-
-
-NOT_EQUAL = BinaryFunctor(BinaryOp.kNotEqual, not_equal, ALL_TYPES, to_bool=True, doc="a != b", aliases=("ne",))
-
-
-@scalar_function
-def less_than(a, b, attr0, attr1):
-    return a < b
-
-
-LESS_THAN = BinaryFunctor(BinaryOp.kLessThan, less_than, ALL_TYPES, to_bool=True, doc="a < b", aliases=("less", "lt"))
-
-
-@scalar_function
-def less_equal(a, b, attr0, attr1):
-    return a <= b
-
-
-LESS_EQUAL = BinaryFunctor(BinaryOp.kLessEqual, less_equal, ALL_TYPES, to_bool=True, doc="a <= b", aliases=("le",))
-
-
-@scalar_function
-def greater_than(a, b, attr0, attr1):
-    return a > b
-
-
-GREATER_THAN = BinaryFunctor(
-    BinaryOp.kGreaterThan, greater_than, ALL_TYPES, to_bool=True,
-    doc="a > b",
-    aliases=("greater", "gt"),
+# A comparison is its operator on a and b, in the operands' type.
+EQUAL = BinaryFunctor(BinaryOp.kEqual, of_a_b(operator.eq), ALL_TYPES, to_bool=True, doc="a == b", aliases=("eq",))
+NOT_EQUAL = BinaryFunctor(
+    BinaryOp.kNotEqual, of_a_b(operator.ne), ALL_TYPES, to_bool=True, doc="a != b", aliases=("ne",)
 )
-
-
-@scalar_function
-def greater_equal(a, b, attr0, attr1):
-    return a >= b
-
-
+LESS_THAN = BinaryFunctor(
+    BinaryOp.kLessThan, of_a_b(operator.lt), ALL_TYPES, to_bool=True, doc="a < b", aliases=("less", "lt")
+)
+LESS_EQUAL = BinaryFunctor(
+    BinaryOp.kLessEqual, of_a_b(operator.le), ALL_TYPES, to_bool=True, doc="a <= b", aliases=("le",)
+)
+GREATER_THAN = BinaryFunctor(
+    BinaryOp.kGreaterThan, of_a_b(operator.gt), ALL_TYPES, to_bool=True, doc="a > b", aliases=("greater", "gt")
+)
 GREATER_EQUAL = BinaryFunctor(
-    BinaryOp.kGreaterEqual, greater_equal, ALL_TYPES, to_bool=True,
-    doc="a >= b",
-    aliases=("ge",),
+    BinaryOp.kGreaterEqual, of_a_b(operator.ge), ALL_TYPES, to_bool=True, doc="a >= b", aliases=("ge",)
 )
 
 _IS_CLOSE_ATTRS = (("atol", 1e-8), ("rtol", 1e-5))
@@ -117,12 +81,9 @@ NOT_EQUAL_ZERO = UnaryFunctor(UnaryOp.kNotEqualZero, not_equal_zero, ALL_TYPES, 
 # content
 
 
-@scalar_function
-def is_inf(x, attr0, attr1):
-    return math.isinf(x)
-
-
-IS_INF = UnaryFunctor(UnaryOp.kIsInf, is_inf, ALL_TYPES, to_bool=True, doc="x is +inf or -inf", aliases=("isinf",))
+IS_INF = UnaryFunctor(
+    UnaryOp.kIsInf, of_x(math.isinf), ALL_TYPES, to_bool=True, doc="x is +inf or -inf", aliases=("isinf",)
+)
 
 
 @scalar_function
@@ -133,14 +94,8 @@ def is_nan(x, attr0, attr1):
 IS_NAN = UnaryFunctor(UnaryOp.kIsNan, is_nan, ALL_TYPES, to_bool=True, doc="x is NaN", aliases=("isnan",))
 
 
-@scalar_function
-def is_finite(x, attr0, attr1):
-    return math.isfinite(x)
-
-
 IS_FINITE = UnaryFunctor(
-    UnaryOp.kIsFinite, is_finite, ALL_TYPES, to_bool=True,
-    doc="x is neither infinite nor NaN",
+    UnaryOp.kIsFinite, of_x(math.isfinite), ALL_TYPES, to_bool=True, doc="x is neither infinite nor NaN",
     aliases=("isfinite",),
 )
 
@@ -148,33 +103,24 @@ IS_FINITE = UnaryFunctor(
 # logical
 
 
-@scalar_function
-def logical_and(a, b, attr0, attr1):
-    return a != 0 and b != 0
+def _of_truth(fn):
+    """The formula fn(a != 0, b != 0) of a logical op: fn of the operands' truth values."""
+
+    @scalar_function
+    def formula(a, b, attr0, attr1):
+        return fn(a != 0, b != 0)
+
+    return formula
 
 
 LOGICAL_AND = BinaryFunctor(
-    BinaryOp.kLogicalAnd, logical_and, ALL_TYPES, to_bool=True,
-    doc="a and b, nonzero being true",
+    BinaryOp.kLogicalAnd, _of_truth(operator.and_), ALL_TYPES, to_bool=True, doc="a and b, nonzero being true"
 )
-
-
-@scalar_function
-def logical_or(a, b, attr0, attr1):
-    return a != 0 or b != 0
-
-
-LOGICAL_OR = BinaryFunctor(BinaryOp.kLogicalOr, logical_or, ALL_TYPES, to_bool=True, doc="a or b, nonzero being true")
-
-
-@scalar_function
-def logical_xor(a, b, attr0, attr1):
-    return (a != 0) != (b != 0)
-
-
+LOGICAL_OR = BinaryFunctor(
+    BinaryOp.kLogicalOr, _of_truth(operator.or_), ALL_TYPES, to_bool=True, doc="a or b, nonzero being true"
+)
 LOGICAL_XOR = BinaryFunctor(
-    BinaryOp.kLogicalXor, logical_xor, ALL_TYPES, to_bool=True,
-    doc="a xor b, nonzero being true",
+    BinaryOp.kLogicalXor, _of_truth(operator.ne), ALL_TYPES, to_bool=True, doc="a xor b, nonzero being true"
 )
 
 
@@ -189,28 +135,9 @@ LOGICAL_NOT = UnaryFunctor(UnaryOp.kLogicalNot, logical_not, ALL_TYPES, to_bool=
 # bitwise
 
 
-@scalar_function
-def bitwise_and(a, b, attr0, attr1):
-    return as_type(a & b, a)
-
-
-BITWISE_AND = BinaryFunctor(BinaryOp.kBitwiseAnd, bitwise_and, BITS, doc="a & b")
-
-
-@scalar_function
-def bitwise_or(a, b, attr0, attr1):
-    return as_type(a | b, a)
-
-
-BITWISE_OR = BinaryFunctor(BinaryOp.kBitwiseOr, bitwise_or, BITS, doc="a | b")
-
-
-@scalar_function
-def bitwise_xor(a, b, attr0, attr1):
-    return as_type(a ^ b, a)
-
-
-BITWISE_XOR = BinaryFunctor(BinaryOp.kBitwiseXor, bitwise_xor, BITS, doc="a ^ b")
+BITWISE_AND = BinaryFunctor(BinaryOp.kBitwiseAnd, of_a_b_in_type(operator.and_), BITS, doc="a & b")
+BITWISE_OR = BinaryFunctor(BinaryOp.kBitwiseOr, of_a_b_in_type(operator.or_), BITS, doc="a | b")
+BITWISE_XOR = BinaryFunctor(BinaryOp.kBitwiseXor, of_a_b_in_type(operator.xor), BITS, doc="a ^ b")
 
 
 @scalar_function

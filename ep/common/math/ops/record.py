@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
 from ep.common.jit import scalar_function
+from ep.common.math import fast_math, libm
+from ep.common.math.special import as_type
 from ep.common.runtime.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType
 from ep.include.primitive.binary_op import BinaryOp
 
@@ -56,12 +58,23 @@ class UnaryFunctor(_Record):
     float32_formula, where given, replaces formula when the compute dtype is float32 (float16 too):
     the same formula over ep.common.math.fast_math's vectorizable functions instead of libm's.
     The result has the source dtype, bool when to_bool, any dtype when converts (the store converts).
-    backward holds the op's derivatives, the BinaryOp records made by derivative().
+    with_dy_x and with_dy_y, where given, are the formulas of the op's derivatives given x or y
+    (see derivative()); they take the first backward_attrs of the op's attributes (all by default).
+    backward holds their records, the BinaryOp ops backward_op() names.
     """
 
     float32_formula: Callable | None = None
     converts: bool = False
-    backward: tuple[BinaryFunctor, ...] = ()
+    with_dy_x: Callable | None = None
+    with_dy_y: Callable | None = None
+    backward_attrs: int | None = None
+    backward: tuple[BinaryFunctor, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        attrs = self.attrs[: self.backward_attrs]
+        given = (("y", self.with_dy_y), ("x", self.with_dy_x))
+        backward = tuple(derivative(backward_op(self.op, v), f, *attrs) for v, f in given if f is not None)
+        object.__setattr__(self, "backward", backward)
 
     def formula_for(self, src_dtype: DataType) -> Callable:
         """The formula a kernel for src_dtype compiles."""
@@ -73,6 +86,23 @@ class UnaryFunctor(_Record):
         """The records this one defines: itself and its derivatives."""
         yield self
         yield from self.backward
+
+
+# OneFlow spells a derivative op after its unary op, but for the case of some letters.
+_BINARY_OPS_BY_LOWER_NAME = {op.name.lower(): op for op in BinaryOp}
+
+
+def backward_op(op: enum.Enum, given: str) -> BinaryOp:
+    """The derivative op of unary op given "x" or "y": OneFlow's k<Op>BackwardWithDy<X|Y>.
+
+    Letter case aside, as OneFlow writes kHardswishBackwardWithDyX for kHardSwish. Raises
+    ValueError when BinaryOp has no such op.
+    """
+    name = f"{op.name}BackwardWithDy{given.upper()}"
+    found = _BINARY_OPS_BY_LOWER_NAME.get(name.lower())
+    if found is None:
+        raise ValueError(f"{op!r} has no derivative op given {given}: BinaryOp has no {name}")
+    return found
 
 
 def derivative(op: BinaryOp, formula: Callable, *attrs: tuple[str, float | None]) -> BinaryFunctor:
@@ -94,6 +124,50 @@ def of_x(fn: Callable) -> Callable:
         return fn(x)
 
     return formula
+
+
+def of_x_in_type(fn: Callable) -> Callable:
+    """The formula fn(x) cast back to x's type (integers wrap, as NumPy's) of an op without attributes."""
+
+    @scalar_function
+    def formula(x, attr0, attr1):
+        return as_type(fn(x), x)
+
+    return formula
+
+
+def of_a_b(fn: Callable) -> Callable:
+    """The formula fn(a, b) of a binary op without attributes (a comparison's operator.lt)."""
+
+    @scalar_function
+    def formula(a, b, attr0, attr1):
+        return fn(a, b)
+
+    return formula
+
+
+def of_a_b_in_type(fn: Callable) -> Callable:
+    """The formula fn(a, b) cast back to a's type (integers wrap, as NumPy's) of a binary op without attributes."""
+
+    @scalar_function
+    def formula(a, b, attr0, attr1):
+        return as_type(fn(a, b), a)
+
+    return formula
+
+
+def float_variants(formula_over: Callable[[ModuleType], Callable]) -> tuple[Callable, Callable]:
+    """An op's formula and its float32 variant: formula_over(m) over libm and over fast_math.
+
+    formula_over builds the formula over a math module m (m.exp, m.sigmoid): libm's functions
+    (ep.common.math.libm) for float64, fast_math's vectorizable ones for float32.
+    """
+    return formula_over(libm), formula_over(fast_math)
+
+
+def of_x_variants(name: str) -> tuple[Callable, Callable]:
+    """of_x of the math function name (exp, tanh, ...): the formula over libm's and its float32 variant."""
+    return float_variants(lambda m: of_x(getattr(m, name)))
 
 
 def dy_times(slope: Callable) -> Callable:

@@ -12,11 +12,10 @@ import numpy as np
 from ep.common.jit import scalar_function
 from ep.common.math import fast_math
 from ep.common.math.ops.arithmetic import sqrt
-from ep.common.math.ops.record import FLOAT, UnaryFunctor, derivative, dy_times, of_x
+from ep.common.math.ops.record import FLOAT, UnaryFunctor, dy_times, of_x, of_x_in_type
 from ep.common.math.special import as_type, divide
 from ep.common.math.special import digamma as _digamma
 from ep.common.math.special import trigamma as _trigamma
-from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.unary_op import UnaryOp
 
 
@@ -25,11 +24,7 @@ from ep.include.primitive.unary_op import UnaryOp
 exp = of_x(math.exp)
 exp_float32 = of_x(fast_math.exp)
 
-EXP = UnaryFunctor(
-    UnaryOp.kExp, exp, FLOAT, float32_formula=exp_float32,
-    backward=(derivative(BinaryOp.kExpBackwardWithDyX, dy_times(exp)),),
-    doc="e ** x",
-)
+EXP = UnaryFunctor(UnaryOp.kExp, exp, FLOAT, float32_formula=exp_float32, with_dy_x=dy_times(exp), doc="e ** x")
 
 
 @scalar_function
@@ -42,17 +37,13 @@ def exp2_backward_with_dy_x(dy, x, attr0, attr1):
     return dy * exp2(x, attr0, attr1) * as_type(math.log(2), x)
 
 
-EXP2 = UnaryFunctor(
-    UnaryOp.kExp2, exp2, FLOAT, backward=(derivative(BinaryOp.kExp2BackwardWithDyX, exp2_backward_with_dy_x),),
-    doc="2 ** x",
-)
+EXP2 = UnaryFunctor(UnaryOp.kExp2, exp2, FLOAT, with_dy_x=exp2_backward_with_dy_x, doc="2 ** x")
 
 expm1 = of_x(math.expm1)
 expm1_float32 = of_x(fast_math.expm1)
 
 EXPM1 = UnaryFunctor(
-    UnaryOp.kExpm1, expm1, FLOAT, float32_formula=expm1_float32,
-    backward=(derivative(BinaryOp.kExpm1BackwardWithDyX, dy_times(exp)),),
+    UnaryOp.kExpm1, expm1, FLOAT, float32_formula=expm1_float32, with_dy_x=dy_times(exp),
     doc="exp(x) - 1, accurate near 0",
 )
 
@@ -66,8 +57,7 @@ def log_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 LOG = UnaryFunctor(
-    UnaryOp.kLog, log, FLOAT, float32_formula=log_float32,
-    backward=(derivative(BinaryOp.kLogBackwardWithDyX, log_backward_with_dy_x),),
+    UnaryOp.kLog, log, FLOAT, float32_formula=log_float32, with_dy_x=log_backward_with_dy_x,
     doc="natural logarithm",
 )
 
@@ -80,10 +70,7 @@ def log2_backward_with_dy_x(dy, x, attr0, attr1):
     return divide(dy, x * as_type(math.log(2), x))
 
 
-LOG2 = UnaryFunctor(
-    UnaryOp.kLog2, log2, FLOAT, backward=(derivative(BinaryOp.kLog2BackwardWithDyX, log2_backward_with_dy_x),),
-    doc="base-2 logarithm",
-)
+LOG2 = UnaryFunctor(UnaryOp.kLog2, log2, FLOAT, with_dy_x=log2_backward_with_dy_x, doc="base-2 logarithm")
 
 
 log10 = of_x(math.log10)
@@ -94,10 +81,7 @@ def log10_backward_with_dy_x(dy, x, attr0, attr1):
     return divide(dy, x * as_type(math.log(10), x))
 
 
-LOG10 = UnaryFunctor(
-    UnaryOp.kLog10, log10, FLOAT, backward=(derivative(BinaryOp.kLog10BackwardWithDyX, log10_backward_with_dy_x),),
-    doc="base-10 logarithm",
-)
+LOG10 = UnaryFunctor(UnaryOp.kLog10, log10, FLOAT, with_dy_x=log10_backward_with_dy_x, doc="base-10 logarithm")
 
 
 log1p = of_x(math.log1p)
@@ -109,7 +93,7 @@ def log1p_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 LOG1P = UnaryFunctor(
-    UnaryOp.kLog1p, log1p, FLOAT, backward=(derivative(BinaryOp.kLog1pBackwardWithDyX, log1p_backward_with_dy_x),),
+    UnaryOp.kLog1p, log1p, FLOAT, with_dy_x=log1p_backward_with_dy_x,
     doc="log(1 + x), accurate near 0",
 )
 
@@ -128,8 +112,7 @@ def erf_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ERF = UnaryFunctor(
-    UnaryOp.kErf, erf, FLOAT, float32_formula=erf_float32,
-    backward=(derivative(BinaryOp.kErfBackwardWithDyX, erf_backward_with_dy_x),),
+    UnaryOp.kErf, erf, FLOAT, float32_formula=erf_float32, with_dy_x=erf_backward_with_dy_x,
     doc="error function",
 )
 
@@ -143,28 +126,22 @@ def erfc_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ERFC = UnaryFunctor(
-    UnaryOp.kErfc, erfc, FLOAT, float32_formula=erfc_float32,
-    backward=(derivative(BinaryOp.kErfcBackwardWithDyX, erfc_backward_with_dy_x),),
+    UnaryOp.kErfc, erfc, FLOAT, float32_formula=erfc_float32, with_dy_x=erfc_backward_with_dy_x,
     doc="1 - erf(x), accurate for large x",
 )
 
 
-@scalar_function
-def trigamma(x, attr0, attr1):
-    return as_type(_trigamma(x), x)
+trigamma = of_x_in_type(_trigamma)
 
 
 TRIGAMMA = UnaryFunctor(UnaryOp.kTrigamma, trigamma, FLOAT, doc="the derivative of digamma")
 
 
-@scalar_function
-def digamma(x, attr0, attr1):
-    return as_type(_digamma(x), x)
+digamma = of_x_in_type(_digamma)
 
 
 DIGAMMA = UnaryFunctor(
-    UnaryOp.kDigamma, digamma, FLOAT,
-    backward=(derivative(BinaryOp.kDigammaBackwardWithDyX, dy_times(trigamma)),),
+    UnaryOp.kDigamma, digamma, FLOAT, with_dy_x=dy_times(trigamma),
     doc="the derivative of lgamma",
     aliases=("psi",),
 )
@@ -177,7 +154,7 @@ def lgamma(x, attr0, attr1):
 
 
 LGAMMA = UnaryFunctor(
-    UnaryOp.kLgamma, lgamma, FLOAT, backward=(derivative(BinaryOp.kLgammaBackwardWithDyX, dy_times(digamma)),),
+    UnaryOp.kLgamma, lgamma, FLOAT, with_dy_x=dy_times(digamma),
     doc="log |Gamma(x)|",
     aliases=("gammaln",),
 )
@@ -192,14 +169,8 @@ sinh = of_x(math.sinh)
 cosh = of_x(math.cosh)
 
 
-SINH = UnaryFunctor(
-    UnaryOp.kSinh, sinh, FLOAT, backward=(derivative(BinaryOp.kSinhBackwardWithDyX, dy_times(cosh)),),
-    doc="hyperbolic sine",
-)
-COSH = UnaryFunctor(
-    UnaryOp.kCosh, cosh, FLOAT, backward=(derivative(BinaryOp.kCoshBackwardWithDyX, dy_times(sinh)),),
-    doc="hyperbolic cosine",
-)
+SINH = UnaryFunctor(UnaryOp.kSinh, sinh, FLOAT, with_dy_x=dy_times(cosh), doc="hyperbolic sine")
+COSH = UnaryFunctor(UnaryOp.kCosh, cosh, FLOAT, with_dy_x=dy_times(sinh), doc="hyperbolic cosine")
 
 asinh = of_x(math.asinh)
 
@@ -210,7 +181,7 @@ def asinh_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ASINH = UnaryFunctor(
-    UnaryOp.kAsinh, asinh, FLOAT, backward=(derivative(BinaryOp.kAsinhBackwardWithDyX, asinh_backward_with_dy_x),),
+    UnaryOp.kAsinh, asinh, FLOAT, with_dy_x=asinh_backward_with_dy_x,
     doc="inverse hyperbolic sine",
     aliases=("arcsinh",),
 )
@@ -226,7 +197,7 @@ def acosh_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ACOSH = UnaryFunctor(
-    UnaryOp.kAcosh, acosh, FLOAT, backward=(derivative(BinaryOp.kAcoshBackwardWithDyX, acosh_backward_with_dy_x),),
+    UnaryOp.kAcosh, acosh, FLOAT, with_dy_x=acosh_backward_with_dy_x,
     doc="inverse hyperbolic cosine",
     aliases=("arccosh",),
 )
@@ -242,7 +213,7 @@ def atanh_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ATANH = UnaryFunctor(
-    UnaryOp.kAtanh, atanh, FLOAT, backward=(derivative(BinaryOp.kAtanhBackwardWithDyX, atanh_backward_with_dy_x),),
+    UnaryOp.kAtanh, atanh, FLOAT, with_dy_x=atanh_backward_with_dy_x,
     doc="inverse hyperbolic tangent",
     aliases=("arctanh",),
 )
@@ -259,19 +230,13 @@ def cos_backward_with_dy_x(dy, x, attr0, attr1):
     return -dy * sin(x, attr0, attr1)
 
 
-COS = UnaryFunctor(
-    UnaryOp.kCos, cos, FLOAT, backward=(derivative(BinaryOp.kCosBackwardWithDyX, cos_backward_with_dy_x),),
-    doc="cosine",
-)
+COS = UnaryFunctor(UnaryOp.kCos, cos, FLOAT, with_dy_x=cos_backward_with_dy_x, doc="cosine")
 
 
 sin = of_x(math.sin)
 
 
-SIN = UnaryFunctor(
-    UnaryOp.kSin, sin, FLOAT, backward=(derivative(BinaryOp.kSinBackwardWithDyX, dy_times(cos)),),
-    doc="sine",
-)
+SIN = UnaryFunctor(UnaryOp.kSin, sin, FLOAT, with_dy_x=dy_times(cos), doc="sine")
 
 
 tan = of_x(math.tan)
@@ -283,10 +248,7 @@ def tan_backward_with_dy_x(dy, x, attr0, attr1):
     return divide(dy, c * c)
 
 
-TAN = UnaryFunctor(
-    UnaryOp.kTan, tan, FLOAT, backward=(derivative(BinaryOp.kTanBackwardWithDyX, tan_backward_with_dy_x),),
-    doc="tangent",
-)
+TAN = UnaryFunctor(UnaryOp.kTan, tan, FLOAT, with_dy_x=tan_backward_with_dy_x, doc="tangent")
 
 
 asin = of_x(math.asin)
@@ -300,7 +262,7 @@ def asin_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ASIN = UnaryFunctor(
-    UnaryOp.kAsin, asin, FLOAT, backward=(derivative(BinaryOp.kAsinBackwardWithDyX, asin_backward_with_dy_x),),
+    UnaryOp.kAsin, asin, FLOAT, with_dy_x=asin_backward_with_dy_x,
     doc="inverse sine",
     aliases=("arcsin",),
 )
@@ -315,7 +277,7 @@ def acos_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ACOS = UnaryFunctor(
-    UnaryOp.kAcos, acos, FLOAT, backward=(derivative(BinaryOp.kAcosBackwardWithDyX, acos_backward_with_dy_x),),
+    UnaryOp.kAcos, acos, FLOAT, with_dy_x=acos_backward_with_dy_x,
     doc="inverse cosine",
     aliases=("arccos",),
 )
@@ -330,7 +292,7 @@ def atan_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ATAN = UnaryFunctor(
-    UnaryOp.kAtan, atan, FLOAT, backward=(derivative(BinaryOp.kAtanBackwardWithDyX, atan_backward_with_dy_x),),
+    UnaryOp.kAtan, atan, FLOAT, with_dy_x=atan_backward_with_dy_x,
     doc="inverse tangent",
     aliases=("arctan",),
 )

@@ -1,0 +1,23 @@
+"""libm's scalar functions under ep.common.math.fast_math's names (and sigmoid over libm's exp).
+
+A formula written once over a math module `m` (m.exp, m.sigmoid) compiles over this one for
+float64 and over fast_math for float32: see ops.record.float_variants.
+"""
+import math
+
+from ep.common.jit import scalar_function
+from ep.common.math.special import as_type, divide
+
+exp = math.exp
+expm1 = math.expm1
+log = math.log
+tanh = math.tanh
+erf = math.erf
+erfc = math.erfc
+
+
+@scalar_function
+def sigmoid(x):
+    """1 / (1 + e^-x) in x's float type."""
+    one = as_type(1, x)
+    return divide(one, one + math.exp(-x))
