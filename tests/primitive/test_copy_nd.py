@@ -1,5 +1,4 @@
 """CopyNd: n-d boxes between flat buffers, strided sources, and the ops inputs it makes contiguous, against NumPy."""
-import math
 
 import numpy as np
 import pytest
@@ -9,18 +8,10 @@ from hypothesis import strategies as st
 import ep
 from ep.common.primitive.copy_nd import CopyNdImpl
 from ep.testing import to_device, to_numpy
+from samples import sample
 
 ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 GUARD = 5
-
-
-def sample(shape, dtype, seed=0):
-    """Random bytes as elements of dtype (bools as 0 or 1)."""
-    rng = np.random.default_rng(seed)
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    return rng.integers(0, 256, size=(math.prod(shape) * dtype.itemsize,), dtype=np.uint8).view(dtype).reshape(shape)
 
 
 def guarded(dst_host, device):

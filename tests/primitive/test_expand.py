@@ -16,18 +16,10 @@ from ep.cpu.primitive.copy_nd import STREAM_BYTES
 from ep.ops.arrays import contiguous
 from ep.ops.expand import expand_shape
 from ep.testing import to_device, to_numpy
+from samples import sample
 
 ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 SUM_DTYPES = [np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
-
-
-def sample(shape, dtype, seed=0):
-    """Random elements of dtype; floats are random bit patterns (NaNs and infinities included)."""
-    rng = np.random.default_rng(seed)
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    return rng.integers(0, 256, size=(math.prod(shape) * dtype.itemsize,), dtype=np.uint8).view(dtype).reshape(shape)
 
 
 def same_bytes(a, b):
@@ -49,21 +41,21 @@ def launch_expand(device, x, dst_dims, src_dims=None):
 
 # ---- the Expand primitive
 
+# (input dims, broadcast dims) pairs that Expand and ExpandGrad both run.
+BROADCASTS = [
+    ((4, 3, 1, 2), (4, 3, 5, 2)),
+    ((1, 4, 3, 5), (2, 1, 2, 4, 3, 5)),
+    ((), (3, 2)),
+    ((1,), (7,)),
+    ((3, 1), (3, 5)),
+    ((1, 3), (4, 3)),
+    ((2, 1, 3, 1), (2, 5, 3, 7)),
+    ((5,), (5,)),
+]
+
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
-@pytest.mark.parametrize(
-    "src_dims, dst_dims",
-    [
-        ((4, 3, 1, 2), (4, 3, 5, 2)),
-        ((1, 4, 3, 5), (2, 1, 2, 4, 3, 5)),
-        ((), (3, 2)),
-        ((1,), (7,)),
-        ((3, 1), (3, 5)),
-        ((1, 3), (4, 3)),
-        ((2, 1, 3, 1), (2, 5, 3, 7)),
-        ((5,), (5,)),
-    ],
-)
+@pytest.mark.parametrize("src_dims, dst_dims", BROADCASTS)
 def test_expand_moves_every_dtype_like_broadcast_to(device, dtype, src_dims, dst_dims):
     x = sample(src_dims, dtype)
     got, src_after = launch_expand(device, x, dst_dims)
@@ -635,20 +627,7 @@ def grad_sample(shape, dtype, seed=0):
 
 
 @pytest.mark.parametrize("dtype", SUM_DTYPES)
-@pytest.mark.parametrize(
-    "input_shape, dy_shape",
-    [
-        ((4, 3, 1, 2), (4, 3, 5, 2)),
-        ((1, 4, 3, 5), (2, 1, 2, 4, 3, 5)),
-        ((), (3, 2)),
-        ((1,), (7,)),
-        ((3, 1), (3, 5)),
-        ((1, 3), (4, 3)),
-        ((2, 1, 3, 1), (2, 5, 3, 7)),
-        ((5,), (5,)),
-        ((1,), (1,)),
-    ],
-)
+@pytest.mark.parametrize("input_shape, dy_shape", BROADCASTS + [((1,), (1,))])
 def test_expand_grad_matches_numpy_sum(device, dtype, input_shape, dy_shape):
     dy = grad_sample(dy_shape, dtype)
     array = to_device(dy, device)
