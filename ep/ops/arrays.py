@@ -5,7 +5,7 @@ import functools
 
 import numpy as np
 
-from ep.common.runtime.buffer import as_cuda_array, device_type_of, plain_ndarray, span
+from ep.common.runtime.buffer import as_cuda_array, check_device_address, device_type_of, plain_ndarray, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice
 from ep.common.runtime.stream import Stream, check_stream
@@ -24,7 +24,11 @@ def device_of(x: object, name: str) -> Device:
         return _CPU
     if isinstance(x, np.ndarray):
         plain_ndarray(x, name)  # refuses a masked array, whose mask would be lost
-    return GetDevice(device_type_of(x, name))
+    device_type = device_type_of(x, name)
+    if device_type is DeviceType.kCUDA:
+        # Here, where the caller's name is known: the primitive would name its own parameter.
+        check_device_address(as_cuda_array(x, name), name)
+    return GetDevice(device_type)
 
 
 def stream_for(device: Device, stream: Stream | None) -> Stream:

@@ -64,6 +64,18 @@ def address(array) -> int:
     return interface["data"][0]
 
 
+def check_device_address(array, name: str) -> None:
+    """ValueError naming name for a CUDA array whose elements a GPU cannot read: a null data pointer,
+    or a first element at an address that is not a multiple of its size (a view of a byte buffer at
+    an odd offset), where the GPU faults and the fault breaks the whole context."""
+    if array.size:
+        start = address(array)
+        if start == 0:
+            raise ValueError(f"{name}: its data pointer is null")
+        if start % array.dtype.itemsize:
+            raise ValueError(f"{name}: starts at address {start:#x}, not a multiple of its {array.dtype.itemsize}-byte elements")
+
+
 def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, count: int, writable: bool = False):
     """obj as flat C-contiguous storage of at least count elements, in dtype's storage dtype.
 
@@ -92,14 +104,7 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
             raise TypeError(f"{name}: {where} was given to a cuda primitive; expected an object with __cuda_array_interface__")
         array = as_cuda_array(obj, name)
         contiguous = array.is_c_contiguous()
-        # A GPU faults on an element it reads at an address that is not a multiple of its size
-        # (a view of a byte buffer at an odd offset), and the fault breaks the whole context.
-        if array.size:
-            start = address(array)
-            if start == 0:
-                raise ValueError(f"{name}: its data pointer is null")
-            if start % array.dtype.itemsize:
-                raise ValueError(f"{name}: starts at address {start:#x}, not a multiple of its {array.dtype.itemsize}-byte elements")
+        check_device_address(array, name)
     if array.dtype != dtype.dtype:
         raise TypeError(f"{name}: dtype {array.dtype} does not match the primitive's {dtype.value}")
     if not contiguous:
