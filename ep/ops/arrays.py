@@ -8,6 +8,7 @@ import numpy as np
 from ep.common.runtime.buffer import as_cuda_array, check_device_address, device_type_of, plain_ndarray, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice
+from ep.common.runtime.overlap import overlaps
 from ep.common.runtime.stream import Stream, check_stream
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import NewPrimitive
@@ -15,7 +16,6 @@ from ep.include.primitive.primitive import NewPrimitive
 
 _CPU_TYPE = DeviceType.kCPU
 _CPU = GetDevice(_CPU_TYPE)
-_ndarray = np.ndarray
 
 
 def device_of(x: object, name: str) -> Device:
@@ -117,102 +117,12 @@ def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: D
     return out
 
 
-# np.shares_memory's work bound: past it the answer is "maybe", and the input is copied.
-_MAX_OVERLAP_WORK = 1 << 12
-
-
 def unaliased(x, out, device: Device, stream: Stream | None = None, elementwise: bool = False):
     """x, or a C-contiguous copy of it (on stream) when it shares memory with out.
 
     NumPy's rule for out=: the result is as if every input were read before out is written. A
     kernel reads and writes as it goes, so an input overlapping out is copied first, except where
-    an elementwise op reads each element exactly where it writes it (the same first byte, shape,
-    strides and itemsize): the in-place case, which stays copy-free.
+    an elementwise op reads each element exactly where it writes it: the in-place case, which
+    stays copy-free.
     """
-    if x is out:
-        if elementwise:
-            return x
-    elif type(out) is _ndarray:
-        owner = x if x.base is None else _owner(x)
-        if (owner is not None and owner is not (out if out.base is None else _owner(out))) or not _host_overlap(x, out, elementwise):
-            # Views of two arrays that own their memory lie in two allocations: the common case, first.
-            return x
-    elif not _device_overlap(x, out, elementwise):
-        # Pointer ranges serve every other array (a CPU subclass too, by its __array_interface__).
-        return x
-    return contiguous(x, device, stream, copy=True)
-
-
-def _owner(x: np.ndarray) -> np.ndarray | None:
-    """The ndarray that owns x's memory (x, or the root of its views); None for other memory."""
-    while True:
-        base = x.base
-        if base is None:
-            return x
-        if not isinstance(base, _ndarray):
-            return None
-        x = base
-
-
-def _host_overlap(x: np.ndarray, out: np.ndarray, elementwise: bool) -> bool:
-    # may_share_memory compares bounds only; the exact test runs only when they intersect.
-    if not np.may_share_memory(x, out):
-        return False
-    if elementwise and _same_elements(x.__array_interface__, out.__array_interface__):
-        return False
-    try:
-        return np.shares_memory(x, out, max_work=_MAX_OVERLAP_WORK)
-    except np.exceptions.TooHardError:
-        return True
-
-
-def _device_overlap(x, out, elementwise: bool) -> bool:
-    # From pointer ranges: whether two strided views of one allocation interleave without touching
-    # is not worked out, they are copied.
-    a, b = _interface(x), _interface(out)
-    if elementwise and _same_elements(a, b):
-        return False
-    (lo0, hi0), (lo1, hi1) = _byte_range(a), _byte_range(b)
-    return lo0 < hi1 and lo1 < hi0
-
-
-def _interface(x) -> dict:
-    """x's __cuda_array_interface__ (on the CUDA simulator, its host array's __array_interface__)."""
-    interface = getattr(x, "__cuda_array_interface__", None)
-    return np.asarray(x).__array_interface__ if interface is None else interface
-
-
-def _strides(interface: dict) -> tuple[int, ...]:
-    strides = interface.get("strides")
-    if strides is None:
-        # None means C-contiguous.
-        step, strides = np.dtype(interface["typestr"]).itemsize, []
-        for n in reversed(interface["shape"]):
-            strides.append(step)
-            step *= n
-        strides.reverse()
-    return tuple(strides)
-
-
-def _same_elements(a: dict, b: dict) -> bool:
-    """Whether two array interfaces address the same elements in the same order."""
-    return (
-        a["data"][0] == b["data"][0]
-        and tuple(a["shape"]) == tuple(b["shape"])
-        and np.dtype(a["typestr"]).itemsize == np.dtype(b["typestr"]).itemsize
-        and _strides(a) == _strides(b)
-    )
-
-
-def _byte_range(interface: dict) -> tuple[int, int]:
-    """[first, last + 1) of the bytes an array interface addresses (empty for an empty array)."""
-    start, shape = interface["data"][0], interface["shape"]
-    if 0 in shape:
-        return start, start
-    low = high = start
-    for n, s in zip(shape, _strides(interface)):
-        if s < 0:
-            low += (n - 1) * s
-        else:
-            high += (n - 1) * s
-    return low, high + np.dtype(interface["typestr"]).itemsize
+    return contiguous(x, device, stream, copy=True) if overlaps(x, out, elementwise) else x
