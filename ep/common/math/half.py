@@ -1,14 +1,78 @@
 """float16 <-> float32 (and float64 -> float16) conversion on 16-bit patterns, for kernels that
 move float16 as uint16.
 
-Branch-light integer formulations (F. Giesen's, round to nearest even) that LLVM can vectorize,
-shared by the CPU and CUDA kernels.
+Two routines per direction; which one a kernel gets is chosen here, per target, when the kernel
+is compiled (`_half_routine`):
+
+- exact: branch-light integer formulations (F. Giesen's, round to nearest even) that LLVM can
+  vectorize, shared by the CPU and CUDA kernels; the reference, and the routine everywhere the
+  target has no conversion instruction.
+- f16c: LLVM's fpext/fptrunc of half, which x86 lowers to vcvtph2ps/vcvtps2ph (8 lanes an
+  instruction) when the CPU the kernel is built for (the features Numba's CPU target compiles
+  for) has F16C, as every AVX2 or AVX-512 CPU does. Made bit-identical to the exact routine,
+  NaN included (see `_half_to_float_f16c`, `_float_to_half_f16c`).
 """
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from ep.common.math.intrinsics import float32_from_uint32 as _float32_from_bits
 from ep.common.math.intrinsics import uint32_from_float32 as _float32_to_bits
 from ep.common.jit import scalar_function
+
+# The routines `_half_routine()` names: one code per target-specific routine.
+EXACT = 0
+F16C = 1
+
+
+def _cpu_routine(context) -> int:
+    """F16C where the CPU target's features (host, or NUMBA_CPU_FEATURES) include it."""
+    features = context.codegen().magic_tuple()[2].split(",")
+    return F16C if "+f16c" in features else EXACT
+
+
+def _cuda_routine(context) -> int:
+    return EXACT
+
+
+_ROUTINES = {"cpu": _cpu_routine, "cuda": _cuda_routine}
+
+
+@intrinsic
+def _half_routine(typingctx):
+    """The routine (EXACT, F16C) the compiling target converts float16 with, as a constant.
+
+    The optimizer folds the branch on it, so a kernel holds only the chosen routine's code; the
+    other's (an fptrunc to half, which LLVM would make a library call without F16C) is dropped.
+    """
+
+    def codegen(context, builder, signature, args):
+        routine = _ROUTINES.get(context.target_name, _cuda_routine)(context)
+        return context.get_constant(types.int64, routine)
+
+    return types.int64(), codegen
+
+
+@intrinsic
+def _fpext_half(typingctx, bits):
+    """The float32 value of float16 bits by LLVM's fpext (vcvtph2ps with F16C). CPU with F16C only."""
+
+    def codegen(context, builder, signature, args):
+        return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+
+    return types.float32(types.uint16), codegen
+
+
+@intrinsic
+def _fptrunc_half(typingctx, value):
+    """float16 bits of a float32 by LLVM's fptrunc (vcvtps2ph, round to nearest even). CPU with F16C only."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+
+    return types.uint16(types.float32), codegen
+
 
 
 @scalar_function
@@ -24,8 +88,8 @@ def float32_to_bits(value):
 
 
 @scalar_function
-def half_to_float(h):
-    """The float32 value of a float16 bit pattern (exact)."""
+def half_to_float_exact(h):
+    """The float32 value of a float16 bit pattern (exact), in integer arithmetic."""
     h = np.int64(h)
     o = (h & 0x7FFF) << 13
     exponent = o & (0x7C00 << 13)
@@ -40,8 +104,9 @@ def half_to_float(h):
 
 
 @scalar_function
-def float_to_half(value):
-    """The float16 bit pattern nearest to a float32 value (ties to even; NaN stays NaN)."""
+def float_to_half_exact(value):
+    """The float16 bit pattern nearest to a float32 value (ties to even; a NaN becomes the quiet
+    NaN 0x7E00 of its sign), in integer arithmetic."""
     f = float32_to_bits(value)
     sign = f & 0x80000000
     f ^= sign
@@ -54,6 +119,43 @@ def float_to_half(value):
         mant_odd = (f >> 13) & 1
         o = (f + ((15 - 127) << 23) + 0xFFF + mant_odd) >> 13
     return np.uint16(o | (sign >> 16))
+
+
+@scalar_function
+def _half_to_float_f16c(h):
+    h = np.int64(h)
+    bits = float32_to_bits(_fpext_half(np.uint16(h)))
+    # vcvtph2ps quiets a signalling NaN (sets float32's quiet bit); the exact routine keeps it
+    # signalling, as NumPy does: a NaN's quiet bit is the input's (bit 9 -> bit 22).
+    if (h & 0x7FFF) > 0x7C00:
+        bits = (bits & ~(1 << 22)) | ((h & 0x200) << 13)
+    return float32_from_bits(bits)
+
+
+@scalar_function
+def _float_to_half_f16c(value):
+    x = np.float32(value)
+    h = _fptrunc_half(x)
+    # vcvtps2ph keeps a NaN's sign and top payload bits (and sets the quiet bit); the exact
+    # routine gives the quiet NaN 0x7E00 of that sign: clear the payload.
+    return np.uint16(h & 0xFE00) if x != x else h
+
+
+@scalar_function
+def half_to_float(h):
+    """The float32 value of a float16 bit pattern (exact; by F16C where the target has it)."""
+    if _half_routine() == F16C:
+        return _half_to_float_f16c(h)
+    return half_to_float_exact(h)
+
+
+@scalar_function
+def float_to_half(value):
+    """The float16 bit pattern nearest to a float32 value (ties to even; a NaN becomes the quiet
+    NaN 0x7E00 of its sign), by F16C where the target has it, bit-identical to float_to_half_exact."""
+    if _half_routine() == F16C:
+        return _float_to_half_f16c(value)
+    return float_to_half_exact(value)
 
 
 @scalar_function
@@ -77,5 +179,5 @@ def double_to_float_round_to_odd(value):
 
 @scalar_function
 def double_to_half(value):
-    """The float16 bit pattern nearest to a float64 value (ties to even; NaN stays NaN)."""
+    """The float16 bit pattern nearest to a float64 value (ties to even, rounded once; a NaN becomes 0x7E00 of its sign)."""
     return float_to_half(double_to_float_round_to_odd(value))
