@@ -1,7 +1,11 @@
-"""float16 conversions of ep.common.math.half against NumPy: every bit pattern, and float64 values at ties."""
+"""float16 conversions of ep.common.math.half against NumPy and the exact routine: every bit
+pattern, every float32 rounding boundary, and float64 values at ties."""
+import os
+
 import numpy as np
 import pytest
 from numba import njit
+from numba.core.registry import cpu_target
 
 import ep
 from ep.common.math import half
@@ -24,6 +28,9 @@ def _loop(fn, out_dtype):
 half_to_float = _loop(half.half_to_float, np.float32)
 float_to_half = _loop(half.float_to_half, np.uint16)
 double_to_half = _loop(half.double_to_half, np.uint16)
+half_to_float_exact = _loop(half.half_to_float_exact, np.float32)
+float_to_half_exact = _loop(half.float_to_half_exact, np.uint16)
+FINITE_HALVES = np.arange(0x7C00, dtype=np.uint16)  # +0 up to the largest finite float16
 
 
 def test_every_float16_bit_pattern_widens_exactly():
@@ -98,3 +105,84 @@ def test_cast_float64_to_float16_rounds_once(device):
     stream.Sync()
     np.testing.assert_array_equal(to_numpy(dst), to_half(x))
     np.testing.assert_array_equal(to_numpy(src), x)
+
+
+def test_cpu_kernels_convert_by_f16c_exactly_where_the_cpu_target_has_it():
+    """The routine is chosen by the features Numba compiles for, and the choice reaches the machine code."""
+    has_f16c = "+f16c" in cpu_target.target_context.codegen().magic_tuple()[2].split(",")
+    widen = "".join(half_to_float.inspect_asm().values())
+    narrow = "".join(float_to_half.inspect_asm().values())
+    assert ("vcvtph2ps" in widen, "vcvtps2ph" in narrow) == (has_f16c, has_f16c)
+
+
+def test_widening_matches_the_exact_routine_bit_for_bit():
+    # Signalling NaNs included: F16C quiets them, the routine (and NumPy) keep them signalling.
+    np.testing.assert_array_equal(half_to_float(ALL_HALVES).view(np.uint32), half_to_float_exact(ALL_HALVES).view(np.uint32))
+
+
+def float32_rounding_boundaries():
+    """Every float32 tie between neighbouring float16 values (normal and subnormal, and the overflow
+    tie 65520) with its float32 neighbours on both sides, both signs, and float32 NaNs of every kind."""
+    low = FINITE_HALVES.view(np.float16).astype(np.float32)
+    high = np.append(low[1:], np.float32(65536.0))  # past the largest finite value, float16 would go on to 65536
+    mid = (low + high) / np.float32(2)  # exact: a float16 tie is a float32 with 12 significand bits
+    x = np.concatenate([mid, np.nextafter(mid, np.float32(np.inf)), np.nextafter(mid, np.float32(0)), low, high])
+    nans = np.array([0x7F800001, 0x7FA00000, 0x7FBFFFFF, 0x7FC00000, 0x7FC00001, 0x7FE01000, 0x7FFFFFFF], np.uint32)
+    x = np.concatenate([x, -x, nans.view(np.float32), (nans | 0x80000000).view(np.float32)])
+    extremes = np.array([np.inf, -np.inf, np.finfo(np.float32).max, np.finfo(np.float32).tiny], np.float32)
+    return np.concatenate([x, extremes])  # all float32: through float64 a signalling NaN would turn quiet
+
+
+def test_every_float32_rounding_boundary_rounds_to_nearest_even():
+    x = float32_rounding_boundaries()
+    got = float_to_half(x)
+    np.testing.assert_array_equal(got, float_to_half_exact(x))
+    nan = np.isnan(x)
+    np.testing.assert_array_equal(got[~nan], to_half(x[~nan]).view(np.uint16))
+    # A NaN becomes the quiet NaN of its sign, whatever its payload (F16C would keep the payload's top bits).
+    np.testing.assert_array_equal(got[nan], np.where(np.signbit(x[nan]), 0xFE00, 0x7E00).astype(np.uint16))
+
+
+def test_random_float32_bit_patterns_match_the_exact_routine():
+    x = np.random.default_rng(13).integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    np.testing.assert_array_equal(float_to_half(x), float_to_half_exact(x))
+
+
+def test_every_float64_tie_rounds_once():
+    """float64 just off every float16 tie, closer than float32 resolves: rounded once, as NumPy does."""
+    low = FINITE_HALVES.view(np.float16).astype(np.float64)
+    high = np.append(low[1:], 65536.0)
+    mid, step = (low + high) / 2, high - low
+    x = np.concatenate([mid, mid + step * 2.0**-30, mid - step * 2.0**-30])
+    x = np.concatenate([x, -x])
+    np.testing.assert_array_equal(double_to_half(x).view(np.float16), to_half(x))
+
+
+@pytest.mark.parametrize("src", [np.float32, np.float64])
+def test_cast_to_float16_at_every_rounding_boundary(device, src):
+    with np.errstate(invalid="ignore"):  # float64 quiets the signalling NaNs
+        x = float32_rounding_boundaries().astype(src)
+    if device == "cuda":  # the simulator runs each element in Python: a spread sample
+        x = x[::97]
+    primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, ep.UnaryOp.kCast, src, np.float16)
+    stream = ep.GetDevice(device).CreateStream()
+    dst = to_device(np.zeros(x.size, np.float16), device)
+    primitive.Launch(stream, to_device(x, device), dst, x.size)
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(dst).view(np.uint16), float_to_half_exact(x.astype(np.float32)))
+
+
+def test_cast_from_float16_widens_every_bit_pattern(device):
+    h = ALL_HALVES if device == "cpu" else ALL_HALVES[::97]
+    primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, ep.UnaryOp.kCast, np.float16, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    dst = to_device(np.zeros(h.size, np.float32), device)
+    primitive.Launch(stream, to_device(h.view(np.float16), device), dst, h.size)
+    stream.Sync()
+    got, expected = to_numpy(dst).view(np.uint32), half_to_float_exact(h).view(np.uint32)
+    if device == "cuda" and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        # The simulator hands the kernel's float32 through a Python float (float64), which quiets a
+        # signalling NaN: there only quiet NaNs compare.
+        quiet = np.where(np.isnan(h.view(np.float16)), np.uint32(1 << 22), np.uint32(0))
+        got, expected = got | quiet, expected | quiet
+    np.testing.assert_array_equal(got, expected)
