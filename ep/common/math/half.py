@@ -123,13 +123,13 @@ def float_to_half_exact(value):
 
 @scalar_function
 def _half_to_float_f16c(h):
-    h = np.int64(h)
-    bits = float32_to_bits(_fpext_half(np.uint16(h)))
+    h = np.uint32(h)
+    bits = np.uint32(float32_to_bits(_fpext_half(np.uint16(h))))
     # vcvtph2ps quiets a signalling NaN (sets float32's quiet bit); the exact routine keeps it
-    # signalling, as NumPy does: a NaN's quiet bit is the input's (bit 9 -> bit 22).
-    if (h & 0x7FFF) > 0x7C00:
-        bits = (bits & ~(1 << 22)) | ((h & 0x200) << 13)
-    return float32_from_bits(bits)
+    # signalling, as NumPy does: a NaN's quiet bit is the input's (bit 9 -> bit 22). In
+    # arithmetic, not a branch, so that the loop stays vectorized.
+    nan = np.uint32((h & np.uint32(0x7FFF)) > np.uint32(0x7C00))
+    return float32_from_bits(bits ^ ((bits ^ (h << np.uint32(13))) & (nan << np.uint32(22))))
 
 
 @scalar_function
