@@ -1,0 +1,39 @@
+"""Large CPU results reuse the memory of released ones, and never memory a live result still uses."""
+import numpy as np
+import pytest
+
+import ep.ops
+from ep.ops import arrays
+
+
+@pytest.fixture
+def x():
+    # A (1024, 512) float32 repeated (4, 2): a 16 MiB result, above the size results are cached from.
+    return np.random.default_rng(3).standard_normal((1024, 512), dtype=np.float32)
+
+
+def test_a_live_result_or_view_keeps_its_memory(device, x):
+    if device != "cpu":
+        pytest.skip("the cache serves CPU results")
+    first = ep.ops.repeat(x, (4, 2))
+    assert first.nbytes >= arrays._CACHED_BYTES
+    view = first[1:]
+    del first
+    second = ep.ops.repeat(x, (4, 2))
+    assert not np.shares_memory(second, view)
+    np.testing.assert_array_equal(view, np.tile(x, (4, 2))[1:])
+
+
+def test_a_released_result_is_reused_with_correct_values(device, x):
+    if device != "cpu":
+        pytest.skip("the cache serves CPU results")
+    first = ep.ops.repeat(x, (4, 2))
+    address = first.ctypes.data
+    first[...] = np.nan  # what the next result must overwrite
+    del first
+    second = ep.ops.repeat(x, (4, 2))
+    assert second.ctypes.data == address
+    assert second.flags.c_contiguous and second.flags.writeable
+    np.testing.assert_array_equal(second, np.tile(x, (4, 2)))
+    relu = ep.ops.unary("relu", second)  # another op, another shape of the same size class
+    np.testing.assert_array_equal(relu, np.maximum(second, 0))
