@@ -98,3 +98,35 @@ def test_cast_float64_to_float16_rounds_once(device):
     stream.Sync()
     np.testing.assert_array_equal(to_numpy(dst), to_half(x))
     np.testing.assert_array_equal(to_numpy(src), x)
+
+
+def _cast(device, x, dtype):
+    primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, ep.UnaryOp.kCast, x.dtype, dtype)
+    stream = ep.GetDevice(device).CreateStream()
+    dst = to_device(np.zeros(x.size, dtype), device)
+    primitive.Launch(stream, to_device(x, device), dst, x.size)
+    stream.Sync()
+    return to_numpy(dst)
+
+
+def test_every_float16_bit_pattern_through_a_kernel(device):
+    """float16 -> float32 -> float16 in the device's kernels (CUDA's conversion instructions on a
+    GPU, the integer routine on the CPU and the simulator) against NumPy, bit for bit but NaN payloads."""
+    halves = ALL_HALVES.view(np.float16)
+    wide = _cast(device, halves, np.float32)
+    nan = np.isnan(halves)
+    expected = halves.astype(np.float32)
+    np.testing.assert_array_equal(wide[~nan].view(np.uint32), expected[~nan].view(np.uint32))
+    assert np.isnan(wide[nan]).all()
+    # float32 values between neighbouring float16 values (ties among them) round to nearest even.
+    finite = expected[np.abs(expected) < 65504]  # below the largest float16, whose spacing overflows
+    step = np.spacing(finite.astype(np.float16)).astype(np.float32)
+    offsets = np.random.default_rng(11).random(finite.size, np.float32)
+    edges = np.array([65519.0, 65520.0, 1e30], np.float32)  # below, at and past float16's overflow tie
+    narrow = np.concatenate([expected, finite + offsets * step, finite + step / 2, edges])
+    got = _cast(device, narrow, np.float16)
+    with np.errstate(over="ignore"):
+        reference = narrow.astype(np.float16)
+    nan = np.isnan(reference)
+    np.testing.assert_array_equal(got[~nan].view(np.uint16), reference[~nan].view(np.uint16))
+    assert np.isnan(got[nan]).all()

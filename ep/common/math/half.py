@@ -1,12 +1,15 @@
 """float16 <-> float32 (and float64 -> float16) conversion on 16-bit patterns, for kernels that
 move float16 as uint16.
 
-Branch-light integer formulations (F. Giesen's, round to nearest even) that LLVM can vectorize,
-shared by the CPU and CUDA kernels.
+This is the one place the conversion is chosen: CUDA kernels convert with the hardware's
+instructions (cvt.f32.f16, cvt.rn.f16.f32); the CPU (and the CUDA simulator, which runs kernels
+as CPU code) with branch-light integer formulations (F. Giesen's, round to nearest even) that
+LLVM can vectorize. Both round to nearest even and agree on every pattern but NaN payloads.
 """
 import numpy as np
 
 from ep.common.math.intrinsics import float32_from_uint32 as _float32_from_bits
+from ep.common.math.intrinsics import float32_to_half, half_to_float32
 from ep.common.math.intrinsics import uint32_from_float32 as _float32_to_bits
 from ep.common.jit import scalar_function
 
@@ -24,8 +27,8 @@ def float32_to_bits(value):
 
 
 @scalar_function
-def half_to_float(h):
-    """The float32 value of a float16 bit pattern (exact)."""
+def _half_to_float_bits(h):
+    # Exact: float32 holds every float16.
     h = np.int64(h)
     o = (h & 0x7FFF) << 13
     exponent = o & (0x7C00 << 13)
@@ -39,9 +42,17 @@ def half_to_float(h):
     return float32_from_bits(o)
 
 
+_half_to_float = half_to_float32(_half_to_float_bits)
+
+
 @scalar_function
-def float_to_half(value):
-    """The float16 bit pattern nearest to a float32 value (ties to even; NaN stays NaN)."""
+def half_to_float(h):
+    """The float32 value of a float16 bit pattern (exact)."""
+    return _half_to_float(np.uint16(h))
+
+
+@scalar_function
+def _float_to_half_bits(value):
     f = float32_to_bits(value)
     sign = f & 0x80000000
     f ^= sign
@@ -54,6 +65,15 @@ def float_to_half(value):
         mant_odd = (f >> 13) & 1
         o = (f + ((15 - 127) << 23) + 0xFFF + mant_odd) >> 13
     return np.uint16(o | (sign >> 16))
+
+
+_float_to_half = float32_to_half(_float_to_half_bits)
+
+
+@scalar_function
+def float_to_half(value):
+    """The float16 bit pattern nearest to a float32 value (ties to even; NaN stays NaN)."""
+    return _float_to_half(np.float32(value))
 
 
 @scalar_function

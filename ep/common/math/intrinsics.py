@@ -111,6 +111,42 @@ round_up = _llvm_float_intrinsic("ceil")
 round_toward_zero = _llvm_float_intrinsic("trunc")
 
 
+def _half_to_float32(builder, bits):
+    # cvt.f32.f16 in PTX.
+    return builder.fpext(builder.bitcast(bits, ir.HalfType()), ir.FloatType())
+
+
+def _float32_to_half(builder, value):
+    # cvt.rn.f16.f32 in PTX: round to nearest even.
+    return builder.bitcast(builder.fptrunc(value, ir.HalfType()), ir.IntType(16))
+
+
+def _cuda_conversion(fallback, cuda_codegen, signature):
+    """An intrinsic that is cuda_codegen's instruction on CUDA and the scalar function fallback
+    elsewhere (on the CPU LLVM would lower half conversions to compiler-rt calls Numba lacks)."""
+
+    @intrinsic
+    def convert(typingctx, value):
+        def codegen(context, builder, sig, args):
+            if context.target_name == "cuda":
+                return cuda_codegen(builder, args[0])
+            return context.compile_internal(builder, fallback.py_func, sig, args)
+
+        return signature, codegen
+
+    return convert
+
+
+def half_to_float32(fallback):
+    """uint16 float16 bits -> float32: the hardware conversion on CUDA, fallback elsewhere."""
+    return _cuda_conversion(fallback, _half_to_float32, types.float32(types.uint16))
+
+
+def float32_to_half(fallback):
+    """float32 -> uint16 float16 bits (nearest even): the hardware conversion on CUDA, fallback elsewhere."""
+    return _cuda_conversion(fallback, _float32_to_half, types.uint16(types.float32))
+
+
 @intrinsic
 def frem(typingctx, a, b):
     """C fmod of two floats of a's type.
