@@ -52,8 +52,8 @@ MEMORY_BOUND = frozenset(
 FLOAT64_ALLOWED = {
     r"^(unary|binary)_(sin|cos|tan)_": "libdevice's sinf/cosf/tanf reduce arguments beyond 105615 (Payne-Hanek)"
     " with one f64 multiply: a cold path",
-    r"^(unary|binary)_lgamma_": "lgamma computes in float64 on purpose (ops/transcendental.py: lgammaf loses"
-    " accuracy for negative x)",
+    r"^(unary|binary)_(lgamma|digamma|trigamma)_": "computed in float64 on purpose (ops/transcendental.py,"
+    " special.py: float32 loses accuracy for negative x and in the recurrence)",
 }
 
 
