@@ -91,7 +91,7 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
         i64 = types.int64
         argtypes = (src, compute, _STRIDES, src, compute, _STRIDES, dst, _STRIDES, i64, i64, attr, attr)
         # A float64 formula takes register pairs: under the 32-register cap of full occupancy some
-        # would spill (the ptxas check found it), so they only declare their block size.
+        # would spill (the ptxas check found it), so they declare no launch bounds.
         in_float64 = op in FLOAT64_FORMULAS or src_dtype.compute_dtype == np.float64
         return CudaKernel(
             _binary,

@@ -41,7 +41,7 @@ class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
         )
         name = f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}"
         # A float64 formula takes register pairs: under the 32-register cap of full occupancy most
-        # would spill (the ptxas check found 33-60 registers), so they only declare their block size.
+        # would spill (the ptxas check found 33-60 registers), so they declare no launch bounds.
         in_float64 = op in FLOAT64_FORMULAS or np.float64 in (src_dtype.compute_dtype, dst_dtype.compute_dtype)
         return CudaKernel(_unary, name, argtypes, full_occupancy=not in_float64, **unary_bindings(op, src_dtype, dst_dtype))
 
