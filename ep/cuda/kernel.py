@@ -9,6 +9,11 @@ from numba import config, cuda
 from ep.common.jit import specialize
 
 THREADS_PER_BLOCK = 256
+# A memory-bound kernel declares __launch_bounds__(256, 8): with 8 resident blocks of 256 threads
+# an SM is full (2048 threads on sm_80 and sm_90), so ptxas keeps it within 65536 / 2048 = 32
+# registers: 100% occupancy. One that would spill there declares no bounds (with .maxntid alone
+# ptxas trades registers for spills: 40 and 16 bytes of spill against 48 and none for a float64 exp).
+FULL_OCCUPANCY = (THREADS_PER_BLOCK, 8)
 # The simulator runs every thread as a Python thread: keep its grids tiny.
 _SIM_THREADS, _SIM_MAX_BLOCKS = 16, 2
 
@@ -30,14 +35,19 @@ def _max_blocks() -> int:
 class CudaKernel:
     """template specialized with bindings for argtypes; compiled on first launch."""
 
-    def __init__(self, template: Callable, name: str, argtypes: Sequence, **bindings: object) -> None:
+    def __init__(
+        self, template: Callable, name: str, argtypes: Sequence, *, full_occupancy: bool = True, **bindings: object
+    ) -> None:
         self.name = name
         self.argtypes = tuple(argtypes)
+        self.launch_bounds = FULL_OCCUPANCY if full_occupancy else None
         self._fn = specialize(template, name, **bindings)
 
     @functools.cached_property
     def compiled(self):
-        return cuda.jit(self.argtypes)(self._fn)
+        # The simulator's jit takes no launch bounds.
+        bounds = {} if config.ENABLE_CUDASIM or self.launch_bounds is None else {"launch_bounds": self.launch_bounds}
+        return cuda.jit(self.argtypes, **bounds)(self._fn)
 
     def launch(self, stream, work: int, *args: object) -> None:
         """Launch on an ep CudaStream with a grid sized for work items."""
@@ -46,5 +56,5 @@ class CudaKernel:
 
     def ptx(self, cc: tuple[int, int]) -> str:
         """PTX for compute capability cc; needs no GPU (NVVM only)."""
-        ptx, _ = cuda.compile_ptx(self._fn, self.argtypes, cc=cc)
+        ptx, _ = cuda.compile_ptx(self._fn, self.argtypes, cc=cc, launch_bounds=self.launch_bounds)
         return ptx

@@ -87,7 +87,7 @@ for src, dst in {pairs!r}:
     ptx, _ = cuda.compile_ptx(kernel_for(load_fn(src), store_fn(dst, src.compute_dtype)), argtypes, cc=(9, 0))
     body = ptx.split(".entry", 1)[1]
     # Truncating conversion, then the clamps and NaN as selects: no branch, no call.
-    assert re.search(r"cvt\\.rzi\\.[su]\\d+\\.f(32|64)", body) and "selp" in body and "call" not in body, (src, dst)
+    assert re.search(r"cvt\\.rzi\\.[su]\\d+\\.f(16|32|64)", body) and "selp" in body and "call" not in body, (src, dst)
     print("ok", src.value, dst.value)
 """
 PTX_PAIRS = [("float32", "int8"), ("float32", "int32"), ("float32", "int64"), ("float32", "uint8"),

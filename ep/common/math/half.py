@@ -7,10 +7,11 @@ is compiled (`_half_routine`):
 - exact: branch-light integer formulations (F. Giesen's, round to nearest even) that LLVM can
   vectorize, shared by the CPU and CUDA kernels; the reference, and the routine everywhere the
   target has no conversion instruction.
-- f16c: LLVM's fpext/fptrunc of half, which x86 lowers to vcvtph2ps/vcvtps2ph (8 lanes an
+- hardware: LLVM's fpext/fptrunc of half, which x86 lowers to vcvtph2ps/vcvtps2ph (8 lanes an
   instruction) when the CPU the kernel is built for (the features Numba's CPU target compiles
-  for) has F16C, as every AVX2 or AVX-512 CPU does. Made bit-identical to the exact routine,
-  NaN included (see `_half_to_float_f16c`, `_float_to_half_f16c`).
+  for) has F16C, as every AVX2 or AVX-512 CPU does, and NVPTX to cvt.f32.f16/cvt.rn.f16.f32 on
+  every GPU. Made bit-identical to the exact routine, NaN included (see `_half_to_float_hardware`,
+  `_float_to_half_hardware`).
 """
 import numpy as np
 from llvmlite import ir
@@ -23,17 +24,18 @@ from ep.common.jit import scalar_function
 
 # The routines `_half_routine()` names: one code per target-specific routine.
 EXACT = 0
-F16C = 1
+HARDWARE = 1
 
 
 def _cpu_routine(context) -> int:
     """F16C where the CPU target's features (host, or NUMBA_CPU_FEATURES) include it."""
     features = context.codegen().magic_tuple()[2].split(",")
-    return F16C if "+f16c" in features else EXACT
+    return HARDWARE if "+f16c" in features else EXACT
 
 
 def _cuda_routine(context) -> int:
-    return EXACT
+    """Every GPU converts float16 with cvt instructions."""
+    return HARDWARE
 
 
 _ROUTINES = {"cpu": _cpu_routine, "cuda": _cuda_routine}
@@ -41,7 +43,7 @@ _ROUTINES = {"cpu": _cpu_routine, "cuda": _cuda_routine}
 
 @intrinsic
 def _half_routine(typingctx):
-    """The routine (EXACT, F16C) the compiling target converts float16 with, as a constant.
+    """The routine (EXACT, HARDWARE) the compiling target converts float16 with, as a constant.
 
     The optimizer folds the branch on it, so a kernel holds only the chosen routine's code; the
     other's (an fptrunc to half, which LLVM would make a library call without F16C) is dropped.
@@ -56,7 +58,7 @@ def _half_routine(typingctx):
 
 @intrinsic
 def _fpext_half(typingctx, bits):
-    """The float32 value of float16 bits by LLVM's fpext (vcvtph2ps with F16C). CPU with F16C only."""
+    """The float32 value of float16 bits by LLVM's fpext (vcvtph2ps with F16C, cvt.f32.f16 on CUDA)."""
 
     def codegen(context, builder, signature, args):
         return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
@@ -66,7 +68,7 @@ def _fpext_half(typingctx, bits):
 
 @intrinsic
 def _fptrunc_half(typingctx, value):
-    """float16 bits of a float32 by LLVM's fptrunc (vcvtps2ph, round to nearest even). CPU with F16C only."""
+    """float16 bits of a float32 by LLVM's fptrunc (vcvtps2ph, cvt.rn.f16.f32: nearest even)."""
 
     def codegen(context, builder, signature, args):
         return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
@@ -122,7 +124,7 @@ def float_to_half_exact(value):
 
 
 @scalar_function
-def _half_to_float_f16c(h):
+def _half_to_float_hardware(h):
     h = np.uint32(h)
     bits = np.uint32(float32_to_bits(_fpext_half(np.uint16(h))))
     # vcvtph2ps quiets a signalling NaN (sets float32's quiet bit); the exact routine keeps it
@@ -133,7 +135,7 @@ def _half_to_float_f16c(h):
 
 
 @scalar_function
-def _float_to_half_f16c(value):
+def _float_to_half_hardware(value):
     x = np.float32(value)
     h = _fptrunc_half(x)
     # vcvtps2ph keeps a NaN's sign and top payload bits (and sets the quiet bit); the exact
@@ -143,18 +145,18 @@ def _float_to_half_f16c(value):
 
 @scalar_function
 def half_to_float(h):
-    """The float32 value of a float16 bit pattern (exact; by F16C where the target has it)."""
-    if _half_routine() == F16C:
-        return _half_to_float_f16c(h)
+    """The float32 value of a float16 bit pattern (exact; by the hardware where the target has a conversion)."""
+    if _half_routine() == HARDWARE:
+        return _half_to_float_hardware(h)
     return half_to_float_exact(h)
 
 
 @scalar_function
 def float_to_half(value):
     """The float16 bit pattern nearest to a float32 value (ties to even; a NaN becomes the quiet
-    NaN 0x7E00 of its sign), by F16C where the target has it, bit-identical to float_to_half_exact."""
-    if _half_routine() == F16C:
-        return _float_to_half_f16c(value)
+    NaN 0x7E00 of its sign), by the hardware where the target has it, bit-identical to float_to_half_exact."""
+    if _half_routine() == HARDWARE:
+        return _float_to_half_hardware(value)
     return float_to_half_exact(value)
 
 

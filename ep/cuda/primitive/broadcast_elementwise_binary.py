@@ -13,6 +13,7 @@ import functools
 from typing import Callable, Iterator
 
 import numba
+import numpy as np
 from numba import cuda, types
 
 from ep.common.jit import bound, template
@@ -29,11 +30,14 @@ from ep.common.primitive.broadcast_elementwise_binary import (
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
+from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 # The flat stride that marks an operand as a scalar value, passed as a kernel argument.
 VALUE_STRIDE = -1
+# Derivatives computed in float64 at every dtype (digamma's and trigamma's, ops/transcendental.py).
+FLOAT64_FORMULAS = frozenset({BinaryOp.kDigammaBackwardWithDyX, BinaryOp.kLgammaBackwardWithDyX})
 
 
 @template("formula", "compute", "load", "store")
@@ -86,10 +90,14 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
         attr = numba.from_dtype(binary_attr_dtype(src_dtype))
         i64 = types.int64
         argtypes = (src, compute, _STRIDES, src, compute, _STRIDES, dst, _STRIDES, i64, i64, attr, attr)
+        # A float64 formula takes register pairs: under the 32-register cap of full occupancy some
+        # would spill (the ptxas check found it), so they declare no launch bounds.
+        in_float64 = op in FLOAT64_FORMULAS or src_dtype.compute_dtype == np.float64
         return CudaKernel(
             _binary,
             f"binary_{op.value}_{src_dtype.value}_{dst_dtype.value}",
             argtypes,
+            full_occupancy=not in_float64,
             formula=binary_formula(op, src_dtype),
             compute=src_dtype.compute_dtype.type,
             load=load_fn(src_dtype),

@@ -75,7 +75,10 @@ class CudaStridedCopyKernels(StridedCopyKernels):
         strides = numba.types.UniTuple(numba.int64, ndim)
         argtypes = (units, units, numba.int64, numba.int64, numba.int64, strides, strides, strides, numba.int64, numba.int64)
         move = _move16_simulated if config.ENABLE_CUDASIM else move16
-        return CudaKernel(_copy, f"strided_copy_u{8 * unit}_{ndim}d", argtypes, wide16=unit == 16, move16=move)
+        # run_offsets' 64-bit divisions need more than 32 registers from 2 dims on: those kernels
+        # would spill under the full-occupancy cap (the ptxas check found it).
+        name = f"strided_copy_u{8 * unit}_{ndim}d"
+        return CudaKernel(_copy, name, argtypes, full_occupancy=ndim == 1, wide16=unit == 16, move16=move)
 
     def moves_elements(self, count: int) -> bool:
         # Every launch moves units: one kernel per unit width serves every dtype.

@@ -42,7 +42,10 @@ class CudaExpandGradKernels(ExpandGradKernels):
         strides = numba.types.UniTuple(numba.int64, ndim)
         argtypes = (storage, storage, numba.int64, strides, strides, strides, strides, numba.int64, numba.int64, numba.int64)
         bindings = {"accumulate": ACCUMULATE_DTYPES[dtype], "load": load_fn(dtype), "store": store_fn(dtype)}
-        return CudaKernel(_expand_grad, f"expand_grad_{dtype.value}_{ndim}d", argtypes, **bindings)
+        # map_offset's 64-bit divisions, one per dim, need more than 32 registers from 2 dims of
+        # 8-byte elements and 3 dims of any: those kernels would spill under the full-occupancy cap.
+        full = ndim == 1 or (ndim == 2 and dtype.itemsize < 8)
+        return CudaKernel(_expand_grad, f"expand_grad_{dtype.value}_{ndim}d", argtypes, full_occupancy=full, **bindings)
 
     def launch(self, stream, dtype: DataType, plan: ExpandGradPlan, src, dst) -> None:
         self.kernel(dtype, plan.ndim).launch(stream, plan.count, src, dst, *plan.args())

@@ -18,6 +18,10 @@ from ep.common.math.special import digamma as _digamma
 from ep.common.math.special import trigamma as _trigamma
 from ep.include.primitive.unary_op import UnaryOp
 
+# ln 2 and ln 10 as constants: as_type folds them to x's precision when compiled, where math.log(2)
+# in a formula is a float64 logarithm at run time (NVVM does not fold libdevice calls).
+LN2 = math.log(2)
+LN10 = math.log(10)
 
 # exponents and logarithms
 
@@ -34,7 +38,7 @@ def exp2(x, attr0, attr1):
 
 @scalar_function
 def exp2_backward_with_dy_x(dy, x, attr0, attr1):
-    return dy * exp2(x, attr0, attr1) * as_type(math.log(2), x)
+    return dy * exp2(x, attr0, attr1) * as_type(LN2, x)
 
 
 EXP2 = UnaryFunctor(UnaryOp.kExp2, exp2, FLOAT, with_dy_x=exp2_backward_with_dy_x, doc="2 ** x")
@@ -67,7 +71,7 @@ log2 = of_x(math.log2)
 
 @scalar_function
 def log2_backward_with_dy_x(dy, x, attr0, attr1):
-    return divide(dy, x * as_type(math.log(2), x))
+    return divide(dy, x * as_type(LN2, x))
 
 
 LOG2 = UnaryFunctor(UnaryOp.kLog2, log2, FLOAT, with_dy_x=log2_backward_with_dy_x, doc="base-2 logarithm")
@@ -78,7 +82,7 @@ log10 = of_x(math.log10)
 
 @scalar_function
 def log10_backward_with_dy_x(dy, x, attr0, attr1):
-    return divide(dy, x * as_type(math.log(10), x))
+    return divide(dy, x * as_type(LN10, x))
 
 
 LOG10 = UnaryFunctor(UnaryOp.kLog10, log10, FLOAT, with_dy_x=log10_backward_with_dy_x, doc="base-10 logarithm")
