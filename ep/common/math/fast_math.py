@@ -151,6 +151,33 @@ _MANT_MASK = np.int32(0x007FFFFF)
 
 
 @scalar_function
+def _log_reduced(e, f):
+    """log(2^e * (1 + f)) for an integral float32 e and f in about [sqrt(1/2) - 1, sqrt(2) - 1)."""
+    z = f * f
+    y = _mul_add(f * z, _horner(f, _L), _mul_add(e, _LN2_LO, -_HALF * z))
+    return _mul_add(e, _LN2_HI, f + y)
+
+
+@scalar_function
+def _exponent_offset(x):
+    """x's bits offset by 1 - sqrt(1/2), for a normal float32 x: the exponent field of the result
+    steps where x's significand m crosses sqrt(1/2), so x = m * 2^e with m in [sqrt(1/2), sqrt(2))."""
+    return _as_int32(x) + (_ONE_BITS - _SQRT_HALF_BITS)
+
+
+@scalar_function
+def _exponent(ix):
+    """e of _exponent_offset's x = m * 2^e, as an int32."""
+    return (ix >> _MANT_BITS) - _EXP_BIAS
+
+
+@scalar_function
+def _significand_minus_one(ix):
+    """m - 1 of _exponent_offset's x = m * 2^e, exactly."""
+    return _as_float32((ix & _MANT_MASK) + _SQRT_HALF_BITS) - _ONE
+
+
+@scalar_function
 def log(x):
     """Natural log of float32 x: -inf at 0, NaN below 0 and for NaN, inf at inf."""
     x = np.float32(x)
@@ -158,17 +185,36 @@ def log(x):
     subnormal = x < _FLT_MIN
     xs = x * _TWO_23 if subnormal else x
     bias = np.float32(-23.0) if subnormal else _F0
-    # Split x = m * 2^e with m in [sqrt(1/2), sqrt(2)): offsetting the bits by 1 - sqrt(1/2)
-    # makes the exponent field step where m crosses sqrt(1/2).
-    ix = _as_int32(xs) + (_ONE_BITS - _SQRT_HALF_BITS)
-    e = np.float32((ix >> _MANT_BITS) - _EXP_BIAS) + bias
-    f = _as_float32((ix & _MANT_MASK) + _SQRT_HALF_BITS) - _ONE
-    z = f * f
-    y = _mul_add(f * z, _horner(f, _L), _mul_add(e, _LN2_LO, -_HALF * z))
-    y = _mul_add(e, _LN2_HI, f + y)
+    ix = _exponent_offset(xs)
+    y = _log_reduced(np.float32(_exponent(ix)) + bias, _significand_minus_one(ix))
     y = -_INF if x == _F0 else y
     y = _INF if x == _INF else y
     return _NAN if not x >= _F0 else y
+
+
+# Below this |x|, log1p(x) rounds to x (which also keeps -0.0 and subnormals as they are).
+_LOG1P_TINY = np.float32(2.0**-24)
+# From this exponent of 1 + x on, the rounding error of 1 + x is below what float32 resolves.
+_LOG1P_EXACT_EXPONENT = np.int32(25)
+_MIN_EXPONENT = np.int32(-126)
+
+
+@scalar_function
+def log1p(x):
+    """log(1 + x) for float32 x, accurate relative to the result near 0; -inf at -1, NaN below."""
+    x = np.float32(x)
+    u = x + _ONE
+    ix = _exponent_offset(u)
+    k = _exponent(ix)
+    # u rounds 1 + x; the rounding error c = (1 + x) - u is exact, and added to u's significand
+    # (scaled by 2^-k) it makes f the significand of 1 + x itself, without a division.
+    c = _F0 if k >= _LOG1P_EXACT_EXPONENT else x - (u - _ONE)
+    f = _mul_add(c, _pow2(max(-k, _MIN_EXPONENT)), _significand_minus_one(ix))
+    y = _log_reduced(np.float32(k), f)
+    y = x if abs(x) < _LOG1P_TINY else y
+    y = -_INF if u == _F0 else y
+    y = _INF if x == _INF else y
+    return _NAN if not u >= _F0 else y
 
 
 @scalar_function
