@@ -105,7 +105,8 @@ def machine_lines(machine: dict) -> list[str]:
     """What the timings depend on: CPU, vector ISA, threads and threading layers, versions."""
     torch = machine.get("torch")
     lines = [
-        f"cpu: {machine['cpu']}, vector ISA {machine.get('vector_isa', '?')}, {machine['logical_cpus']} logical CPUs",
+        f"cpu: {machine['cpu']}, vector ISA {machine.get('vector_isa', '?')}, {machine['logical_cpus']} logical CPUs; "
+        f"ep kernels vectorized {'512' if machine.get('ep_512_bit_vectors') else 'up to 256'} bits wide",
         f"numba {machine['numba']}: {machine['numba_threads']} threads, threading layer "
         f"{machine.get('threading_layer') or 'not started'}; numpy {machine['numpy']}; python {machine['python']}",
     ]

@@ -5,6 +5,7 @@ EP_BENCH_ONLY=U1,T-unary,C (workload ids, comma-separated) runs only those workl
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -176,6 +177,7 @@ def _machine(device: str) -> dict:
         "logical_cpus": os.cpu_count(),
         "numba_threads": numba.get_num_threads(),
         "threading_layer": _threading_layer(),
+        "ep_512_bit_vectors": importlib.import_module("ep.cpu.kernel").CPU_FEATURES is not None,
         "python": platform.python_version(),
         "numpy": np.__version__,
         "numba": numba.__version__,
