@@ -346,7 +346,9 @@ def _soft_plus_over(m):
     def soft_plus(x, beta, threshold):
         # PyTorch's linear region above threshold, which also keeps exp from overflowing.
         z = x * as_type(beta, x)
-        return x if z > as_type(threshold, x) else divide(m.log1p(m.exp(z)), as_type(beta, x))
+        # 1 / beta is loop-invariant: LLVM hoists it, where a division per element would stay.
+        inverse_beta = divide(as_type(1, x), as_type(beta, x))
+        return x if z > as_type(threshold, x) else m.log1p(m.exp(z)) * inverse_beta
 
     return soft_plus
 
