@@ -58,7 +58,7 @@ _EXPM1_MIN = np.float32(-30.0)
 
 @scalar_function
 def _pow2(k):
-    """2^k for an integral float32 k in [-126, 127], by writing the exponent field."""
+    """2^k for an int32 (or integral float32) k in [-126, 127], by writing the exponent field."""
     return _as_float32((np.int32(k) + _EXP_BIAS) << _MANT_BITS)
 
 
@@ -107,8 +107,10 @@ def _exp_hilo(hi, lo):
     k = _nearest_ln2_multiple(hi + lo)
     r = _minus_k_ln2(hi, k) + lo
     p = _expm1_reduced(r) + _ONE
-    k1 = np.float32(np.int32(k) >> np.int32(1))
-    return p * _pow2(k1) * _pow2(k - k1)
+    # The split in integers: one conversion, where halving k in float32 costs three more.
+    ki = np.int32(k)
+    k1 = ki >> np.int32(1)
+    return p * _pow2(k1) * _pow2(ki - k1)
 
 
 @scalar_function
@@ -243,10 +245,13 @@ def tanh(x):
 def sigmoid(x):
     """1 / (1 + e^-x) for float32 x, accurate relative to the result on both tails."""
     x = np.float32(x)
-    # e^-|x| never overflows, and e / (1 + e) keeps the left tail down to subnormals.
-    e = exp(-abs(x))
+    # e^-|x| never overflows, and e / (1 + e) keeps the left tail down to subnormals. -|x| <= 0
+    # needs only the lower clamp; a NaN x comes back through the last select.
+    v = -abs(x)
+    e = _exp_hilo(_EXP_MIN if v < _EXP_MIN else v, _F0)
     s = _divide(_ONE, _ONE + e)
-    return s if x >= _F0 else e * s
+    y = s if x >= _F0 else e * s
+    return x if x != x else y
 
 
 # erf(x) = x * P(x^2) / R(x^2) on |x| <= _ERF_MAX: a relative minimax rational fit
