@@ -150,6 +150,8 @@ def test_interleaved_rounds_rotate_the_order():
     # rounds starting at a, b, c in turn.
     assert calls == ["a", "a", "b", "b", "c", "c", "a", "b", "c", "b", "c", "a", "c", "a", "b"]
     assert all(t.repeats == 3 and t.number == 1 and len(t.samples_s) == 3 for t in timings.values())
+    # A workload with no contender available times nothing.
+    assert measure_interleaved({}, lambda: None, repeats=3, min_sample_s=0) == {}
 
 
 def test_relative_spread_is_half_the_interquartile_range_over_the_median():

@@ -69,6 +69,8 @@ def measure_interleaved(
     right after another's cache-cold start, or last; sync waits for the device after each sample.
     """
     names = list(fns)
+    if not names:
+        return {}
     numbers = {name: calibrate(fns[name], sync, min_sample_s) for name in names}
     samples: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
