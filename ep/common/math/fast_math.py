@@ -247,10 +247,10 @@ def sigmoid(x):
     x = np.float32(x)
     # e^-|x| never overflows, and e / (1 + e) keeps the left tail down to subnormals. -|x| <= 0
     # needs only the lower clamp; a NaN x comes back through the last select.
+    # (v > low ? v : low is one vmaxps.)
     v = -abs(x)
-    e = _exp_hilo(_EXP_MIN if v < _EXP_MIN else v, _F0)
-    s = _divide(_ONE, _ONE + e)
-    y = s if x >= _F0 else e * s
+    e = _exp_hilo(v if v > _EXP_MIN else _EXP_MIN, _F0)
+    y = _divide(_ONE if x >= _F0 else e, _ONE + e)
     return x if x != x else y
 
 
