@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from ep.bench.runner import vector_isa
-from ep.bench.timing import measure_interleaved, relative_spread
+from ep.bench.timing import half_iqr, measure_interleaved, relative_spread
 
 WORKLOADS = ["G1", "U1", "T-unary"]  # in the suite's order
 IMPLS = ["ep.ops", "ep.Launch", "numpy", "torch"]
@@ -59,6 +59,11 @@ def test_every_workload_has_every_contender(report):
             assert row["median_s"] > 0 and row["min_s"] <= row["median_s"] and row["repeats"] >= 1
             assert len(row["samples_s"]) == row["repeats"] and row["median_s"] == statistics.median(row["samples_s"])
             assert row["spread"] >= 0 and row["ratio_to_best_peer"] > 0 and row["ratio_spread"] >= 0
+            # Per round: the contender's sample over the fastest peer's sample of the same round.
+            best = next(r for r in record["results"] if r["impl"] == record["best_peer"])
+            ratios = [a / b for a, b in zip(row["samples_s"], best["samples_s"])]
+            assert row["ratio_to_best_peer"] == pytest.approx(statistics.median(ratios))
+            assert row["ratio_spread"] == pytest.approx(half_iqr(ratios))
             if row["impl"] == record["best_peer"]:
                 assert row["ratio_to_best_peer"] == 1 and row["ratio_spread"] == 0
             if record["tiny"]:

@@ -6,7 +6,7 @@ import json
 import statistics
 from dataclasses import dataclass
 
-from ep.bench.timing import Timing, relative_spread
+from ep.bench.timing import Timing, half_iqr
 from ep.bench.workloads import Workload
 
 EP_IMPLS = ("ep.ops", "ep.Launch")
@@ -27,7 +27,8 @@ def workload_record(workload: Workload, nbytes: int, results: list[Result], copy
     """The JSON record of one workload, with every derived figure filled in.
 
     The ratio to the fastest peer (the peer of least median) is the median over rounds of the
-    contender's sample over that peer's sample of the same round, with its spread: the contenders
+    contender's sample over that peer's sample of the same round, +- half the interquartile range of
+    those ratios (in ratio units): the contenders
     were interleaved, so a round's ratio cancels the drift that moves both samples.
     """
     peers = [r for r in results if r.impl not in EP_IMPLS and r.timing is not None]
@@ -49,7 +50,7 @@ def workload_record(workload: Workload, nbytes: int, results: list[Result], copy
                 GBps=rate,
                 pct_copy=None if rate is None else 100 * rate / copy_GBps,
                 ratio_to_best_peer=None if ratios is None else statistics.median(ratios),
-                ratio_spread=None if ratios is None else relative_spread(ratios),
+                ratio_spread=None if ratios is None else half_iqr(ratios),
             )
         rows.append(row)
     return {
@@ -129,7 +130,7 @@ def table(report: dict) -> str:
         + ", ".join(f"{k.removesuffix('_GBps')} {v:.1f}" for k, v in copy.items() if k.endswith("_GBps"))
         + ")",
         "contenders interleaved in each round; median of the rounds, +- half the interquartile range "
-        "(of the times over their median; of the per-round ratios)",
+        "(of the times, over their median; of the per-round ratios to the fastest peer)",
         "",
     ]
     cells = [header]

@@ -33,12 +33,17 @@ class Timing:
         return relative_spread(self.samples_s)
 
 
-def relative_spread(values) -> float:
-    """Half the interquartile range of values over their median: 0.05 reads "+-5%"."""
+def half_iqr(values) -> float:
+    """Half the interquartile range of values (0 with one value)."""
     if len(values) < 2:
         return 0.0
     q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return (q3 - q1) / 2 / statistics.median(values)
+    return (q3 - q1) / 2
+
+
+def relative_spread(values) -> float:
+    """Half the interquartile range of values over their median: 0.05 reads "+-5%"."""
+    return half_iqr(values) / statistics.median(values) if len(values) > 1 else 0.0
 
 
 def calibrate(fn: Callable[[], object], sync: Callable[[], None], min_sample_s: float) -> int:
