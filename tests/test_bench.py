@@ -4,10 +4,14 @@ Timings are never asserted here: only that every figure the table shows is in th
 """
 import json
 import os
+import statistics
 import subprocess
 import sys
 
 import pytest
+
+from ep.bench.runner import vector_isa
+from ep.bench.timing import half_iqr, measure_interleaved, relative_spread
 
 WORKLOADS = ["G1", "U1", "T-unary"]  # in the suite's order
 IMPLS = ["ep.ops", "ep.Launch", "numpy", "torch"]
@@ -29,7 +33,12 @@ def test_report_header(report):
     data, _, _ = report
     assert data["device"] == "cpu" and data["quick"] is True
     assert data["command"].startswith("python -m ep bench")
-    assert {"cpu", "logical_cpus", "numba_threads", "numpy", "numba", "torch"} <= set(data["machine"])
+    machine = data["machine"]
+    assert {"cpu", "vector_isa", "logical_cpus", "numba_threads", "threading_layer", "numpy", "numba", "torch"} <= set(machine)
+    # The workloads ran parallel kernels, so the threading layer has started.
+    assert machine["threading_layer"] in ("tbb", "omp", "workqueue")
+    if machine["torch"]:
+        assert machine["torch_threads"] >= 1 and machine["torch_cpu_capability"]
     copy = data["copy_bandwidth"]
     assert copy["GBps"] > 0 and copy["GBps"] == max(copy["memcpy_GBps"], copy["threaded_GBps"])
 
@@ -48,7 +57,15 @@ def test_every_workload_has_every_contender(report):
                 assert row["reason"]
                 continue
             assert row["median_s"] > 0 and row["min_s"] <= row["median_s"] and row["repeats"] >= 1
-            assert row["ratio_to_best_peer"] > 0
+            assert len(row["samples_s"]) == row["repeats"] and row["median_s"] == statistics.median(row["samples_s"])
+            assert row["spread"] >= 0 and row["ratio_to_best_peer"] > 0 and row["ratio_spread"] >= 0
+            # Per round: the contender's sample over the fastest peer's sample of the same round.
+            best = next(r for r in record["results"] if r["impl"] == record["best_peer"])
+            ratios = [a / b for a, b in zip(row["samples_s"], best["samples_s"])]
+            assert row["ratio_to_best_peer"] == pytest.approx(statistics.median(ratios))
+            assert row["ratio_spread"] == pytest.approx(half_iqr(ratios))
+            if row["impl"] == record["best_peer"]:
+                assert row["ratio_to_best_peer"] == 1 and row["ratio_spread"] == 0
             if record["tiny"]:
                 assert row["GBps"] is None and row["pct_copy"] is None
             else:
@@ -73,6 +90,7 @@ def test_cold_start(report):
 def test_table_and_progress(report):
     _, stdout, stderr = report
     assert "| U1 " in stdout and "% copy" in stdout and "vs fastest peer" in stdout
+    assert "vector ISA" in stdout and "threading layer" in stdout and "interleaved" in stdout
     assert "] " in stderr and "U1 ep.ops" in stderr
 
 
@@ -86,7 +104,7 @@ def test_compare_divides_new_by_old_per_contender(report, tmp_path):
             if "median_s" in row:
                 row["median_s"] *= 2
     rows = compare([data], [slower])
-    assert rows and all(abs(ratio - 2) < 1e-12 and spread == 0 for *_, ratio, spread in rows)
+    assert rows and all(abs(ratio - 2) < 1e-12 for *_, ratio, _ in rows)
     assert {impl for _, impl, *_ in rows} <= {"ep.ops", "ep.Launch"}
     old = tmp_path / "old.json"
     old.write_text(json.dumps(data))
@@ -94,3 +112,68 @@ def test_compare_divides_new_by_old_per_contender(report, tmp_path):
         [sys.executable, "-m", "ep.bench.compare", "--old", str(old), "--new", str(old)], capture_output=True, text=True
     )
     assert result.returncode == 0 and "| 1.00x |" in result.stdout
+
+
+def test_compare_spread_from_pairs_or_from_the_samples(report):
+    from ep.bench.compare import compare
+
+    data, _, _ = report
+    rows = {(r[0], r[1]): r for r in compare([data], [data])}
+    u1 = next(r for r in data["workloads"] if r["id"] == "U1")
+    launch = next(r for r in u1["results"] if r["impl"] == "ep.Launch")
+    # One pair: the two sides' relative spreads added.
+    assert rows["U1", "ep.Launch"][-1] == pytest.approx(2 * launch["spread"])
+    # Two pairs: half the range of the pairwise ratios (here 1 and 3).
+    slower = json.loads(json.dumps(data))
+    for record in slower["workloads"]:
+        for row in record["results"]:
+            if "median_s" in row:
+                row["median_s"] *= 3
+    rows = compare([data, data], [data, slower])
+    assert rows and all(ratio == pytest.approx(2) and spread == pytest.approx(1) for *_, ratio, spread in rows)
+
+
+def test_bench_compare_option_prints_new_over_old(report, tmp_path):
+    data, _, _ = report
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(data))
+    env = dict(os.environ, EP_BENCH_ONLY="T-unary")
+    result = subprocess.run(
+        [sys.executable, "-m", "ep", "bench", "--quick", "--compare", str(old)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "| new/old |" in result.stdout
+    assert "| T-unary | ep.ops |" in result.stdout and "| T-unary | ep.Launch |" in result.stdout
+
+
+def test_interleaved_rounds_rotate_the_order():
+    calls = []
+    fns = {name: (lambda name=name: calls.append(name)) for name in "abc"}
+    timings = measure_interleaved(fns, lambda: None, repeats=3, min_sample_s=0)
+    # One calibration call and one calibration sample each (min_sample_s=0 needs one call), then
+    # rounds starting at a, b, c in turn.
+    assert calls == ["a", "a", "b", "b", "c", "c", "a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert all(t.repeats == 3 and t.number == 1 and len(t.samples_s) == 3 for t in timings.values())
+    # A workload with no contender available times nothing.
+    assert measure_interleaved({}, lambda: None, repeats=3, min_sample_s=0) == {}
+
+
+def test_relative_spread_is_half_the_interquartile_range_over_the_median():
+    values = [1.0, 2.0, 3.0, 4.0, 5.0]
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    assert relative_spread(values) == pytest.approx((q3 - q1) / 2 / median)
+    assert relative_spread([7.0]) == 0
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        ({"sse2", "avx", "avx2", "fma", "f16c", "avx512f"}, "AVX-512 + FMA + F16C"),
+        ({"sse2", "avx", "avx2", "fma"}, "AVX2 + FMA"),
+        ({"sse2"}, "SSE"),
+        ({"asimd", "fp"}, "other"),
+    ],
+)
+def test_vector_isa_names_the_widest(flags, expected):
+    assert vector_isa(flags) == expected

@@ -14,31 +14,37 @@ import sys
 from ep.bench.report import EP_IMPLS
 
 
-def _medians(reports: list[dict]) -> dict[tuple[str, str], list[float]]:
-    """(workload id, impl) -> its median time in each report, for ep's contenders."""
-    found: dict[tuple[str, str], list[float]] = {}
+def _rows(reports: list[dict]) -> dict[tuple[str, str], list[dict]]:
+    """(workload id, impl) -> its timed row in each report, for ep's contenders."""
+    found: dict[tuple[str, str], list[dict]] = {}
     for report in reports:
         for record in report["workloads"]:
             for row in record["results"]:
                 if row["impl"] in EP_IMPLS and "median_s" in row:
-                    found.setdefault((record["id"], row["impl"]), []).append(row["median_s"])
+                    found.setdefault((record["id"], row["impl"]), []).append(row)
     return found
 
 
 def compare(old: list[dict], new: list[dict]) -> list[tuple[str, str, float, float, float, float]]:
     """(id, impl, old median, new median, new/old, spread) per contender in both.
 
-    The spread is half the range of the pairwise ratios new[i] / old[i] (0 with one pair).
+    With several report pairs (taken old, new, old, new) the spread is half the range of the
+    pairwise ratios new[i] / old[i]; with one pair, new/old times the sum of both sides' relative
+    spreads (half the interquartile range of each side's samples over its median).
     """
-    old_times, new_times = _medians(old), _medians(new)
+    old_rows, new_rows = _rows(old), _rows(new)
     rows = []
-    for key, before in old_times.items():
-        after = new_times.get(key)
+    for key, before in old_rows.items():
+        after = new_rows.get(key)
         if not after:
             continue
-        ratios = [a / b for a, b in zip(after, before)]
-        spread = (max(ratios) - min(ratios)) / 2 if len(ratios) > 1 else 0.0
-        b, a = statistics.median(before), statistics.median(after)
+        b = statistics.median(row["median_s"] for row in before)
+        a = statistics.median(row["median_s"] for row in after)
+        ratios = [n["median_s"] / o["median_s"] for n, o in zip(after, before)]
+        if len(ratios) > 1:
+            spread = (max(ratios) - min(ratios)) / 2
+        else:
+            spread = a / b * (before[0].get("spread", 0.0) + after[0].get("spread", 0.0))
         rows.append((*key, b, a, a / b, spread))
     return rows
 

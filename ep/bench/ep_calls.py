@@ -11,7 +11,10 @@ import numpy as np
 import ep
 from ep.bench.workloads import Workload
 
-UNARY_OPS = {"relu": "kRelu", "exp": "kExp", "tanh": "kTanh", "gelu": "kGelu", "sigmoid": "kSigmoid", "cast": "kCast"}
+UNARY_OPS = {
+    "relu": "kRelu", "exp": "kExp", "tanh": "kTanh", "gelu": "kGelu", "sigmoid": "kSigmoid", "cast": "kCast",
+    "expm1": "kExpm1", "log": "kLog", "erf": "kErf", "silu": "kSilu", "softplus": "kSoftPlus", "mish": "kMish",
+}
 BINARY_OPS = {"add": "kAdd", "mul": "kMul", "less": "kLessThan"}
 
 

@@ -103,6 +103,13 @@ _ELEMENTWISE: dict[str, tuple[Callable | None, Callable | None]] = {
     "tanh": (lambda xp: xp.tanh, lambda torch: torch.tanh),
     "sigmoid": (lambda xp: partial(_sigmoid, xp), lambda torch: torch.sigmoid),
     "gelu": (None, lambda torch: torch.ops.aten.gelu.out),
+    "expm1": (lambda xp: xp.expm1, lambda torch: torch.expm1),
+    "log": (lambda xp: xp.log, lambda torch: torch.log),
+    "erf": (None, lambda torch: torch.erf),
+    # aten's out= overloads: torch.nn.functional's silu, softplus and mish take no out=.
+    "silu": (None, lambda torch: torch.ops.aten.silu.out),
+    "softplus": (None, lambda torch: partial(torch.ops.aten.softplus.out, beta=1, threshold=20)),
+    "mish": (None, lambda torch: torch.ops.aten.mish.out),
 }
 
 

@@ -23,8 +23,8 @@ class Progress:
             self.stream.write(line + "\n")
         self.stream.flush()
 
-    def advance(self) -> None:
-        self.done += 1
+    def advance(self, steps: int = 1) -> None:
+        self.done += steps
 
     def close(self) -> None:
         if self.tty:

@@ -5,6 +5,7 @@ EP_BENCH_ONLY=U1,T-unary,C (workload ids, comma-separated) runs only those workl
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -20,7 +21,7 @@ from ep.bench.compare import compare, format_rows
 from ep.bench.ep_calls import Unavailable
 from ep.bench.progress import Progress
 from ep.bench.report import EP_IMPLS, Result, cold_start_record, table, workload_record, write_json
-from ep.bench.timing import measure
+from ep.bench.timing import measure_interleaved
 from ep.bench.workloads import Workload, workloads
 
 # Outputs of ep and the peers agree within twice the float32 accuracy bound of ep's ops.
@@ -29,14 +30,15 @@ _RTOL = _ATOL = 4e-6
 
 @dataclass(frozen=True)
 class Settings:
-    """How long to measure: samples per contender, the least time one sample takes, cold runs."""
+    """How long to measure: rounds (one sample of every contender each), the least time one sample
+    takes, cold runs."""
 
     repeats: int
     min_sample_s: float
     cold_repeats: int
 
 
-FULL = Settings(repeats=9, min_sample_s=0.02, cold_repeats=3)
+FULL = Settings(repeats=15, min_sample_s=0.02, cold_repeats=3)
 QUICK = Settings(repeats=3, min_sample_s=0.002, cold_repeats=1)
 
 
@@ -97,28 +99,33 @@ def _run(workload: Workload, device: str, settings: Settings, sync, progress: Pr
     # Peers first: the first one's output is the reference ep's outputs are checked against.
     contenders.update(ep_calls.candidates(workload, device, ep_inputs, ep_out))
     reference = None
-    results = {}
+    results, timed = {}, {}
+    # Each contender runs once (compiling it) and is checked; then all are timed together.
     for impl, fn in contenders.items():
         progress.show(f"{workload.id} {impl}")
         if isinstance(fn, Unavailable):
             results[impl] = Result(impl, "not available", str(fn))
+            continue
+        # Zeroed before each contender's first run, so none passes the check on another's output.
+        if device == "cpu":
+            host_out.fill(0)  # shared by every CPU contender
         else:
-            # Zeroed before each contender's first run, so none passes the check on another's output.
-            if device == "cpu":
-                host_out.fill(0)  # shared by every CPU contender
-            else:
-                ep_out.copy_to_device(host_out)  # host_out stays zero on CUDA: the peers have copies
-            try:
-                output = _to_host(fn(), sync)
-            except Exception as error:  # ep code still being written must not stop the run
-                results[impl] = Result(impl, "error", f"{type(error).__name__}: {error}")
-            else:
-                matches = None if reference is None else _close(output, reference)
-                if reference is None:
-                    reference = output
-                timing = measure(fn, sync, repeats=settings.repeats, min_sample_s=settings.min_sample_s)
-                results[impl] = Result(impl, "ok", timing=timing, matches_reference=matches)
-        progress.advance()
+            ep_out.copy_to_device(host_out)  # host_out stays zero on CUDA: the peers have copies
+        try:
+            output = _to_host(fn(), sync)
+        except Exception as error:  # ep code still being written must not stop the run
+            results[impl] = Result(impl, "error", f"{type(error).__name__}: {error}")
+            continue
+        matches = None if reference is None else _close(output, reference)
+        if reference is None:
+            reference = output
+        results[impl] = Result(impl, "ok", matches_reference=matches)
+        timed[impl] = fn
+    progress.show(f"{workload.id}: {', '.join(timed)} interleaved")
+    timings = measure_interleaved(timed, sync, repeats=settings.repeats, min_sample_s=settings.min_sample_s)
+    for impl, timing in timings.items():
+        results[impl].timing = timing
+    progress.advance(len(contenders))
     ordered = [results[impl] for impl in EP_IMPLS] + [r for impl, r in results.items() if impl not in EP_IMPLS]
     return workload_record(workload, case.bytes, ordered, copy_GBps)
 
@@ -160,20 +167,31 @@ def _have_gpu() -> bool:
 
 
 def _machine(device: str) -> dict:
+    """The run's setting; called after the workloads, when Numba's threading layer has started."""
     import numba
 
     info = {
         "platform": platform.platform(),
         "cpu": _cpu_model(),
+        "vector_isa": vector_isa(_cpu_flags()),
         "logical_cpus": os.cpu_count(),
         "numba_threads": numba.get_num_threads(),
+        "threading_layer": _threading_layer(),
+        "ep_512_bit_vectors": importlib.import_module("ep.cpu.kernel").CPU_FEATURES is not None,
         "python": platform.python_version(),
         "numpy": np.__version__,
         "numba": numba.__version__,
     }
     try:
         torch = peers.torch_module()
-        info.update(torch=torch.__version__, torch_threads=torch.get_num_threads())
+        parallel = torch.__config__.parallel_info()
+        backend = next((line.split(":", 1)[1].strip() for line in parallel.splitlines() if "backend" in line), None)
+        info.update(
+            torch=torch.__version__,
+            torch_threads=torch.get_num_threads(),
+            torch_parallel=backend,
+            torch_cpu_capability=torch.backends.cpu.get_cpu_capability(),
+        )
     except Unavailable:
         info["torch"] = None
     if device == "cuda":
@@ -184,6 +202,39 @@ def _machine(device: str) -> dict:
     else:
         info["device_name"] = info["cpu"]
     return info
+
+
+def vector_isa(flags: set[str]) -> str:
+    """The widest x86 vector ISA in /proc/cpuinfo's flags ("AVX-512", "AVX2", "AVX", "SSE"), with
+    FMA and F16C when present; "other" elsewhere (e.g. an Arm CPU)."""
+    for name, flag in (("AVX-512", "avx512f"), ("AVX2", "avx2"), ("AVX", "avx"), ("SSE", "sse2")):
+        if flag in flags:
+            extras = [extra.upper() for extra in ("fma", "f16c") if extra in flags]
+            if "avx512_fp16" in flags:
+                extras.append("AVX512-FP16")
+            return " + ".join([name, *extras])
+    return "other"
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def _threading_layer() -> str | None:
+    """The Numba threading layer in use, or None before any parallel launch."""
+    import numba
+
+    try:
+        return numba.threading_layer()
+    except ValueError:
+        return None
 
 
 def _cpu_model() -> str:

@@ -1,4 +1,5 @@
-"""Timing: median per-call time of repeated samples after warm-up, with a device sync per sample."""
+"""Timing: per-call times of repeated samples, taken one contender after another within each round
+so that the machine's drift (other processes, clock changes) hits every contender alike."""
 from __future__ import annotations
 
 import statistics
@@ -9,39 +10,83 @@ from typing import Callable
 
 @dataclass(frozen=True)
 class Timing:
-    """Seconds per call: the median and the fastest of `repeats` samples of `number` calls each."""
+    """Seconds per call of each sample (one sample per round, `number` calls each), and summaries."""
 
-    median_s: float
-    min_s: float
-    repeats: int
+    samples_s: tuple[float, ...]
     number: int
 
+    @property
+    def repeats(self) -> int:
+        return len(self.samples_s)
 
-def measure(
-    fn: Callable[[], object],
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.samples_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.samples_s)
+
+    @property
+    def spread(self) -> float:
+        """Half the interquartile range of the samples over their median (0 with one sample)."""
+        return relative_spread(self.samples_s)
+
+
+def half_iqr(values) -> float:
+    """Half the interquartile range of values (0 with one value)."""
+    if len(values) < 2:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return (q3 - q1) / 2
+
+
+def relative_spread(values) -> float:
+    """Half the interquartile range of values over their median: 0.05 reads "+-5%"."""
+    return half_iqr(values) / statistics.median(values) if len(values) > 1 else 0.0
+
+
+def calibrate(fn: Callable[[], object], sync: Callable[[], None], min_sample_s: float) -> int:
+    """How many calls of fn (already run once: compiled) make one sample last at least min_sample_s;
+    calls too short for the clock are batched."""
+    fn()
+    sync()
+    number = 1
+    while number < 1 << 20:
+        elapsed = _sample(fn, sync, number)
+        if elapsed >= min_sample_s:
+            break
+        # Aim past the target so the next sample usually is the last calibration step.
+        number *= max(2, min(100, int(2 * min_sample_s / max(elapsed, 1e-9))))
+    return number
+
+
+def measure_interleaved(
+    fns: dict[str, Callable[[], object]],
     sync: Callable[[], None],
     *,
     repeats: int,
     min_sample_s: float,
-    warmup: int = 1,
-) -> Timing:
-    """Time fn, which has already run once (compiled); sync waits for the device after each sample.
+) -> dict[str, Timing]:
+    """Time every fn of fns (each already run once) in `repeats` rounds of one sample each.
 
-    Calls too short for the clock are batched: a sample runs fn `number` times, with number grown
-    until one sample takes at least min_sample_s, and reports the time per call.
+    Round r starts at the r-th contender (a rotation), so that no contender always runs first,
+    right after another's cache-cold start, or last; sync waits for the device after each sample.
     """
-    for _ in range(warmup):
-        fn()
-    sync()
-    number = 1
-    while True:
-        elapsed = _sample(fn, sync, number)
-        if elapsed >= min_sample_s or number >= 1 << 20:
-            break
-        # Aim past the target so the next sample usually is the last calibration step.
-        number *= max(2, min(100, int(2 * min_sample_s / max(elapsed, 1e-9))))
-    samples = [elapsed / number] + [_sample(fn, sync, number) / number for _ in range(repeats - 1)]
-    return Timing(statistics.median(samples), min(samples), repeats, number)
+    names = list(fns)
+    if not names:
+        return {}
+    numbers = {name: calibrate(fns[name], sync, min_sample_s) for name in names}
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            samples[name].append(_sample(fns[name], sync, numbers[name]) / numbers[name])
+    return {name: Timing(tuple(samples[name]), numbers[name]) for name in names}
+
+
+def measure(fn: Callable[[], object], sync: Callable[[], None], *, repeats: int, min_sample_s: float) -> Timing:
+    """Time one fn alone (already run once): `repeats` samples."""
+    return measure_interleaved({"fn": fn}, sync, repeats=repeats, min_sample_s=min_sample_s)["fn"]
 
 
 def _sample(fn: Callable[[], object], sync: Callable[[], None], number: int) -> float:

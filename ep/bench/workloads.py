@@ -1,4 +1,5 @@
-"""The workloads of issue 5: gathers (G1-G3), expand and repeat (E1, E2), unary (U1-U6),
+"""The workloads of issue 5: gathers (G1-G3), expand and repeat (E1, E2), unary (U1-U6; U7-U12, the
+other transcendentals of issue 13),
 binary (B1-B3) and tiny tensors (T); C, the cold start, lives in cold_start.py."""
 from __future__ import annotations
 
@@ -79,10 +80,10 @@ def _repeat(id_, in_shape, repeats) -> Workload:
     return Workload(id_, f"repeat {list(in_shape)} by {repeats}", "repeat", build, {"repeats": repeats})
 
 
-def _unary(id_, op, count, memory_bound, dst=F32) -> Workload:
+def _unary(id_, op, count, memory_bound, dst=F32, low=-5.0) -> Workload:
     def build() -> Case:
-        # [-5, 5] keeps every op in its interesting range (no saturated tails).
-        x = _rng().uniform(-5, 5, count).astype(np.float32)
+        # [-5, 5] keeps every op in its interesting range (no saturated tails); log's starts above 0.
+        x = _rng().uniform(low, 5, count).astype(np.float32)
         return Case({"x": x}, (count,), np.dtype(dst), _nbytes(x, count * np.dtype(dst).itemsize))
 
     kind = "cast" if op == "cast" else "unary"
@@ -126,6 +127,13 @@ def workloads(device: str, quick: bool) -> list[Workload]:
         _unary("U4", "gelu", n(1 << 24), False),
         _unary("U5", "sigmoid", n(1 << 24), False),
         _unary("U6", "cast", n(1 << 24), True, np.float16),
+        # The other float32 transcendentals of issue 13, at 4M elements.
+        _unary("U7", "expm1", n(1 << 22), False),
+        _unary("U8", "log", n(1 << 22), False, low=0.01),
+        _unary("U9", "erf", n(1 << 22), False),
+        _unary("U10", "silu", n(1 << 22), False),
+        _unary("U11", "softplus", n(1 << 22), False),
+        _unary("U12", "mish", n(1 << 22), False),
         _binary("B1", "add", (n(4096), 4096), (n(4096), 1)),
         _binary("B2", "mul", (n(1 << 24),), (n(1 << 24),)),
         _binary("B3", "less", (n(4096), 4096), (1, 4096), np.bool_),

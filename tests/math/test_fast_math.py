@@ -26,6 +26,7 @@ REFERENCES = {
     "exp": np.exp,
     "expm1": np.expm1,
     "log": np.log,
+    "log1p": np.log1p,
     "tanh": np.tanh,
     "sigmoid": _sigmoid,
     "erf": _erf,
@@ -33,7 +34,7 @@ REFERENCES = {
     "gelu": lambda x: 0.5 * x * _erfc(-x * SQRT_HALF),
 }
 # Where each function is not a constant, NaN or inf: the sweep is dense there.
-INTERESTING = {"exp": 110, "expm1": 110, "tanh": 12, "sigmoid": 110, "erf": 5, "erfc": 11, "gelu": 16}
+INTERESTING = {"log1p": 2, "exp": 110, "expm1": 110, "tanh": 12, "sigmoid": 110, "erf": 5, "erfc": 11, "gelu": 16}
 # math.erf and math.erfc run one Python call per point, so their sweeps are coarser.
 SLOW_REFERENCES = {"erf", "erfc", "gelu"}
 

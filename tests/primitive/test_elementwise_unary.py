@@ -307,7 +307,7 @@ def test_every_op_and_dtype_against_the_reference(device, op, src, dst):
 
 # float32 and float16 compute these with vectorized approximations rather than libm: a dense sweep.
 _TRANSCENDENTAL = (U.kExp, U.kExpm1, U.kLog, U.kTanh, U.kSigmoid, U.kErf, U.kErfc, U.kGelu, U.kFastGelu,
-                   U.kQuickGelu, U.kSilu, U.kElu, U.kCelu, U.kSelu, U.kMish)
+                   U.kQuickGelu, U.kSilu, U.kElu, U.kCelu, U.kSelu, U.kMish, U.kSoftPlus)
 DENSE_CASES = [(op, dtype) for op in _TRANSCENDENTAL for dtype in FLOATS[:2]]
 
 

@@ -2,8 +2,9 @@
 
 Numba's math.exp and friends call scalar libm one element at a time; these are range reduction
 plus polynomial or rational approximations (Cody-Waite reduction, Cephes polynomials, a fitted
-rational erf) in float32 arithmetic only, with no calls and with selects instead of branches, so
-a prange loop over them compiles to AVX2 code, and a CUDA kernel inlines them. Each is within
+rational erf) in float32 arithmetic only, with no calls, with selects instead of branches and
+with bare IEEE divisions (`divide`: `/` checks for a zero divisor in a serial @njit kernel), so a
+loop over them compiles to SIMD code (AVX2 or AVX-512), and a CUDA kernel inlines them. Each is within
 2e-6 relative of the exact result (gelu: see its docstring); tests/test_fast_math.py sweeps them
 against float64.
 
@@ -14,6 +15,7 @@ All functions take and return float32; float64 keeps libm's math.* (its accuracy
 import numpy as np
 
 from ep.common.jit import scalar_function
+from ep.common.math.intrinsics import divide as _divide
 from ep.common.math.intrinsics import float32_from_int32 as _as_float32
 from ep.common.math.intrinsics import int32_from_float32 as _as_int32
 from ep.common.math.intrinsics import mul_add as _mul_add
@@ -56,7 +58,7 @@ _EXPM1_MIN = np.float32(-30.0)
 
 @scalar_function
 def _pow2(k):
-    """2^k for an integral float32 k in [-126, 127], by writing the exponent field."""
+    """2^k for an int32 (or integral float32) k in [-126, 127], by writing the exponent field."""
     return _as_float32((np.int32(k) + _EXP_BIAS) << _MANT_BITS)
 
 
@@ -105,8 +107,10 @@ def _exp_hilo(hi, lo):
     k = _nearest_ln2_multiple(hi + lo)
     r = _minus_k_ln2(hi, k) + lo
     p = _expm1_reduced(r) + _ONE
-    k1 = np.float32(np.int32(k) >> np.int32(1))
-    return p * _pow2(k1) * _pow2(k - k1)
+    # The split in integers: one conversion, where halving k in float32 costs three more.
+    ki = np.int32(k)
+    k1 = ki >> np.int32(1)
+    return p * _pow2(k1) * _pow2(ki - k1)
 
 
 @scalar_function
@@ -151,6 +155,33 @@ _MANT_MASK = np.int32(0x007FFFFF)
 
 
 @scalar_function
+def _log_reduced(e, f):
+    """log(2^e * (1 + f)) for an integral float32 e and f in about [sqrt(1/2) - 1, sqrt(2) - 1)."""
+    z = f * f
+    y = _mul_add(f * z, _horner(f, _L), _mul_add(e, _LN2_LO, -_HALF * z))
+    return _mul_add(e, _LN2_HI, f + y)
+
+
+@scalar_function
+def _exponent_offset(x):
+    """x's bits offset by 1 - sqrt(1/2), for a normal float32 x: the exponent field of the result
+    steps where x's significand m crosses sqrt(1/2), so x = m * 2^e with m in [sqrt(1/2), sqrt(2))."""
+    return _as_int32(x) + (_ONE_BITS - _SQRT_HALF_BITS)
+
+
+@scalar_function
+def _exponent(ix):
+    """e of _exponent_offset's x = m * 2^e, as an int32."""
+    return (ix >> _MANT_BITS) - _EXP_BIAS
+
+
+@scalar_function
+def _significand_minus_one(ix):
+    """m - 1 of _exponent_offset's x = m * 2^e, exactly."""
+    return _as_float32((ix & _MANT_MASK) + _SQRT_HALF_BITS) - _ONE
+
+
+@scalar_function
 def log(x):
     """Natural log of float32 x: -inf at 0, NaN below 0 and for NaN, inf at inf."""
     x = np.float32(x)
@@ -158,17 +189,36 @@ def log(x):
     subnormal = x < _FLT_MIN
     xs = x * _TWO_23 if subnormal else x
     bias = np.float32(-23.0) if subnormal else _F0
-    # Split x = m * 2^e with m in [sqrt(1/2), sqrt(2)): offsetting the bits by 1 - sqrt(1/2)
-    # makes the exponent field step where m crosses sqrt(1/2).
-    ix = _as_int32(xs) + (_ONE_BITS - _SQRT_HALF_BITS)
-    e = np.float32((ix >> _MANT_BITS) - _EXP_BIAS) + bias
-    f = _as_float32((ix & _MANT_MASK) + _SQRT_HALF_BITS) - _ONE
-    z = f * f
-    y = _mul_add(f * z, _horner(f, _L), _mul_add(e, _LN2_LO, -_HALF * z))
-    y = _mul_add(e, _LN2_HI, f + y)
+    ix = _exponent_offset(xs)
+    y = _log_reduced(np.float32(_exponent(ix)) + bias, _significand_minus_one(ix))
     y = -_INF if x == _F0 else y
     y = _INF if x == _INF else y
     return _NAN if not x >= _F0 else y
+
+
+# Below this |x|, log1p(x) rounds to x (which also keeps -0.0 and subnormals as they are).
+_LOG1P_TINY = np.float32(2.0**-24)
+# From this exponent of 1 + x on, the rounding error of 1 + x is below what float32 resolves.
+_LOG1P_EXACT_EXPONENT = np.int32(25)
+_MIN_EXPONENT = np.int32(-126)
+
+
+@scalar_function
+def log1p(x):
+    """log(1 + x) for float32 x, accurate relative to the result near 0; -inf at -1, NaN below."""
+    x = np.float32(x)
+    u = x + _ONE
+    ix = _exponent_offset(u)
+    k = _exponent(ix)
+    # u rounds 1 + x; the rounding error c = (1 + x) - u is exact, and added to u's significand
+    # (scaled by 2^-k) it makes f the significand of 1 + x itself, without a division.
+    c = _F0 if k >= _LOG1P_EXACT_EXPONENT else x - (u - _ONE)
+    f = _mul_add(c, _pow2(max(-k, _MIN_EXPONENT)), _significand_minus_one(ix))
+    y = _log_reduced(np.float32(k), f)
+    y = x if abs(x) < _LOG1P_TINY else y
+    y = -_INF if u == _F0 else y
+    y = _INF if x == _INF else y
+    return _NAN if not u >= _F0 else y
 
 
 @scalar_function
@@ -188,17 +238,20 @@ def tanh(x):
     a = abs(x)
     a = _TANH_MAX if a > _TANH_MAX else a
     e = expm1(_TWO * a)
-    return _copysign(e / (e + _TWO), x)
+    return _copysign(_divide(e, e + _TWO), x)
 
 
 @scalar_function
 def sigmoid(x):
     """1 / (1 + e^-x) for float32 x, accurate relative to the result on both tails."""
     x = np.float32(x)
-    # e^-|x| never overflows, and e / (1 + e) keeps the left tail down to subnormals.
-    e = exp(-abs(x))
-    s = _ONE / (_ONE + e)
-    return s if x >= _F0 else e * s
+    # e^-|x| never overflows, and e / (1 + e) keeps the left tail down to subnormals. -|x| <= 0
+    # needs only the lower clamp; a NaN x comes back through the last select.
+    # (v > low ? v : low is one vmaxps.)
+    v = -abs(x)
+    e = _exp_hilo(v if v > _EXP_MIN else _EXP_MIN, _F0)
+    y = _divide(_ONE if x >= _F0 else e, _ONE + e)
+    return x if x != x else y
 
 
 # erf(x) = x * P(x^2) / R(x^2) on |x| <= _ERF_MAX: a relative minimax rational fit
@@ -246,7 +299,7 @@ def erf(x):
     p = _horner(z, _P)
     r = _horner(z, _R)
     # erf(x) rounds to +-1 from _ERF_MAX on; exactly 1 there keeps gelu's 1 + erf(x) at 0.
-    y = _copysign(_ONE if a >= _ERF_MAX else a * p / r, x)
+    y = _copysign(_ONE if a >= _ERF_MAX else _divide(a * p, r), x)
     return x if x != x else y
 
 
@@ -256,7 +309,7 @@ def erfc(x):
     x = np.float32(x)
     a = abs(x)
     a = _ERFC_MAX if a > _ERFC_MAX else a
-    t = _ONE / _mul_add(_HALF, a, _ONE)
+    t = _divide(_ONE, _mul_add(_HALF, a, _ONE))
     q = _horner(t, _Q)
     # a^2 = ah^2 + (a - ah)(a + ah) with ah^2 exact: a^2 rounded to float32 would cost up to
     # 6e-6 relative in exp(-a^2) at a = 10.

@@ -11,6 +11,7 @@ from ep.common.math.special import as_type, divide
 exp = math.exp
 expm1 = math.expm1
 log = math.log
+log1p = math.log1p
 tanh = math.tanh
 erf = math.erf
 erfc = math.erfc

@@ -341,10 +341,19 @@ SILU = UnaryFunctor(
 )
 
 
-@scalar_function
-def soft_plus(x, beta, threshold):
-    # PyTorch's linear region above threshold, which also keeps exp from overflowing.
-    return x if x * beta > threshold else divide(math.log1p(math.exp(x * beta)), beta)
+def _soft_plus_over(m):
+    @scalar_function
+    def soft_plus(x, beta, threshold):
+        # PyTorch's linear region above threshold, which also keeps exp from overflowing.
+        z = x * as_type(beta, x)
+        # 1 / beta is loop-invariant: LLVM hoists it, where a division per element would stay.
+        inverse_beta = divide(as_type(1, x), as_type(beta, x))
+        return x if z > as_type(threshold, x) else m.log1p(m.exp(z)) * inverse_beta
+
+    return soft_plus
+
+
+soft_plus, soft_plus_float32 = float_variants(_soft_plus_over)
 
 
 @scalar_function
@@ -355,17 +364,25 @@ def softplus_backward_with_dy_x(dy, x, beta, threshold):
 
 _SOFT_PLUS_ATTRS = (("beta", 1.0), ("threshold", 20.0))
 SOFT_PLUS = UnaryFunctor(
-    UnaryOp.kSoftPlus, soft_plus, FLOAT, _SOFT_PLUS_ATTRS, with_dy_x=softplus_backward_with_dy_x,
+    UnaryOp.kSoftPlus, soft_plus, FLOAT, _SOFT_PLUS_ATTRS, float32_formula=soft_plus_float32,
+    with_dy_x=softplus_backward_with_dy_x,
     doc="log(1 + exp(beta x)) / beta; x where beta x > threshold",
     aliases=("softplus",),
 )
 
 
+# tanh(softplus(x)) is 1 to float64 precision from here on; clamping keeps e^2x finite.
+_MISH_MAX = 20.0
+
+
 def _mish_over(m):
     @scalar_function
     def mish(x, attr0, attr1):
-        # PyTorch's x tanh(log1p(exp(x))); softplus's default threshold changes no float64 value.
-        return x * m.tanh(soft_plus(x, as_type(1, x), as_type(20, x)))
+        # PyTorch's x tanh(log1p(exp(x))), with tanh(log(1 + t)) = n / (n + 2), n = t (t + 2):
+        # one exp and one division, and no cancellation on either tail.
+        t = m.exp(min(x, as_type(_MISH_MAX, x)))
+        n = t * (t + as_type(2, x))
+        return x * divide(n, n + as_type(2, x))
 
     return mish
 

@@ -1,0 +1,66 @@
+"""ep.cpu.target: 512-bit vectors where the CPU has AVX-512, nothing changed elsewhere.
+
+This machine may lack AVX-512, so the end-to-end check compiles (never runs) a kernel for
+skylake-avx512 and reads the machine code.
+"""
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+from numba import config
+
+from ep.cpu import target
+
+AVX512_HOST = "+avx,+avx2,+fma,+f16c,+bmi,+bmi2,+popcnt,+lzcnt,+movbe,+sse4.2,+avx512f,+avx512dq,+avx512bw,+avx512vl,+avx512cd"
+
+
+@pytest.fixture
+def no_features(monkeypatch):
+    monkeypatch.setattr(config, "CPU_FEATURES", None)
+
+
+def test_avx512_host_gets_full_width(monkeypatch, no_features):
+    monkeypatch.setattr(target, "get_host_cpu_features", lambda: AVX512_HOST)
+    assert target.prefer_full_vector_width() == AVX512_HOST + ",-prefer-256-bit"
+    assert config.CPU_FEATURES == AVX512_HOST + ",-prefer-256-bit"
+
+
+def test_avx2_host_is_left_alone(monkeypatch, no_features):
+    monkeypatch.setattr(target, "get_host_cpu_features", lambda: "+avx,+avx2,+fma,-avx512f")
+    assert target.prefer_full_vector_width() is None and config.CPU_FEATURES is None
+
+
+def test_a_users_features_are_left_alone(monkeypatch):
+    monkeypatch.setattr(config, "CPU_FEATURES", "+avx2")
+    monkeypatch.setattr(target, "get_host_cpu_features", lambda: AVX512_HOST)
+    assert target.prefer_full_vector_width() is None and config.CPU_FEATURES == "+avx2"
+
+
+COMPILE_SCRIPT = """
+import numpy as np
+from numba import types
+from ep.cpu import target
+target.get_host_cpu_features = lambda: {features!r}
+import ep
+primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cpu", ep.UnaryOp.kExp, np.float32, np.float32)
+kernel = primitive._kernel.serial
+array = types.Array(types.float32, 1, "C")
+kernel.compile((array, array, types.int64, types.none, types.none))
+asm = "\\n".join(kernel.inspect_asm().values())
+print("zmm" if "zmm" in asm else "no zmm")
+"""
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86 machine code")
+def test_exp_kernel_for_an_avx512_cpu_uses_zmm(tmp_path):
+    # A fresh cache, so the kernel is compiled for the pretended CPU rather than loaded.
+    env = dict(os.environ, NUMBA_CPU_NAME="skylake-avx512", NUMBA_CACHE_DIR=str(tmp_path))
+    env.pop("NUMBA_CPU_FEATURES", None)
+    result = subprocess.run(
+        [sys.executable, "-c", COMPILE_SCRIPT.format(features=AVX512_HOST)],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.stdout.split()[-1] == "zmm"
