@@ -131,33 +131,66 @@ def _pack(x: np.ndarray, axis: int, bounds) -> np.ndarray:
     return np.concatenate([_take(x, axis, lo, hi).ravel() for lo, hi in bounds])
 
 
-def _unpack(flat: np.ndarray, shapes: list[tuple[int, ...]], axis: int, shape) -> np.ndarray:
-    """The array of shape whose parts along axis are the consecutive blocks of flat."""
-    if _lead(shape, axis) == 1:
-        return flat.reshape(shape)
-    blocks, start = [], 0
-    for s in shapes:
-        size = math.prod(s)
-        blocks.append(flat[start:start + size].reshape(s))
-        start += size
-    return np.concatenate(blocks, axis=axis)
-
-
 def _with(shape, axis: int, n: int) -> tuple[int, ...]:
     return tuple(shape[:axis]) + (n,) + tuple(shape[axis + 1:])
 
 
-def all_gather(x: np.ndarray, axis: int, whole, comm) -> np.ndarray:
-    """S(axis) -> B: the pieces along axis gathered into whole's shape (Allgatherv)."""
+class _Blocks:
+    """For Alltoallw: the parts [lo, hi) along axis of a C-contiguous array of shape, each as
+    (count, byte displacement, datatype) over its bytes in place, so MPI reads or writes the array
+    itself (no packing copy). A contiguous part is a run of bytes; any other a subarray datatype,
+    freed with free()."""
+
+    def __init__(self, shape, itemsize: int, axis: int, bounds) -> None:
+        from mpi4py import MPI
+
+        lead, n, inner = _lead(shape, axis), shape[axis], math.prod(shape[axis + 1:]) * itemsize
+        self.counts, self.displs, self.types, self._derived = [], [], [], []
+        for lo, hi in bounds:
+            if lead == 1 or hi == lo or inner == 0:
+                self.counts.append(lead * (hi - lo) * inner)
+                self.displs.append(lo * inner if lead == 1 else 0)
+                self.types.append(MPI.BYTE)
+                continue
+            t = MPI.BYTE.Create_subarray([lead, n, inner], [lead, hi - lo, inner], [0, lo, 0]).Commit()
+            self._derived.append(t)
+            self.counts.append(1)
+            self.displs.append(0)
+            self.types.append(t)
+
+    def spec(self, x: np.ndarray) -> list:
+        return [x, (self.counts, self.displs), self.types]
+
+    def free(self) -> None:
+        for t in self._derived:
+            t.Free()
+
+
+def _whole(x: np.ndarray, parts: int) -> list:
+    """For Alltoallw: all of x (contiguous bytes) to each of parts ranks."""
     from mpi4py import MPI
 
-    bounds = _split_bounds(whole[axis], comm.Get_size())
-    shapes = [_with(whole, axis, hi - lo) for lo, hi in bounds]
-    counts = [math.prod(s) * x.itemsize for s in shapes]
-    flat = np.empty(math.prod(whole), x.dtype)
-    comm.Allgatherv([x, counts[comm.Get_rank()], MPI.BYTE], [flat, counts, MPI.BYTE])
-    received[0] += sum(counts) - counts[comm.Get_rank()]
-    return _unpack(flat, shapes, axis, whole)
+    return [x, ([x.nbytes] * parts, [0] * parts), [MPI.BYTE] * parts]
+
+
+def all_gather(x: np.ndarray, axis: int, whole, comm) -> np.ndarray:
+    """S(axis) -> B: the pieces along axis gathered into whole's shape, received in place: one
+    Allgatherv when the parts are contiguous (axis 0), else an Alltoallw into subarrays."""
+    from mpi4py import MPI
+
+    parts, rank = comm.Get_size(), comm.Get_rank()
+    bounds = _split_bounds(whole[axis], parts)
+    out = np.empty(whole, x.dtype)
+    blocks = _Blocks(whole, x.itemsize, axis, bounds)
+    try:
+        if _lead(whole, axis) == 1:
+            comm.Allgatherv([x, x.nbytes, MPI.BYTE], [out, (blocks.counts, blocks.displs), MPI.BYTE])
+        else:
+            comm.Alltoallw(_whole(x, parts), blocks.spec(out))
+    finally:
+        blocks.free()
+    received[0] += out.nbytes - x.nbytes
+    return out
 
 
 def all_reduce(x: np.ndarray, comm) -> np.ndarray:
@@ -172,7 +205,8 @@ def all_reduce(x: np.ndarray, comm) -> np.ndarray:
 
 
 def reduce_scatter(x: np.ndarray, axis: int, comm) -> np.ndarray:
-    """P -> S(axis): each rank's part of the sum (Reduce_scatter, uneven counts)."""
+    """P -> S(axis): each rank's part of the sum (Reduce_scatter, uneven counts). MPI reduces
+    consecutive blocks only, so a split after a leading axis packs the parts first (one copy)."""
     from mpi4py import MPI
 
     parts, rank = comm.Get_size(), comm.Get_rank()
@@ -188,23 +222,21 @@ def reduce_scatter(x: np.ndarray, axis: int, comm) -> np.ndarray:
 
 def all_to_all(x: np.ndarray, source: int, target: int, whole, comm) -> np.ndarray:
     """S(source) -> S(target): rank r sends each rank its part along target of its own piece and
-    joins the parts it receives along source (Alltoallv)."""
-    from mpi4py import MPI
-
+    receives each rank's part along source of its new piece, both in place (Alltoallw)."""
     parts, rank = comm.Get_size(), comm.Get_rank()
-    to_bounds = _split_bounds(whole[target], parts)
-    from_bounds = _split_bounds(whole[source], parts)
+    to_bounds, from_bounds = _split_bounds(whole[target], parts), _split_bounds(whole[source], parts)
     lo, hi = to_bounds[rank]
-    mine = _with(whole, target, hi - lo)
-    send_counts = [math.prod(_with(x.shape, target, b - a)) * x.itemsize for a, b in to_bounds]
-    shapes = [_with(mine, source, b - a) for a, b in from_bounds]
-    recv_counts = [math.prod(s) * x.itemsize for s in shapes]
-    flat = np.empty(math.prod(mine), x.dtype)
-    comm.Alltoallv(
-        [_pack(x, target, to_bounds), (send_counts, None), MPI.BYTE], [flat, (recv_counts, None), MPI.BYTE]
-    )
-    received[0] += sum(recv_counts) - recv_counts[rank]
-    return _unpack(flat, shapes, source, mine)
+    out = np.empty(_with(whole, target, hi - lo), x.dtype)
+    send = _Blocks(x.shape, x.itemsize, target, to_bounds)
+    recv = _Blocks(out.shape, x.itemsize, source, from_bounds)
+    try:
+        comm.Alltoallw(send.spec(x), recv.spec(out))
+    finally:
+        send.free()
+        recv.free()
+    lo, hi = from_bounds[rank]
+    received[0] += out.nbytes - math.prod(_with(out.shape, source, hi - lo)) * x.itemsize
+    return out
 
 
 def _step(x: np.ndarray, source: SBP, target: SBP, whole, index: int, comm) -> np.ndarray:
