@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ep.common.runtime.device import DeviceType
 from ep.sbp.physical import balanced_split, physical_slices
 from ep.sbp.sbp import SBP, Broadcast, NdSbp, PartialSum, Split, broadcast
 
@@ -178,7 +179,7 @@ def all_gather(x: np.ndarray, axis: int, whole, comm) -> np.ndarray:
     Allgatherv when the parts are contiguous (axis 0), else an Alltoallw into subarrays."""
     from mpi4py import MPI
 
-    parts, rank = comm.Get_size(), comm.Get_rank()
+    parts = comm.Get_size()
     bounds = _split_bounds(whole[axis], parts)
     out = np.empty(whole, x.dtype)
     blocks = _Blocks(whole, x.itemsize, axis, bounds)
@@ -261,23 +262,34 @@ def _step(x: np.ndarray, source: SBP, target: SBP, whole, index: int, comm) -> n
     return x if index == 0 else np.zeros_like(x)
 
 
-def box(tensor, sbp: NdSbp):
-    """tensor (a GlobalTensor) laid out by sbp on the same placement (collective)."""
-    from ep.sbp.global_tensor import GlobalTensor, to_host, to_placement
+def to_host(x) -> np.ndarray:
+    """x as a C-contiguous NumPy array (a CUDA array is copied to the host)."""
+    if isinstance(x, np.ndarray):
+        return np.ascontiguousarray(x)
+    from ep.common.runtime.buffer import as_cuda_array
 
-    sbp = tuple(sbp)
-    for s in sbp:
-        if isinstance(s, Split) and s.axis >= tensor.ndim:
-            raise ValueError(f"sbp: {s!r} splits axis {s.axis} of a tensor of rank {tensor.ndim}")
-        if isinstance(s, PartialSum) and tensor.dtype.kind == "b":
-            raise TypeError(f"sbp: {s!r} of a bool tensor is no sum")
-    if sbp == tensor.sbp:
-        return tensor
-    group, hierarchy, shape = tensor._group, tensor.placement.hierarchy, tensor.shape
-    steps = min(plans(tensor.sbp, sbp), key=lambda p: plan_cost(shape, tensor.dtype.itemsize, tensor.sbp, p, hierarchy))
-    x, state = to_host(tensor.to_local()), tensor.sbp
+    return as_cuda_array(x).copy_to_host()
+
+
+def to_device(x: np.ndarray, device_type: DeviceType):
+    """A host array on a device of device_type (itself on the cpu)."""
+    if device_type is DeviceType.kCPU:
+        return x
+    from numba import cuda
+
+    return cuda.to_device(np.ascontiguousarray(x))
+
+
+def box(local, group, shape: tuple[int, ...], sbp_in: NdSbp, sbp_out: NdSbp):
+    """This rank's piece under sbp_out of the logical tensor of shape whose piece under sbp_in is
+    local, over the placement's communicators group (global_tensor.Group; collective). A CUDA
+    piece goes through a host copy, and its result comes back to the device."""
+    hierarchy, device_type = group.placement.hierarchy, group.placement.device_type
+    itemsize = np.dtype(local.dtype).itemsize
+    steps = min(plans(sbp_in, sbp_out), key=lambda p: plan_cost(shape, itemsize, sbp_in, p, hierarchy))
+    x, state = to_host(local), tuple(sbp_in)
     for h, source, target in steps:
         whole = tuple(s.stop - s.start for s in physical_slices(shape, state[:h] + (broadcast,) + state[h + 1:], hierarchy, group.index))
         x = np.ascontiguousarray(_step(x, source, target, whole, group.index[h], group.axes[h]))
         state = state[:h] + (target,) + state[h + 1:]
-    return GlobalTensor(to_placement(x, tensor.placement), group, sbp, shape)
+    return to_device(x, device_type)
