@@ -4,7 +4,9 @@ result layout. Boxing returns a new tensor, so it allocates its result on every 
 new" column allocates the raw call's result the same way (np.empty per call: the fair comparison),
 "raw, reused" receives into one buffer allocated once (the floor: no page faults). A sample is the
 slowest rank's time between barriers; the three calls alternate, in a rotating order, within each
-round; the table (rank 0) gives medians and boxing's median over the raw medians."""
+round; the table (rank 0) gives medians and boxing's median over the raw medians. Where the result's
+parts are not contiguous (S(1)->B, S(1)->S(0)), raw MPI receives the same bytes one part after
+another, not in the result's layout: the floor, which boxing's strided datatypes cannot quite reach."""
 from __future__ import annotations
 
 import argparse
@@ -75,6 +77,13 @@ def _cases(comm, nbytes: int):
         comm.Allgatherv(row_piece, [out, row_counts, MPI.FLOAT])
         return out
 
+    # S(1) -> B: each rank's columns; raw MPI receives them one block after another.
+    col_counts = [rows * (c1 - c0) for c0, c1 in col_bounds]
+
+    def all_gather_columns(out):
+        comm.Allgatherv(col_piece, [out, col_counts, MPI.FLOAT])
+        return out
+
     def all_reduce(out):
         comm.Allreduce(full, out, op=MPI.SUM)
         return out
@@ -107,6 +116,7 @@ def _cases(comm, nbytes: int):
 
     return shape, [
         ("S(0)->B all_gather", lambda: s0.to_global(sbp=B), lambda: all_gather(new_whole()), lambda: all_gather(reused_whole)),
+        ("S(1)->B all_gather", lambda: s1.to_global(sbp=B), lambda: all_gather_columns(new_whole()), lambda: all_gather_columns(reused_whole)),
         ("P->B all_reduce", lambda: p.to_global(sbp=B), lambda: all_reduce(new_whole()), lambda: all_reduce(reused_whole)),
         ("P->S(0) reduce_scatter", lambda: p.to_global(sbp=S(0)), lambda: reduce_scatter(new_mine()), lambda: reduce_scatter(reused_mine)),
         ("S(1)->S(0) all_to_all", lambda: s1.to_global(sbp=S(0)), lambda: all_to_all(new_mine()), lambda: all_to_all(reused_mine)),
