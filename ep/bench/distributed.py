@@ -1,6 +1,6 @@
 """`mpiexec -n N python -m ep bench --distributed`: each boxing conversion of a global tensor
-against the raw mpi4py collective on the same input buffers, moving the same bytes into the same
-result layout. Boxing returns a new tensor, so it allocates its result on every call; the "raw,
+against the raw mpi4py collective on the same input buffers, moving the same bytes, and then
+global gather, expand and binary through ep.ops (record these on 1, 2 and 4 ranks). Boxing returns a new tensor, so it allocates its result on every call; the "raw,
 new" column allocates the raw call's result the same way (np.empty per call: the fair comparison),
 "raw, reused" receives into one buffer allocated once (the floor: no page faults). A sample is the
 slowest rank's time between barriers; the three calls alternate, in a rotating order, within each
@@ -124,6 +124,34 @@ def _cases(comm, nbytes: int):
     ]
 
 
+def _global_ops(comm, scale: int):
+    """(name, call) for global gather, expand and binary under their natural signatures (no
+    boxing): params split along the gather axis with broadcast indices (a partial sum), x and a
+    split along dim 0; scale: the logical sizes' divisor (1 for the full run)."""
+    import ep
+    from ep.sbp import balanced_split, broadcast as B, split as S
+
+    size, rank = comm.Get_size(), comm.Get_rank()
+    placement = ep.placement("cpu", list(range(size)))
+    rng = np.random.default_rng(0)
+
+    def split0(shape, dtype=np.float32):
+        lo, hi = balanced_split(shape[0], size)[rank]
+        return ep.to_global(rng.standard_normal((hi - lo,) + shape[1:]).astype(dtype), placement, S(0))
+
+    rows = 65536 // scale
+    params = split0((rows, 256))
+    indices = ep.to_global(rng.integers(0, rows, rows), placement, B)
+    x = split0((2048 // scale, 1, 256))
+    a = split0((8192 // scale, 1024))
+    b = ep.to_global(rng.standard_normal(1024).astype(np.float32), placement, B)
+    return [
+        (f"gather {params.shape} S(0) by {indices.shape} B -> P", lambda: ep.ops.gather(params, indices)),
+        (f"expand {x.shape} S(0) -> {(x.shape[0], 64, 256)}", lambda: ep.ops.expand(x, (x.shape[0], 64, 256))),
+        (f"binary add {a.shape} S(0) + {b.shape} B", lambda: ep.ops.binary("add", a, b)),
+    ]
+
+
 def main(args: argparse.Namespace) -> int:
     """Prints the table on rank 0."""
     from mpi4py import MPI
@@ -140,10 +168,15 @@ def main(args: argparse.Namespace) -> int:
                 name, f"{math.prod(shape) * 4 / MIB:.0f}", f"{t_box * 1e3:.2f}", f"{t_new * 1e3:.2f}",
                 f"{t_reused * 1e3:.2f}", f"{t_box / t_new:.2f}", f"{t_box / t_reused:.2f}",
             ))
+    op_lines = [(name, f"{_time(comm, [call], repeats)[0] * 1e3:.2f}") for name, call in _global_ops(comm, 64 if args.quick else 1)]
     if comm.Get_rank() == 0:
         header = ("conversion", "MiB", "boxing ms", "raw MPI, new ms", "raw MPI, reused ms", "boxing/new", "boxing/reused")
         widths = [max(len(str(c)) for c in col) for col in zip(header, *lines)]
         print(f"{comm.Get_size()} ranks, float32, median of {repeats} (slowest rank per sample, calls interleaved)")
         for line in [header, tuple("-" * w for w in widths), *lines]:
             print("  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip())
+        print(f"\nglobal ops (ep.ops on global tensors, float32), {comm.Get_size()} ranks, median of {repeats}")
+        width = max(len(name) for name, _ in op_lines)
+        for name, ms in op_lines:
+            print(f"{name.ljust(width)}  {ms} ms")
     return 0
