@@ -94,7 +94,7 @@ def _cases(comm, nbytes: int):
 
     # S(1) -> S(0): each rank sends rank j the rows j keeps of its columns (contiguous in its piece)
     # and receives its rows of every rank's columns; raw MPI receives them one block after another
-    # (the bytes boxing moves, but not the layout: the floor for boxing's in-place subarrays).
+    # (the bytes boxing moves, but not the layout: the floor for boxing's in-place strided parts).
     send_counts = [(b_ - a) * (col_hi - col_lo) for a, b_ in bounds]
     send_displs = [a * (col_hi - col_lo) for a, _ in bounds]
     recv_counts = [(hi - lo) * (c1 - c0) for c0, c1 in col_bounds]

@@ -2,8 +2,11 @@
 axis's sub-communicator: S->B all-gather(v), P->B all-reduce, P->S reduce-scatter, S(i)->S(j)
 all-to-all(v); B->S, B->P and S->P are local. Pieces may be uneven (OneFlow's balanced splitter).
 
-Arrays go to MPI through the buffer protocol (mpi4py's uppercase methods: no pickling); a CUDA
-piece is staged through a host copy (no CUDA-aware MPI path; untested on GPUs).
+Arrays go to MPI through the buffer protocol (mpi4py's uppercase methods: no pickling), in place:
+the result is allocated once and received into, a part that is not contiguous described by a
+strided datatype (_Blocks) rather than packed or unpacked. A CUDA piece is staged through a host
+copy (no CUDA-aware MPI path; tested on the simulator only). This module knows local pieces and a
+global_tensor.Group, not GlobalTensor, so the two do not import each other.
 
 cost() is the model the global ops choose signatures by: the bytes the ranks receive from one
 another in all, counted as the collectives above move them (an all-reduce as a reduce-scatter and
@@ -185,7 +188,7 @@ def _whole(x: np.ndarray, parts: int) -> list:
 
 def all_gather(x: np.ndarray, axis: int, whole, comm) -> np.ndarray:
     """S(axis) -> B: the pieces along axis gathered into whole's shape, received in place: one
-    Allgatherv when the parts are contiguous (axis 0), else an Alltoallw into subarrays."""
+    Allgatherv when the parts are contiguous (axis 0), else an Alltoallw into strided parts (_Blocks)."""
     from mpi4py import MPI
 
     parts = comm.Get_size()
