@@ -18,6 +18,9 @@ from typing import Callable
 import numpy as np
 
 MIB = 1 << 20
+# The full run: tensor sizes in MiB and rounds per timing.
+SIZES_MIB = (64, 256)
+REPEATS = 11
 
 
 def _sample(comm, fn: Callable[[], object]) -> float:
@@ -157,8 +160,8 @@ def main(args: argparse.Namespace) -> int:
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    sizes = [MIB] if args.quick else [64 * MIB, 256 * MIB]
-    repeats = 3 if args.quick else 11
+    sizes = [MIB] if args.quick else [n * MIB for n in SIZES_MIB]
+    repeats = 3 if args.quick else REPEATS
     lines = []
     for nbytes in sizes:
         shape, cases = _cases(comm, nbytes)
