@@ -297,6 +297,10 @@ def box(local, group, shape: tuple[int, ...], sbp_in: NdSbp, sbp_out: NdSbp):
     steps = min(plans(sbp_in, sbp_out), key=lambda p: plan_cost(shape, itemsize, sbp_in, p, hierarchy))
     x, state = to_host(local), tuple(sbp_in)
     for h, source, target in steps:
+        if hierarchy[h] == 1:
+            # One part holds the whole of this axis under every SBP: nothing moves.
+            state = state[:h] + (target,) + state[h + 1:]
+            continue
         whole = tuple(s.stop - s.start for s in physical_slices(shape, state[:h] + (broadcast,) + state[h + 1:], hierarchy, group.index))
         x = np.ascontiguousarray(_step(x, source, target, whole, group.index[h], group.axes[h]))
         state = state[:h] + (target,) + state[h + 1:]
