@@ -9,7 +9,7 @@ import numpy as np
 from mpi4py import MPI
 
 import ep
-from ep.sbp import broadcast, global_ops, split
+from ep.sbp import broadcast, split
 
 rank, size = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
 placement = ep.placement("cpu", ranks=list(range(size)))
@@ -17,7 +17,7 @@ table = np.arange(10 * 4, dtype=np.float32).reshape(10, 4)     # the logical par
 lo, hi = ep.sbp.balanced_split(10, size)[rank]                 # this rank's rows (uneven is fine)
 params = ep.to_global(table[lo:hi], placement, split(0))       # logical shape (10, 4)
 indices = ep.to_global(np.array([9, 0, 4, 4, 7]), placement, broadcast)
-rows = global_ops.gather(params, indices, axis=0)              # runs under params=S(0), indices=B -> P
+rows = ep.ops.gather(params, indices, axis=0)                  # runs under params=S(0), indices=B -> P
 assert rows.sbp == (ep.sbp.partial_sum,) and rows.shape == (5, 4)
 whole = rows.to_global(sbp=broadcast).to_local()               # all-reduce: every rank holds the sum
 assert np.array_equal(whole, table[[9, 0, 4, 4, 7]])

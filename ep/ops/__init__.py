@@ -4,6 +4,7 @@ Conventions every op follows: attributes (attr0, attr1) are real numbers, Python
 and floats (a bool, a container or a string is a TypeError naming the attribute); scalar operands
 promote as in NumPy 2 (NEP 50); an out= that overlaps an input gives NumPy's result, as if every
 input were read first (the input is copied, except for an elementwise op run exactly in place).
+Each op also takes global tensors (ep.to_global) and returns one, sbp= its layout (dispatch.py).
 """
 from ep.ops.binary import binary
 from ep.ops.expand import expand, expand_grad, repeat

@@ -12,6 +12,7 @@ from ep.include.primitive.expand import ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import check_out, contiguous, device_of, empty, output, stream_for, unaliased
+from ep.ops.dispatch import GlobalTensor, global_call
 
 
 # expand_shape's results by (input_shape, sizes); a program cycling through more shapes recomputes them.
@@ -99,8 +100,11 @@ def repeat_shape(input_shape: Sequence[int], sizes: object) -> tuple[tuple[int, 
     return padded, sizes, tuple(r * n for r, n in zip(sizes, padded))
 
 
-def expand(x, sizes: Sequence[int], *, out=None, stream=None):
-    """x broadcast to expand_shape(x.shape, sizes), as a new C-contiguous array (or out)."""
+def expand(x, sizes: Sequence[int], *, out=None, stream=None, sbp=None):
+    """x broadcast to expand_shape(x.shape, sizes), as a new C-contiguous array (or out); a global
+    x (ep.to_global) gives a global tensor, laid out by sbp when given."""
+    if type(x) is GlobalTensor or sbp is not None:
+        return global_call("expand", {"x": x}, (x, sizes), {"out": out, "stream": stream, "sbp": sbp})
     device = device_of(x, "x")
     primitive, dtype = _expand_primitive(device, x.dtype)
     # The shape before the copy: a contiguous copy of a 0-d array may be 1-d.
@@ -116,8 +120,11 @@ def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     return out
 
 
-def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None):
-    """The gradient of expand for an input of input_shape: dy summed over every dim expand broadcast."""
+def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None, sbp=None):
+    """The gradient of expand for an input of input_shape: dy summed over every dim expand broadcast
+    (a global dy: a global tensor, laid out by sbp when given)."""
+    if type(dy) is GlobalTensor or sbp is not None:
+        return global_call("expand_grad", {"dy": dy}, (dy, input_shape), {"out": out, "stream": stream, "sbp": sbp})
     device = device_of(dy, "dy")
     dtype = as_data_type(dy.dtype, "dy")
     input_shape = dims(input_shape, "input_shape", sys.maxsize)
@@ -137,13 +144,16 @@ def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None):
     return out
 
 
-def repeat(x, sizes: Sequence[int], *, out=None, stream=None):
+def repeat(x, sizes: Sequence[int], *, out=None, stream=None, sbp=None):
     """x tiled sizes times along each dim (torch.Tensor.repeat; np.tile when len(sizes) >= x.ndim),
     as a new C-contiguous array (or out).
 
     A repeat r of a dim of size n becomes a new dim r in front of it, expanded: x's storage read
     as (1, n0, 1, n1, ...) is expanded to (r0, n0, r1, n1, ...), which is the result's storage.
+    A global x (ep.to_global) gives a global tensor, laid out by sbp when given.
     """
+    if type(x) is GlobalTensor or sbp is not None:
+        return global_call("repeat", {"x": x}, (x, sizes), {"out": out, "stream": stream, "sbp": sbp})
     device = device_of(x, "x")
     primitive, dtype = _expand_primitive(device, x.dtype)
     padded, sizes, shape = repeat_shape(x.shape, sizes)

@@ -22,6 +22,7 @@ from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
 from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for, unaliased
+from ep.ops.dispatch import GlobalTensor, global_call
 
 _INDEX_DTYPES = {dtype.dtype: dtype for dtype in INDEX_TYPES}
 _CPU = GetDevice(DeviceType.kCPU)
@@ -122,14 +123,15 @@ def _bad_index(error: IndexOutOfRange, shape: tuple[int, ...]) -> IndexError:
     return IndexError(f"{where} = {error.value} is out of range for an axis of size {error.size}; expected {error.expected}")
 
 
-def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, out=None, stream=None):
+def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, out=None, stream=None, sbp=None):
     """tf.gather: slices of params along axis at indices, per batch for the first batch_dims dims.
 
     Indices in [-n, n) are valid (negatives count from the end); with check_bounds any other index
     raises IndexError (and nothing is written), without it gives zeros. Returns a new array, or out.
+    Global params and indices (ep.to_global) give a global tensor, laid out by sbp when given.
     """
     # Shapes first: a contiguous NumPy copy of a 0-d array is 1-d.
-    if type(params) is np.ndarray and type(indices) is np.ndarray:
+    if type(params) is np.ndarray and type(indices) is np.ndarray and sbp is None:
         # The common case, without the general device lookup and copies.
         device = _CPU
         params_shape, indices_shape = params.shape, indices.shape
@@ -138,6 +140,10 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
         if not indices.flags.c_contiguous:
             indices = contiguous(indices, _CPU)
     else:
+        if type(params) is GlobalTensor or type(indices) is GlobalTensor or sbp is not None:
+            tensors = {"params": params, "indices": indices}
+            kwargs = {"check_bounds": check_bounds, "out": out, "stream": stream, "sbp": sbp}
+            return global_call("gather", tensors, (params, indices, axis, batch_dims), kwargs)
         device = _same_device(params, indices, "params")
         params_shape, indices_shape = tuple(params.shape), tuple(indices.shape)
         params = contiguous(params, device)
@@ -168,9 +174,12 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
     return out
 
 
-def batch_gather(params, indices, *, check_bounds: bool = True, out=None, stream=None):
+def batch_gather(params, indices, *, check_bounds: bool = True, out=None, stream=None, sbp=None):
     """OneFlow's batch_gather: every dim of indices but the last is a batch dim, and the gather
     runs along params' axis indices.ndim - 1."""
+    if type(params) is GlobalTensor or type(indices) is GlobalTensor or sbp is not None:
+        kwargs = {"check_bounds": check_bounds, "out": out, "stream": stream, "sbp": sbp}
+        return global_call("batch_gather", {"params": params, "indices": indices}, (params, indices), kwargs)
     device_of(indices, "indices")
     rank = len(tuple(indices.shape))
     if rank == 0:
@@ -178,10 +187,13 @@ def batch_gather(params, indices, *, check_bounds: bool = True, out=None, stream
     return gather(params, indices, rank - 1, rank - 1, check_bounds=check_bounds, out=out, stream=stream)
 
 
-def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds: bool = True, stream=None):
+def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds: bool = True, stream=None, sbp=None):
     """The gradient of gather with respect to params: dy's slices added into zeros of params_shape
     at indices; repeated indices accumulate. Out-of-range indices raise IndexError with check_bounds
     and are dropped without it."""
+    if type(dy) is GlobalTensor or type(indices) is GlobalTensor or sbp is not None:
+        kwargs = {"check_bounds": check_bounds, "stream": stream, "sbp": sbp}
+        return global_call("gather_grad", {"dy": dy, "indices": indices}, (dy, indices, params_shape, axis, batch_dims), kwargs)
     device = _same_device(dy, indices, "dy")
     dy_shape, indices_shape = tuple(dy.shape), tuple(indices.shape)
     dy = contiguous(dy, device)

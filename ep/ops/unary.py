@@ -13,6 +13,7 @@ from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
 from ep.common.runtime.device import DeviceType, GetDevice
 from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for, unaliased
+from ep.ops.dispatch import GlobalTensor, global_call
 
 _CPU = GetDevice(DeviceType.kCPU)
 
@@ -43,17 +44,20 @@ def _primitive(op, device_type, x_dtype, attr0, attr1, dtype):
 _cached_primitive = functools.lru_cache(maxsize=4096, typed=True)(_primitive)
 
 
-def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, **attrs):
+def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, sbp=None, **attrs):
     """op applied to every element of x; a new array of x's shape, or out.
 
     op is a UnaryOp or a name: its own ("leaky_relu"), OneFlow's ("kLeakyRelu") or NumPy's and
     PyTorch's ("arccos", "neg", "expit"). attr0 and attr1 are the op's attributes in order; each may
     instead be given by its keyword, PyTorch's parameter name (negative_slope=0.2), not both. An
     attribute left out takes PyTorch's default. dtype is kCast's destination; out receives the result
-    (x's shape, the result dtype, x's device); stream defaults to the device's default stream.
+    (x's shape, the result dtype, x's device); stream defaults to the device's default stream. A
+    global x (ep.to_global) gives a global tensor, laid out by sbp when given.
 
     The ops, as calls with their attributes' defaults [OneFlow name; aliases; source dtypes]:
     """
+    if type(x) is GlobalTensor or sbp is not None:
+        return global_call("unary", {"x": x}, (op, x, attr0, attr1), {"dtype": dtype, "out": out, "stream": stream, "sbp": sbp, **attrs})
     if attrs:
         attr0, attr1 = unary_keyword_attrs(op, attrs, attr0, attr1)
     device = device_of(x, "x")

@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from ep.sbp.boxing import box, cost
+from ep.sbp.boxing import cost, to_host
 from ep.sbp.global_tensor import GlobalTensor, device_name
 from ep.sbp.local import run_piece
 from ep.sbp.sbp import NdSbp, nd_sbp
@@ -74,8 +74,6 @@ def choose(name: str, tensors: dict[str, GlobalTensor], attrs: dict, out_dtype: 
 def _indices_in_bounds(indices, n: int):
     """The indices with negatives wrapped, for an offset launch (which checks and wraps nothing);
     IndexError for one outside [-n, n)."""
-    from ep.sbp.global_tensor import to_host
-
     host = to_host(indices)
     if host.size and (host.min() < -n or host.max() >= n):
         bad = host[(host < -n) | (host >= n)].flat[0]
@@ -112,7 +110,7 @@ def apply(name: str, tensors: dict[str, object], attrs: dict, out_dtype, sbp=Non
     sig = choose(name, tensors, attrs, out_dtype, requested)
     kw = {**{n: t.shape for n, t in tensors.items()}, **attrs}
     piece = physical(name, sig, hierarchy, group.index, **kw)
-    local = {n: box(t, sbp_of(sig, n)).to_local() for n, t in tensors.items()}
+    local = {n: t.to_global(sbp=sbp_of(sig, n)).to_local() for n, t in tensors.items()}
     error, out = None, None
     try:
         rows = _offset_rows(name, piece, kw)
@@ -123,7 +121,7 @@ def apply(name: str, tensors: dict[str, object], attrs: dict, out_dtype, sbp=Non
         error = e
     _agree(group.comm, error)
     result = GlobalTensor(out, group, sbp_of(sig, "out"), rule(name).shapes(**kw)["out"])
-    return result if requested is None else box(result, requested)
+    return result.to_global(sbp=requested)
 
 
 def _offset_rows(name: str, piece, kw: dict) -> int | None:
@@ -172,27 +170,32 @@ def repeat(x, sizes, *, sbp=None) -> GlobalTensor:
     return apply("repeat", {"x": x}, {"sizes": _frozen(sizes)}, _check({"x": x}).dtype, sbp)
 
 
-def unary(op, x, attr0=None, attr1=None, *, dtype=None, sbp=None) -> GlobalTensor:
-    """ep.ops.unary on a global tensor (dtype: kCast's destination)."""
+def unary(op, x, attr0=None, attr1=None, *, dtype=None, sbp=None, **attrs) -> GlobalTensor:
+    """ep.ops.unary on a global tensor (dtype: kCast's destination; attributes also by keyword)."""
+    from ep.common.math.unary_functor import unary_keyword_attrs
     from ep.common.runtime.data_type import as_data_type
     from ep.include.primitive.unary_op import as_unary_op
     from ep.ops.unary import unary_result_dtype
 
     _check({"x": x})
+    if attrs:
+        attr0, attr1 = unary_keyword_attrs(op, attrs, attr0, attr1)
     out_dtype = unary_result_dtype(as_unary_op(op), as_data_type(x.dtype, "x"), dtype).dtype
     attrs = {"op": op, "attr0": attr0, "attr1": attr1, "dtype": x.dtype.name}
     options = {} if dtype is None else {"dtype": dtype}
     return apply("unary", {"x": x}, attrs, out_dtype, sbp, **options)
 
 
-def binary(op, a, b, attr0=None, attr1=None, *, sbp=None) -> GlobalTensor:
+def binary(op, a, b, attr0=None, attr1=None, *, sbp=None, **attrs) -> GlobalTensor:
     """ep.ops.binary on global tensors (both operands global; make a scalar one with ep.to_global
-    of a 0-d array under broadcast)."""
-    from ep.common.math.binary_functor import binary_dst_dtype
+    of a 0-d array under broadcast; attributes also by keyword)."""
+    from ep.common.math.binary_functor import binary_dst_dtype, binary_keyword_attrs
     from ep.common.runtime.data_type import as_data_type
     from ep.include.primitive.binary_op import as_binary_op
 
     _check({"a": a, "b": b})
+    if attrs:
+        attr0, attr1 = binary_keyword_attrs(op, attrs, attr0, attr1)
     src = as_data_type(np.result_type(a.dtype, b.dtype), "a, b")
     dst = binary_dst_dtype(as_binary_op(op), src)
     if dst is None:

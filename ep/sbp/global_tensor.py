@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from ep.common.runtime.device import DeviceType
+from ep.sbp.boxing import box, to_host
 from ep.sbp.physical import Index, physical_shape
 from ep.sbp.placement import Placement
 from ep.sbp.sbp import NdSbp, PartialSum, Split, broadcast, nd_sbp
@@ -62,24 +63,6 @@ def device_name(placement: Placement) -> str:
     return "cpu" if placement.device_type is DeviceType.kCPU else "cuda"
 
 
-def to_host(x) -> np.ndarray:
-    """x as a C-contiguous NumPy array (a CUDA array is copied to the host)."""
-    if isinstance(x, np.ndarray):
-        return np.ascontiguousarray(x)
-    from ep.common.runtime.buffer import as_cuda_array
-
-    return as_cuda_array(x).copy_to_host()
-
-
-def to_placement(x: np.ndarray, placement: Placement):
-    """A host array on placement's device (itself on the cpu)."""
-    if placement.device_type is DeviceType.kCPU:
-        return x
-    from numba import cuda
-
-    return cuda.to_device(np.ascontiguousarray(x))
-
-
 class GlobalTensor:
     """This rank's piece (to_local()) of a logical tensor of shape shape laid out by sbp (one SBP
     per hierarchy axis) over placement. Make one with to_global."""
@@ -117,9 +100,15 @@ class GlobalTensor:
             raise ValueError(f"placement: {placement!r} differs from the tensor's {self.placement!r}; ep boxes within one placement")
         if sbp is None:
             return self
-        from ep.sbp.boxing import box
-
-        return box(self, nd_sbp(sbp, len(self.placement.hierarchy)))
+        sbp = nd_sbp(sbp, len(self.placement.hierarchy))
+        for s in sbp:
+            if isinstance(s, Split) and s.axis >= self.ndim:
+                raise ValueError(f"sbp: {s!r} splits axis {s.axis} of a tensor of rank {self.ndim}")
+            if isinstance(s, PartialSum) and self.dtype.kind == "b":
+                raise TypeError(f"sbp: {s!r} of a bool tensor is no sum")
+        if sbp == self.sbp:
+            return self
+        return GlobalTensor(box(self._local, self._group, self.shape, self.sbp, sbp), self._group, sbp, self.shape)
 
     def numpy(self) -> np.ndarray:
         """The whole logical array, on every rank (collective)."""

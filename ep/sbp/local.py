@@ -65,28 +65,29 @@ def _launch_with_offset(factory, device: str, data, indices, shape, out_shape, d
     return out
 
 
-def run_piece(name: str, local: dict, piece: Physical, dtype, device: str, **options):
+def run_piece(name: str, local: dict, piece: Physical, out_dtype, device: str, **options):
     """The op on one rank's pieces (arrays on device, keyed as the op's parameters)
-    with that rank's physical attributes (piece: ep.sbp.physical's); dtype: the result's. Where
+    with that rank's physical attributes (piece: ep.sbp.physical's); out_dtype: the result's. Where
     gather's or gather_grad's piece holds part of the gather axis (an offset), indices must be
-    non-negative and in bounds: the launch checks neither."""
+    non-negative and in bounds: the launch checks neither. options: the ep.ops call's other
+    keywords (unary's dtype, kCast's destination)."""
     from ep.include.primitive import BatchGatherFactory, UnsortedSegmentSumFactory
     from ep.ops.gather import gather_shape
 
     out_shape, attrs = piece.shapes["out"], piece.attributes
     if math.prod(out_shape) == 0 or any(math.prod(a.shape) == 0 for a in local.values()):
         # A rank holding no elements launches nothing: its piece of a partial sum is zeros.
-        return zeros(out_shape, dtype, device)
+        return zeros(out_shape, out_dtype, device)
     if name in ("gather", "batch_gather") and attrs["offset"] is not None:
         rank = len(local["indices"].shape)
         axis, batch_dims = (rank - 1, rank - 1) if name == "batch_gather" else (attrs["axis"], attrs["batch_dims"])
         shape = gather_shape(local["params"].shape, local["indices"].shape, axis, batch_dims)
         return _launch_with_offset(
-            BatchGatherFactory, device, local["params"], local["indices"], shape, out_shape, dtype, attrs["offset"]
+            BatchGatherFactory, device, local["params"], local["indices"], shape, out_shape, out_dtype, attrs["offset"]
         )
     if name == "gather_grad" and attrs["offset"] is not None:
         shape = gather_shape(attrs["params_shape"], local["indices"].shape, attrs["axis"], attrs["batch_dims"])
         return _launch_with_offset(
-            UnsortedSegmentSumFactory, device, local["dy"], local["indices"], shape, out_shape, dtype, attrs["offset"]
+            UnsortedSegmentSumFactory, device, local["dy"], local["indices"], shape, out_shape, out_dtype, attrs["offset"]
         )
     return run_op(name, local, attrs, **options)

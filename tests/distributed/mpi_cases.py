@@ -1,6 +1,7 @@
 """Run under mpiexec (python -m mpi4py mpi_cases.py, so one rank's exception aborts them all):
-every boxing conversion, every global op under each of its nd-signatures, the cost model against
-brute force, and bad input. Every rank compares with NumPy; the last line is "ok <count>" per rank."""
+every boxing conversion, every global op (through ep.ops) under each of its nd-signatures, the cost
+model against brute force, bad input, and CUDA pieces through host buffers (the simulator). Every
+rank compares with NumPy; the last line is "ok <count>" per rank."""
 from __future__ import annotations
 
 import itertools
@@ -89,37 +90,37 @@ def op_cases():
     params = rng.integers(-9, 10, (n, 3)).astype(np.float32)
     idx = rng.integers(-n, n, (4,))
     yield ("gather", {"params": params, "indices": idx}, {"axis": 0, "batch_dims": 0},
-           lambda t: global_ops.gather(t["params"], t["indices"], 0, 0, sbp=t["sbp"]), np.take(params, idx, 0))
+           lambda t: ep.ops.gather(t["params"], t["indices"], 0, 0, sbp=t["sbp"]), np.take(params, idx, 0))
     params3 = rng.integers(-9, 10, (2, 3, n)).astype(np.int64)
     idx2 = rng.integers(0, n, (2, 3))
     yield ("gather", {"params": params3, "indices": idx2}, {"axis": 2, "batch_dims": 1},
-           lambda t: global_ops.gather(t["params"], t["indices"], 2, 1, sbp=t["sbp"]), _gather_ref(params3, idx2, 2, 1))
+           lambda t: ep.ops.gather(t["params"], t["indices"], 2, 1, sbp=t["sbp"]), _gather_ref(params3, idx2, 2, 1))
     bparams = rng.integers(-9, 10, (3, n, 2)).astype(np.float64)
     bidx = rng.integers(0, n, (3, 2))
     yield ("batch_gather", {"params": bparams, "indices": bidx}, {},
-           lambda t: global_ops.batch_gather(t["params"], t["indices"], sbp=t["sbp"]), _gather_ref(bparams, bidx, 1, 1))
+           lambda t: ep.ops.batch_gather(t["params"], t["indices"], sbp=t["sbp"]), _gather_ref(bparams, bidx, 1, 1))
     dy = rng.integers(-9, 10, (4, 3)).astype(np.float32)
     gidx = rng.integers(0, n, (4,))
     yield ("gather_grad", {"dy": dy, "indices": gidx}, {"params_shape": (n, 3), "axis": 0, "batch_dims": 0},
-           lambda t: global_ops.gather_grad(t["dy"], t["indices"], (n, 3), 0, 0, sbp=t["sbp"]), _gather_grad_ref(dy, gidx, (n, 3), 0))
+           lambda t: ep.ops.gather_grad(t["dy"], t["indices"], (n, 3), 0, 0, sbp=t["sbp"]), _gather_grad_ref(dy, gidx, (n, 3), 0))
     x = rng.integers(-9, 10, (n, 1, 2)).astype(np.int32)
     yield ("expand", {"x": x}, {"sizes": (2, n, 3, 2)},
-           lambda t: global_ops.expand(t["x"], (2, n, 3, 2), sbp=t["sbp"]), np.broadcast_to(x, (2, n, 3, 2)))
+           lambda t: ep.ops.expand(t["x"], (2, n, 3, 2), sbp=t["sbp"]), np.broadcast_to(x, (2, n, 3, 2)))
     edy = rng.integers(-9, 10, (2, n, 3)).astype(np.float64)
     yield ("expand_grad", {"dy": edy}, {"input_shape": (n, 1)},
-           lambda t: global_ops.expand_grad(t["dy"], (n, 1), sbp=t["sbp"]), _expand_grad_ref(edy, (n, 1)))
+           lambda t: ep.ops.expand_grad(t["dy"], (n, 1), sbp=t["sbp"]), _expand_grad_ref(edy, (n, 1)))
     r = rng.integers(-9, 10, (n, 1)).astype(np.int64)
     yield ("repeat", {"x": r}, {"sizes": (2, 1, 3)},
-           lambda t: global_ops.repeat(t["x"], (2, 1, 3), sbp=t["sbp"]), np.tile(r, (2, 1, 3)))
+           lambda t: ep.ops.repeat(t["x"], (2, 1, 3), sbp=t["sbp"]), np.tile(r, (2, 1, 3)))
     u = rng.integers(-9, 10, (n, 3)).astype(np.float32)
     for op, ref in [("negative", np.negative(u)), ("relu", np.maximum(u, 0))]:
         yield ("unary", {"x": u}, {"op": op, "dtype": "float32"},
-               lambda t, op=op: global_ops.unary(op, t["x"], sbp=t["sbp"]), ref)
+               lambda t, op=op: ep.ops.unary(op, t["x"], sbp=t["sbp"]), ref)
     a = rng.integers(-9, 10, (n, 3)).astype(np.float64)
     b = rng.integers(1, 10, (3,)).astype(np.float64)
     for op, ref in [("add", a + b), ("mul", a * b), ("div", a / b), ("less_than", a < b)]:
         yield ("binary", {"a": a, "b": b}, {"op": op, "dtype": "float64"},
-               lambda t, op=op: global_ops.binary(op, t["a"], t["b"], sbp=t["sbp"]), ref)
+               lambda t, op=op: ep.ops.binary(op, t["a"], t["b"], sbp=t["sbp"]), ref)
 
 
 def check_ops() -> None:
@@ -156,11 +157,11 @@ def check_cost_model() -> None:
         idx = rng.integers(0, n, (3,))
         cases = [
             ("binary", {"a": (a, (S(0),) * h), "b": (b, (S(1),) * h)}, {"op": "add", "dtype": "float32"}, "float32", a + b,
-             lambda t, sbp: global_ops.binary("add", t["a"], t["b"], sbp=sbp)),
+             lambda t, sbp: ep.ops.binary("add", t["a"], t["b"], sbp=sbp)),
             ("unary", {"x": (a, (P,) * h)}, {"op": "relu", "dtype": "float32"}, "float32", np.maximum(a, 0),
-             lambda t, sbp: global_ops.unary("relu", t["x"], sbp=sbp)),
+             lambda t, sbp: ep.ops.unary("relu", t["x"], sbp=sbp)),
             ("gather", {"params": (params, (S(1),) * h), "indices": (idx, (S(0),) * h)}, {"axis": 0, "batch_dims": 0}, "float64",
-             params[idx], lambda t, sbp: global_ops.gather(t["params"], t["indices"], sbp=sbp)),
+             params[idx], lambda t, sbp: ep.ops.gather(t["params"], t["indices"], sbp=sbp)),
         ]
         for name, inputs, attrs, out_dtype, expected, call in cases:
             for requested in (None, (B,) * h):
@@ -220,6 +221,8 @@ def check_errors() -> None:
     u = make_global(x, other, S(0))
     raises(ValueError, "expected one placement", lambda: global_ops.binary("add", t, u))
     raises(TypeError, "b: ndarray is not a GlobalTensor", lambda: global_ops.binary("add", t, x))
+    raises(TypeError, "a: ndarray is not a GlobalTensor", lambda: ep.ops.binary("add", x, t))
+    raises(TypeError, "out: unary of global tensors", lambda: ep.ops.unary("relu", t, out=x))
     raises(ValueError, "splits axis 2 of a tensor of rank 2", lambda: t.to_global(sbp=S(2)))
     raises(ValueError, "expected 1, one per hierarchy axis", lambda: t.to_global(sbp=(S(0), B)))
     # An index out of bounds on one rank's piece only: every rank raises it.
@@ -233,7 +236,45 @@ def check_errors() -> None:
     np.testing.assert_array_equal(global_ops.unary("negative", t).numpy(), -x)
 
 
-PARTS = {"boxing": check_boxing, "ops": check_ops, "cost": check_cost_model, "errors": check_errors}
+def _on_cuda(x) -> bool:
+    """Whether x is a CUDA array (a simulator array has no __cuda_array_interface__)."""
+    return not isinstance(x, np.ndarray) and hasattr(x, "copy_to_host")
+
+
+def check_cuda() -> None:
+    """CUDA pieces (the simulator without a GPU) go through host buffers: boxing along each hierarchy
+    axis, and a global op through ep.ops, give CUDA pieces equal to NumPy's."""
+    from numba import cuda
+
+    from ep.common.runtime.device import cuda_available
+
+    if not cuda_available():
+        return
+    rng = np.random.default_rng(4)
+    x = rng.integers(-9, 10, (SIZE + 1, 3)).astype(np.float32)
+    for placement in [ep.placement("cuda", list(range(SIZE)))] + ([ep.placement("cuda", [[0, 1], [2, 3]])] if SIZE == 4 else []):
+        h = len(placement.hierarchy)
+        for sbp_in, sbp_out in [((S(0),) * h, (B,) * h), ((P,) * h, (S(1),) * h), ((S(1),) * h, (S(0),) * h), ((B,) * h, (P,) * h)]:
+            piece = split_array(x, sbp_in, placement, np.random.default_rng(5))[my_index(placement)]
+            t = ep.to_global(cuda.to_device(np.ascontiguousarray(piece)), placement, sbp_in)
+            u = t.to_global(sbp=sbp_out)
+            assert _on_cuda(u.to_local()), (sbp_in, sbp_out)
+            if P not in sbp_out:
+                want = split_array(x, sbp_out, placement)[my_index(placement)]
+                np.testing.assert_array_equal(u.to_local().copy_to_host(), want, err_msg=f"{sbp_in} -> {sbp_out}")
+            np.testing.assert_array_equal(u.numpy(), x, err_msg=f"{sbp_in} -> {sbp_out}")
+            checked[0] += 1
+        if h == 1:
+            lo, hi = ep.sbp.balanced_split(SIZE + 1, SIZE)[RANK]
+            params = ep.to_global(cuda.to_device(np.ascontiguousarray(x[lo:hi])), placement, S(0))
+            idx = np.array([SIZE, 0, 1, SIZE])
+            rows = ep.ops.gather(params, ep.to_global(cuda.to_device(idx), placement, B))
+            assert rows.sbp == (P,) and _on_cuda(rows.to_local())
+            np.testing.assert_array_equal(rows.numpy(), x[idx])
+            checked[0] += 1
+
+
+PARTS = {"boxing": check_boxing, "ops": check_ops, "cost": check_cost_model, "errors": check_errors, "cuda": check_cuda}
 
 if __name__ == "__main__":
     for part in sys.argv[1:] or PARTS:

@@ -1,0 +1,89 @@
+"""ep.ops functions on global tensors, in process (one MPI rank: the placement is [0]), on every
+device: each returns a global tensor equal to NumPy's result, sbp= lays the result out, and a
+non-global array among global ones, out=, stream= or sbp= without globals are clear errors.
+tests/distributed/mpi_cases.py runs the same ops on 2 and 4 real ranks."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mpi4py")
+
+import ep  # noqa: E402
+from ep.sbp import GlobalTensor, broadcast as B, partial_sum as P, split as S  # noqa: E402
+from ep.testing import to_device, to_numpy  # noqa: E402
+
+
+def glob(x: np.ndarray, device: str, sbp=B) -> GlobalTensor:
+    return ep.to_global(to_device(x, device).reshape(x.shape), ep.placement(device, [0]), sbp)
+
+
+def cases(rng):
+    """(call on ep.ops with the inputs as keyword sources, inputs, NumPy reference)."""
+    params = rng.integers(-9, 10, (5, 3)).astype(np.float32)
+    idx = rng.integers(-5, 5, (4,))
+    bparams = rng.integers(-9, 10, (2, 5, 3)).astype(np.int64)
+    bidx = rng.integers(0, 5, (2, 4))
+    dy = rng.integers(-9, 10, (4, 3)).astype(np.float64)
+    gidx = rng.integers(0, 5, (4,))
+    dx = np.zeros((5, 3))
+    np.add.at(dx, gidx, dy)
+    x = rng.integers(-9, 10, (3, 1)).astype(np.int32)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal((4,)).astype(np.float32)
+    return [
+        (lambda t: ep.ops.gather(t["p"], t["i"], axis=0), {"p": params, "i": idx}, np.take(params, idx, 0)),
+        (lambda t: ep.ops.batch_gather(t["p"], t["i"]), {"p": bparams, "i": bidx}, np.take_along_axis(bparams, bidx[:, :, None], 1)),
+        (lambda t: ep.ops.gather_grad(t["dy"], t["i"], (5, 3)), {"dy": dy, "i": gidx}, dx),
+        (lambda t: ep.ops.expand(t["x"], (2, 3, 4)), {"x": x}, np.broadcast_to(x, (2, 3, 4))),
+        (lambda t: ep.ops.expand_grad(t["dy"], (1, 3)), {"dy": dy}, dy.sum(0, keepdims=True)),
+        (lambda t: ep.ops.repeat(t["x"], (2, 2)), {"x": x}, np.tile(x, (2, 2))),
+        (lambda t: ep.ops.unary("leaky_relu", t["a"], negative_slope=0.5), {"a": a}, np.where(a > 0, a, 0.5 * a)),
+        (lambda t: ep.ops.unary("cast", t["x"], dtype=np.float64), {"x": x}, x.astype(np.float64)),
+        (lambda t: ep.ops.binary("mul", t["a"], t["b"]), {"a": a, "b": b}, a * b),
+        (lambda t: ep.ops.binary("less", t["a"], t["b"]), {"a": a, "b": b}, a < b),
+    ]
+
+
+def test_every_ops_function_takes_and_returns_global_tensors(device):
+    for k, (call, arrays, expected) in enumerate(cases(np.random.default_rng(0))):
+        out = call({n: glob(x, device) for n, x in arrays.items()})
+        assert type(out) is GlobalTensor and out.placement == ep.placement(device, [0]), k
+        assert out.shape == expected.shape and out.dtype == expected.dtype, (k, out)
+        np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6, err_msg=str(k))
+        # The local op gives the same on the arrays themselves (the dispatch leaves arrays alone).
+        local = call({n: to_device(x, device).reshape(x.shape) for n, x in arrays.items()})
+        assert not isinstance(local, GlobalTensor)
+        np.testing.assert_allclose(to_numpy(local), expected, rtol=1e-6, err_msg=str(k))
+
+
+def test_sbp_asks_for_the_results_layout(device):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for sbp in (S(0), S(1), B, P):
+        out = ep.ops.unary("negative", glob(a, device, S(1)), sbp=sbp)
+        assert out.sbp == (sbp,)
+        np.testing.assert_array_equal(out.numpy(), -a)
+        np.testing.assert_array_equal(to_numpy(out.to_local()), -a)
+
+
+def test_clear_errors(device):
+    a = np.ones((2, 3), np.float32)
+    g = glob(a, device)
+    with pytest.raises(TypeError, match="b: ndarray is not a GlobalTensor"):
+        ep.ops.binary("add", g, a)
+    with pytest.raises(TypeError, match="a: ndarray is not a GlobalTensor"):
+        ep.ops.binary("add", np.ones((2, 3), np.float32), g)
+    with pytest.raises(TypeError, match="b: float is not a GlobalTensor"):
+        ep.ops.binary("add", g, 2.0)
+    with pytest.raises(TypeError, match="indices: ndarray is not a GlobalTensor"):
+        ep.ops.gather(g, np.zeros(2, np.int64))
+    with pytest.raises(TypeError, match="out: unary of global tensors makes a new global tensor"):
+        ep.ops.unary("relu", g, out=np.empty_like(a))
+    with pytest.raises(TypeError, match="stream: expand of global tensors"):
+        ep.ops.expand(g, (2, 3), stream=ep.GetDevice("cpu").default_stream)
+    with pytest.raises(ValueError, match="check_bounds: gather of global tensors always checks"):
+        ep.ops.gather(g, glob(np.zeros(2, np.int64), device), check_bounds=False)
+    with pytest.raises(TypeError, match="sbp: unary takes sbp= only with global tensors"):
+        ep.ops.unary("relu", to_device(a, device), sbp=B)
+    with pytest.raises(IndexError, match="out of range for an axis of size 2"):
+        ep.ops.gather(g, glob(np.array([0, 2]), device))
