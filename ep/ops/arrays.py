@@ -41,7 +41,8 @@ def same_kind(*names: str):
     """
 
     def decorate(function):
-        signature = inspect.signature(function)
+        parameters = list(inspect.signature(function).parameters)
+        positions = tuple((name, parameters.index(name)) for name in names)
 
         @functools.wraps(function)
         def call(*args, **kwargs):
@@ -55,38 +56,40 @@ def same_kind(*names: str):
                         break
                 else:
                     return function(*args, **kwargs)
-            return _call_with_views(function, signature, names, args, kwargs)
+            return _call_with_views(function, positions, args, kwargs)
 
         return call
 
     return decorate
 
 
-def _call_with_views(function, signature: inspect.Signature, names: tuple[str, ...], args: tuple, kwargs: dict):
+def _call_with_views(function, positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict):
     for value in (*args, *kwargs.values()):
         if not is_dlpack(value):
             _NATIVE.add(type(value))
-    try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError:
-        return function(*args, **kwargs)  # a bad call: the function's own error
-    arguments = bound.arguments
+    args = list(args)
     namespace = None
     seen_array = False
-    for name in names:
-        value = arguments.get(name)
+    for name, position in positions:
+        positional = position < len(args)
+        if not positional and name not in kwargs:
+            continue
+        value = args[position] if positional else kwargs[name]
         if is_dlpack(value):
             if not seen_array:
                 namespace = _namespace(value)
-            arguments[name] = from_dlpack(value, name)
+            if positional:
+                args[position] = from_dlpack(value, name)
+            else:
+                kwargs[name] = from_dlpack(value, name)
         seen_array = seen_array or not (value is None or is_scalar(value))
-    out = arguments.get("out")
+    out = kwargs.get("out")
     if out is not None:
         if is_dlpack(out):
-            arguments["out"] = from_dlpack(out, "out")
-        function(*bound.args, **bound.kwargs)
+            kwargs["out"] = from_dlpack(out, "out")
+        function(*args, **kwargs)
         return out
-    result = function(*bound.args, **bound.kwargs)
+    result = function(*args, **kwargs)
     if namespace is None:
         return result
     if isinstance(result, np.ndarray):
