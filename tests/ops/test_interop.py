@@ -310,3 +310,22 @@ def test_not_an_array_is_still_named(device):
         ep.ops.unary("neg", [1.0, 2.0])
     with pytest.raises(TypeError, match="b: .*not an array"):
         ep.ops.binary("add", to_device(floats(2), device), object())
+
+
+class DLPackOnlyCuda(Boxed):
+    """An array in CUDA memory that offers DLPack only (as JAX's on a GPU): its memory is never read."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+def test_cuda_memory_without_the_cuda_array_interface_is_refused(device):
+    array = DLPackOnlyCuda(floats(3))
+    with pytest.raises(TypeError, match=r"x: a [\w.]*DLPackOnlyCuda in CUDA memory without __cuda_array_interface__"):
+        ep.ops.unary("neg", array)
+    primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "neg", np.float32, np.float32)
+    if primitive is None:
+        pytest.skip(f"no ElementwiseUnary on {device}")
+    where = "in CUDA memory; expected an array in CPU memory" if device == "cpu" else "was given to a cuda primitive"
+    with pytest.raises(TypeError, match=f"src: .*{where}"):
+        primitive.Launch(ep.GetDevice(device).default_stream, array, to_device(np.zeros(3, np.float32), device), 3)

@@ -24,21 +24,18 @@ def is_dlpack(obj: object) -> bool:
     return hasattr(cls, "__dlpack__") and hasattr(cls, "__dlpack_device__") and not issubclass(cls, np.ndarray)
 
 
-def on_cuda(obj: object) -> bool:
-    """True when a DLPack array's memory is CUDA memory (device or managed)."""
-    return obj.__dlpack_device__()[0] in (KDL_CUDA, KDL_CUDA_MANAGED)
-
-
-def host_array(obj: object, name: str) -> np.ndarray:
+def host_array(obj: object, name: str, device_type: int | None = None) -> np.ndarray:
     """A NumPy array viewing the memory of a CPU DLPack array (no copy).
 
     TypeError naming name for an array elsewhere or of a dtype NumPy lacks (bfloat16);
     ValueError for a tensor that requires grad: ep records no gradients, and PyTorch itself
     refuses to hand such a tensor's memory out (tensor.numpy(), __dlpack__), so the caller
-    detaches it, as for NumPy.
+    detaches it, as for NumPy. device_type is obj's DLPack device type when the caller has it
+    (PyTorch computes it in Python, at some cost).
     """
     _check_exportable(obj, name)
-    device_type = obj.__dlpack_device__()[0]
+    if device_type is None:
+        device_type = obj.__dlpack_device__()[0]
     if device_type != KDL_CPU:
         raise TypeError(f"{name}: a {_describe(obj)} in {_where(device_type)}; expected an array in CPU memory")
     try:
@@ -59,8 +56,9 @@ def from_dlpack(obj: object, name: str = "x"):
 
             return as_cuda_array(obj, name)
         raise TypeError(f"{name}: {type(obj).__name__} is not an array; expected one with __dlpack__ or __cuda_array_interface__")
-    if not on_cuda(obj):
-        return host_array(obj, name)
+    device_type = obj.__dlpack_device__()[0]
+    if device_type not in (KDL_CUDA, KDL_CUDA_MANAGED):
+        return host_array(obj, name, device_type)
     _check_exportable(obj, name)
     if not hasattr(obj, "__cuda_array_interface__"):
         raise TypeError(
