@@ -258,6 +258,17 @@ def test_torch_dtypes(device, dtype):
     np.testing.assert_array_equal(equal.numpy(), host == host[:, ::-1])
 
 
+def test_tensor_dtypes_promote_as_in_numpy(device):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    if device != "cpu":
+        pytest.skip("PyTorch CPU tensors are cpu arrays")
+    a, b = floats(3), np.arange(3, dtype=np.int64)
+    result = ep.ops.binary("add", torch.from_numpy(a), torch.from_numpy(b))
+    expected = a + b
+    assert result.numpy().dtype == expected.dtype
+    np.testing.assert_array_equal(result.numpy(), expected)
+
+
 def test_tensors_that_require_grad_are_refused(device):
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
     if device != "cpu":
