@@ -50,22 +50,19 @@ def from_dlpack(obj: object, name: str = "x"):
     arrays are returned as they are."""
     if isinstance(obj, np.ndarray) or getattr(obj, "__cuda_ndarray__", False):
         return obj
-    if not is_dlpack(obj):
-        if hasattr(obj, "__cuda_array_interface__"):
-            from ep.common.runtime.buffer import as_cuda_array
-
-            return as_cuda_array(obj, name)
+    if is_dlpack(obj):
+        device_type = obj.__dlpack_device__()[0]
+        if device_type not in (KDL_CUDA, KDL_CUDA_MANAGED):
+            return host_array(obj, name, device_type)
+        _check_exportable(obj, name)
+        if not hasattr(obj, "__cuda_array_interface__"):
+            raise TypeError(
+                f"{name}: a {_describe(obj)} in CUDA memory without __cuda_array_interface__; ep views CUDA "
+                "memory through that interface (PyTorch and CuPy have it)"
+            )
+    elif not hasattr(obj, "__cuda_array_interface__"):
         raise TypeError(f"{name}: {type(obj).__name__} is not an array; expected one with __dlpack__ or __cuda_array_interface__")
-    device_type = obj.__dlpack_device__()[0]
-    if device_type not in (KDL_CUDA, KDL_CUDA_MANAGED):
-        return host_array(obj, name, device_type)
-    _check_exportable(obj, name)
-    if not hasattr(obj, "__cuda_array_interface__"):
-        raise TypeError(
-            f"{name}: a {_describe(obj)} in CUDA memory without __cuda_array_interface__; ep views CUDA "
-            "memory through that interface (PyTorch and CuPy have it)"
-        )
-    from ep.common.runtime.buffer import as_cuda_array
+    from ep.common.runtime.buffer import as_cuda_array  # here: buffer imports this module
 
     return as_cuda_array(obj, name)
 
