@@ -1,9 +1,13 @@
-"""Array plumbing for the ops layer: which device an array is on, new arrays, contiguous copies."""
+"""Array plumbing for the ops layer: other libraries' arrays in and out, which device an array is
+on, new arrays, contiguous copies."""
 from __future__ import annotations
 
 import functools
+import inspect
 import math
+import sys
 import threading
+import types
 import weakref
 
 import numpy as np
@@ -11,7 +15,9 @@ import numpy as np
 from ep.common.runtime.buffer import as_cuda_array, check_device_address, device_type_of, plain_ndarray, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice
+from ep.common.runtime.dlpack import from_dlpack, is_dlpack
 from ep.common.runtime.overlap import overlaps
+from ep.common.runtime.scalar import is_scalar
 from ep.common.runtime.stream import Stream, check_stream
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import NewPrimitive
@@ -19,6 +25,85 @@ from ep.include.primitive.primitive import NewPrimitive
 
 _CPU_TYPE = DeviceType.kCPU
 _CPU = GetDevice(_CPU_TYPE)
+
+# Types an ops function takes as they are: NumPy arrays, numba device arrays, scalars, names,
+# shapes. Types seen later join the set once found not to be another library's array.
+_NATIVE = {np.ndarray, int, float, bool, str, tuple, list, type(None)}
+
+
+def same_kind(*names: str):
+    """Decorator: the ops function's array parameters names (and out=) also take other libraries'
+    arrays, and its result is of the caller's kind.
+
+    Any array with __dlpack__ (PyTorch, JAX, CuPy, ...) is viewed without a copy (ep.from_dlpack):
+    a CPU one as a NumPy array, a CUDA one through __cuda_array_interface__. The result has the
+    kind of the first of names that is an array (binary's a, or b when a is a scalar): made by
+    that library's from_dlpack (its asarray for CUDA memory), again without a copy; a NumPy or
+    numba array there gives the result as before. The other arrays may be of any kind on the same
+    device. An out= of any kind receives the result and is returned as it was given.
+    """
+
+    def decorate(function):
+        parameters = list(inspect.signature(function).parameters)
+        positions = tuple((name, parameters.index(name)) for name in names)
+
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            # NumPy's common case costs one set lookup per argument.
+            for arg in args:
+                if type(arg) not in _NATIVE:
+                    break
+            else:
+                for arg in kwargs.values():
+                    if type(arg) not in _NATIVE:
+                        break
+                else:
+                    return function(*args, **kwargs)
+            return _call_with_views(function, positions, args, kwargs)
+
+        return call
+
+    return decorate
+
+
+def _call_with_views(function, positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict):
+    for value in (*args, *kwargs.values()):
+        if not is_dlpack(value):
+            _NATIVE.add(type(value))
+    args = list(args)
+    namespace = None
+    seen_array = False
+    for name, position in positions:
+        positional = position < len(args)
+        if not positional and name not in kwargs:
+            continue
+        value = args[position] if positional else kwargs[name]
+        if is_dlpack(value):
+            if not seen_array:
+                namespace = _namespace(value)
+            if positional:
+                args[position] = from_dlpack(value, name)
+            else:
+                kwargs[name] = from_dlpack(value, name)
+        seen_array = seen_array or not (value is None or is_scalar(value))
+    out = kwargs.get("out")
+    if out is not None:
+        if is_dlpack(out):
+            kwargs["out"] = from_dlpack(out, "out")
+        function(*args, **kwargs)
+        return out
+    result = function(*args, **kwargs)
+    if namespace is None:
+        return result
+    if isinstance(result, np.ndarray):
+        return namespace.from_dlpack(result)
+    return namespace.asarray(result)  # numba's device arrays offer __cuda_array_interface__, not DLPack
+
+
+def _namespace(array) -> types.ModuleType:
+    """The array-API namespace of array's library (its top-level module when it has none: torch)."""
+    get = getattr(array, "__array_namespace__", None)
+    return get() if get is not None else sys.modules[type(array).__module__.partition(".")[0]]
 
 
 def device_of(x: object, name: str) -> Device:

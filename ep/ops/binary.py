@@ -16,7 +16,7 @@ from ep.common.runtime.scalar import integer_out_of_range, is_scalar, result_dty
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS, BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import check_out, contiguous, device_of, output, stream_for, unaliased
+from ep.ops.arrays import check_out, contiguous, device_of, output, same_kind, stream_for, unaliased
 from ep.ops.dispatch import GlobalTensor, global_call
 from ep.ops.unary import unary
 
@@ -52,6 +52,7 @@ def _exact_scalar(op: BinaryOp, value: object, name: str, src_dtype: DataType, a
     return value, src_dtype
 
 
+@same_kind("a", "b")
 def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, sbp=None, **attrs):
     """op(a, b) with NumPy broadcasting; a new C-contiguous array of the broadcast shape, or out.
 

@@ -11,7 +11,7 @@ from ep.common.runtime.validate import INT64_MAX, INT64_MIN, dims, int64
 from ep.include.primitive.expand import ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import check_out, contiguous, device_of, empty, output, stream_for, unaliased
+from ep.ops.arrays import check_out, contiguous, device_of, empty, output, same_kind, stream_for, unaliased
 from ep.ops.dispatch import GlobalTensor, global_call
 
 
@@ -100,6 +100,7 @@ def repeat_shape(input_shape: Sequence[int], sizes: object) -> tuple[tuple[int, 
     return padded, sizes, tuple(r * n for r, n in zip(sizes, padded))
 
 
+@same_kind("x")
 def expand(x, sizes: Sequence[int], *, out=None, stream=None, sbp=None):
     """x broadcast to expand_shape(x.shape, sizes), as a new C-contiguous array (or out); a global
     x (ep.to_global) gives a global tensor, laid out by sbp when given."""
@@ -120,6 +121,7 @@ def expand(x, sizes: Sequence[int], *, out=None, stream=None, sbp=None):
     return out
 
 
+@same_kind("dy")
 def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None, sbp=None):
     """The gradient of expand for an input of input_shape: dy summed over every dim expand broadcast
     (a global dy: a global tensor, laid out by sbp when given)."""
@@ -144,6 +146,7 @@ def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None, sbp=No
     return out
 
 
+@same_kind("x")
 def repeat(x, sizes: Sequence[int], *, out=None, stream=None, sbp=None):
     """x tiled sizes times along each dim (torch.Tensor.repeat; np.tile when len(sizes) >= x.ndim),
     as a new C-contiguous array (or out).

@@ -21,7 +21,7 @@ from ep.include.primitive.batch_gather import BatchGatherFactory
 from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
-from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for, unaliased
+from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
 from ep.ops.dispatch import GlobalTensor, global_call
 
 _INDEX_DTYPES = {dtype.dtype: dtype for dtype in INDEX_TYPES}
@@ -123,6 +123,7 @@ def _bad_index(error: IndexOutOfRange, shape: tuple[int, ...]) -> IndexError:
     return IndexError(f"{where} = {error.value} is out of range for an axis of size {error.size}; expected {error.expected}")
 
 
+@same_kind("params", "indices")
 def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, out=None, stream=None, sbp=None):
     """tf.gather: slices of params along axis at indices, per batch for the first batch_dims dims.
 
@@ -174,6 +175,7 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
     return out
 
 
+@same_kind("params", "indices")
 def batch_gather(params, indices, *, check_bounds: bool = True, out=None, stream=None, sbp=None):
     """OneFlow's batch_gather: every dim of indices but the last is a batch dim, and the gather
     runs along params' axis indices.ndim - 1."""
@@ -187,6 +189,7 @@ def batch_gather(params, indices, *, check_bounds: bool = True, out=None, stream
     return gather(params, indices, rank - 1, rank - 1, check_bounds=check_bounds, out=out, stream=stream)
 
 
+@same_kind("dy", "indices")
 def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds: bool = True, stream=None, sbp=None):
     """The gradient of gather with respect to params: dy's slices added into zeros of params_shape
     at indices; repeated indices accumulate. Out-of-range indices raise IndexError with check_bounds

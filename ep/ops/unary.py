@@ -12,7 +12,7 @@ from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
 from ep.common.runtime.device import DeviceType, GetDevice
-from ep.ops.arrays import check_out, contiguous, device_of, empty, stream_for, unaliased
+from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
 from ep.ops.dispatch import GlobalTensor, global_call
 
 _CPU = GetDevice(DeviceType.kCPU)
@@ -44,6 +44,7 @@ def _primitive(op, device_type, x_dtype, attr0, attr1, dtype):
 _cached_primitive = functools.lru_cache(maxsize=4096, typed=True)(_primitive)
 
 
+@same_kind("x")
 def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, sbp=None, **attrs):
     """op applied to every element of x; a new array of x's shape, or out.
 

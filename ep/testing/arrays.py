@@ -17,9 +17,10 @@ def to_device(array, device):
 
 
 def to_numpy(array) -> np.ndarray:
-    """A NumPy copy of a cpu or cuda array."""
+    """A NumPy copy of a cpu or cuda array: NumPy's, numba's, or another library's (PyTorch, JAX, CuPy)."""
+    from ep.common.runtime.dlpack import from_dlpack
+
+    array = from_dlpack(array, "array")
     if isinstance(array, np.ndarray):
         return array.copy()
-    from ep.common.runtime.buffer import as_cuda_array
-
-    return as_cuda_array(array).copy_to_host()
+    return array.copy_to_host()

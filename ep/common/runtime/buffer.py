@@ -5,6 +5,7 @@ import numpy as np
 
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
+from ep.common.runtime.dlpack import host_array, is_dlpack
 
 
 _ndarray = np.ndarray
@@ -91,9 +92,13 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
         if flags.c_contiguous and (flags.writeable or not writable):
             return obj if obj.ndim == 1 else obj.reshape(obj.size)
     if device_type is _CPU:
+        if is_dlpack(obj):
+            # Another library's array (a PyTorch tensor): a NumPy view of its memory, no copy, when
+            # that memory is the CPU's (a TypeError naming name otherwise).
+            obj = host_array(obj, name)
         if not isinstance(obj, np.ndarray):
             where = "a CUDA buffer" if is_cuda_buffer(obj) else type(obj).__name__
-            raise TypeError(f"{name}: {where} was given to a cpu primitive; expected a numpy.ndarray")
+            raise TypeError(f"{name}: {where} was given to a cpu primitive; expected a numpy.ndarray or a CPU array with __dlpack__")
         array = plain_ndarray(obj, name)
         if writable and not array.flags.writeable:
             raise ValueError(f"{name}: the array is read-only")

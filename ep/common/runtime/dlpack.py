@@ -1,0 +1,85 @@
+"""Arrays of other libraries (PyTorch, JAX, CuPy, any DLPack producer) as ep's own arrays.
+
+ep has no array type of its own: its arrays are NumPy's on the CPU and numba's device arrays on
+CUDA. `from_dlpack` views another library's array as one of those, without a copy: a CPU array
+through DLPack (`numpy.from_dlpack`), a CUDA one through its `__cuda_array_interface__`. Exporting
+needs nothing of ep: NumPy arrays have `__dlpack__`, numba device arrays
+`__cuda_array_interface__`, and every array library imports one or the other.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ep.common.runtime.data_type import ALL_TYPES
+
+# DLPack's DLDeviceType codes (dlpack.h) for the memory ep's devices can read.
+KDL_CPU = 1
+KDL_CUDA = 2
+KDL_CUDA_MANAGED = 13
+
+
+def is_dlpack(obj: object) -> bool:
+    """True for another library's array that exports DLPack (NumPy's own arrays are not "other")."""
+    cls = type(obj)
+    return hasattr(cls, "__dlpack__") and hasattr(cls, "__dlpack_device__") and not issubclass(cls, np.ndarray)
+
+
+def host_array(obj: object, name: str, device_type: int | None = None) -> np.ndarray:
+    """A NumPy array viewing the memory of a CPU DLPack array (no copy).
+
+    TypeError naming name for an array elsewhere or of a dtype NumPy lacks (bfloat16);
+    ValueError for a tensor that requires grad: ep records no gradients, and PyTorch itself
+    refuses to hand such a tensor's memory out (tensor.numpy(), __dlpack__), so the caller
+    detaches it, as for NumPy. device_type is obj's DLPack device type when the caller has it
+    (PyTorch computes it in Python, at some cost).
+    """
+    _check_exportable(obj, name)
+    if device_type is None:
+        device_type = obj.__dlpack_device__()[0]
+    if device_type != KDL_CPU:
+        raise TypeError(f"{name}: a {_describe(obj)} in {_where(device_type)}; expected an array in CPU memory")
+    try:
+        return np.from_dlpack(obj)
+    except (BufferError, RuntimeError, TypeError, ValueError) as error:
+        raise TypeError(f"{name}: NumPy cannot view this {_describe(obj)} through DLPack ({error})") from None
+
+
+def from_dlpack(obj: object, name: str = "x"):
+    """obj's memory as ep's array, without a copy: a NumPy array for a CPU array (DLPack), a numba
+    device array for a CUDA one (its __cuda_array_interface__). NumPy arrays and numba device
+    arrays are returned as they are."""
+    if isinstance(obj, np.ndarray) or getattr(obj, "__cuda_ndarray__", False):
+        return obj
+    if is_dlpack(obj):
+        device_type = obj.__dlpack_device__()[0]
+        if device_type not in (KDL_CUDA, KDL_CUDA_MANAGED):
+            return host_array(obj, name, device_type)
+        _check_exportable(obj, name)
+        if not hasattr(obj, "__cuda_array_interface__"):
+            raise TypeError(
+                f"{name}: a {_describe(obj)} in CUDA memory without __cuda_array_interface__; ep views CUDA "
+                "memory through that interface (PyTorch and CuPy have it)"
+            )
+    elif not hasattr(obj, "__cuda_array_interface__"):
+        raise TypeError(f"{name}: {type(obj).__name__} is not an array; expected one with __dlpack__ or __cuda_array_interface__")
+    from ep.common.runtime.buffer import as_cuda_array  # here: buffer imports this module
+
+    return as_cuda_array(obj, name)
+
+
+def _check_exportable(obj: object, name: str) -> None:
+    # The two refusals a PyTorch user meets, said in ep's terms before DLPack says them in its own.
+    if getattr(obj, "requires_grad", False) is True:
+        raise ValueError(f"{name}: the tensor requires grad and ep records no gradients; pass {name}.detach() (it shares the memory)")
+    dtype = str(getattr(obj, "dtype", ""))
+    if "bfloat16" in dtype:
+        names = ", ".join(t.value for t in ALL_TYPES)
+        raise TypeError(f"{name}: dtype {dtype} is not supported; expected one of {names} (bfloat16 has no NumPy dtype)")
+
+
+def _describe(obj: object) -> str:
+    return f"{type(obj).__module__.partition('.')[0]}.{type(obj).__name__}"
+
+
+def _where(device_type: int) -> str:
+    return {KDL_CUDA: "CUDA memory", KDL_CUDA_MANAGED: "CUDA managed memory"}.get(device_type, f"DLPack device type {device_type}")

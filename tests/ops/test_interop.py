@@ -1,0 +1,342 @@
+"""Other libraries' arrays: ep.ops and Launch take any DLPack array without a copy, and ep.ops give
+back the caller's kind. `Boxed`, a minimal DLPack-only array, runs everywhere; PyTorch, JAX and
+CuPy cases run where those are installed (CUDA ones on a GPU) and skip with the reason otherwise."""
+from __future__ import annotations
+
+import importlib.util
+import types
+
+import numpy as np
+import pytest
+
+import ep
+from ep.testing import to_device, to_numpy
+
+RNG = np.random.default_rng(10)
+
+
+class Boxed:
+    """Another library's CPU array with nothing but DLPack and a namespace: what ep may rely on."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+    def __array_namespace__(self, api_version=None):
+        return BOXED
+
+
+BOXED = types.SimpleNamespace(from_dlpack=lambda x: Boxed(np.from_dlpack(x)))
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def _cuda_torch() -> bool:
+    if not _installed("torch"):
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _cuda_cupy() -> bool:
+    if not _installed("cupy"):
+        return False
+    import cupy
+
+    try:
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except cupy.cuda.runtime.CUDARuntimeError:
+        return False
+
+
+# kind -> (device it lives on, whether it can run here, why not, NumPy -> that kind, its array type)
+def _torch(host, device):
+    import torch
+
+    return torch.from_numpy(host.copy()) if device == "cpu" else torch.as_tensor(host, device="cuda")
+
+
+def _jax(host, device):
+    import jax.numpy as jnp
+
+    return jnp.asarray(host)
+
+
+def _cupy(host, device):
+    import cupy
+
+    return cupy.asarray(host)
+
+
+KINDS = {
+    "boxed": ("cpu", lambda: True, "", lambda host, device: Boxed(host.copy()), lambda: Boxed),
+    "torch": ("cpu", lambda: _installed("torch"), "PyTorch is not installed", _torch, lambda: __import__("torch").Tensor),
+    "jax": ("cpu", lambda: _installed("jax"), "JAX is not installed", _jax, lambda: __import__("jax").Array),
+    "torch-cuda": ("cuda", _cuda_torch, "needs PyTorch with CUDA and a GPU", _torch, lambda: __import__("torch").Tensor),
+    "cupy": ("cuda", _cuda_cupy, "needs CuPy and a GPU", _cupy, lambda: __import__("cupy").ndarray),
+}
+
+
+def kind_for(name: str, device: str):
+    """(NumPy -> kind, kind's type) for a kind that lives on device, or a skip saying why not."""
+    where, available, reason, make, array_type = KINDS[name]
+    if where != device:
+        pytest.skip(f"{name} arrays live on {where}, not {device}")
+    if not available():
+        pytest.skip(reason)
+    return make, array_type()
+
+
+def floats(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def indices(high, *shape):
+    return RNG.integers(0, high, shape).astype(np.int32)
+
+
+# One call per ops function: (NumPy inputs, call(ops, *inputs), NumPy reference(*inputs)).
+def _segment_sum(dy, idx, n):
+    dx = np.zeros((n, dy.shape[1]), dy.dtype)
+    np.add.at(dx, idx, dy)
+    return dx
+
+
+CASES = {
+    "unary": ((floats(2, 3),), lambda o, x: o.unary("neg", x), lambda x: -x),
+    "binary": ((floats(2, 3), floats(3)), lambda o, a, b: o.binary("add", a, b), lambda a, b: a + b),
+    "binary_scalar": ((floats(2, 3),), lambda o, b: o.binary("mul", 2.0, b), lambda b: 2.0 * b),
+    "gather": ((floats(4, 5), indices(5, 3)), lambda o, p, i: o.gather(p, i, axis=1), lambda p, i: np.take(p, i, axis=1)),
+    "batch_gather": ((floats(2, 5), indices(5, 2, 3)), lambda o, p, i: o.batch_gather(p, i), lambda p, i: np.take_along_axis(p, i, 1)),
+    "gather_grad": ((floats(6, 3), indices(4, 6)), lambda o, dy, i: o.gather_grad(dy, i, (4, 3)), lambda dy, i: _segment_sum(dy, i, 4)),
+    "expand": ((floats(3, 1),), lambda o, x: o.expand(x, (3, 4)), lambda x: np.broadcast_to(x, (3, 4))),
+    "expand_grad": ((floats(3, 4),), lambda o, dy: o.expand_grad(dy, (3, 1)), lambda dy: dy.sum(1, keepdims=True)),
+    "repeat": ((floats(2, 3),), lambda o, x: o.repeat(x, (2, 1)), lambda x: np.tile(x, (2, 1))),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_result_is_of_the_callers_kind(device, kind, case):
+    make, array_type = kind_for(kind, device)
+    inputs, call, reference = CASES[case]
+    result = call(ep.ops, *(make(x, device) for x in inputs))
+    assert isinstance(result, array_type)
+    np.testing.assert_allclose(to_numpy(result), reference(*inputs), rtol=1e-6)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_numpy_and_numba_arrays_give_what_they_gave(device, case):
+    inputs, call, reference = CASES[case]
+    arrays = [to_device(x, device) for x in inputs]
+    result = call(ep.ops, *arrays)
+    assert type(result) is type(arrays[0])
+    np.testing.assert_allclose(to_numpy(result), reference(*inputs), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["boxed", "torch", "torch-cuda", "cupy"])
+def test_out_of_the_callers_kind_is_written_and_returned(device, kind):
+    make, _ = kind_for(kind, device)
+    a, b = floats(2, 3), floats(2, 3)
+    out = make(np.zeros((2, 3), np.float32), device)
+    assert ep.ops.binary("add", make(a, device), make(b, device), out=out) is out
+    np.testing.assert_allclose(to_numpy(out), a + b, rtol=1e-6)
+    assert ep.ops.unary("neg", make(a, device), out=out) is out
+    np.testing.assert_array_equal(to_numpy(out), -a)
+
+
+@pytest.mark.parametrize("kind", ["boxed", "torch", "torch-cuda", "cupy"])
+def test_arrays_are_shared_not_copied(device, kind):
+    make, _ = kind_for(kind, device)
+    host = floats(5)
+    x = make(host, device)
+    # Written through ep (in place), read through the caller's array.
+    ep.ops.binary("add", x, 1.0, out=x)
+    np.testing.assert_array_equal(to_numpy(x), host + 1)
+    # Written through ep's view, read through the caller's array.
+    view = ep.from_dlpack(x)
+    if device == "cpu":
+        view[2] = 7.0
+    else:
+        view[2:3].copy_to_device(np.array([7.0], np.float32))
+    assert to_numpy(x)[2] == 7.0
+
+
+def test_launch_takes_torch_cpu_tensors_as_buffers(device):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "relu", np.float32, np.float32)
+    if primitive is None:
+        pytest.skip(f"no ElementwiseUnary on {device}")
+    host = floats(2, 3)
+    x, y = torch.from_numpy(host.copy()), torch.zeros(2, 3)
+    stream = ep.GetDevice(device).default_stream
+    if device == "cpu":
+        primitive.Launch(stream, x, y, x.numel())
+        np.testing.assert_array_equal(y.numpy(), np.maximum(host, 0))
+        primitive.Launch(stream, x, x, x.numel())  # in place: the tensor's own memory
+        np.testing.assert_array_equal(x.numpy(), np.maximum(host, 0))
+    else:
+        with pytest.raises(TypeError, match="src: .* was given to a cuda primitive"):
+            primitive.Launch(stream, x, to_device(np.zeros(6, np.float32), device), 6)
+
+
+def test_a_cpu_primitive_refuses_a_strided_tensor_naming_it(device):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "relu", np.float32, np.float32)
+    if device != "cpu" or primitive is None:
+        pytest.skip("the cpu primitive's buffers")
+    with pytest.raises(ValueError, match=r"src: storage must be C-contiguous"):
+        primitive.Launch(ep.GetDevice(device).default_stream, torch.zeros(6)[::2], torch.zeros(3), 3)
+
+
+def test_mixed_kinds_the_first_array_decides(device):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    if device != "cpu":
+        pytest.skip("PyTorch CPU tensors mix with cpu arrays")
+    a, b = floats(3), floats(3)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    assert type(ep.ops.binary("add", a, tb)) is np.ndarray
+    assert type(ep.ops.binary("add", ta, b)) is torch.Tensor
+    assert type(ep.ops.binary("add", 2.0, tb)) is torch.Tensor
+    assert type(ep.ops.binary("add", Boxed(a), tb)) is Boxed
+    assert type(ep.ops.binary("add", ta, Boxed(b))) is torch.Tensor
+    params, idx = floats(4, 2), indices(4, 3)
+    assert type(ep.ops.gather(params, torch.from_numpy(idx))) is np.ndarray
+    result = ep.ops.gather(torch.from_numpy(params), idx)
+    assert type(result) is torch.Tensor
+    np.testing.assert_array_equal(result.numpy(), params[idx])
+    # out= of any kind receives the result and comes back as given.
+    out = np.zeros(3, np.float32)
+    assert ep.ops.binary("add", ta, tb, out=out) is out
+    np.testing.assert_allclose(out, a + b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("view", ["transposed", "step", "broadcast", "offset"])
+def test_non_contiguous_tensors(device, view):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    if device != "cpu":
+        pytest.skip("PyTorch CPU tensors are cpu arrays")
+    host = floats(4, 6)
+    views = {
+        "transposed": (lambda t: t.t(), lambda a: a.T),
+        "step": (lambda t: t[:, ::2], lambda a: a[:, ::2]),
+        "broadcast": (lambda t: t[:1].expand(3, 6), lambda a: np.broadcast_to(a[:1], (3, 6))),
+        "offset": (lambda t: t[1:, 2:], lambda a: a[1:, 2:]),
+    }
+    of_tensor, of_array = views[view]
+    tensor = of_tensor(torch.from_numpy(host.copy()))
+    result = ep.ops.unary("abs", tensor)
+    assert type(result) is torch.Tensor and result.is_contiguous()
+    np.testing.assert_array_equal(result.numpy(), np.abs(of_array(host)))
+    gathered = ep.ops.gather(tensor, torch.tensor([0, 0, 1]), axis=1)
+    np.testing.assert_array_equal(gathered.numpy(), np.take(of_array(host), [0, 0, 1], axis=1))
+
+
+TORCH_DTYPES = ["float16", "float32", "float64", "bool", "int8", "uint8", "int32", "int64"]
+
+
+@pytest.mark.parametrize("dtype", TORCH_DTYPES)
+def test_torch_dtypes(device, dtype):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    if device != "cpu":
+        pytest.skip("PyTorch CPU tensors are cpu arrays")
+    host = (RNG.standard_normal((2, 3)) * 4).astype(dtype)
+    tensor = torch.from_numpy(host.copy())
+    repeated = ep.ops.repeat(tensor, (2, 1))
+    assert repeated.dtype is getattr(torch, dtype)
+    np.testing.assert_array_equal(repeated.numpy(), np.tile(host, (2, 1)))
+    equal = ep.ops.binary("equal", tensor, torch.flip(tensor, (1,)))
+    assert equal.dtype is torch.bool
+    np.testing.assert_array_equal(equal.numpy(), host == host[:, ::-1])
+
+
+def test_tensor_dtypes_promote_as_in_numpy(device):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    if device != "cpu":
+        pytest.skip("PyTorch CPU tensors are cpu arrays")
+    a, b = floats(3), np.arange(3, dtype=np.int64)
+    result = ep.ops.binary("add", torch.from_numpy(a), torch.from_numpy(b))
+    expected = a + b
+    assert result.numpy().dtype == expected.dtype
+    np.testing.assert_array_equal(result.numpy(), expected)
+
+
+def test_tensors_that_require_grad_are_refused(device):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    if device != "cpu":
+        pytest.skip("PyTorch CPU tensors are cpu arrays")
+    x = torch.ones(3, requires_grad=True)
+    with pytest.raises(ValueError, match=r"x: the tensor requires grad .* pass x\.detach\(\)"):
+        ep.ops.unary("neg", x)
+    with pytest.raises(ValueError, match=r"out: the tensor requires grad"):
+        ep.ops.unary("neg", torch.ones(3), out=x)
+    primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "neg", np.float32, np.float32)
+    with pytest.raises(ValueError, match=r"dst: the tensor requires grad"):
+        primitive.Launch(ep.GetDevice(device).default_stream, torch.ones(3), x, 3)
+    # Detached, it shares the memory and is written in place.
+    ep.ops.unary("neg", torch.ones(3), out=x.detach())
+    np.testing.assert_array_equal(x.detach().numpy(), -np.ones(3, np.float32))
+
+
+def test_bfloat16_is_refused(device):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    if device != "cpu":
+        pytest.skip("PyTorch CPU tensors are cpu arrays")
+    with pytest.raises(TypeError, match=r"x: dtype torch\.bfloat16 is not supported; expected one of .*float16"):
+        ep.ops.unary("neg", torch.ones(3, dtype=torch.bfloat16))
+    with pytest.raises(TypeError, match=r"b: dtype torch\.bfloat16"):
+        ep.ops.binary("add", torch.ones(3), torch.ones(3, dtype=torch.bfloat16))
+
+
+def test_jax_arrays_are_immutable_so_out_is_refused(device):
+    kind_for("jax", device)
+    import jax.numpy as jnp
+
+    with pytest.raises(ValueError, match="out: the array is read-only"):
+        ep.ops.unary("neg", jnp.ones(3, jnp.float32), out=jnp.zeros(3, jnp.float32))
+
+
+def test_from_dlpack(device):
+    host = floats(3)
+    native = to_device(host, device)
+    assert ep.from_dlpack(native) is native
+    if device == "cpu":
+        boxed = Boxed(host.copy())
+        view = ep.from_dlpack(boxed)
+        assert type(view) is np.ndarray and np.shares_memory(view, boxed.array)
+    with pytest.raises(TypeError, match=r"x: list is not an array; expected one with __dlpack__"):
+        ep.from_dlpack([1.0])
+
+
+def test_not_an_array_is_still_named(device):
+    with pytest.raises(TypeError, match="x: list is not an array"):
+        ep.ops.unary("neg", [1.0, 2.0])
+    with pytest.raises(TypeError, match="b: .*not an array"):
+        ep.ops.binary("add", to_device(floats(2), device), object())
+
+
+class DLPackOnlyCuda(Boxed):
+    """An array in CUDA memory that offers DLPack only (as JAX's on a GPU): its memory is never read."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+def test_cuda_memory_without_the_cuda_array_interface_is_refused(device):
+    array = DLPackOnlyCuda(floats(3))
+    with pytest.raises(TypeError, match=r"x: a [\w.]*DLPackOnlyCuda in CUDA memory without __cuda_array_interface__"):
+        ep.ops.unary("neg", array)
+    primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "neg", np.float32, np.float32)
+    if primitive is None:
+        pytest.skip(f"no ElementwiseUnary on {device}")
+    where = "in CUDA memory; expected an array in CPU memory" if device == "cpu" else "was given to a cuda primitive"
+    with pytest.raises(TypeError, match=f"src: .*{where}"):
+        primitive.Launch(ep.GetDevice(device).default_stream, array, to_device(np.zeros(3, np.float32), device), 3)
