@@ -2,7 +2,8 @@
 UnsortedSegmentSum.
 
 Negative indices count from the end, and out-of-range ones raise (when checked) or give zeros:
-the primitives' wrap_negative and check_bounds options. The caller's indices are never written.
+the primitives' wrap_negative and check_bounds options. On CUDA a checked launch does not wait:
+the stream's next Sync() raises the IndexError, and the rows a bad index selects hold zeros. The caller's indices are never written.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES
 from ep.common.runtime.data_type import INDEX_TYPES, DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice
+from ep.common.runtime.stream import caller_indices
 from ep.common.runtime.validate import dims, integer
 from ep.include.primitive.batch_gather import BatchGatherFactory
 from ep.include.primitive.gather import IndexOutOfRange
@@ -117,16 +119,27 @@ _cached_gather_op = functools.lru_cache(maxsize=1024, typed=True)(_gather_op)
 
 def _bad_index(error: IndexOutOfRange, shape: tuple[int, ...]) -> IndexError:
     """The primitive's error, with the index's position in the caller's indices shape."""
-    position = np.unravel_index(error.position, shape)
-    where = f"indices[{', '.join(str(int(p)) for p in position)}]" if position else "indices"
-    return IndexError(f"{where} = {error.value} is out of range for an axis of size {error.size}; expected {error.expected}")
+    return IndexOutOfRange("indices", error.position, error.value, error.size, error.expected, shape)
+
+
+def _launch(primitive, indices_shape: tuple[int, ...], *args) -> None:
+    """primitive.Launch(*args), its bad index named in the caller's indices shape, also when a
+    CUDA stream's Sync raises it later (caller_indices)."""
+    token = caller_indices.set(("indices", indices_shape))
+    try:
+        primitive.Launch(*args)
+    except IndexOutOfRange as error:
+        raise _bad_index(error, indices_shape) from None
+    finally:
+        caller_indices.reset(token)
 
 
 def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, out=None, stream=None):
     """tf.gather: slices of params along axis at indices, per batch for the first batch_dims dims.
 
     Indices in [-n, n) are valid (negatives count from the end); with check_bounds any other index
-    raises IndexError (and nothing is written), without it gives zeros. Returns a new array, or out.
+    raises IndexError (and nothing is written; on CUDA at the stream's next Sync(), with zeros in the
+    rows bad indices select), without it gives zeros. Returns a new array, or out.
     """
     # Shapes first: a contiguous NumPy copy of a 0-d array is 1-d.
     if type(params) is np.ndarray and type(indices) is np.ndarray:
@@ -161,10 +174,7 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
         indices = unaliased(indices, out, device, stream)
     if shape.batch * shape.num_indices == 0 or (not check_bounds and math.prod(shape.shape) == 0):
         return out
-    try:
-        primitive.Launch(stream, indices, shape.num_indices, params, shape.batch, shape.outer, shape.gather, shape.inner, out)
-    except IndexOutOfRange as error:
-        raise _bad_index(error, indices_shape) from None
+    _launch(primitive, indices_shape, stream, indices, shape.num_indices, params, shape.batch, shape.outer, shape.gather, shape.inner, out)
     return out
 
 
@@ -198,8 +208,5 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
     stream = stream_for(device, stream)
     dx = empty(params_shape, dtype, device, stream)
     primitive = NewPrimitive(UnsortedSegmentSumFactory, device, dtype, indices_dtype, wrap_negative=True, check_bounds=bool(check_bounds))
-    try:
-        primitive.Launch(stream, indices, shape.num_indices, dy, shape.batch, shape.outer, shape.gather, shape.inner, dx)
-    except IndexOutOfRange as error:
-        raise _bad_index(error, indices_shape) from None
+    _launch(primitive, indices_shape, stream, indices, shape.num_indices, dy, shape.batch, shape.outer, shape.gather, shape.inner, dx)
     return dx

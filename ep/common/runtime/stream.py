@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -73,7 +74,9 @@ class CudaStream(Stream):
         if event is None:
             from numba import cuda
 
-            event = self._events[handle] = (cuda.event(timing=False), _native_stream(self.device, handle))
+            # Without timing an event is cheaper to record (the simulator's takes no arguments).
+            native_event = cuda.event() if _simulated() else cuda.event(timing=False)
+            event = self._events[handle] = (native_event, _native_stream(self.device, handle))
         event[0].record(event[1])
         event[0].wait(self.native)
 
@@ -106,6 +109,11 @@ def bound_handle(native: object) -> int | None:
     if handle is None and not _simulated():
         handle = int(native) or LEGACY_DEFAULT_STREAM
     return handle
+
+
+#: (name, shape) of the indices of the launch being made, as the caller of ep.ops names them: an
+#: error that the device finds and the stream's Sync raises names the caller's own position.
+caller_indices: ContextVar[tuple[str, tuple[int, ...]] | None] = ContextVar("caller_indices", default=None)
 
 
 # The stream class of each device type: a launch whose stream is exactly of it skips check_stream.

@@ -23,6 +23,7 @@ from ep.common.jit import scalar_function, template
 from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT, fast_divmod, fast_divmod_params
 from ep.common.primitive.gather import GatherSizes, gather_row
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
+from ep.common.runtime.stream import caller_indices
 from ep.cuda.kernel import CudaKernel
 from ep.include.primitive.gather import IndexOutOfRange
 
@@ -111,6 +112,7 @@ class _Context(NamedTuple):
     name: str
     size: int
     expected: str
+    shape: tuple[int, ...] | None
 
 
 # Contexts are few (one per primitive kind and size): a record names one by its number here.
@@ -150,7 +152,7 @@ class BoundsRecord:
         self.array.copy_to_device(np.full(4, _NONE, np.int64), stream=self.stream.native)
         self.stream.native.synchronize()
         context = _context_list[int(record[_CONTEXT])]
-        raise IndexOutOfRange(context.name, int(record[_POSITION]), int(record[_VALUE]), context.size, context.expected)
+        raise IndexOutOfRange(context.name, int(record[_POSITION]), int(record[_VALUE]), context.size, context.expected, context.shape)
 
 
 def bounds_record(stream) -> BoundsRecord:
@@ -170,7 +172,8 @@ def check_later(primitive, stream, indices, sizes: GatherSizes) -> None:
     if count == 0:
         return
     record = bounds_record(stream).array
-    context = _context_number(_Context(primitive.names[0], sizes.gather, primitive.expected(sizes)))
+    name, shape = caller_indices.get() or (primitive.names[0], None)
+    context = _context_number(_Context(name, sizes.gather, primitive.expected(sizes), shape))
     bounds_kernel(primitive.indices_dtype).launch(stream, count, indices, count, sizes.lo, sizes.hi, sizes.gather, int(primitive.wrap), record)
     keep_first_kernel(primitive.indices_dtype).launch(stream, 1, indices, context, record)
 
