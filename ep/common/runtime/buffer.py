@@ -14,7 +14,8 @@ _CPU = DeviceType.kCPU
 
 def is_cuda_buffer(obj: object) -> bool:
     """True for objects with __cuda_array_interface__ (and the CUDA simulator's arrays)."""
-    return hasattr(obj, "__cuda_array_interface__") or getattr(obj, "__cuda_ndarray__", False)
+    # numba's and the simulator's arrays first: the simulator's answer a missing attribute slowly.
+    return getattr(obj, "__cuda_ndarray__", False) or hasattr(obj, "__cuda_array_interface__")
 
 
 def device_type_of(obj: object, name: str) -> DeviceType:
@@ -85,6 +86,12 @@ def producer_stream(interface: dict, name: str = "array") -> int | None:
 
 def address(array) -> int:
     """The address of an array's first element (NumPy, __cuda_array_interface__, or the simulator's arrays)."""
+    if getattr(array, "__cuda_ndarray__", False):
+        # numba's arrays build their __cuda_array_interface__ on every read: ask for the pointer.
+        simulated = getattr(array, "_ary", None)  # the simulator's arrays wrap a NumPy array
+        if simulated is not None:
+            return simulated.__array_interface__["data"][0]
+        return array.device_ctypes_pointer.value or 0
     interface = getattr(array, "__cuda_array_interface__", None)
     if interface is None:
         interface = array.__array_interface__
