@@ -153,8 +153,9 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
     else:
         device = _same_device(params, indices, "params")
         params_shape, indices_shape = tuple(params.shape), tuple(indices.shape)
-        params = contiguous(params, device)
-        indices = contiguous(indices, device)
+        stream = stream_for(device, stream)  # copies go on the caller's stream too
+        params = contiguous(params, device, stream)
+        indices = contiguous(indices, device, stream)
     key = (device, params.dtype, indices.dtype, params_shape, indices_shape, axis, batch_dims, check_bounds)
     try:
         params_dtype, shape, primitive = _cached_gather_op(*key)
@@ -194,8 +195,9 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
     and are dropped without it."""
     device = _same_device(dy, indices, "dy")
     dy_shape, indices_shape = tuple(dy.shape), tuple(indices.shape)
-    dy = contiguous(dy, device)
-    indices = contiguous(indices, device)
+    stream = stream_for(device, stream)
+    dy = contiguous(dy, device, stream)
+    indices = contiguous(indices, device, stream)
     dtype = as_data_type(dy.dtype, "dy")
     if dtype not in SUM_TYPES:
         names = ", ".join(d.value for d in SUM_TYPES)
@@ -205,7 +207,6 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
     shape = gather_shape(params_shape, indices_shape, axis, batch_dims)
     if dy_shape != shape.shape:
         raise ValueError(f"dy: has shape {dy_shape}; expected {shape.shape}, the gather's result shape")
-    stream = stream_for(device, stream)
     dx = empty(params_shape, dtype, device, stream)
     primitive = NewPrimitive(UnsortedSegmentSumFactory, device, dtype, indices_dtype, wrap_negative=True, check_bounds=bool(check_bounds))
     _launch(primitive, indices_shape, stream, indices, shape.num_indices, dy, shape.batch, shape.outer, shape.gather, shape.inner, dx)

@@ -311,3 +311,24 @@ def test_devices_and_their_streams_are_per_index(cuda_device):
     count = ep.common.runtime.device.cuda_device_count()
     with pytest.raises(ValueError, match=f"device: cuda:{count} does not exist"):
         ep.GetDevice("cuda", count)
+
+
+@pytest.mark.parametrize("op", ["gather", "gather_grad", "expand", "binary"])
+def test_every_ops_copy_goes_on_the_callers_stream(cuda_device, launches, op):
+    stream = cuda_device.CreateStream()
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    strided = to_device(x, "cuda")[:, ::2]  # not contiguous: copied first
+    indices = to_device(np.array([2, 0, 3], np.int64), "cuda")
+    if op == "gather":
+        got, expected = ep.ops.gather(strided, indices, stream=stream), x[:, ::2][[2, 0, 3]]
+    elif op == "gather_grad":
+        got = ep.ops.gather_grad(strided[:3], indices, (4, 3), stream=stream)
+        expected = np.zeros((4, 3), np.float32)
+        np.add.at(expected, [2, 0, 3], x[:3, ::2])
+    elif op == "expand":
+        got, expected = ep.ops.expand(strided[:1], (2, 3), stream=stream), np.broadcast_to(x[:1, ::2], (2, 3))
+    else:
+        got, expected = ep.ops.binary("add", strided, strided, stream=stream), 2 * x[:, ::2]
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(got), expected)
+    assert len(launches) >= 2 and all(s is stream for s in launches)

@@ -146,7 +146,7 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
         raise ValueError(f"{name}: storage must be C-contiguous; got strides {array.strides} for shape {array.shape}")
     if array.size < count:
         raise ValueError(f"{name}: holds {array.size} elements, fewer than the {count} the launch needs")
-    flat = array.reshape(array.size)
+    flat = array if array.ndim == 1 else array.reshape(array.size)
     if dtype.storage_dtype != dtype.dtype:
         flat = flat.view(dtype.storage_dtype)
     return flat
