@@ -7,6 +7,7 @@ from typing import Callable, Sequence
 from numba import config, cuda
 
 from ep.common.jit import specialize
+from ep.common.runtime.device import cuda_device_count
 
 THREADS_PER_BLOCK = 256
 # A memory-bound kernel declares __launch_bounds__(256, 8): with 8 resident blocks of 256 threads
@@ -18,18 +19,23 @@ FULL_OCCUPANCY = (THREADS_PER_BLOCK, 8)
 _SIM_THREADS, _SIM_MAX_BLOCKS = 16, 2
 
 
-def launch_config(work: int) -> tuple[int, int]:
-    """(blocks, threads) for a grid-stride loop over work items."""
+def launch_config(work: int, device_index: int = 0) -> tuple[int, int]:
+    """(blocks, threads) for a grid-stride loop over work items on device device_index."""
     if config.ENABLE_CUDASIM:
         return max(1, min(_SIM_MAX_BLOCKS, -(-work // _SIM_THREADS))), _SIM_THREADS
     blocks = -(-work // THREADS_PER_BLOCK)
-    return max(1, min(blocks, _max_blocks())), THREADS_PER_BLOCK
+    return max(1, min(blocks, _max_blocks(device_index))), THREADS_PER_BLOCK
 
 
 @functools.cache
-def _max_blocks() -> int:
-    # Enough resident blocks to fill every SM; a grid-stride loop covers the rest.
-    return cuda.get_current_device().MULTIPROCESSOR_COUNT * 32
+def _max_blocks(device_index: int) -> int:
+    # Enough resident blocks to fill every SM of that device; a grid-stride loop covers the rest.
+    return cuda.gpus[device_index].MULTIPROCESSOR_COUNT * 32
+
+
+@functools.cache
+def _several_devices() -> bool:
+    return cuda_device_count() > 1
 
 
 class CudaKernel:
@@ -45,14 +51,22 @@ class CudaKernel:
 
     @functools.cached_property
     def compiled(self):
-        # The simulator's jit takes no launch bounds.
+        # The simulator's jit takes no launch bounds. cache=True: the kernel's qualname carries its
+        # kernel_digest, so Numba's disk cache keys it as it keys the CPU kernels, and a new process
+        # loads the cubin instead of compiling.
         bounds = {} if config.ENABLE_CUDASIM or self.launch_bounds is None else {"launch_bounds": self.launch_bounds}
-        return cuda.jit(self.argtypes, **bounds)(self._fn)
+        return cuda.jit(self.argtypes, cache=True, **bounds)(self._fn)
 
     def launch(self, stream, work: int, *args: object) -> None:
-        """Launch on an ep CudaStream with a grid sized for work items."""
-        blocks, threads = launch_config(work)
-        self.compiled[blocks, threads, stream.native](*args)
+        """Launch on an ep CudaStream with a grid sized for work items, on the stream's device."""
+        index = stream.device.index
+        blocks, threads = launch_config(work, index)
+        if _several_devices():
+            # A launch goes to the current device: make the stream's device current for it.
+            with cuda.gpus[index]:
+                self.compiled[blocks, threads, stream.native](*args)
+        else:
+            self.compiled[blocks, threads, stream.native](*args)
 
     def ptx(self, cc: tuple[int, int]) -> str:
         """PTX for compute capability cc; needs no GPU (NVVM only)."""

@@ -2,7 +2,8 @@
 UnsortedSegmentSum.
 
 Negative indices count from the end, and out-of-range ones raise (when checked) or give zeros:
-the primitives' wrap_negative and check_bounds options. The caller's indices are never written.
+the primitives' wrap_negative and check_bounds options. On CUDA a checked launch does not wait:
+the stream's next Sync() raises the IndexError, and the rows a bad index selects hold zeros. The caller's indices are never written.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES
 from ep.common.runtime.data_type import INDEX_TYPES, DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice
+from ep.common.runtime.stream import caller_indices
 from ep.common.runtime.validate import dims, integer
 from ep.include.primitive.batch_gather import BatchGatherFactory
 from ep.include.primitive.gather import IndexOutOfRange
@@ -118,9 +120,19 @@ _cached_gather_op = functools.lru_cache(maxsize=1024, typed=True)(_gather_op)
 
 def _bad_index(error: IndexOutOfRange, shape: tuple[int, ...]) -> IndexError:
     """The primitive's error, with the index's position in the caller's indices shape."""
-    position = np.unravel_index(error.position, shape)
-    where = f"indices[{', '.join(str(int(p)) for p in position)}]" if position else "indices"
-    return IndexError(f"{where} = {error.value} is out of range for an axis of size {error.size}; expected {error.expected}")
+    return IndexOutOfRange("indices", error.position, error.value, error.size, error.expected, shape)
+
+
+def _launch(primitive, indices_shape: tuple[int, ...], *args) -> None:
+    """primitive.Launch(*args), its bad index named in the caller's indices shape, also when a
+    CUDA stream's Sync raises it later (caller_indices)."""
+    token = caller_indices.set(("indices", indices_shape))
+    try:
+        primitive.Launch(*args)
+    except IndexOutOfRange as error:
+        raise _bad_index(error, indices_shape) from None
+    finally:
+        caller_indices.reset(token)
 
 
 @same_kind("params", "indices")
@@ -128,7 +140,8 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
     """tf.gather: slices of params along axis at indices, per batch for the first batch_dims dims.
 
     Indices in [-n, n) are valid (negatives count from the end); with check_bounds any other index
-    raises IndexError (and nothing is written), without it gives zeros. Returns a new array, or out.
+    raises IndexError (and nothing is written; on CUDA at the stream's next Sync(), with zeros in the
+    rows bad indices select), without it gives zeros. Returns a new array, or out.
     Global params and indices (ep.to_global) give a global tensor, laid out by sbp when given.
     """
     # Shapes first: a contiguous NumPy copy of a 0-d array is 1-d.
@@ -147,8 +160,9 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
             return global_call("gather", tensors, (params, indices, axis, batch_dims), kwargs)
         device = _same_device(params, indices, "params")
         params_shape, indices_shape = tuple(params.shape), tuple(indices.shape)
-        params = contiguous(params, device)
-        indices = contiguous(indices, device)
+        stream = stream_for(device, stream)  # copies go on the caller's stream too
+        params = contiguous(params, device, stream)
+        indices = contiguous(indices, device, stream)
     key = (device, params.dtype, indices.dtype, params_shape, indices_shape, axis, batch_dims, check_bounds)
     try:
         params_dtype, shape, primitive = _cached_gather_op(*key)
@@ -168,10 +182,7 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
         indices = unaliased(indices, out, device, stream)
     if shape.batch * shape.num_indices == 0 or (not check_bounds and math.prod(shape.shape) == 0):
         return out
-    try:
-        primitive.Launch(stream, indices, shape.num_indices, params, shape.batch, shape.outer, shape.gather, shape.inner, out)
-    except IndexOutOfRange as error:
-        raise _bad_index(error, indices_shape) from None
+    _launch(primitive, indices_shape, stream, indices, shape.num_indices, params, shape.batch, shape.outer, shape.gather, shape.inner, out)
     return out
 
 
@@ -199,8 +210,9 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
         return global_call("gather_grad", {"dy": dy, "indices": indices}, (dy, indices, params_shape, axis, batch_dims), kwargs)
     device = _same_device(dy, indices, "dy")
     dy_shape, indices_shape = tuple(dy.shape), tuple(indices.shape)
-    dy = contiguous(dy, device)
-    indices = contiguous(indices, device)
+    stream = stream_for(device, stream)
+    dy = contiguous(dy, device, stream)
+    indices = contiguous(indices, device, stream)
     dtype = as_data_type(dy.dtype, "dy")
     if dtype not in SUM_TYPES:
         names = ", ".join(d.value for d in SUM_TYPES)
@@ -210,11 +222,7 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
     shape = gather_shape(params_shape, indices_shape, axis, batch_dims)
     if dy_shape != shape.shape:
         raise ValueError(f"dy: has shape {dy_shape}; expected {shape.shape}, the gather's result shape")
-    stream = stream_for(device, stream)
     dx = empty(params_shape, dtype, device, stream)
     primitive = NewPrimitive(UnsortedSegmentSumFactory, device, dtype, indices_dtype, wrap_negative=True, check_bounds=bool(check_bounds))
-    try:
-        primitive.Launch(stream, indices, shape.num_indices, dy, shape.batch, shape.outer, shape.gather, shape.inner, dx)
-    except IndexOutOfRange as error:
-        raise _bad_index(error, indices_shape) from None
+    _launch(primitive, indices_shape, stream, indices, shape.num_indices, dy, shape.batch, shape.outer, shape.gather, shape.inner, dx)
     return dx

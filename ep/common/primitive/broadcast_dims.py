@@ -88,8 +88,8 @@ class BroadcastDimsPrimitive:
     def _checked(self, stream, src_dims, src, dst_dims, dst):
         """(plan, src storage, dst storage) once every argument is checked."""
         if type(stream) is not self._stream_type:
-            check_stream(stream, self.device_type)
+            stream = check_stream(stream, self.device_type)
         plan = self._plans.get(src_dims, dst_dims) if self._small_is_src else self._plans.get(dst_dims, src_dims)
-        src = storage(src, "src", self.device_type, self.dtype, plan.src_count)
-        dst = storage(dst, "dst", self.device_type, self.dtype, plan.dst_count, writable=True)
+        src = storage(src, "src", self.device_type, self.dtype, plan.src_count, stream=stream)
+        dst = storage(dst, "dst", self.device_type, self.dtype, plan.dst_count, writable=True, stream=stream)
         return plan, src, dst

@@ -141,7 +141,7 @@ class BroadcastElementwiseBinaryImpl(BroadcastElementwiseBinary):
         # Written for tiny launches, whose cost is this function: for dims seen before, one lookup,
         # the buffer checks and the kernel call.
         if type(stream) is not self._stream_type:
-            check_stream(stream, self.device_type)
+            stream = check_stream(stream, self.device_type)
         # A NumPy array is never a scalar: the common case skips the isinstance.
         value0 = type(src0) is not _ndarray and is_scalar(src0)
         value1 = type(src1) is not _ndarray and is_scalar(src1)
@@ -157,9 +157,9 @@ class BroadcastElementwiseBinaryImpl(BroadcastElementwiseBinary):
                     launch = self._new_launch(src0_dims, src1_dims, value0, value1)
                     break
         device, dtype = self.device_type, self.src_dtype
-        a = scalar_value(src0, "src0", dtype) if value0 else storage(src0, "src0", device, dtype, launch.count0)
-        b = scalar_value(src1, "src1", dtype) if value1 else storage(src1, "src1", device, dtype, launch.count1)
-        out = storage(dst, "dst", device, self.dst_dtype, launch.count, writable=True)
+        a = scalar_value(src0, "src0", dtype) if value0 else storage(src0, "src0", device, dtype, launch.count0, stream=stream)
+        b = scalar_value(src1, "src1", dtype) if value1 else storage(src1, "src1", device, dtype, launch.count1, stream=stream)
+        out = storage(dst, "dst", device, self.dst_dtype, launch.count, writable=True, stream=stream)
         if launch.run is not None:
             launch.run(stream, a, b, out, *self.attrs)
 

@@ -36,7 +36,7 @@ class CopyNdImpl(CopyNd):
 
     def Launch(self, stream, data_type, num_dims, dst, dst_dims, dst_pos, src, src_dims, src_pos, extent, src_strides=None) -> None:
         if type(stream) is not self._stream_type:
-            check_stream(stream, self.device_type)
+            stream = check_stream(stream, self.device_type)
         # Checked arguments are kept by the caller's own values. Floats and bools compare equal to
         # ints, so a hit counts only when every size is an int; anything else is checked again.
         raw = (data_type, num_dims, dst_dims, dst_pos, src_dims, src_pos, extent, src_strides)
@@ -47,8 +47,8 @@ class CopyNdImpl(CopyNd):
         else:
             if type(num_dims) is not int or not _all_ints(raw[2:]):
                 args = self._check(raw)
-        src = storage(src, "src", self.device_type, args.data_type, args.src_count)
-        dst = storage(dst, "dst", self.device_type, args.data_type, args.dst_count, writable=True)
+        src = storage(src, "src", self.device_type, args.data_type, args.src_count, stream=stream)
+        dst = storage(dst, "dst", self.device_type, args.data_type, args.dst_count, writable=True, stream=stream)
         if args.launches is not None:  # None: an empty box
             run_copy(self._kernels, stream, args, src, dst, "extent")
 

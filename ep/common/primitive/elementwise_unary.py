@@ -47,11 +47,11 @@ class ElementwiseUnaryImpl(ElementwiseUnary):
     def Launch(self, stream, src, dst, count: int) -> None:
         # Exact types skip the general checks: a tiny launch costs little more than these lines.
         if type(stream) is not self._stream_type:
-            check_stream(stream, self.device_type)
+            stream = check_stream(stream, self.device_type)
         if type(count) is not int or not 0 <= count <= INT64_MAX:
             count = check_count(count)
-        src = storage(src, "src", self.device_type, self.src_dtype, count)
-        dst = storage(dst, "dst", self.device_type, self.dst_dtype, count, writable=True)
+        src = storage(src, "src", self.device_type, self.src_dtype, count, stream=stream)
+        dst = storage(dst, "dst", self.device_type, self.dst_dtype, count, writable=True, stream=stream)
         if count:
             self._kernel.launch(stream, count, src, dst, count, *self.attrs)
 

@@ -122,7 +122,8 @@ class IndexedKernels(abc.ABC):
     def run(self, primitive: IndexedPrimitive, plan: tuple, stream, indices, src, dst) -> int:
         """Check the buffers against plan, (sizes, what plan() made), with primitive.checked_buffers
         and run it on stream: -1, or with check the position of the first bad index (then nothing
-        is written)."""
+        is written). A device that must not wait for its check (CUDA) returns -1 and has the
+        stream's Sync() raise the error instead."""
 
     @abc.abstractmethod
     def all_kernels(self) -> Iterator[object]:
@@ -160,7 +161,7 @@ class IndexedPrimitive:
     def _launch(self, stream, indices, num_indices, src, batch, outer, gather, inner, dst, offset) -> None:
         # Exact types skip the general checks: a tiny launch costs little more than these lines.
         if type(stream) is not self._stream_type:
-            check_stream(stream, self.device_type)
+            stream = check_stream(stream, self.device_type)
         try:
             plan = self._plan(num_indices, batch, outer, gather, inner, offset)
         except TypeError:
@@ -170,22 +171,26 @@ class IndexedPrimitive:
         if bad >= 0:
             raise self._out_of_range(plan[0], indices, bad)
 
+    def expected(self, sizes: GatherSizes) -> str:
+        """The index values a launch of these sizes accepts, as its IndexOutOfRange says them."""
+        n = sizes.gather
+        return f"{-n} <= index < {n}" if self.wrap else f"{sizes.offset} <= index < {sizes.offset + n}"
+
     def _out_of_range(self, sizes: GatherSizes, indices, position: int) -> IndexOutOfRange:
         name = self.names[0]
         value = int(storage(indices, name, self.device_type, self.indices_dtype, sizes.index_count)[position])
-        n = sizes.gather
-        expected = f"{-n} <= index < {n}" if self.wrap else f"{sizes.offset} <= index < {sizes.offset + n}"
-        return IndexOutOfRange(name, position, value, n, expected)
+        return IndexOutOfRange(name, position, value, sizes.gather, self.expected(sizes))
 
-    def checked_buffers(self, sizes: GatherSizes, indices, src, dst) -> tuple[object, object, object]:
-        """indices, src and dst as flat storage of the counts sizes need; the error names a bad one."""
+    def checked_buffers(self, sizes: GatherSizes, indices, src, dst, stream=None) -> tuple[object, object, object]:
+        """indices, src and dst as flat storage of the counts sizes need (on CUDA ordered after
+        their producers on stream); the error names a bad one."""
         params, gathered = sizes.params_count, sizes.gathered_count
         src_count, dst_count = (params, gathered) if self.is_gather else (gathered, params)
         indices_name, src_name, dst_name = self.names
         return (
-            storage(indices, indices_name, self.device_type, self.indices_dtype, sizes.index_count),
-            storage(src, src_name, self.device_type, self.dtype, src_count),
-            storage(dst, dst_name, self.device_type, self.dtype, dst_count, writable=True),
+            storage(indices, indices_name, self.device_type, self.indices_dtype, sizes.index_count, stream=stream),
+            storage(src, src_name, self.device_type, self.dtype, src_count, stream=stream),
+            storage(dst, dst_name, self.device_type, self.dtype, dst_count, writable=True, stream=stream),
         )
 
 

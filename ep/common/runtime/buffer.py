@@ -6,6 +6,7 @@ import numpy as np
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.dlpack import host_array, is_dlpack
+from ep.common.runtime.stream import bound_handle
 
 
 _ndarray = np.ndarray
@@ -14,7 +15,8 @@ _CPU = DeviceType.kCPU
 
 def is_cuda_buffer(obj: object) -> bool:
     """True for objects with __cuda_array_interface__ (and the CUDA simulator's arrays)."""
-    return hasattr(obj, "__cuda_array_interface__") or getattr(obj, "__cuda_ndarray__", False)
+    # numba's and the simulator's arrays first: the simulator's answer a missing attribute slowly.
+    return getattr(obj, "__cuda_ndarray__", False) or hasattr(obj, "__cuda_array_interface__")
 
 
 def device_type_of(obj: object, name: str) -> DeviceType:
@@ -39,26 +41,58 @@ def plain_ndarray(array: np.ndarray, name: str) -> np.ndarray:
     return array.view(np.ndarray)
 
 
-def as_cuda_array(obj, name: str = "array"):
-    """A numba device array viewing a CUDA buffer (the simulator's arrays pass through).
+def as_cuda_array(obj, name: str = "array", stream=None):
+    """A numba device array viewing a CUDA buffer (numba's and the simulator's arrays pass through).
+
+    The host never waits for the stream obj was produced on (its CAI v3 "stream", or the stream a
+    numba array is bound to): given the ep CudaStream a launch will read obj on, that stream waits
+    for it on the device (an event); without one, nothing is ordered.
 
     TypeError naming name when obj's __cuda_array_interface__ describes no array numba can view,
     or when the simulator is given anything but its own arrays (it has no device memory to view).
     """
+    if getattr(obj, "__cuda_ndarray__", False):
+        if stream is not None:
+            bound = obj.stream
+            if bound is not stream.native and not isinstance(bound, int):  # 0: bound to no stream
+                stream.wait_for(bound_handle(bound))
+        return obj
     from numba import config, cuda
 
-    if getattr(obj, "__cuda_ndarray__", False):
-        return obj
     if config.ENABLE_CUDASIM:
         raise TypeError(f"{name}: {type(obj).__name__} is not an array of the CUDA simulator; expected one from numba.cuda")
     try:
-        return cuda.as_cuda_array(obj)
+        interface = obj.__cuda_array_interface__
+        # sync=False: numba would otherwise block the host on the producer's stream (cuStreamSynchronize).
+        array = cuda.from_cuda_array_interface(interface, owner=obj, sync=False)
     except Exception as error:  # numba raises KeyError, TypeError, ValueError, ... for a malformed interface
         raise TypeError(f"{name}: its __cuda_array_interface__ is not a valid array ({type(error).__name__}: {error})") from None
+    if stream is not None:
+        stream.wait_for(producer_stream(interface, name))
+    return array
+
+
+def producer_stream(interface: dict, name: str = "array") -> int | None:
+    """The CUstream handle a CAI v3 consumer must order after: its "stream" key, None when absent
+    or None (no ordering needed). ValueError naming name for 0, which v3 forbids as ambiguous."""
+    handle = interface.get("stream")
+    if handle is None:
+        return None
+    if type(handle) is not int or handle < 0:
+        raise ValueError(f"{name}: __cuda_array_interface__ has stream {handle!r}; expected None or a CUstream handle (int > 0)")
+    if handle == 0:
+        raise ValueError(f"{name}: __cuda_array_interface__ has stream 0, which CAI v3 forbids; expected None, 1, 2 or a stream handle")
+    return handle
 
 
 def address(array) -> int:
     """The address of an array's first element (NumPy, __cuda_array_interface__, or the simulator's arrays)."""
+    if getattr(array, "__cuda_ndarray__", False):
+        # numba's arrays build their __cuda_array_interface__ on every read: ask for the pointer.
+        simulated = getattr(array, "_ary", None)  # the simulator's arrays wrap a NumPy array
+        if simulated is not None:
+            return simulated.__array_interface__["data"][0]
+        return array.device_ctypes_pointer.value or 0
     interface = getattr(array, "__cuda_array_interface__", None)
     if interface is None:
         interface = array.__array_interface__
@@ -77,8 +111,9 @@ def check_device_address(array, name: str) -> None:
             raise ValueError(f"{name}: starts at address {start:#x}, not a multiple of its {array.dtype.itemsize}-byte elements")
 
 
-def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, count: int, writable: bool = False):
-    """obj as flat C-contiguous storage of at least count elements, in dtype's storage dtype.
+def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, count: int, writable: bool = False, stream=None):
+    """obj as flat C-contiguous storage of at least count elements, in dtype's storage dtype; on
+    CUDA, stream (the launch's) is ordered after the stream obj was produced on (as_cuda_array).
 
     Raises TypeError for an array of the wrong device or dtype, ValueError for a non-contiguous or
     short buffer, so that no kernel ever indexes outside what it was given.
@@ -107,7 +142,7 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
         if not is_cuda_buffer(obj):
             where = "a numpy.ndarray" if isinstance(obj, np.ndarray) else type(obj).__name__
             raise TypeError(f"{name}: {where} was given to a cuda primitive; expected an object with __cuda_array_interface__")
-        array = as_cuda_array(obj, name)
+        array = as_cuda_array(obj, name, stream)
         contiguous = array.is_c_contiguous()
         check_device_address(array, name)
     if array.dtype != dtype.dtype:
@@ -116,7 +151,7 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
         raise ValueError(f"{name}: storage must be C-contiguous; got strides {array.strides} for shape {array.shape}")
     if array.size < count:
         raise ValueError(f"{name}: holds {array.size} elements, fewer than the {count} the launch needs")
-    flat = array.reshape(array.size)
+    flat = array if array.ndim == 1 else array.reshape(array.size)
     if dtype.storage_dtype != dtype.dtype:
         flat = flat.view(dtype.storage_dtype)
     return flat

@@ -65,6 +65,16 @@ class Device:
 
         return new_stream(self)
 
+    def WrapStream(self, stream: object):
+        """An ep Stream launching on the caller's CUDA stream of this device: a PyTorch or CuPy
+        stream object, anything with __cuda_stream__, or a raw CUstream handle (an int; 0 is the
+        default stream). The caller keeps it alive: ep holds the object, never destroys the stream."""
+        from ep.common.runtime.stream import wrap_stream
+
+        if self.device_type is not DeviceType.kCUDA:
+            raise TypeError(f"stream: {self!r} runs launches at once; only a cuda device wraps a stream")
+        return wrap_stream(self, stream)
+
     @functools.cached_property
     def default_stream(self):
         """The stream ep.ops launches on when none is given."""

@@ -3,7 +3,7 @@ back from its offset with divisions by invariant sizes (gather_common's 32- or 6
 
 Rows move as raw units of the widest size dividing the row and both buffers' addresses; 16-byte
 units are one 128-bit load and store (byte_units.move16). With check_bounds a pass over the
-indices runs first, so that a bad index stops the launch before the gather writes anything.
+indices is queued first and a bad index raised at the stream's Sync (gather_common).
 """
 from __future__ import annotations
 
@@ -80,10 +80,10 @@ def gather_kernel(indices_dtype: DataType, unit: int, wide: bool, batched: bool)
 class CudaGatherKernels(IndexedKernels):
     def run(self, primitive, plan, stream, indices, in_, out) -> int:
         # A launch's move unit and index width depend on its buffers: run picks them.
-        bad, (indices, in_, out) = gather_common.checked_launch(primitive, plan, stream, indices, in_, out)
+        indices, in_, out = gather_common.checked_launch(primitive, plan, stream, indices, in_, out)
         sizes = plan[0]
-        if bad >= 0 or sizes.gathered_count == 0:
-            return bad
+        if sizes.gathered_count == 0:
+            return -1
         # Every size is now bounded by a buffer's length, except gather when in_ is empty: then it is 0.
         row_bytes = sizes.inner * primitive.dtype.itemsize
         unit = move_unit(row_bytes, (in_, out) if sizes.params_count else (out,), WIDEST_UNIT)

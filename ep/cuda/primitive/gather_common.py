@@ -1,6 +1,10 @@
 """What the CUDA kernels of Gather, BatchGather and UnsortedSegmentSum share: index widths, the
 divisions by invariant sizes, and the bounds check that runs before either writes.
 
+With check_bounds the launch does not wait for its check: a bounds kernel records the first bad
+index on the device, the gather writes zeros where an index selects no row (the segment sum adds
+nothing), and the stream's next Sync() raises IndexOutOfRange with its position and value.
+
 Each kernel comes in two index widths: 32-bit, with fast_divmod's multiply-high in place of
 every division, when every buffer fits in 2**31 - 1 elements, and 64-bit with plain division
 otherwise.
@@ -8,6 +12,8 @@ otherwise.
 from __future__ import annotations
 
 import functools
+import threading
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -17,7 +23,9 @@ from ep.common.jit import scalar_function, template
 from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT, fast_divmod, fast_divmod_params
 from ep.common.primitive.gather import GatherSizes, gather_row
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
+from ep.common.runtime.stream import caller_indices
 from ep.cuda.kernel import CudaKernel
+from ep.include.primitive.gather import IndexOutOfRange
 
 
 @scalar_function
@@ -46,14 +54,35 @@ def needs_wide(*counts: int) -> bool:
     return max(counts) > FAST_DIVMOD_LIMIT
 
 
+# A record's empty slot: larger than any position.
+_NONE = np.iinfo(np.int64).max
+# A stream's record: [this launch's first bad position, the failing launch's context, its
+# position, its value].
+_SCRATCH, _CONTEXT, _POSITION, _VALUE = range(4)
+
+
 @template()
-def _first_bad(indices, count, lo, hi, size, wrap, first):
+def _first_bad(indices, count, lo, hi, size, wrap, record):
     t = cuda.grid(1)
     step = cuda.gridsize(1)
     while t < count:
         if gather_row(np.int64(indices[t]), lo, hi, size, wrap) < 0:
-            cuda.atomic.min(first, 0, t)
+            cuda.atomic.min(record, 0, t)
         t += step
+
+
+@template()
+def _keep_first(indices, context, record):
+    # One thread, after _first_bad: this launch's bad index becomes the stream's error unless an
+    # earlier launch's already is (the host reads it at Sync), and the scratch slot is reset.
+    if cuda.grid(1) == 0:
+        position = record[0]
+        if position != _NONE:
+            if record[1] == _NONE:
+                record[1] = context
+                record[2] = position
+                record[3] = np.int64(indices[position])
+            record[0] = _NONE
 
 
 @functools.cache
@@ -63,27 +92,97 @@ def bounds_kernel(indices_dtype: DataType) -> CudaKernel:
     return CudaKernel(_first_bad, f"gather_bounds_{indices_dtype.value}", argtypes)
 
 
+@functools.cache
+def keep_first_kernel(indices_dtype: DataType) -> CudaKernel:
+    """The one-thread kernel that records a launch's bad index (its value read on the device)."""
+    argtypes = (numba.from_dtype(indices_dtype.dtype)[::1], numba.int64, numba.int64[::1])
+    return CudaKernel(_keep_first, f"gather_bounds_record_{indices_dtype.value}", argtypes)
+
+
 def bounds_kernels():
-    """The bounds-check kernel of every index dtype."""
-    return [bounds_kernel(dtype) for dtype in INDEX_TYPES]
+    """The bounds-check kernels of every index dtype."""
+    for dtype in INDEX_TYPES:
+        yield bounds_kernel(dtype)
+        yield keep_first_kernel(dtype)
 
 
-def first_bad(stream, indices, indices_dtype: DataType, sizes: GatherSizes, wrap: bool) -> int:
-    """The position of the first of the launch's indices (flat device storage) that selects no
-    row, or -1; only that one number comes back to the host."""
+class _Context(NamedTuple):
+    """What the error of a launch with a bad index says beyond its position and value."""
+
+    name: str
+    size: int
+    expected: str
+    shape: tuple[int, ...] | None
+
+
+# Contexts are few (one per primitive kind and size): a record names one by its number here.
+_contexts: dict[_Context, int] = {}
+_context_list: list[_Context] = []
+_contexts_lock = threading.Lock()
+
+
+def _context_number(context: _Context) -> int:
+    number = _contexts.get(context)
+    if number is None:
+        with _contexts_lock:
+            number = _contexts.setdefault(context, len(_context_list))
+            if number == len(_context_list):
+                _context_list.append(context)
+    return number
+
+
+class BoundsRecord:
+    """A stream's device record of the first bad index its checked launches met, read by Sync.
+
+    Allocated once per stream (its first checked launch), so a launch allocates, copies and waits
+    for nothing: its kernels write the record on the device and Sync raises the error.
+    """
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        with cuda.gpus[stream.device.index]:
+            self.array = cuda.to_device(np.full(4, _NONE, np.int64), stream=stream.native)
+
+    def check(self) -> None:
+        """After the stream's synchronization: raise IndexOutOfRange for the first bad index
+        recorded since the last check (and clear it)."""
+        record = self.array.copy_to_host(stream=self.stream.native)
+        if record[_CONTEXT] == _NONE:
+            return
+        self.array.copy_to_device(np.full(4, _NONE, np.int64), stream=self.stream.native)
+        self.stream.native.synchronize()
+        context = _context_list[int(record[_CONTEXT])]
+        raise IndexOutOfRange(context.name, int(record[_POSITION]), int(record[_VALUE]), context.size, context.expected, context.shape)
+
+
+def bounds_record(stream) -> BoundsRecord:
+    """The stream's BoundsRecord, made on its first checked launch."""
+    for check in stream.deferred:
+        if type(check) is BoundsRecord:
+            return check
+    record = BoundsRecord(stream)
+    stream.deferred.append(record)
+    return record
+
+
+def check_later(primitive, stream, indices, sizes: GatherSizes) -> None:
+    """Queue the bounds check of the launch's indices (flat device storage) on stream: nothing
+    waits; a bad index is raised by the stream's next Sync, and its rows are written as zeros."""
     count = sizes.index_count
     if count == 0:
-        return -1
-    first = cuda.to_device(np.array([count], np.int64), stream=stream.native)
-    bounds_kernel(indices_dtype).launch(stream, count, indices, count, sizes.lo, sizes.hi, sizes.gather, int(wrap), first)
-    position = first.copy_to_host(stream=stream.native)
-    stream.Sync()
-    return int(position[0]) if position[0] < count else -1
+        return
+    record = bounds_record(stream).array
+    name, shape = caller_indices.get() or (primitive.names[0], None)
+    context = _context_number(_Context(name, sizes.gather, primitive.expected(sizes), shape))
+    bounds_kernel(primitive.indices_dtype).launch(stream, count, indices, count, sizes.lo, sizes.hi, sizes.gather, int(primitive.wrap), record)
+    keep_first_kernel(primitive.indices_dtype).launch(stream, 1, indices, context, record)
 
 
-def checked_launch(primitive, plan: tuple, stream, indices, src, dst) -> tuple[int, tuple]:
-    """(-1, or with check_bounds the first bad index's position; the buffers as flat storage)."""
+def checked_launch(primitive, plan: tuple, stream, indices, src, dst) -> tuple:
+    """The buffers as flat storage (ordered after their producers on stream), with check_bounds'
+    check queued on stream before the launch that reads them."""
     sizes = plan[0]
-    buffers = primitive.checked_buffers(sizes, indices, src, dst)
-    bad = first_bad(stream, buffers[0], primitive.indices_dtype, sizes, primitive.wrap) if primitive.check else -1
-    return bad, buffers
+    buffers = primitive.checked_buffers(sizes, indices, src, dst, stream)
+    if primitive.check:
+        check_later(primitive, stream, buffers[0], sizes)
+    return buffers

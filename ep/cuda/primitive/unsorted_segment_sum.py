@@ -82,13 +82,13 @@ def _to_half_kernel() -> CudaKernel:
 class CudaUnsortedSegmentSumKernels(IndexedKernels):
     def run(self, primitive, plan, stream, ids, data, out) -> int:
         # The index width depends on the buffers' lengths: run picks it.
-        bad, (ids, data, out) = gather_common.checked_launch(primitive, plan, stream, ids, data, out)
+        ids, data, out = gather_common.checked_launch(primitive, plan, stream, ids, data, out)
         sizes = plan[0]
         out_count, data_count = sizes.params_count, sizes.gathered_count
-        if bad >= 0 or out_count == 0:
-            return bad
+        if out_count == 0:
+            return -1
         acc_dtype = accumulator_dtype(primitive.dtype)
-        acc = out if acc_dtype is primitive.dtype else cuda.device_array(out_count, acc_dtype.dtype, stream=stream.native)
+        acc = out if acc_dtype is primitive.dtype else stream.temporary(out_count, acc_dtype.dtype)
         _fill_kernel(acc_dtype).launch(stream, out_count, acc, out_count)
         if data_count:
             wide = gather_common.needs_wide(out_count, data_count, ids.size)

@@ -3,20 +3,27 @@ from __future__ import annotations
 
 import abc
 
+import numpy as np
+
 from ep.include.primitive.primitive import Factory, Primitive
 
 
 class IndexOutOfRange(IndexError):
-    """A launch made with check_bounds met an index that selects no row; it wrote nothing.
+    """A launch made with check_bounds met an index that selects no row; on the CPU it wrote
+    nothing, on CUDA the stream's next Sync() raises it and the rows it selects hold zeros.
 
     name is the indices' argument name, position the index's flat position in them, value its
-    value, size the launch's gather size and expected the values it accepts ("lo <= index < hi"),
-    so that a caller can say where the index was in its own shape.
+    value, size the launch's gather size and expected the values it accepts ("lo <= index < hi");
+    with shape (the caller's indices shape) the message names the position in that shape.
     """
 
-    def __init__(self, name: str, position: int, value: int, size: int, expected: str) -> None:
-        super().__init__(f"{name}[{position}] = {value} is out of range for an axis of size {size}; expected {expected}")
-        self.position, self.value, self.size, self.expected = position, value, size, expected
+    def __init__(self, name: str, position: int, value: int, size: int, expected: str, shape: tuple[int, ...] | None = None) -> None:
+        where = f"{name}[{position}]"
+        if shape is not None:
+            index = np.unravel_index(position, shape)
+            where = f"{name}[{', '.join(str(int(i)) for i in index)}]" if index else name
+        super().__init__(f"{where} = {value} is out of range for an axis of size {size}; expected {expected}")
+        self.name, self.position, self.value, self.size, self.expected = name, position, value, size, expected
 
 
 class Gather(Primitive):

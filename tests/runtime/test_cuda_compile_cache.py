@@ -1,0 +1,61 @@
+"""CUDA kernels are cached on disk like the CPU's: CudaKernel compiles with cache=True, and Numba's
+CUDA cache locates a kernel's entry by its kernel_digest name, the same in every process.
+
+Compiling needs a GPU (numba-cuda compiles for the current device), so without one the test checks
+the mechanism: the flag, and the cache entry two fresh processes would read and write.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ep.common.runtime.device import cuda_installed
+
+pytestmark = pytest.mark.skipif(not cuda_installed(), reason="needs numba-cuda")
+
+_LOCATE = """
+import json
+from numba import cuda
+from ep.common.runtime.data_type import DataType
+from ep.cuda.primitive.gather import gather_kernel
+
+kernel = gather_kernel(DataType.kInt64, 4, False, False)
+cache = cuda.jit(cache=True)(kernel._fn)._cache
+print(json.dumps({"cache": type(cache).__name__, "index": cache._cache_file._index_path, "name": kernel._fn.__qualname__}))
+"""
+
+
+def _locate() -> dict:
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    done = subprocess.run([sys.executable, "-c", _LOCATE], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_kernel_has_one_cache_entry_for_every_process():
+    first, second = _locate(), _locate()
+    assert first["cache"] == "CUDACache"
+    assert first == second
+    # The entry is named by the kernel's digest name, so an edit to what it inlines renames it.
+    assert first["name"].startswith("gather_int64_u4_i32_") and first["name"] in os.path.basename(first["index"])
+
+
+def test_cuda_kernels_compile_with_the_disk_cache(monkeypatch):
+    from ep.common.runtime.data_type import DataType
+    from ep.cuda import kernel as kernel_module
+    from ep.cuda.primitive import gather_common
+
+    asked = []
+
+    def jit(*args, **options):
+        asked.append(options)
+        return lambda fn: fn
+
+    monkeypatch.setattr(kernel_module.cuda, "jit", jit)
+    argtypes = gather_common.bounds_kernel(DataType.kInt32).argtypes
+    assert kernel_module.CudaKernel(gather_common._first_bad, "fresh", argtypes).compiled is not None
+    assert asked == [{"cache": True}]

@@ -1,0 +1,334 @@
+"""CUDA streams on the simulator: the caller's stream objects accepted and launched on, producers'
+streams waited for with events, no host work hidden in a Launch (counted by instrumenting numba),
+check_bounds raised at Sync, the default stream's CAI v3 handle, the device a launch runs on."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ep
+import ep.ops
+from ep.common.runtime import buffer, stream as streams
+from ep.common.runtime.device import Device, DeviceType, cuda_available
+from ep.testing import to_device, to_numpy
+
+pytestmark = pytest.mark.skipif(not cuda_available(), reason="needs numba-cuda (a GPU or the simulator)")
+
+
+class StreamProtocol:
+    """A stream in the CUDA stream protocol (cuda.core, CuPy >= 13, numba): __cuda_stream__()."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+class StreamAttribute:
+    """An older protocol producer: __cuda_stream__ as an attribute."""
+
+    def __init__(self, handle):
+        self.__cuda_stream__ = (0, handle)
+
+
+class TorchLikeStream:
+    """torch.cuda.Stream's attributes: cuda_stream and device.index."""
+
+    def __init__(self, handle, index=0):
+        self.cuda_stream = handle
+        self.device = type("device", (), {"index": index})()
+
+
+class CupyLikeStream:
+    """CuPy's older Stream: ptr and device_id."""
+
+    def __init__(self, handle, index=0):
+        self.ptr, self.device_id = handle, index
+
+
+@pytest.fixture
+def cuda_device():
+    return ep.GetDevice("cuda")
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """The ep stream of every kernel launch made while the test runs."""
+    from ep.cuda.kernel import CudaKernel
+
+    seen = []
+    original = CudaKernel.launch
+
+    def launch(self, stream, work, *args):
+        seen.append(stream)
+        return original(self, stream, work, *args)
+
+    monkeypatch.setattr(CudaKernel, "launch", launch)
+    return seen
+
+
+@pytest.mark.parametrize("make", [StreamProtocol, StreamAttribute, TorchLikeStream, CupyLikeStream, int])
+def test_a_callers_stream_object_is_wrapped_and_launched_on(cuda_device, launches, make):
+    handle = 0x7F0000 + 16 * [StreamProtocol, StreamAttribute, TorchLikeStream, CupyLikeStream, int].index(make)
+    foreign = make(handle)
+    wrapped = cuda_device.WrapStream(foreign)
+    assert isinstance(wrapped, streams.CudaStream) and wrapped.handle == handle and wrapped.device is cuda_device
+    assert cuda_device.WrapStream(make(handle)) is wrapped  # one ep stream per caller's stream
+    x = np.linspace(-2, 2, 40, dtype=np.float32)
+    # Straight to a primitive: Launch wraps what it is given.
+    primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cuda", ep.UnaryOp.kRelu, np.float32, np.float32)
+    out = to_device(np.zeros_like(x), "cuda")
+    primitive.Launch(foreign, to_device(x, "cuda"), out, x.size)
+    wrapped.Sync()
+    np.testing.assert_array_equal(to_numpy(out), np.maximum(x, 0))
+    assert launches and all(s is wrapped for s in launches)
+
+
+def test_handle_zero_is_the_default_stream_and_ep_streams_pass_through(cuda_device):
+    assert cuda_device.WrapStream(0) is cuda_device.default_stream
+    created = cuda_device.CreateStream()
+    assert cuda_device.WrapStream(created) is created
+
+
+@pytest.mark.parametrize("bad", [None, "stream", -3, 2.5, True, StreamProtocol("x")])
+def test_what_is_no_stream_is_refused_naming_it(cuda_device, bad):
+    with pytest.raises(TypeError, match="stream: .* is not a stream; expected an ep Stream"):
+        cuda_device.WrapStream(bad)
+
+
+def test_a_stream_of_another_device_is_refused(cuda_device):
+    with pytest.raises(ValueError, match=r"stream: .* is on cuda:1; expected a stream of Device\(cuda:0\)"):
+        cuda_device.WrapStream(TorchLikeStream(0x7E0000, index=1))
+    with pytest.raises(TypeError, match="only a cuda device wraps a stream"):
+        ep.GetDevice("cpu").WrapStream(5)
+
+
+def test_ops_take_the_callers_stream_and_copy_on_it(cuda_device, launches):
+    foreign = StreamProtocol(0x7D0000)
+    wrapped = cuda_device.WrapStream(foreign)
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) - 10
+    strided = to_device(x, "cuda")[:, ::2]  # not contiguous: ep.ops copies it first
+    got = ep.ops.unary("relu", strided, stream=foreign)
+    wrapped.Sync()
+    np.testing.assert_array_equal(to_numpy(got), np.maximum(x[:, ::2], 0))
+    assert len(launches) >= 2 and all(s is wrapped for s in launches)  # the CopyNd copy included
+
+
+def test_the_default_stream_exports_a_valid_cai_v3_handle(cuda_device):
+    default = cuda_device.default_stream
+    assert default.handle == streams.LEGACY_DEFAULT_STREAM == 1
+    array = ep.ops.unary("relu", to_device(np.ones(4, np.float32), "cuda"))
+    # The stream the array is bound to, and so its CAI "stream", is a handle v3 allows (not 0).
+    assert array.stream is default.native and streams.bound_handle(array.stream) == 1
+    created = cuda_device.CreateStream()
+    other = ep.ops.unary("relu", to_device(np.ones(4, np.float32), "cuda"), stream=created)
+    assert streams.bound_handle(other.stream) == created.handle not in (0, 1, 2)
+    from numba import config
+
+    if not config.ENABLE_CUDASIM:
+        assert array.__cuda_array_interface__["stream"] == 1
+        assert other.__cuda_array_interface__["stream"] == created.handle
+
+
+@pytest.mark.parametrize(
+    "interface, expected",
+    [({}, None), ({"stream": None}, None), ({"stream": 1}, 1), ({"stream": 2}, 2), ({"stream": 0x5000}, 0x5000)],
+)
+def test_the_cai_stream_key_names_the_producer(interface, expected):
+    assert buffer.producer_stream(interface, "x") == expected
+
+
+@pytest.mark.parametrize("value, message", [(0, "stream 0, which CAI v3 forbids"), (-1, "stream -1"), ("s", "stream 's'")])
+def test_a_cai_stream_key_v3_forbids_is_refused(value, message):
+    with pytest.raises(ValueError, match=f"x: __cuda_array_interface__ has {message}"):
+        buffer.producer_stream({"stream": value}, "x")
+
+
+@pytest.fixture
+def events(monkeypatch):
+    """Counts of event records and waits (the simulator's events do nothing else)."""
+    from numba import cuda
+
+    counts = {"record": 0, "wait": 0}
+    event_type = type(cuda.event())
+
+    def counting(name):
+        def method(self, stream=0):
+            counts[name] += 1
+
+        return method
+
+    monkeypatch.setattr(event_type, "record", counting("record"))
+    monkeypatch.setattr(event_type, "wait", counting("wait"))
+    return counts
+
+
+def test_an_input_from_another_stream_is_waited_for_with_an_event(cuda_device, events):
+    producer, consumer = cuda_device.CreateStream(), cuda_device.CreateStream()
+    x = ep.ops.unary("relu", to_device(np.arange(-4, 4, dtype=np.float32), "cuda"), stream=producer)
+    assert events == {"record": 0, "wait": 0}
+    got = ep.ops.unary("negative", x, stream=consumer)
+    assert events == {"record": 1, "wait": 1}  # the consumer waits for the producer, the host does not
+    consumer.Sync()
+    np.testing.assert_array_equal(to_numpy(got), -np.maximum(np.arange(-4, 4, dtype=np.float32), 0))
+    ep.ops.unary("negative", x, stream=producer)
+    assert events == {"record": 1, "wait": 1}  # its own stream: nothing to wait for
+
+
+def test_wait_for_records_on_the_producer_and_waits_on_the_consumer(cuda_device, events):
+    consumer = cuda_device.CreateStream()
+    consumer.wait_for(0x6000)
+    consumer.wait_for(0x6000)
+    consumer.wait_for(None)
+    consumer.wait_for(consumer.handle)
+    assert events == {"record": 2, "wait": 2}
+    assert len(consumer._events) == 1  # one event per producer, reused
+
+
+@pytest.fixture
+def host_work(monkeypatch):
+    """Counts of numba's host synchronizations, allocations and copies."""
+    from numba import cuda
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    counts = {}
+
+    def counted(owner, name):
+        original = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            counts[name] = counts.get(name, 0) + 1
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, wrapper)
+
+    for name in ("synchronize", "device_array", "device_array_like", "to_device", "pinned_array", "mapped_array"):
+        counted(cuda, name)
+    counted(type(cuda.stream()), "synchronize")
+    for name in ("copy_to_host", "copy_to_device"):
+        counted(FakeCUDAArray, name)
+    return counts
+
+
+def _launches(stream):
+    """One Launch of each primitive family on stream, with check_bounds where it applies."""
+    rng = np.random.default_rng(3)
+    a = to_device(rng.standard_normal(64).astype(np.float32), "cuda")
+    b = to_device(rng.standard_normal(64).astype(np.float32), "cuda")
+    half = to_device(rng.standard_normal(64).astype(np.float16), "cuda")
+    out = to_device(np.zeros(64, np.float32), "cuda")
+    half_out = to_device(np.zeros(64, np.float16), "cuda")
+    indices = to_device(np.array([3, 0, -1, 7], np.int64), "cuda")
+    unary = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cuda", ep.UnaryOp.kRelu, np.float32, np.float32)
+    binary = ep.NewPrimitive(ep.BroadcastElementwiseBinaryFactory, "cuda", ep.BinaryOp.kAdd, np.float32, np.float32, 2)
+    gather = ep.NewPrimitive(ep.GatherFactory, "cuda", np.float32, np.int64, wrap_negative=True, check_bounds=True)
+    segment_sum = ep.NewPrimitive(ep.UnsortedSegmentSumFactory, "cuda", np.float16, np.int64, wrap_negative=True, check_bounds=True)
+    expand = ep.NewPrimitive(ep.ExpandFactory, "cuda", np.float32)
+    copy = ep.NewPrimitive(ep.CopyNdFactory, "cuda", 2)
+
+    def run():
+        unary.Launch(stream, a, out, 64)
+        binary.Launch(stream, (8, 8), a, (1, 8), b, out)
+        gather.Launch(stream, indices, 4, a, 8, 8, 1, out)
+        segment_sum.Launch(stream, indices, 4, half, 1, 8, 8, 1, half_out)  # float16: a float32 temporary
+        expand.Launch(stream, (1, 8), b, (8, 8), out)
+        copy.Launch(stream, np.float32, 2, out, (8, 8), (0, 0), a, (8, 8), (0, 0), (8, 8))
+
+    return run
+
+
+def test_a_launch_does_no_host_work(cuda_device, host_work):
+    stream = cuda_device.CreateStream()
+    run = _launches(stream)
+    run()  # the first launches may allocate the stream's record and temporaries, once
+    host_work.clear()
+    for _ in range(3):
+        run()
+    assert host_work == {}
+    stream.Sync()
+    assert host_work.get("synchronize", 0) >= 1  # the instrumentation sees a sync where there is one
+
+
+def test_a_bad_index_is_raised_by_sync_once_and_the_first_one_wins(cuda_device):
+    stream, other = cuda_device.CreateStream(), cuda_device.CreateStream()
+    params = np.arange(10, dtype=np.float32)
+    gather = ep.NewPrimitive(ep.GatherFactory, "cuda", np.float32, np.int32, check_bounds=True)
+
+    def launch(on, indices):
+        indices = np.array(indices, np.int32)
+        out = to_device(np.full(indices.size, 7, np.float32), "cuda")
+        gather.Launch(on, to_device(indices, "cuda"), indices.size, to_device(params, "cuda"), 1, 10, 1, out)
+        return out
+
+    first = launch(stream, [1, 12, 3, -2])
+    launch(stream, [-5, 0])  # bad too, but later
+    good = launch(stream, [9, 0])
+    other_out = launch(other, [2])
+    other.Sync()  # another stream's error is not this one's
+    with pytest.raises(ep.include.primitive.gather.IndexOutOfRange, match=r"indices\[1\] = 12 is out of range for an axis of size 10; expected 0 <= index < 10"):
+        stream.Sync()
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(first), [1, 0, 3, 0])  # zeros where indices are bad
+    np.testing.assert_array_equal(to_numpy(good), [9, 0])
+    np.testing.assert_array_equal(to_numpy(other_out), [2])
+
+
+def test_an_ops_bad_index_names_the_callers_position_at_sync(cuda_device):
+    stream = cuda_device.CreateStream()
+    params = to_device(np.arange(15, dtype=np.float32).reshape(3, 5), "cuda")
+    indices = to_device(np.array([[0, 4], [-5, 5]], np.int64), "cuda").reshape(2, 2)
+    ep.ops.gather(params, indices, axis=1, stream=stream)
+    with pytest.raises(IndexError, match=r"indices\[1, 1\] = 5 is out of range for an axis of size 5; expected -5 <= index < 5"):
+        stream.Sync()
+
+
+def test_a_launch_runs_on_its_streams_device(monkeypatch, launches):
+    from ep.cuda import kernel
+
+    devices = []
+    original = kernel.launch_config
+
+    def launch_config(work, device_index=0):
+        devices.append(device_index)
+        return original(work, device_index)
+
+    monkeypatch.setattr(kernel, "launch_config", launch_config)
+    # A second device's stream as ep makes it (the simulator has one device; its kernels run anyway).
+    second = Device(DeviceType.kCUDA, 1)
+    from numba import cuda
+
+    stream = streams.CudaStream(second, cuda.stream(), 0x9000)
+    x = np.arange(8, dtype=np.float32)
+    out = to_device(np.zeros(8, np.float32), "cuda")
+    ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cuda", ep.UnaryOp.kNegative, np.float32, np.float32).Launch(stream, to_device(x, "cuda"), out, 8)
+    assert devices == [1]
+    np.testing.assert_array_equal(to_numpy(out), -x)
+
+
+def test_devices_and_their_streams_are_per_index(cuda_device):
+    assert ep.GetDevice("cuda", 0) is cuda_device and cuda_device.default_stream.device is cuda_device
+    count = ep.common.runtime.device.cuda_device_count()
+    with pytest.raises(ValueError, match=f"device: cuda:{count} does not exist"):
+        ep.GetDevice("cuda", count)
+
+
+@pytest.mark.parametrize("op", ["gather", "gather_grad", "expand", "binary"])
+def test_every_ops_copy_goes_on_the_callers_stream(cuda_device, launches, op):
+    stream = cuda_device.CreateStream()
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    strided = to_device(x, "cuda")[:, ::2]  # not contiguous: copied first
+    indices = to_device(np.array([2, 0, 3], np.int64), "cuda")
+    if op == "gather":
+        got, expected = ep.ops.gather(strided, indices, stream=stream), x[:, ::2][[2, 0, 3]]
+    elif op == "gather_grad":
+        got = ep.ops.gather_grad(strided[:3], indices, (4, 3), stream=stream)
+        expected = np.zeros((4, 3), np.float32)
+        np.add.at(expected, [2, 0, 3], x[:3, ::2])
+    elif op == "expand":
+        got, expected = ep.ops.expand(strided[:1], (2, 3), stream=stream), np.broadcast_to(x[:1, ::2], (2, 3))
+    else:
+        got, expected = ep.ops.binary("add", strided, strided, stream=stream), 2 * x[:, ::2]
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(got), expected)
+    assert len(launches) >= 2 and all(s is stream for s in launches)
