@@ -1,4 +1,5 @@
-"""Gather on the CPU, and the kernels BatchGather shares: one kernel for both, a prange over chunks of output rows.
+"""Gather on the CPU, and the kernels BatchGather shares: one kernel for both and for every size,
+a prange over chunks of output rows (or, below PARALLEL_THRESHOLD, one serial pass).
 
 Each row is one contiguous copy of inner elements. The kernel runs on the buffers' own storage
 dtype (Numba compiles one specialization per storage and index dtype on first use), so that a
@@ -6,8 +7,8 @@ launch makes no views. One pass over the indices first tells whether every index
 given or once negatives wrap (then the element loops need no range check), and with check_bounds
 which index is the first bad one, before anything is written. Reads from params too large for the
 caches are prefetched: rows a few ahead, or for an element gather the next slab, since their
-addresses come from indices and the hardware prefetcher cannot guess them. A tiny launch of one
-slab runs a serial kernel with fewer arguments, called without Numba's dispatch.
+addresses come from indices and the hardware prefetcher cannot guess them. Launches of plain NumPy
+buffers call the kernel compiled for their types, without Numba's dispatch.
 """
 from __future__ import annotations
 
@@ -107,7 +108,12 @@ def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner
                 else:
                     for i in range(start, end):
                         r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
-                        dst[i] = src[r] if r >= 0 else 0
+                        # Statements, not `src[r] if r >= 0 else 0`: Numba types that expression
+                        # of uint64 and int as float64, which would round 64-bit units.
+                        if r >= 0:
+                            dst[i] = src[r]
+                        else:
+                            dst[i] = 0
             for k in range(fetched, next_lines):
                 prefetch(next_src, k * line)
         else:
