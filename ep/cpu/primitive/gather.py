@@ -169,30 +169,43 @@ def _gather(indices, in_, out, index_count, rows, rows_per_chunk, num_indices, o
 _KERNEL = CpuKernel(_gather, "gather")
 
 
+class _Entry:
+    """The kernel compiled for 1-d C-contiguous buffers of one index dtype and one buffer dtype,
+    which launches of plain NumPy buffers call without Numba's dispatch; compiled on first use."""
+
+    __slots__ = ("_signature", "_fn")
+
+    def __init__(self, index_dtype: np.dtype, dtype: np.dtype) -> None:
+        array = numba.types.Array(numba.from_dtype(dtype), 1, "C")
+        self._signature = (numba.types.Array(numba.from_dtype(index_dtype), 1, "C"), array, array) + (numba.int64,) * 13
+        self._fn = None
+
+    def get(self) -> Callable:
+        if self._fn is None:
+            self._fn = _KERNEL.parallel.compile(self._signature)
+        return self._fn
+
+
+_entry = functools.cache(_Entry)
+
+
 class _Plan(NamedTuple):
-    """A CPU launch's buffer counts and the kernel's size arguments."""
+    """A CPU launch's buffer counts, the kernel's size arguments and its entries."""
 
     index_count: int
     in_count: int
     out_count: int
     args: tuple
+    entry: _Entry
     # Rows move as raw bytes in the widest unsigned unit (8, 4 or 2 bytes) dividing a row, when it
     # is wider than the element and both buffers are aligned to it: unit_args is then args with
     # inner counted in units. None where the element is already the widest unit.
     unit: np.dtype | None = None
     unit_args: tuple = ()
+    unit_entry: _Entry | None = None
 
 
-@functools.cache
-def _entry(index_dtype: np.dtype, dtype: np.dtype) -> Callable:
-    """The kernel compiled for 1-d C-contiguous buffers of these dtypes, which launches of plain
-    NumPy buffers call without Numba's type dispatch."""
-    index_array = numba.types.Array(numba.from_dtype(index_dtype), 1, "C")
-    array = numba.types.Array(numba.from_dtype(dtype), 1, "C")
-    return _KERNEL.parallel.compile((index_array, array, array) + (numba.int64,) * 13)
-
-
-def _plan(dtype: np.dtype, sizes: GatherSizes, wrap: int, check: int) -> _Plan | None:
+def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int, check: int) -> _Plan | None:
     """The launch's plan, or None for an empty out that checks no index (nothing to run)."""
     if sizes.gathered_count == 0 and not check:
         return None
@@ -223,31 +236,28 @@ def _plan(dtype: np.dtype, sizes: GatherSizes, wrap: int, check: int) -> _Plan |
     )
     row_bytes = sizes.inner * itemsize
     width = next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)
+    entry = _entry(index_dtype, dtype)
     if sizes.inner == 1 or width <= itemsize:
-        return _Plan(*counts, args)
+        return _Plan(*counts, args, entry)
+    unit = np.dtype(f"uint{8 * width}")
     unit_args = args[:6] + (row_bytes // width,) + args[7:]
-    return _Plan(*counts, args, np.dtype(f"uint{8 * width}"), unit_args)
+    return _Plan(*counts, args, entry, unit, unit_args, _entry(index_dtype, unit))
 
 
-def _run(plan: _Plan, indices, in_, out, call: Callable) -> int:
-    """call(indices, in_, out, *args) of plan, moving rows in its raw unit when both buffers are
-    aligned to it; call is the kernel for the buffers' types."""
+def _run(plan: _Plan, indices, in_, out, kernel: Callable | None = None) -> int:
+    """Run plan on kernel (Numba's dispatcher) or, when None, on the entries compiled for 1-d
+    C-contiguous buffers; rows move in the plan's raw unit when both buffers are aligned to it."""
     unit = plan.unit
     if unit is not None and in_.ctypes.data % unit.itemsize == 0 and out.ctypes.data % unit.itemsize == 0:
         in_units = in_[: plan.in_count].view(unit)
         out_units = out[: plan.out_count].view(unit)
-        return call(indices, in_units, out_units, *plan.unit_args)
-    return call(indices, in_, out, *plan.args)
-
-
-def _compiled(indices, in_, out, *args) -> int:
-    # 1-d C-contiguous NumPy buffers: the kernel's entry for their dtypes.
-    return _entry(indices.dtype, in_.dtype)(indices, in_, out, *args)
+        return (kernel or plan.unit_entry.get())(indices, in_units, out_units, *plan.unit_args)
+    return (kernel or plan.entry.get())(indices, in_, out, *plan.args)
 
 
 class CpuGatherKernels(IndexedKernels):
     def plan(self, dtype: DataType, indices_dtype: DataType, sizes: GatherSizes, wrap: bool, check: bool) -> _Plan | None:
-        return _plan(dtype.storage_dtype, sizes, int(wrap), int(check))
+        return _plan(dtype.storage_dtype, indices_dtype.dtype, sizes, int(wrap), int(check))
 
     def run(self, primitive, plan, stream, indices, in_, out) -> int:
         sizes, plan = plan
@@ -281,7 +291,7 @@ class CpuGatherKernels(IndexedKernels):
         ):
             # The buffers (and their unit views) have exactly the types the entry was compiled
             # for (read-only inputs are only read), so the call skips Numba's type dispatch.
-            return _run(plan, indices, in_, out, _compiled)
+            return _run(plan, indices, in_, out)
         return _run(plan, *primitive.checked_buffers(sizes, indices, in_, out), _KERNEL.parallel)
 
     def all_kernels(self):
