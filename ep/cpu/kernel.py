@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 from typing import Callable
 
 from numba import njit
@@ -18,18 +17,6 @@ THREADING_LAYER = choose_threading_layer()
 PARALLEL_THRESHOLD = 1 << 15
 
 
-# Only explicit prange loops become parallel: the templates write their loops themselves, so
-# Numba's passes that turn array expressions, comprehensions and reductions over arrays into
-# parallel loops, and fuse such loops, find nothing to gain and cost seconds of compilation.
-_PARALLEL_OPTIONS = {
-    **dict.fromkeys(("comprehension", "reduction", "inplace_binop", "setitem", "numpy", "stencil", "fusion"), False),
-    "prange": True,
-}
-# The options are part of a parallel build's name, which keys Numba's disk cache (its index
-# does not record options): a build made with other options is not loaded.
-_PARALLEL_NAME = "_parallel_" + hashlib.sha256(repr(sorted(_PARALLEL_OPTIONS.items())).encode()).hexdigest()[:6]
-
-
 class CpuKernel:
     """template specialized with bindings; compiled (and cached on disk) on first call."""
 
@@ -40,9 +27,8 @@ class CpuKernel:
 
     @functools.cached_property
     def parallel(self) -> Callable:
-        fn = specialize(self._template, self._name + _PARALLEL_NAME, **self._bindings)
-        # A copy of the options: Numba consumes the dict.
-        return njit(parallel=dict(_PARALLEL_OPTIONS), cache=True)(fn)
+        fn = specialize(self._template, self._name + "_parallel", **self._bindings)
+        return njit(parallel=True, cache=True)(fn)
 
     @functools.cached_property
     def serial(self) -> Callable:
