@@ -1,51 +1,90 @@
-"""C, the cold start: `import ep` and the first call of one primitive, each in a fresh process
-that finds Numba's on-disk cache already warm."""
+"""C, the cold start: `import ep`, and the first call of unary, binary, gather and expand, each in
+a fresh process: with a cold cache (an empty Numba cache directory, so the kernels compile) and
+with a warm one (filled by an earlier process, so they load from disk)."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 _SCRIPT = """
 import json, time
 start = time.perf_counter()
 import ep
+import ep.ops
 imported = time.perf_counter()
 import numpy as np
-device = {device!r}
-primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, ep.UnaryOp.kRelu, np.float32, np.float32)
-stream = ep.GetDevice(device).CreateStream()
-x = np.linspace(-1, 1, 16, dtype=np.float32)
+device, op = {device!r}, {op!r}
+rng = np.random.default_rng(0)
+x = rng.standard_normal((1000, 1000)).astype(np.float32)
+args = {{
+    "unary": lambda: (ep.ops.unary, ("relu", x)),
+    "binary": lambda: (ep.ops.binary, ("add", x, x)),
+    "gather": lambda: (ep.ops.gather, (x, rng.integers(0, 1000, 100))),
+    "expand": lambda: (ep.ops.expand, (x[:1], (1000, 1000))),
+}}
+fn, inputs = args[op]()
 if device == "cuda":
     from numba import cuda
-    src, dst = cuda.to_device(x), cuda.device_array(16, np.float32)
-else:
-    src, dst = x, np.empty_like(x)
-primitive.Launch(stream, src, dst, 16)
-stream.Sync()
+    inputs = tuple(cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in inputs)
+ready = time.perf_counter()
+fn(*inputs)
+if device == "cuda":
+    cuda.synchronize()
 done = time.perf_counter()
-print(json.dumps({{"import_s": imported - start, "first_call_s": done - imported}}))
+print(json.dumps({{"import_s": imported - start, "first_call_s": done - ready}}))
 """
 
-PRIMITIVE = "ElementwiseUnary kRelu float32 -> float32, 16 elements"
+#: The ops whose first call is measured, and what it is.
+CALLS = {
+    "unary": "unary relu of float32 [1000, 1000]",
+    "binary": "binary add of two float32 [1000, 1000]",
+    "gather": "gather of 100 int64 indices from float32 [1000, 1000] along axis 0",
+    "expand": "expand of float32 [1, 1000] to [1000, 1000]",
+}
 
 
-def _run_once(device: str) -> dict:
+def _run_once(device: str, op: str, cache_dir: str) -> dict:
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
     result = subprocess.run(
-        [sys.executable, "-c", _SCRIPT.format(device=device)], capture_output=True, text=True, timeout=600, check=True
+        [sys.executable, "-c", _SCRIPT.format(device=device, op=op)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+        env=env,
     )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def _cold(device: str, op: str) -> dict:
+    cache_dir = tempfile.mkdtemp(prefix="ep-cold-")
+    try:
+        return _run_once(device, op, cache_dir)
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+
+
 def cold_start(device: str, repeats: int) -> dict:
-    """Median seconds of `import ep` and of NewPrimitive + first Launch + Sync, over `repeats`
-    fresh processes after one that warms the disk cache."""
-    _run_once(device)
-    runs = [_run_once(device) for _ in range(repeats)]
-    return {
-        "import_s": statistics.median(r["import_s"] for r in runs),
-        "first_call_s": statistics.median(r["first_call_s"] for r in runs),
-        "repeats": repeats,
-        "primitive": PRIMITIVE,
-    }
+    """Median seconds, over `repeats` fresh processes each, of `import ep` and of each op's first
+    call: "cold" with an empty Numba cache directory per process, "warm" with one that a process
+    before them filled."""
+    imports, cold, warm = [], {}, {}
+    for op in CALLS:
+        runs = [_cold(device, op) for _ in range(repeats)]
+        imports += [r["import_s"] for r in runs]
+        cold[op] = statistics.median(r["first_call_s"] for r in runs)
+    cache_dir = tempfile.mkdtemp(prefix="ep-warm-")
+    try:
+        for op in CALLS:
+            _run_once(device, op, cache_dir)
+            runs = [_run_once(device, op, cache_dir) for _ in range(repeats)]
+            imports += [r["import_s"] for r in runs]
+            warm[op] = statistics.median(r["first_call_s"] for r in runs)
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+    return {"import_s": statistics.median(imports), "cold_s": cold, "warm_s": warm, "repeats": repeats, "calls": CALLS}

@@ -56,6 +56,11 @@ _LIBRARIES = frozenset({"numba", "numpy", "llvmlite"}) | sys.stdlib_module_names
 
 def _function_digest(fn: types.FunctionType) -> str:
     global _cycles
+    specialization = getattr(fn, "kernel_digest", None)
+    if specialization is not None:
+        # A specialization (a kernel another calls): its digest covers its template and bindings,
+        # which its code reads through `bound`, a module no walk follows.
+        return f"specialization:{specialization}"
     memo = _function_digests.get(fn)
     if memo is not None:
         return memo
@@ -232,8 +237,10 @@ def specialize(template: Callable, name: str, **bindings: object) -> Callable:
     filled = types.ModuleType(f"bound_{name}")
     filled.__dict__.update(bindings)
     namespace = dict(template.__globals__, bound=filled)
-    qualname = f"{name}_{kernel_digest(template, bindings)}"
+    digest = kernel_digest(template, bindings)
+    qualname = f"{name}_{digest}"
     fn = types.FunctionType(template.__code__, namespace, qualname, template.__defaults__, template.__closure__)
     fn.__qualname__ = qualname
     fn.__module__ = template.__module__
+    fn.kernel_digest = digest
     return fn

@@ -343,6 +343,20 @@ def test_cpu_rows_move_in_the_widest_raw_unit():
     np.testing.assert_array_equal(launch("cpu", params, indices), reference(params, indices))
 
 
+def test_cpu_gather_has_one_build_for_every_size():
+    # A warm-up at one size warms every size: launches below and above the parallel threshold run
+    # one compiled kernel (its parallel argument picks the loop), never a second, serial build.
+    from ep.cpu.kernel import PARALLEL_THRESHOLD
+    from ep.cpu.primitive import gather as cpu_gather
+
+    rng = np.random.default_rng(12)
+    for gather in (5, PARALLEL_THRESHOLD):
+        params = random_array(rng, (2, gather, 3), np.uint8)
+        indices = rng.integers(-1, gather + 1, gather).astype(np.int64)
+        np.testing.assert_array_equal(launch("cpu", params, indices), reference(params, indices))
+    assert "serial" not in vars(cpu_gather._KERNEL)
+
+
 def launch_with(device, params, indices, offset=0, **options):
     """launch() of a Gather made with New's index options."""
     primitive = ep.NewPrimitive(ep.GatherFactory, device, params.dtype, indices.dtype, **options)

@@ -12,8 +12,10 @@ import subprocess
 import sys
 import types
 
+from numba import njit
+
 import ep
-from ep.common.jit import kernel_digest
+from ep.common.jit import kernel_digest, specialize
 
 SOURCES = """
 import math
@@ -106,6 +108,20 @@ def test_digest_covers_plain_bindings():
     assert kernel_digest(case.kernel, {"formula": 1.5}) != kernel_digest(case.kernel, {"formula": 2.5})
     assert kernel_digest(case.kernel, {"formula": (1, "a")}) != kernel_digest(case.kernel, {"formula": (1, "b")})
     assert kernel_digest(case.kernel, {"formula": case.formula}) == first
+
+
+def test_digest_follows_a_kernel_called_from_another():
+    # A kernel that calls another (a compiled specialization bound to a slot, as the CPU gather's
+    # copy and segment sum's task are) links the callee's code: its digest must change with what
+    # the callee compiles, though the callee reads its own bindings through `bound`.
+    case = _module(SOURCES)
+
+    def caller_digest(formula):
+        callee = njit(specialize(case.kernel, "callee", formula=formula))
+        return kernel_digest(case.kernel, {"formula": callee})
+
+    assert caller_digest(case.formula) == caller_digest(case.formula)
+    assert caller_digest(case.formula) != caller_digest(case.adds)
 
 
 _KERNEL_NAMES = """

@@ -1,4 +1,5 @@
-"""Gather on the CPU, and the kernels BatchGather shares: one kernel for both, a prange over chunks of output rows.
+"""Gather on the CPU, and the kernels BatchGather shares: one kernel for both and for every size,
+a prange over chunks of output rows (or, below PARALLEL_THRESHOLD, one serial pass).
 
 Each row is one contiguous copy of inner elements. The kernel runs on the buffers' own storage
 dtype (Numba compiles one specialization per storage and index dtype on first use), so that a
@@ -6,8 +7,8 @@ launch makes no views. One pass over the indices first tells whether every index
 given or once negatives wrap (then the element loops need no range check), and with check_bounds
 which index is the first bad one, before anything is written. Reads from params too large for the
 caches are prefetched: rows a few ahead, or for an element gather the next slab, since their
-addresses come from indices and the hardware prefetcher cannot guess them. A tiny launch of one
-slab runs a serial kernel with fewer arguments, called without Numba's dispatch.
+addresses come from indices and the hardware prefetcher cannot guess them. Launches of plain NumPy
+buffers call the kernel compiled for their types, without Numba's dispatch.
 """
 from __future__ import annotations
 
@@ -41,66 +42,9 @@ _AHEAD = 4
 _SLAB_PREFETCH_BYTES = 1 << 16
 _LINE_BYTES = 64
 
-# Below this many indices the pass over them runs on the calling thread: a parallel region of its
-# own would cost a fork and a join, which on a busy machine can wait out another process's slice.
-_PARALLEL_INDICES = 1 << 18
-
-# What the pass over the indices finds: all in [lo, hi]; all in range once negatives wrap; neither.
-_DIRECT, _WRAPPED, _CHECKED = 0, 1, 2
-
-
-@scalar_function
-def _gather_rows(segment, src, dst, count, gather, inner, lo, hi, wrap, mode, ahead, next_src, next_lines):
-    """dst's count rows of inner elements: the rows of src (one slab of in_) that segment's
-    indices select, zeros for the others. Along the way the first next_lines cache lines of
-    next_src are prefetched, spread over the rows."""
-    if gather == 0:
-        dst[: count * inner] = 0
-    elif inner == 1:
-        # Blocks of elements with one prefetch each: a steady stream of line fetches the loads
-        # never wait on, where a burst at the start would fill the miss queues.
-        line = max(1, _LINE_BYTES // src.itemsize)
-        block = max(1, count // next_lines) if next_lines else max(1, count)
-        fetched = 0
-        for start in range(0, count, block):
-            if fetched < next_lines:
-                prefetch(next_src, fetched * line)
-                fetched += 1
-            stop = min(start + block, count)
-            # Unsigned positions: Numba then skips its negative-index wraparound.
-            if mode == _DIRECT:
-                for i in range(start, stop):
-                    dst[i] = src[np.uint64(np.int64(segment[i]) - lo)]
-            elif mode == _WRAPPED:
-                for i in range(start, stop):
-                    value = np.int64(segment[i])
-                    dst[i] = src[np.uint64(value + gather if value < 0 else value)]
-            else:
-                for i in range(start, stop):
-                    r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
-                    if r >= 0:
-                        dst[i] = src[r]
-                    else:
-                        dst[i] = 0
-        for k in range(fetched, next_lines):
-            prefetch(next_src, k * line)
-    else:
-        line = max(1, _LINE_BYTES // src.itemsize)
-        for i in range(count):
-            if ahead and i + ahead < count:
-                r = gather_row(np.int64(segment[i + ahead]), lo, hi, gather, wrap)
-                if r >= 0:
-                    for k in range(0, inner, line):
-                        prefetch(src, r * inner + k)
-            r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
-            d = np.uint64(i * inner)
-            if r >= 0:
-                s = np.uint64(r * inner)
-                for k in range(np.uint64(inner)):
-                    dst[d + k] = src[s + k]
-            else:
-                for k in range(np.uint64(inner)):
-                    dst[d + k] = 0
+# What the pass over the indices finds: all in [lo, hi] (or all in range once negatives wrap);
+# neither.
+_IN_RANGE, _CHECKED = 0, 1
 
 
 @scalar_function
@@ -117,133 +61,157 @@ def _least_greatest(indices, count):
 
 @scalar_function
 def _index_mode(indices, count, low, high, lo, hi, size, wrap, check):
-    """What count indices between low and high (their least and greatest) are: _DIRECT, _WRAPPED or
-    _CHECKED; and with check the position of the first bad one, or -1."""
+    """What count indices between low and high (their least and greatest) are: _IN_RANGE (as
+    given, or once negatives wrap) or _CHECKED; and with check the position of the first bad one,
+    or -1."""
     if lo <= low and high <= hi:
-        return _DIRECT, -1
+        return _IN_RANGE, -1
     if wrap and lo == 0 and -size <= low and high <= hi:
-        return _WRAPPED, -1
+        return _IN_RANGE, -1
     return _CHECKED, first_bad_index(indices, count, lo, hi, size, wrap) if check else -1
 
 
 @template()
-def _gather(indices, in_, out, index_count, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, check, ahead):
-    # The least and greatest index decide the loops' mode; with check, a bad index ends the launch
-    # before any write.
-    if index_count < _PARALLEL_INDICES:
-        low, high = _least_greatest(indices, index_count)
-    else:
-        low = INT64_MAX
-        high = INT64_MIN
-        per_chunk = (index_count + _CHUNKS - 1) // _CHUNKS
-        for chunk in prange(_CHUNKS):
-            start = min(chunk * per_chunk, index_count)
-            stop = min(start + per_chunk, index_count)
-            chunk_low, chunk_high = _least_greatest(indices[start:stop], stop - start)
-            low = min(low, chunk_low)
-            high = max(high, chunk_high)
-    mode, bad = _index_mode(indices, index_count, low, high, lo, hi, gather, wrap, check)
-    if bad >= 0:
-        return bad
-    if rows * inner == 0:
-        return -1
-    line = max(1, _LINE_BYTES // in_.itemsize)
-    slabs = rows // num_indices
-    for chunk in prange((rows + rows_per_chunk - 1) // rows_per_chunk):
-        _gather_chunk(indices, in_, out, chunk, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, line, slabs)
-    return -1
-
-
-@scalar_function
-def _gather_chunk(indices, in_, out, chunk, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, line, slabs):
-    """Rows [chunk * rows_per_chunk, ...) of out, at most rows_per_chunk of them."""
-    row = chunk * rows_per_chunk
-    stop = min(row + rows_per_chunk, rows)
-    # A chunk is cut into segments of rows of one (batch, outer) slab; inside a segment the
+def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs):
+    # Rows [row, stop) of out, cut into segments of rows of one (batch, outer) slab: the rows of
+    # the slab src that the segment's indices select, zeros for the others. Inside a segment the
     # loops see plain views, which is what lets LLVM vectorize them.
+    line = max(1, _LINE_BYTES // in_.itemsize)
+    # In range once negatives wrap (mode _IN_RANGE with wrap): a negative index gains gather.
+    wrap_add = gather if wrap else 0
     while row < stop:
         batch_outer = row // num_indices
         i0 = row - batch_outer * num_indices
         count = min(num_indices - i0, stop - row)
         first_index = (batch_outer // outer) * num_indices + i0
+        segment = indices[first_index : first_index + count]
         src = in_[batch_outer * gather * inner : (batch_outer + 1) * gather * inner]
-        # An element gather reads its next slab while it works on this one (ahead says it is dense).
-        next_lines = (gather + line - 1) // line if inner == 1 and ahead and batch_outer + 1 < slabs else 0
-        _gather_rows(
-            indices[first_index : first_index + count],
-            src,
-            out[row * inner : (row + count) * inner],
-            count,
-            gather,
-            inner,
-            lo,
-            hi,
-            wrap,
-            mode,
-            ahead,
-            in_[(batch_outer + 1) * gather : (batch_outer + 2) * gather] if next_lines else src,
-            next_lines,
-        )
+        dst = out[row * inner : (row + count) * inner]
+        if inner == 1:
+            # An element gather reads its next slab while it works on this one (ahead says it is
+            # dense), in blocks of elements with one line prefetch each: a steady stream of line
+            # fetches the loads never wait on, where a burst at the start would fill the miss queues.
+            next_lines = (gather + line - 1) // line if ahead and batch_outer + 1 < slabs else 0
+            next_src = in_[(batch_outer + 1) * gather : (batch_outer + 2) * gather] if next_lines else src
+            block = max(1, count // next_lines) if next_lines else max(1, count)
+            fetched = 0
+            for start in range(0, count, block):
+                if fetched < next_lines:
+                    prefetch(next_src, fetched * line)
+                    fetched += 1
+                end = min(start + block, count)
+                if mode == _IN_RANGE:
+                    # Unsigned positions: Numba then skips its negative-index wraparound.
+                    for i in range(start, end):
+                        value = np.int64(segment[i])
+                        dst[i] = src[np.uint64(value - lo + (wrap_add if value < 0 else 0))]
+                else:
+                    for i in range(start, end):
+                        r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
+                        # Statements, not `src[r] if r >= 0 else 0`: Numba types that expression
+                        # of uint64 and int as float64, which would round 64-bit units.
+                        if r >= 0:
+                            dst[i] = src[r]
+                        else:
+                            dst[i] = 0
+            for k in range(fetched, next_lines):
+                prefetch(next_src, k * line)
+        else:
+            for i in range(count):
+                if ahead and i + ahead < count:
+                    r = gather_row(np.int64(segment[i + ahead]), lo, hi, gather, wrap)
+                    if r >= 0:
+                        for k in range(0, inner, line):
+                            prefetch(src, r * inner + k)
+                r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
+                d = np.uint64(i * inner)
+                if r >= 0:
+                    s = np.uint64(r * inner)
+                    for k in range(np.uint64(inner)):
+                        dst[d + k] = src[s + k]
+                else:
+                    for k in range(np.uint64(inner)):
+                        dst[d + k] = 0
         row += count
 
 
+# The copy itself, compiled once per buffer and index dtype as a function of its own that both
+# loops of _gather call: Numba's parallel passes then see a loop around one call, not the copy's
+# inlined branches (which made a first gather compile for seconds).
+_SPAN_KERNEL = CpuKernel(_gather_span, "gather_span")
+_SPAN = _SPAN_KERNEL.serial
+
+
 @template()
-def _gather_slab(indices, in_, out, num_indices, gather, inner, lo, hi, wrap, check):
-    # A launch of one slab (batch and outer 1) small enough to run serially: no chunks, no
-    # segments, fewer arguments; what tiny launches cost is mostly the call.
-    low, high = _least_greatest(indices, num_indices)
-    mode, bad = _index_mode(indices, num_indices, low, high, lo, hi, gather, wrap, check)
+def _gather(indices, in_, out, index_count, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, check, ahead, parallel):
+    # One build for every size: parallel picks the prange over chunks of rows or one serial span.
+    # The least and greatest index decide the loops' mode; with check, a bad index ends the launch
+    # before any write. The pass over the indices runs on the calling thread: a parallel loop of
+    # its own would cost compiling a second one, for indices that are few next to the rows they move.
+    low, high = _least_greatest(indices, index_count)
+    mode, bad = _index_mode(indices, index_count, low, high, lo, hi, gather, wrap, check)
     if bad >= 0:
         return bad
-    if inner:
-        _gather_rows(indices, in_, out, num_indices, gather, inner, lo, hi, wrap, mode, 0, in_, 0)
+    if rows * inner == 0:
+        return -1
+    slabs = rows // num_indices
+    if parallel:
+        for chunk in prange((rows + rows_per_chunk - 1) // rows_per_chunk):
+            start = chunk * rows_per_chunk
+            _SPAN(indices, in_, out, start, min(start + rows_per_chunk, rows), num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs)
+    else:
+        # np.int64: a literal 0 would make Numba compile the span a second time, for Literal[int](0).
+        _SPAN(indices, in_, out, np.int64(0), rows, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs)
     return -1
 
 
-# One kernel for every dtype: Numba compiles a specialization per buffer and index dtype.
+# One kernel for every dtype and size: Numba compiles a specialization per buffer and index dtype.
 _KERNEL = CpuKernel(_gather, "gather")
-_SLAB_KERNEL = CpuKernel(_gather_slab, "gather_slab")
+
+
+class _Entry:
+    """The kernel compiled for 1-d C-contiguous buffers of one index dtype and one buffer dtype,
+    which launches of plain NumPy buffers call without Numba's dispatch; compiled on first use."""
+
+    __slots__ = ("_signature", "_fn")
+
+    def __init__(self, index_dtype: np.dtype, dtype: np.dtype) -> None:
+        array = numba.types.Array(numba.from_dtype(dtype), 1, "C")
+        self._signature = (numba.types.Array(numba.from_dtype(index_dtype), 1, "C"), array, array) + (numba.int64,) * 13
+        self._fn = None
+
+    def get(self) -> Callable:
+        if self._fn is None:
+            self._fn = _KERNEL.parallel.compile(self._signature)
+        return self._fn
+
+
+_entry = functools.cache(_Entry)
 
 
 class _Plan(NamedTuple):
-    """A CPU launch's buffer counts, the kernel build to run and its size arguments."""
+    """A CPU launch's buffer counts, the kernel's size arguments and its entries."""
 
     index_count: int
     in_count: int
     out_count: int
-    run: Callable
     args: tuple
-    # The one-slab serial kernel compiled for plain C-contiguous buffers, which launches of such
-    # buffers call without Numba's dispatch; None for other plans.
-    entry: Callable | None = None
+    entry: _Entry
     # Rows move as raw bytes in the widest unsigned unit (8, 4 or 2 bytes) dividing a row, when it
     # is wider than the element and both buffers are aligned to it: unit_args is then args with
     # inner counted in units. None where the element is already the widest unit.
     unit: np.dtype | None = None
     unit_args: tuple = ()
+    unit_entry: _Entry | None = None
 
 
-def _nothing(*args) -> int:
-    # The launch of an empty out that checks no index.
-    return -1
-
-
-@functools.cache
-def _slab_entry(index_dtype: np.dtype, dtype: np.dtype) -> Callable:
-    index_array = numba.types.Array(numba.from_dtype(index_dtype), 1, "C")
-    array = numba.types.Array(numba.from_dtype(dtype), 1, "C")
-    return _SLAB_KERNEL.serial.compile((index_array, array, array) + (numba.int64,) * 7)
-
-
-def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int, check: int) -> _Plan:
-    counts = (sizes.index_count, sizes.params_count, sizes.gathered_count)
+def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int, check: int) -> _Plan | None:
+    """The launch's plan, or None for an empty out that checks no index (nothing to run)."""
     if sizes.gathered_count == 0 and not check:
-        return _Plan(*counts, _nothing, ())
+        return None
+    counts = (sizes.index_count, sizes.params_count, sizes.gathered_count)
     rows = sizes.batch * sizes.outer * sizes.num_indices
-    serial = sizes.gathered_count + sizes.index_count < PARALLEL_THRESHOLD
-    if serial and sizes.batch * sizes.outer == 1:
-        args = (sizes.num_indices, sizes.gather, sizes.inner, sizes.lo, sizes.hi, wrap, check)
-        return _Plan(*counts, _SLAB_KERNEL.serial, args, _slab_entry(index_dtype, dtype))
+    parallel = int(sizes.gathered_count + sizes.index_count >= PARALLEL_THRESHOLD)
     itemsize = dtype.itemsize
     if sizes.inner == 1:
         slab_bytes = sizes.gather * itemsize
@@ -264,32 +232,37 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
         wrap,
         check,
         ahead,
+        parallel,
     )
-    run = _KERNEL.serial if serial else _KERNEL.parallel
     row_bytes = sizes.inner * itemsize
     width = next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)
+    entry = _entry(index_dtype, dtype)
     if sizes.inner == 1 or width <= itemsize:
-        return _Plan(*counts, run, args)
+        return _Plan(*counts, args, entry)
+    unit = np.dtype(f"uint{8 * width}")
     unit_args = args[:6] + (row_bytes // width,) + args[7:]
-    return _Plan(*counts, run, args, None, np.dtype(f"uint{8 * width}"), unit_args)
+    return _Plan(*counts, args, entry, unit, unit_args, _entry(index_dtype, unit))
 
 
-def _run_in_units(plan: _Plan, indices, in_, out) -> int:
-    """Run plan, moving rows in its raw unit when both buffers are aligned to it."""
+def _run(plan: _Plan, indices, in_, out, kernel: Callable | None = None) -> int:
+    """Run plan on kernel (Numba's dispatcher) or, when None, on the entries compiled for 1-d
+    C-contiguous buffers; rows move in the plan's raw unit when both buffers are aligned to it."""
     unit = plan.unit
     if unit is not None and in_.ctypes.data % unit.itemsize == 0 and out.ctypes.data % unit.itemsize == 0:
         in_units = in_[: plan.in_count].view(unit)
         out_units = out[: plan.out_count].view(unit)
-        return plan.run(indices, in_units, out_units, *plan.unit_args)
-    return plan.run(indices, in_, out, *plan.args)
+        return (kernel or plan.unit_entry.get())(indices, in_units, out_units, *plan.unit_args)
+    return (kernel or plan.entry.get())(indices, in_, out, *plan.args)
 
 
 class CpuGatherKernels(IndexedKernels):
-    def plan(self, dtype: DataType, indices_dtype: DataType, sizes: GatherSizes, wrap: bool, check: bool) -> _Plan:
+    def plan(self, dtype: DataType, indices_dtype: DataType, sizes: GatherSizes, wrap: bool, check: bool) -> _Plan | None:
         return _plan(dtype.storage_dtype, indices_dtype.dtype, sizes, int(wrap), int(check))
 
     def run(self, primitive, plan, stream, indices, in_, out) -> int:
         sizes, plan = plan
+        if plan is None:
+            return -1
         dtype = primitive.plain_dtype
         # The common case in a few attribute reads (they are most of what a tiny launch costs):
         # 1-d C-contiguous aligned NumPy buffers of the primitive's dtypes and long enough.
@@ -316,15 +289,13 @@ class CpuGatherKernels(IndexedKernels):
             and out_flags.aligned
             and out_flags.writeable
         ):
-            if plan.entry is not None:
-                # The buffers have exactly the types the entry was compiled for (read-only inputs
-                # are only read), so the call skips Numba's type dispatch.
-                return plan.entry(indices, in_, out, *plan.args)
-            return _run_in_units(plan, indices, in_, out)
-        return _run_in_units(plan, *primitive.checked_buffers(sizes, indices, in_, out))
+            # The buffers (and their unit views) have exactly the types the entry was compiled
+            # for (read-only inputs are only read), so the call skips Numba's type dispatch.
+            return _run(plan, indices, in_, out)
+        return _run(plan, *primitive.checked_buffers(sizes, indices, in_, out), _KERNEL.parallel)
 
     def all_kernels(self):
-        return (_KERNEL, _SLAB_KERNEL)
+        return (_KERNEL, _SPAN_KERNEL)
 
 
 CPU_GATHER_KERNELS = CpuGatherKernels()

@@ -1,4 +1,5 @@
-"""UnsortedSegmentSum on the CPU: a prange over blocks of out's rows, race-free without atomics.
+"""UnsortedSegmentSum on the CPU: a prange over blocks of out's rows, race-free without atomics;
+one build for every size, serial below PARALLEL_THRESHOLD.
 
 A task owns rows [r0, r1) of one (batch, outer) slab of out: it zeroes them, then adds every data
 row whose segment id falls in them, in id order, so no two tasks write one element.
@@ -18,36 +19,49 @@ from ep.common.primitive.gather import GatherSizes, IndexedKernels, first_bad_in
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES, UnsortedSegmentSumFactoryImpl, accumulator_dtype
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import CpuKernel
+from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
 
 
 @template("load", "store", "FINISH")
-def _segment_sum(ids, data, acc, out, index_count, tasks, row_blocks, rows_per_block, num_ids, outer, segments, inner, lo, hi, wrap, check):
+def _segment_task(ids, data, acc, out, task, row_blocks, rows_per_block, num_ids, outer, segments, inner, lo, hi, wrap):
+    # Task `task`: rows [r0, r1) of one (batch, outer) slab of out, zeroed, then every data row
+    # whose id falls in them added, in id order.
+    batch_outer = task // row_blocks
+    r0 = (task - batch_outer * row_blocks) * rows_per_block
+    r1 = min(r0 + rows_per_block, segments)
+    b = batch_outer // outer
+    slab = batch_outer * segments * inner
+    for k in range(slab + r0 * inner, slab + r1 * inner):
+        acc[k] = 0
+    for i in range(num_ids):
+        r = gather_row(np.int64(ids[b * num_ids + i]), lo, hi, segments, wrap)
+        if r0 <= r < r1:
+            dst = np.uint64(slab + r * inner)
+            src = np.uint64((batch_outer * num_ids + i) * inner)
+            for k in range(np.uint64(inner)):
+                acc[dst + k] += bound.load(data[src + k])
+    if bound.FINISH:
+        for k in range(slab + r0 * inner, slab + r1 * inner):
+            out[k] = bound.store(acc[k])
+
+
+@template("task")
+def _segment_sum(ids, data, acc, out, index_count, tasks, row_blocks, rows_per_block, num_ids, outer, segments, inner, lo, hi, wrap, check, parallel):
+    # One build for every size: parallel picks the prange over tasks or a serial loop; both call
+    # the task, compiled on its own, so Numba's parallel passes see a loop around one call.
     # With check, a bad id ends the launch before any write.
     if check:
         bad = first_bad_index(ids, index_count, lo, hi, segments, wrap)
         if bad >= 0:
             return bad
-    for task in prange(tasks):
-        batch_outer = task // row_blocks
-        r0 = (task - batch_outer * row_blocks) * rows_per_block
-        r1 = min(r0 + rows_per_block, segments)
-        b = batch_outer // outer
-        slab = batch_outer * segments * inner
-        for k in range(slab + r0 * inner, slab + r1 * inner):
-            acc[k] = 0
-        for i in range(num_ids):
-            r = gather_row(np.int64(ids[b * num_ids + i]), lo, hi, segments, wrap)
-            if r0 <= r < r1:
-                dst = np.uint64(slab + r * inner)
-                src = np.uint64((batch_outer * num_ids + i) * inner)
-                for k in range(np.uint64(inner)):
-                    acc[dst + k] += bound.load(data[src + k])
-        if bound.FINISH:
-            for k in range(slab + r0 * inner, slab + r1 * inner):
-                out[k] = bound.store(acc[k])
+    if parallel:
+        for task in prange(tasks):
+            bound.task(ids, data, acc, out, task, row_blocks, rows_per_block, num_ids, outer, segments, inner, lo, hi, wrap)
+    else:
+        for task in range(tasks):
+            bound.task(ids, data, acc, out, task, row_blocks, rows_per_block, num_ids, outer, segments, inner, lo, hi, wrap)
     return -1
 
 
@@ -55,7 +69,6 @@ class _Plan(NamedTuple):
     """The kernel of a launch and its size arguments after the buffers."""
 
     kernel: CpuKernel
-    work: int
     args: tuple
 
 
@@ -63,13 +76,14 @@ class CpuUnsortedSegmentSumKernels(IndexedKernels):
     @functools.cache
     def kernel(self, dtype: DataType) -> CpuKernel:
         """The kernel summing dtype (Numba specializes it per ids dtype)."""
-        return CpuKernel(
-            _segment_sum,
-            f"unsorted_segment_sum_{dtype.value}",
+        task = CpuKernel(
+            _segment_task,
+            f"unsorted_segment_task_{dtype.value}",
             load=load_fn(dtype),
             store=store_fn(dtype),
             FINISH=accumulator_dtype(dtype) is not dtype,
         )
+        return CpuKernel(_segment_sum, f"unsorted_segment_sum_{dtype.value}", task=task.serial)
 
     def plan(self, dtype, indices_dtype, sizes: GatherSizes, wrap, check) -> _Plan:
         slabs = sizes.batch * sizes.outer
@@ -79,8 +93,9 @@ class CpuUnsortedSegmentSumKernels(IndexedKernels):
         row_blocks = -(-sizes.gather // rows_per_block) if rows_per_block else 0
         tasks = slabs * row_blocks if sizes.inner else 0
         args = (sizes.index_count, tasks, row_blocks, rows_per_block, sizes.num_indices, sizes.outer, sizes.gather)
-        args += (sizes.inner, sizes.lo, sizes.hi, int(wrap), int(check))
-        return _Plan(self.kernel(dtype), sizes.params_count + sizes.gathered_count, args)
+        parallel = int(sizes.params_count + sizes.gathered_count >= PARALLEL_THRESHOLD)
+        args += (sizes.inner, sizes.lo, sizes.hi, int(wrap), int(check), parallel)
+        return _Plan(self.kernel(dtype), args)
 
     def run(self, primitive, plan, stream, ids, data, out) -> int:
         sizes, plan = plan
@@ -89,7 +104,7 @@ class CpuUnsortedSegmentSumKernels(IndexedKernels):
             return -1
         acc_dtype = accumulator_dtype(primitive.dtype)
         acc = out if acc_dtype is primitive.dtype else np.empty(sizes.params_count, acc_dtype.dtype)
-        return plan.kernel.launch(stream, plan.work, ids, data, acc, out, *plan.args)
+        return plan.kernel.parallel(ids, data, acc, out, *plan.args)
 
     def all_kernels(self):
         return (self.kernel(dtype) for dtype in SUM_TYPES)
