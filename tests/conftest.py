@@ -10,3 +10,9 @@ if "NUMBA_ENABLE_CUDASIM" not in os.environ:
 
 # This suite's tests take ep's device as `device`.
 pytest_plugins = ["ep.testing.device"]
+
+
+def pytest_collection_modifyitems(items):
+    # The ptx tests (the PTX shards are the suite's longest): first, so that with -n 2 neither worker ends
+    # the run alone on one while the other waits.
+    items.sort(key=lambda item: item.get_closest_marker("ptx") is None)

@@ -48,6 +48,7 @@ class CudaKernel:
         self.argtypes = tuple(argtypes)
         self.launch_bounds = FULL_OCCUPANCY if full_occupancy else None
         self._fn = specialize(template, name, **bindings)
+        self._ptx_library = None
 
     @functools.cached_property
     def compiled(self):
@@ -69,6 +70,20 @@ class CudaKernel:
             self.compiled[blocks, threads, stream.native](*args)
 
     def ptx(self, cc: tuple[int, int]) -> str:
-        """PTX for compute capability cc; needs no GPU (NVVM only)."""
-        ptx, _ = cuda.compile_ptx(self._fn, self.argtypes, cc=cc, launch_bounds=self.launch_bounds)
-        return ptx
+        """PTX for compute capability cc; needs no GPU (NVVM only).
+
+        Typing and lowering, most of the work, run once per kernel (for the first cc asked); NVVM then
+        turns that LLVM module into PTX per cc, as numba-cuda's dispatcher does for GPUs of different
+        capabilities. What `cuda.compile_ptx` runs, less its per-call lowering: numba-cuda's lowering
+        depends on the capability only below sm_75.
+        """
+        if self._ptx_library is None:
+            # numba.cuda.compiler exists only outside the simulator, where PTX is made.
+            from numba.core.compiler_lock import global_compiler_lock
+            from numba.cuda.compiler import _compile_pyfunc_with_fixup
+
+            with global_compiler_lock:
+                self._ptx_library, _ = _compile_pyfunc_with_fixup(
+                    self._fn, self.argtypes, device=False, abi="numba", cc=cc, launch_bounds=self.launch_bounds
+                )
+        return self._ptx_library.get_asm_str(cc=cc)
