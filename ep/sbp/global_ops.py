@@ -12,6 +12,7 @@ import functools
 
 import numpy as np
 
+from ep.common.runtime.device import GetDevice
 from ep.sbp.boxing import cost, to_host
 from ep.sbp.global_tensor import GlobalTensor, device_name
 from ep.sbp.local import run_piece
@@ -95,7 +96,9 @@ def _agree(comm, error: BaseException | None) -> None:
     from mpi4py import MPI
 
     if comm.allreduce(error is not None, op=MPI.LOR):
-        errors = comm.allgather(None if error is None else (type(error), str(error)))
+        # The builtin class (IndexError for ep's IndexOutOfRange): every rank can build it from a message.
+        kind = None if error is None else next(k for k in type(error).__mro__ if k.__module__ == "builtins")
+        errors = comm.allgather(None if error is None else (kind, str(error)))
         rank, (kind, message) = next((r, e) for r, e in enumerate(errors) if e is not None)
         raise kind(f"rank {rank}: {message}")
 
@@ -116,7 +119,10 @@ def apply(name: str, tensors: dict[str, object], attrs: dict, out_dtype, sbp=Non
         rows = _offset_rows(name, piece, kw)
         if rows is not None:
             local["indices"] = _indices_in_bounds(local["indices"], rows)
-        out = run_piece(name, local, piece, np.dtype(out_dtype), device_name(placement), **options)
+        device = device_name(placement)
+        out = run_piece(name, local, piece, np.dtype(out_dtype), device, **options)
+        # A CUDA launch reports a bad index at its stream's Sync: here, so that every rank agrees on it.
+        GetDevice(device).default_stream.Sync()
     except (IndexError, ValueError, TypeError) as e:
         error = e
     _agree(group.comm, error)

@@ -43,8 +43,9 @@ class CudaExpandGradKernels(ExpandGradKernels):
         argtypes = (storage, storage, numba.int64, strides, strides, strides, strides, numba.int64, numba.int64, numba.int64)
         bindings = {"accumulate": ACCUMULATE_DTYPES[dtype], "load": load_fn(dtype), "store": store_fn(dtype)}
         # map_offset's 64-bit divisions, one per dim, need more than 32 registers from 2 dims of
-        # 8-byte elements and 3 dims of any: those kernels would spill under the full-occupancy cap.
-        full = ndim == 1 or (ndim == 2 and dtype.itemsize < 8)
+        # 8-byte elements and 3 dims of any, and from 2 dims of float16 (its conversions keep NaN
+        # payloads as the CPU does): those kernels would spill under the full-occupancy cap.
+        full = ndim == 1 or (ndim == 2 and dtype.itemsize < 8 and dtype is not DataType.kFloat16)
         return CudaKernel(_expand_grad, f"expand_grad_{dtype.value}_{ndim}d", argtypes, full_occupancy=full, **bindings)
 
     def launch(self, stream, dtype: DataType, plan: ExpandGradPlan, src, dst) -> None:
