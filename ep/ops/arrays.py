@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import os
 import sys
 import threading
 import types
@@ -148,6 +149,11 @@ class _BlockCache:
         self._blocks: list[np.ndarray] = []  # released blocks, oldest first
         self._held = 0
         # Reentrant: a garbage collection while the lock is held may release a lease on this thread.
+        self._lock = threading.RLock()
+        # A fork while another thread holds the lock would leave the child's copy held forever.
+        os.register_at_fork(after_in_child=self._new_lock)
+
+    def _new_lock(self) -> None:
         self._lock = threading.RLock()
 
     def array(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> np.ndarray:
