@@ -1,7 +1,4 @@
 """Gather through NewPrimitive + Launch, against NumPy: dtypes, move units, the zero rule and offsets."""
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -11,6 +8,7 @@ import ep
 from ep.common.math.intrinsics import move16
 from ep.common.primitive.byte_units import as_units, move_unit
 from ep.testing import to_device, to_numpy
+from nvvm import run_without_simulator
 
 ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 INDEX_DTYPES = [np.int32, np.int64]
@@ -316,10 +314,8 @@ for wide in (False, True):
 
 @pytest.mark.ptx
 def test_32_bit_kernels_divide_by_multiply_high_and_move_16_bytes_at_once():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    result = subprocess.run([sys.executable, "-c", _PTX_PROBE], env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-4000:]
-    narrow, wide = result.stdout.split("NARROW\n", 1)[1].split("\nWIDE\n", 1)
+    stdout = run_without_simulator(["-c", _PTX_PROBE], timeout=600)
+    narrow, wide = stdout.split("NARROW\n", 1)[1].split("\nWIDE\n", 1)
     assert "mul.hi.u32" in narrow and "div." not in narrow and "rem." not in narrow
     assert "div." in wide or "rem." in wide
     assert "ld.global.v2.u64" in narrow and "ld.global.v2.u64" in wide

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from ep.common.runtime.device import cuda_installed
+from nvvm import run_without_simulator
 
 pytestmark = pytest.mark.skipif(not cuda_installed(), reason="needs numba-cuda")
 
@@ -30,10 +29,8 @@ print(json.dumps({"cache": type(cache).__name__, "index": cache._cache_file._ind
 
 
 def _locate() -> dict:
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    done = subprocess.run([sys.executable, "-c", _LOCATE], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    stdout = run_without_simulator(["-c", _LOCATE], timeout=300)
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def test_a_kernel_has_one_cache_entry_for_every_process():
