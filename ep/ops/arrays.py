@@ -22,35 +22,42 @@ from ep.common.runtime.scalar import is_scalar
 from ep.common.runtime.stream import Stream, check_stream
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import NewPrimitive
+from ep.ops.dispatch import GlobalTensor, global_call
 
 
 _CPU_TYPE = DeviceType.kCPU
 _CPU = GetDevice(_CPU_TYPE)
 
-# Types an ops function takes as they are: NumPy arrays, numba device arrays, scalars, names,
-# shapes. Types seen later join the set once found not to be another library's array.
+# Types an ops function takes as they are, by class: NumPy arrays, numba device arrays, scalars,
+# names, shapes. A type seen later joins once found to be neither another library's array nor a
+# global tensor, while the set holds fewer than _NATIVE_LIMIT types (a caller passing ever new
+# classes would otherwise grow it without end; past the limit they take the slow path).
 _NATIVE = {np.ndarray, int, float, bool, str, tuple, list, type(None)}
+_NATIVE_LIMIT = 256
 
 
 def same_kind(*names: str):
-    """Decorator: the ops function's array parameters names (and out=) also take other libraries'
-    arrays, and its result is of the caller's kind.
+    """Decorator: the one place that decides how an ops function's arguments are taken. Its array
+    parameters names (and out=) also take other libraries' arrays and global tensors, and it adds
+    the keyword sbp= (the result's SBP, for global tensors).
 
     Any array with __dlpack__ (PyTorch, JAX, CuPy, ...) is viewed without a copy (ep.from_dlpack):
     a CPU one as a NumPy array, a CUDA one through __cuda_array_interface__. The result has the
     kind of the first of names that is an array (binary's a, or b when a is a scalar): made by
     that library's from_dlpack (its asarray for CUDA memory), again without a copy; a NumPy or
     numba array there gives the result as before. The other arrays may be of any kind on the same
-    device. An out= of any kind receives the result and is returned as it was given.
+    device. An out= of any kind receives the result and is returned as it was given. A global
+    tensor among names, or sbp=, hands the call to dispatch.global_call (ep.sbp.global_ops).
     """
 
     def decorate(function):
-        parameters = list(inspect.signature(function).parameters)
+        signature = inspect.signature(function)
+        parameters = list(signature.parameters)
         positions = tuple((name, parameters.index(name)) for name in names)
 
         @functools.wraps(function)
         def call(*args, **kwargs):
-            # NumPy's common case costs one set lookup per argument.
+            # NumPy's common case costs one set lookup per argument; all else takes _call_slow.
             for arg in args:
                 if type(arg) not in _NATIVE:
                     break
@@ -59,30 +66,49 @@ def same_kind(*names: str):
                     if type(arg) not in _NATIVE:
                         break
                 else:
-                    return function(*args, **kwargs)
-            return _call_with_views(function, positions, args, kwargs)
+                    if "sbp" not in kwargs:
+                        return function(*args, **kwargs)
+            return _call_slow(function, positions, args, kwargs)
 
+        call.__signature__ = _with_sbp(signature)
         return call
 
     return decorate
 
 
-def _call_with_views(function, positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict):
+def _with_sbp(signature: inspect.Signature) -> inspect.Signature:
+    """signature with a keyword-only sbp=None before any **kwargs (same_kind takes sbp=)."""
+    parameters = list(signature.parameters.values())
+    at = len(parameters) - (parameters and parameters[-1].kind is inspect.Parameter.VAR_KEYWORD)
+    parameters.insert(at, inspect.Parameter("sbp", inspect.Parameter.KEYWORD_ONLY, default=None))
+    return signature.replace(parameters=parameters)
+
+
+def _call_slow(function, positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict):
+    """same_kind's path for anything but NumPy's common case: global tensors and sbp=, then other
+    libraries' arrays."""
+    tensors = {
+        name: args[position] if position < len(args) else kwargs[name]
+        for name, position in positions if position < len(args) or name in kwargs
+    }
+    if kwargs.get("sbp") is not None or any(type(t) is GlobalTensor for t in tensors.values()):
+        return global_call(function.__name__, tensors, args, kwargs)
+    kwargs.pop("sbp", None)
     for value in (*args, *kwargs.values()):
-        if not is_dlpack(value):
-            _NATIVE.add(type(value))
+        cls = type(value)
+        if len(_NATIVE) < _NATIVE_LIMIT and cls is not GlobalTensor and not is_dlpack(value):
+            _NATIVE.add(cls)
     args = list(args)
     namespace = None
     seen_array = False
     for name, position in positions:
-        positional = position < len(args)
-        if not positional and name not in kwargs:
+        if name not in tensors:
             continue
-        value = args[position] if positional else kwargs[name]
+        value = tensors[name]
         if is_dlpack(value):
             if not seen_array:
                 namespace = _namespace(value)
-            if positional:
+            if position < len(args):
                 args[position] = from_dlpack(value, name)
             else:
                 kwargs[name] = from_dlpack(value, name)

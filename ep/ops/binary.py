@@ -17,7 +17,6 @@ from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS, BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import check_out, contiguous, device_of, output, same_kind, stream_for, unaliased
-from ep.ops.dispatch import GlobalTensor, global_call
 from ep.ops.unary import unary
 
 _CPU = GetDevice(DeviceType.kCPU)
@@ -53,7 +52,7 @@ def _exact_scalar(op: BinaryOp, value: object, name: str, src_dtype: DataType, a
 
 
 @same_kind("a", "b")
-def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, sbp=None, **attrs):
+def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
     """op(a, b) with NumPy broadcasting; a new C-contiguous array of the broadcast shape, or out.
 
     Either operand may be a Python or NumPy scalar (not both). Arrays of different dtypes are cast
@@ -69,7 +68,7 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, sbp=None,
     """
     if attrs:
         attr0, attr1 = binary_keyword_attrs(op, attrs, attr0, attr1)
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is b.dtype and sbp is None:
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is b.dtype:
         # Two CPU arrays of one dtype: everything but the buffers comes from the cache.
         try:
             primitive, dst_dtype, shape, dims0, dims1 = _cached_array_plan(
@@ -100,8 +99,6 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, sbp=None,
                 b = unaliased(b, out, _CPU, stream, elementwise=True)
         primitive.Launch(stream, dims0, a, dims1, b, out)
         return out
-    if type(a) is GlobalTensor or type(b) is GlobalTensor or sbp is not None:
-        return global_call("binary", {"a": a, "b": b}, (op, a, b, attr0, attr1), {"out": out, "stream": stream, "sbp": sbp})
     op = as_binary_op(op)
     if is_scalar(a) and is_scalar(b):
         raise TypeError("a, b: both are scalars; at least one must be an array")

@@ -12,7 +12,6 @@ from ep.include.primitive.expand import ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import check_out, contiguous, device_of, empty, output, same_kind, stream_for, unaliased
-from ep.ops.dispatch import GlobalTensor, global_call
 
 
 # expand_shape's results by (input_shape, sizes); a program cycling through more shapes recomputes them.
@@ -101,11 +100,9 @@ def repeat_shape(input_shape: Sequence[int], sizes: object) -> tuple[tuple[int, 
 
 
 @same_kind("x")
-def expand(x, sizes: Sequence[int], *, out=None, stream=None, sbp=None):
+def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     """x broadcast to expand_shape(x.shape, sizes), as a new C-contiguous array (or out); a global
     x (ep.to_global) gives a global tensor, laid out by sbp when given."""
-    if type(x) is GlobalTensor or sbp is not None:
-        return global_call("expand", {"x": x}, (x, sizes), {"out": out, "stream": stream, "sbp": sbp})
     device = device_of(x, "x")
     primitive, dtype = _expand_primitive(device, x.dtype)
     # The shape before the copy: a contiguous copy of a 0-d array may be 1-d.
@@ -122,11 +119,9 @@ def expand(x, sizes: Sequence[int], *, out=None, stream=None, sbp=None):
 
 
 @same_kind("dy")
-def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None, sbp=None):
+def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None):
     """The gradient of expand for an input of input_shape: dy summed over every dim expand broadcast
     (a global dy: a global tensor, laid out by sbp when given)."""
-    if type(dy) is GlobalTensor or sbp is not None:
-        return global_call("expand_grad", {"dy": dy}, (dy, input_shape), {"out": out, "stream": stream, "sbp": sbp})
     device = device_of(dy, "dy")
     dtype = as_data_type(dy.dtype, "dy")
     input_shape = dims(input_shape, "input_shape", sys.maxsize)
@@ -147,7 +142,7 @@ def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None, sbp=No
 
 
 @same_kind("x")
-def repeat(x, sizes: Sequence[int], *, out=None, stream=None, sbp=None):
+def repeat(x, sizes: Sequence[int], *, out=None, stream=None):
     """x tiled sizes times along each dim (torch.Tensor.repeat; np.tile when len(sizes) >= x.ndim),
     as a new C-contiguous array (or out).
 
@@ -155,8 +150,6 @@ def repeat(x, sizes: Sequence[int], *, out=None, stream=None, sbp=None):
     as (1, n0, 1, n1, ...) is expanded to (r0, n0, r1, n1, ...), which is the result's storage.
     A global x (ep.to_global) gives a global tensor, laid out by sbp when given.
     """
-    if type(x) is GlobalTensor or sbp is not None:
-        return global_call("repeat", {"x": x}, (x, sizes), {"out": out, "stream": stream, "sbp": sbp})
     device = device_of(x, "x")
     primitive, dtype = _expand_primitive(device, x.dtype)
     padded, sizes, shape = repeat_shape(x.shape, sizes)

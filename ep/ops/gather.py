@@ -24,7 +24,6 @@ from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
 from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
-from ep.ops.dispatch import GlobalTensor, global_call
 
 _INDEX_DTYPES = {dtype.dtype: dtype for dtype in INDEX_TYPES}
 _CPU = GetDevice(DeviceType.kCPU)
@@ -136,7 +135,7 @@ def _launch(primitive, indices_shape: tuple[int, ...], *args) -> None:
 
 
 @same_kind("params", "indices")
-def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, out=None, stream=None, sbp=None):
+def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, out=None, stream=None):
     """tf.gather: slices of params along axis at indices, per batch for the first batch_dims dims.
 
     Indices in [-n, n) are valid (negatives count from the end); with check_bounds any other index
@@ -145,7 +144,7 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
     Global params and indices (ep.to_global) give a global tensor, laid out by sbp when given.
     """
     # Shapes first: a contiguous NumPy copy of a 0-d array is 1-d.
-    if type(params) is np.ndarray and type(indices) is np.ndarray and sbp is None:
+    if type(params) is np.ndarray and type(indices) is np.ndarray:
         # The common case, without the general device lookup and copies.
         device = _CPU
         params_shape, indices_shape = params.shape, indices.shape
@@ -154,10 +153,6 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
         if not indices.flags.c_contiguous:
             indices = contiguous(indices, _CPU)
     else:
-        if type(params) is GlobalTensor or type(indices) is GlobalTensor or sbp is not None:
-            tensors = {"params": params, "indices": indices}
-            kwargs = {"check_bounds": check_bounds, "out": out, "stream": stream, "sbp": sbp}
-            return global_call("gather", tensors, (params, indices, axis, batch_dims), kwargs)
         device = _same_device(params, indices, "params")
         params_shape, indices_shape = tuple(params.shape), tuple(indices.shape)
         stream = stream_for(device, stream)  # copies go on the caller's stream too
@@ -187,12 +182,9 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
 
 
 @same_kind("params", "indices")
-def batch_gather(params, indices, *, check_bounds: bool = True, out=None, stream=None, sbp=None):
+def batch_gather(params, indices, *, check_bounds: bool = True, out=None, stream=None):
     """OneFlow's batch_gather: every dim of indices but the last is a batch dim, and the gather
     runs along params' axis indices.ndim - 1."""
-    if type(params) is GlobalTensor or type(indices) is GlobalTensor or sbp is not None:
-        kwargs = {"check_bounds": check_bounds, "out": out, "stream": stream, "sbp": sbp}
-        return global_call("batch_gather", {"params": params, "indices": indices}, (params, indices), kwargs)
     device_of(indices, "indices")
     rank = len(tuple(indices.shape))
     if rank == 0:
@@ -201,13 +193,10 @@ def batch_gather(params, indices, *, check_bounds: bool = True, out=None, stream
 
 
 @same_kind("dy", "indices")
-def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds: bool = True, stream=None, sbp=None):
+def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds: bool = True, stream=None):
     """The gradient of gather with respect to params: dy's slices added into zeros of params_shape
     at indices; repeated indices accumulate. Out-of-range indices raise IndexError with check_bounds
     and are dropped without it."""
-    if type(dy) is GlobalTensor or type(indices) is GlobalTensor or sbp is not None:
-        kwargs = {"check_bounds": check_bounds, "stream": stream, "sbp": sbp}
-        return global_call("gather_grad", {"dy": dy, "indices": indices}, (dy, indices, params_shape, axis, batch_dims), kwargs)
     device = _same_device(dy, indices, "dy")
     dy_shape, indices_shape = tuple(dy.shape), tuple(indices.shape)
     stream = stream_for(device, stream)

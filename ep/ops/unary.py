@@ -13,7 +13,6 @@ from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
 from ep.common.runtime.device import DeviceType, GetDevice
 from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
-from ep.ops.dispatch import GlobalTensor, global_call
 
 _CPU = GetDevice(DeviceType.kCPU)
 
@@ -45,7 +44,7 @@ _cached_primitive = functools.lru_cache(maxsize=4096, typed=True)(_primitive)
 
 
 @same_kind("x")
-def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, sbp=None, **attrs):
+def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, **attrs):
     """op applied to every element of x; a new array of x's shape, or out.
 
     op is a UnaryOp or a name: its own ("leaky_relu"), OneFlow's ("kLeakyRelu") or NumPy's and
@@ -57,8 +56,6 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, s
 
     The ops, as calls with their attributes' defaults [OneFlow name; aliases; source dtypes]:
     """
-    if type(x) is GlobalTensor or sbp is not None:
-        return global_call("unary", {"x": x}, (op, x, attr0, attr1), {"dtype": dtype, "out": out, "stream": stream, "sbp": sbp, **attrs})
     if attrs:
         attr0, attr1 = unary_keyword_attrs(op, attrs, attr0, attr1)
     device = device_of(x, "x")
