@@ -210,14 +210,19 @@ _CACHED_BYTES = 4 << 20
 _CACHE = _BlockCache(limit=512 << 20)
 
 
+def host_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A new C-contiguous NumPy array (a large one may reuse a released result's memory)."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes >= _CACHED_BYTES:
+        return _CACHE.array(tuple(shape), dtype, nbytes)
+    return np.empty(shape, dtype)
+
+
 def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream):
     """A new C-contiguous array on device (on the CPU a large one may reuse a released result's memory)."""
     try:
         if device.device_type is DeviceType.kCPU:
-            nbytes = math.prod(shape) * dtype.itemsize
-            if nbytes >= _CACHED_BYTES:
-                return _CACHE.array(tuple(shape), dtype.dtype, nbytes)
-            return np.empty(shape, dtype.dtype)
+            return host_empty(shape, dtype.dtype)
         from numba import cuda
 
         return cuda.device_array(shape, dtype.dtype, stream=stream.native)

@@ -14,6 +14,7 @@ an all-gather).
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -24,6 +25,11 @@ from ep.sbp.physical import balanced_split, physical_slices
 from ep.sbp.sbp import SBP, Broadcast, NdSbp, PartialSum, Split, broadcast
 
 Step = tuple[int, SBP, SBP]
+
+# Strided parts of an array of this many bytes or more go to MPI packed in a scratch buffer by a
+# threaded CopyNd, not in place as vector datatypes: MPICH unpacks a vector datatype on one thread
+# (see _packs and BENCHMARKS.md's boxing section for the measurements behind the rule).
+REARRANGE_BYTES = 4 << 20
 
 
 def _splits(s: SBP) -> set[int]:
@@ -128,11 +134,71 @@ def _take(x: np.ndarray, axis: int, lo: int, hi: int) -> np.ndarray:
     return x[(slice(None),) * axis + (slice(lo, hi),)]
 
 
+def _empty(shape, dtype: np.dtype) -> np.ndarray:
+    """A new C-contiguous host array from ep's allocator: a large one reuses the memory of a
+    released one (a result or a scratch buffer) instead of faulting fresh pages in."""
+    from ep.ops.arrays import host_empty
+
+    return host_empty(tuple(shape), np.dtype(dtype))
+
+
+@functools.lru_cache(maxsize=1)
+def _copy_nd():
+    """A 3-d CopyNd on the CPU and the stream it runs on."""
+    from ep.common.runtime.device import GetDevice
+    from ep.include.primitive.copy_nd import CopyNdFactory
+    from ep.include.primitive.primitive import NewPrimitive
+
+    cpu = GetDevice(DeviceType.kCPU)
+    return NewPrimitive(CopyNdFactory, cpu, 3), cpu.default_stream
+
+
+def _copy_parts(whole: np.ndarray, axis: int, bounds, packed: np.ndarray, unpack: bool) -> None:
+    """Between the parts [lo, hi) along axis of whole (C-contiguous) and packed, which holds those
+    parts one after another, each C-contiguous: unpack copies packed into whole, else whole into
+    packed. One CopyNd launch per part (threaded on the CPU), on raw bytes, so any dtype."""
+    from ep.common.runtime.data_type import DataType
+
+    copy, stream = _copy_nd()
+    lead, n, inner = _lead(whole.shape, axis), whole.shape[axis], math.prod(whole.shape[axis + 1:]) * whole.itemsize
+    whole_bytes, packed_bytes = whole.reshape(-1).view(np.uint8), packed.reshape(-1).view(np.uint8)
+    start = 0
+    for lo, hi in bounds:
+        part = (lead, hi - lo, inner)
+        part_bytes = packed_bytes[start:start + math.prod(part)]
+        start += part_bytes.size
+        if part_bytes.size == 0:
+            continue
+        if unpack:
+            copy.Launch(stream, DataType.kUInt8, 3, whole_bytes, (lead, n, inner), (0, lo, 0), part_bytes, part, (0, 0, 0), part)
+        else:
+            copy.Launch(stream, DataType.kUInt8, 3, part_bytes, part, (0, 0, 0), whole_bytes, (lead, n, inner), (0, lo, 0), part)
+
+
+def _packs(shape, itemsize: int, axis: int) -> bool:
+    """Whether the parts along axis of an array of shape go to MPI packed one after another in a
+    scratch buffer (_copy_parts) rather than in place as strided datatypes (_Blocks): when they
+    are strided and the array holds REARRANGE_BYTES or more."""
+    return _lead(shape, axis) > 1 and math.prod(shape) * itemsize >= REARRANGE_BYTES
+
+
 def _pack(x: np.ndarray, axis: int, bounds) -> np.ndarray:
     """x's parts along axis, one after another (x itself when they already are)."""
     if _lead(x.shape, axis) == 1:
         return x
-    return np.concatenate([_take(x, axis, lo, hi).ravel() for lo, hi in bounds])
+    packed = _empty((x.size,), x.dtype)
+    _copy_parts(x, axis, bounds, packed, unpack=False)
+    return packed
+
+
+def _packed_spec(packed: np.ndarray, shape, axis: int, bounds) -> list:
+    """For Alltoallw: the parts along axis of an array of shape, held one after another in packed,
+    each a run of bytes."""
+    from mpi4py import MPI
+
+    row = math.prod(_with(shape, axis, 1)) * packed.itemsize
+    counts = [(hi - lo) * row for lo, hi in bounds]
+    return [packed, (counts, list(itertools.accumulate([0] + counts[:-1]))), [MPI.BYTE] * len(counts)]
 
 
 def _with(shape, axis: int, n: int) -> tuple[int, ...]:
@@ -192,12 +258,17 @@ def all_gather(x: np.ndarray, axis: int, whole, comm) -> np.ndarray:
     ranks) to 37x (4 ranks, oversubscribed) as long as this on a loaded 2-core machine; it steps
     round a ring, where Alltoallw posts every transfer at once."""
     parts = comm.Get_size()
-    out = np.empty(whole, x.dtype)
-    blocks = _Blocks(whole, x.itemsize, axis, _split_bounds(whole[axis], parts))
-    try:
-        comm.Alltoallw(_whole(x, parts), blocks.spec(out))
-    finally:
-        blocks.free()
+    out, bounds = _empty(whole, x.dtype), _split_bounds(whole[axis], parts)
+    if _packs(whole, x.itemsize, axis):
+        packed = _empty((out.size,), x.dtype)
+        comm.Alltoallw(_whole(x, parts), _packed_spec(packed, whole, axis, bounds))
+        _copy_parts(out, axis, bounds, packed, unpack=True)
+    else:
+        blocks = _Blocks(whole, x.itemsize, axis, bounds)
+        try:
+            comm.Alltoallw(_whole(x, parts), blocks.spec(out))
+        finally:
+            blocks.free()
     received[0] += out.nbytes - x.nbytes
     return out
 
@@ -206,7 +277,7 @@ def all_reduce(x: np.ndarray, comm) -> np.ndarray:
     """P -> B: the sum of the pieces on every rank (Allreduce)."""
     from mpi4py import MPI
 
-    out, mpi_type = np.empty_like(x), _mpi_type(x.dtype)
+    out, mpi_type = _empty(x.shape, x.dtype), _mpi_type(x.dtype)
     comm.Allreduce([x, mpi_type], [out, mpi_type], op=MPI.SUM)
     parts = comm.Get_size()
     received[0] += 2 * (parts - 1) * x.nbytes // parts
@@ -222,7 +293,7 @@ def reduce_scatter(x: np.ndarray, axis: int, comm) -> np.ndarray:
     bounds = _split_bounds(x.shape[axis], parts)
     counts = [math.prod(_with(x.shape, axis, hi - lo)) for lo, hi in bounds]
     lo, hi = bounds[rank]
-    out = np.empty(_with(x.shape, axis, hi - lo), x.dtype)
+    out = _empty(_with(x.shape, axis, hi - lo), x.dtype)
     mpi_type = _mpi_type(x.dtype)
     comm.Reduce_scatter([_pack(x, axis, bounds), mpi_type], [out, mpi_type], counts, op=MPI.SUM)
     received[0] += (parts - 1) * out.nbytes
@@ -235,14 +306,27 @@ def all_to_all(x: np.ndarray, source: int, target: int, whole, comm) -> np.ndarr
     parts, rank = comm.Get_size(), comm.Get_rank()
     to_bounds, from_bounds = _split_bounds(whole[target], parts), _split_bounds(whole[source], parts)
     lo, hi = to_bounds[rank]
-    out = np.empty(_with(whole, target, hi - lo), x.dtype)
-    send = _Blocks(x.shape, x.itemsize, target, to_bounds)
-    recv = _Blocks(out.shape, x.itemsize, source, from_bounds)
+    out = _empty(_with(whole, target, hi - lo), x.dtype)
+    derived = []
+    if _packs(x.shape, x.itemsize, target):
+        send = _packed_spec(_pack(x, target, to_bounds), x.shape, target, to_bounds)
+    else:
+        derived.append(_Blocks(x.shape, x.itemsize, target, to_bounds))
+        send = derived[-1].spec(x)
+    unpack = _packs(out.shape, x.itemsize, source)
+    if unpack:
+        packed = _empty((out.size,), x.dtype)
+        recv = _packed_spec(packed, out.shape, source, from_bounds)
+    else:
+        derived.append(_Blocks(out.shape, x.itemsize, source, from_bounds))
+        recv = derived[-1].spec(out)
     try:
-        comm.Alltoallw(send.spec(x), recv.spec(out))
+        comm.Alltoallw(send, recv)
     finally:
-        send.free()
-        recv.free()
+        for blocks in derived:
+            blocks.free()
+    if unpack:
+        _copy_parts(out, source, from_bounds, packed, unpack=True)
     lo, hi = from_bounds[rank]
     received[0] += out.nbytes - math.prod(_with(out.shape, source, hi - lo)) * x.itemsize
     return out

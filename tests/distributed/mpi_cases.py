@@ -62,6 +62,17 @@ def check_boxing() -> None:
                     checked[0] += 1
 
 
+def check_boxing_packed() -> None:
+    """check_boxing again with every strided part packed by CopyNd in a scratch buffer (the path
+    boxing takes from REARRANGE_BYTES on) instead of sent in place as a vector datatype."""
+    default = boxing.REARRANGE_BYTES
+    boxing.REARRANGE_BYTES = 0
+    try:
+        check_boxing()
+    finally:
+        boxing.REARRANGE_BYTES = default
+
+
 def _gather_ref(params, indices, axis, batch_dims):
     if batch_dims == 0:
         return np.take(params, indices, axis=axis)
@@ -274,7 +285,7 @@ def check_cuda() -> None:
             checked[0] += 1
 
 
-PARTS = {"boxing": check_boxing, "ops": check_ops, "cost": check_cost_model, "errors": check_errors, "cuda": check_cuda}
+PARTS = {"boxing": check_boxing, "packed": check_boxing_packed, "ops": check_ops, "cost": check_cost_model, "errors": check_errors, "cuda": check_cuda}
 
 if __name__ == "__main__":
     for part in sys.argv[1:] or PARTS:
