@@ -1,12 +1,23 @@
 """`mpiexec -n N python -m ep bench --distributed`: each boxing conversion of a global tensor
-against the raw mpi4py collective on the same input buffers, moving the same bytes, and then
-global gather, expand and binary through ep.ops (record these on 1, 2 and 4 ranks). Boxing returns a new tensor, so it allocates its result on every call; the "raw,
-new" column allocates the raw call's result the same way (np.empty per call: the fair comparison),
-"raw, reused" receives into one buffer allocated once (the floor: no page faults). A sample is the
-slowest rank's time between barriers; the three calls alternate, in a rotating order, within each
-round; the table (rank 0) gives medians and boxing's median over the raw medians. Where the result's
-parts are not contiguous (S(1)->B, S(1)->S(0)), raw MPI receives the same bytes one part after
-another, not in the result's layout: the floor, which boxing's strided datatypes cannot quite reach."""
+against the raw mpi4py code that produces the same result (this rank's piece under the new SBP,
+in the result's layout) from the same input buffers, and then global gather, expand and binary
+through ep.ops (record these on 1, 2 and 4 ranks).
+
+The raw contenders are what an MPI programmer would write for the conversion, each into a new
+result (np.empty per call, as boxing returns a new tensor): the collective straight into the
+result, with the derived datatypes its layout needs where its parts are strided (an Allgather of
+a resized vector type for S(1)->B, an Alltoallw of vector types for S(1)->S(0)), and, where the
+parts are strided, the contiguous collective into a scratch buffer (allocated once) followed by a
+NumPy copy into the layout. The table gives the fastest of them ("raw" and which way it was), the
+same fastest way into a result allocated once ("raw, reused": no page faults, a floor; boxing's
+results come from ep's allocator, which reuses released results' memory), and, for strided
+layouts, the contiguous collective alone: "contiguous receive", the same bytes received one part
+after another, which is not the result's layout, so not a contender, only a floor.
+
+A sample is the slowest rank's time between barriers; within a round every call of a conversion
+runs once, in a rotating order (the machine's load drifts); the table (rank 0) gives medians and
+boxing's median over the fastest raw median.
+"""
 from __future__ import annotations
 
 import argparse
@@ -47,8 +58,9 @@ def _time(comm, fns: list[Callable[[], object]], repeats: int) -> list[float]:
 
 
 def _cases(comm, nbytes: int):
-    """(conversion, boxing call, raw collective into a new result, the same into a reused one) on
-    a float32 tensor of about nbytes, 2-d."""
+    """The logical shape of a float32 tensor of about nbytes, 2-d, and per conversion: (name,
+    boxing call, {raw way: call(result)}, contiguous receive call(result) or None, this rank's
+    result shape); a raw call writes the result into the array it is given and returns it."""
     from mpi4py import MPI
 
     import ep
@@ -67,24 +79,54 @@ def _cases(comm, nbytes: int):
     row_piece = rng.standard_normal((hi - lo, cols), dtype=np.float32)
     col_piece = rng.standard_normal((rows, col_hi - col_lo), dtype=np.float32)
     full = rng.standard_normal(shape, dtype=np.float32)
-    row_counts = [(b - a) * cols for a, b in bounds]
-    reused_whole = np.empty(shape, np.float32)
-    reused_mine = np.empty((hi - lo, cols), np.float32)
+    mine = (hi - lo, cols)
 
     s0 = ep.to_global(row_piece, placement, S(0))
     s1 = ep.to_global(col_piece, placement, S(1))
     p = ep.to_global(full, placement, P)
     b = ep.to_global(full, placement, B)
 
-    def all_gather(out):
+    def counted(parts):
+        counts = [n * 4 for n in parts]
+        return counts, [sum(counts[:i]) for i in range(len(counts))]
+
+    # S(0) -> B: the rows of every rank, contiguous in the result.
+    row_counts = [(r1 - r0) * cols for r0, r1 in bounds]
+
+    def all_gatherv(out):
         comm.Allgatherv(row_piece, [out, row_counts, MPI.FLOAT])
         return out
 
-    # S(1) -> B: each rank's columns; raw MPI receives them one block after another.
-    col_counts = [rows * (c1 - c0) for c0, c1 in col_bounds]
+    def all_to_all_rows(out):
+        comm.Alltoallw([row_piece, ([row_piece.nbytes] * size, [0] * size), [MPI.BYTE] * size], [out, counted(row_counts), [MPI.BYTE] * size])
+        return out
 
-    def all_gather_columns(out):
-        comm.Allgatherv(col_piece, [out, col_counts, MPI.FLOAT])
+    # S(1) -> B: rank j's columns are a strided part of every row of the result.
+    col_counts = [rows * (c1 - c0) for c0, c1 in col_bounds]
+    col_types = [MPI.FLOAT.Create_vector(rows, c1 - c0, cols).Commit() for c0, c1 in col_bounds]
+    col_displs = [c0 * 4 for c0, _ in col_bounds]
+    even = len({c1 - c0 for c0, c1 in col_bounds}) == 1
+    col_width = col_hi - col_lo
+    resized = MPI.FLOAT.Create_vector(rows, col_width, cols).Create_resized(0, col_width * 4).Commit()
+    gathered = np.empty(rows * cols, np.float32)
+
+    def all_gather_vector(out):
+        if even:
+            comm.Allgather(col_piece, [out, 1, resized])
+        else:
+            comm.Alltoallw([col_piece, ([col_piece.nbytes] * size, [0] * size), [MPI.BYTE] * size], [out, ([1] * size, col_displs), col_types])
+        return out
+
+    def all_gather_contiguous(out):
+        comm.Allgatherv(col_piece, [out.reshape(-1), col_counts, MPI.FLOAT])
+        return out
+
+    def all_gather_and_copy(out):
+        comm.Allgatherv(col_piece, [gathered, col_counts, MPI.FLOAT])
+        start = 0
+        for (c0, c1), n in zip(col_bounds, col_counts):
+            out[:, c0:c1] = gathered[start:start + n].reshape(rows, c1 - c0)
+            start += n
         return out
 
     def all_reduce(out):
@@ -95,35 +137,43 @@ def _cases(comm, nbytes: int):
         comm.Reduce_scatter(full, out, row_counts, op=MPI.SUM)
         return out
 
-    # S(1) -> S(0): each rank sends rank j the rows j keeps of its columns (contiguous in its piece)
-    # and receives its rows of every rank's columns; raw MPI receives them one block after another
-    # (the bytes boxing moves, but not the layout: the floor for boxing's in-place strided parts).
-    send_counts = [(b_ - a) * (col_hi - col_lo) for a, b_ in bounds]
-    send_displs = [a * (col_hi - col_lo) for a, _ in bounds]
+    # S(1) -> S(0): rank j's rows of its columns (contiguous in its piece) become the strided part
+    # of columns j of this rank's rows.
+    send_counts = [(r1 - r0) * col_width for r0, r1 in bounds]
+    send = [col_piece, counted(send_counts), [MPI.BYTE] * size]
     recv_counts = [(hi - lo) * (c1 - c0) for c0, c1 in col_bounds]
-    recv_displs = [(hi - lo) * c0 for c0, _ in col_bounds]
+    recv_types = [MPI.FLOAT.Create_vector(hi - lo, c1 - c0, cols).Commit() for c0, c1 in col_bounds]
+    exchanged = np.empty((hi - lo) * cols, np.float32)
 
-    def all_to_all(out):
-        comm.Alltoallv([col_piece, (send_counts, send_displs), MPI.FLOAT], [out, (recv_counts, recv_displs), MPI.FLOAT])
+    def all_to_all_vector(out):
+        comm.Alltoallw(send, [out, ([1] * size, col_displs), recv_types])
         return out
 
-    def local_slice(out):
+    def all_to_all_contiguous(out):
+        comm.Alltoallw(send, [out.reshape(-1), counted(recv_counts), [MPI.BYTE] * size])
+        return out
+
+    def all_to_all_and_copy(out):
+        comm.Alltoallw(send, [exchanged, counted(recv_counts), [MPI.BYTE] * size])
+        start = 0
+        for (c0, c1), n in zip(col_bounds, recv_counts):
+            out[:, c0:c1] = exchanged[start:start + n].reshape(hi - lo, c1 - c0)
+            start += n
+        return out
+
+    def local_copy(out):
         np.copyto(out, full[lo:hi])
         return out
 
-    def new_whole():
-        return np.empty(shape, np.float32)
-
-    def new_mine():
-        return np.empty((hi - lo, cols), np.float32)
-
     return shape, [
-        ("S(0)->B all_gather", lambda: s0.to_global(sbp=B), lambda: all_gather(new_whole()), lambda: all_gather(reused_whole)),
-        ("S(1)->B all_gather", lambda: s1.to_global(sbp=B), lambda: all_gather_columns(new_whole()), lambda: all_gather_columns(reused_whole)),
-        ("P->B all_reduce", lambda: p.to_global(sbp=B), lambda: all_reduce(new_whole()), lambda: all_reduce(reused_whole)),
-        ("P->S(0) reduce_scatter", lambda: p.to_global(sbp=S(0)), lambda: reduce_scatter(new_mine()), lambda: reduce_scatter(reused_mine)),
-        ("S(1)->S(0) all_to_all", lambda: s1.to_global(sbp=S(0)), lambda: all_to_all(new_mine()), lambda: all_to_all(reused_mine)),
-        ("B->S(0) local slice", lambda: b.to_global(sbp=S(0)), lambda: local_slice(new_mine()), lambda: local_slice(reused_mine)),
+        ("S(0)->B all_gather", lambda: s0.to_global(sbp=B), {"Allgatherv": all_gatherv, "Alltoallw": all_to_all_rows}, None, shape),
+        ("S(1)->B all_gather", lambda: s1.to_global(sbp=B),
+         {"vector type": all_gather_vector, "Allgatherv + copy": all_gather_and_copy}, all_gather_contiguous, shape),
+        ("P->B all_reduce", lambda: p.to_global(sbp=B), {"Allreduce": all_reduce}, None, shape),
+        ("P->S(0) reduce_scatter", lambda: p.to_global(sbp=S(0)), {"Reduce_scatter": reduce_scatter}, None, mine),
+        ("S(1)->S(0) all_to_all", lambda: s1.to_global(sbp=S(0)),
+         {"vector types": all_to_all_vector, "Alltoallw + copy": all_to_all_and_copy}, all_to_all_contiguous, mine),
+        ("B->S(0) local slice", lambda: b.to_global(sbp=S(0)), {"copy": local_copy, "view": lambda out: full[lo:hi]}, None, mine),
     ]
 
 
@@ -155,8 +205,39 @@ def _global_ops(comm, scale: int):
     ]
 
 
+def _line(comm, case, logical_mib: float, repeats: int) -> tuple[str, ...]:
+    """One table line: boxing, each raw way into a new result and into one reused result, and the
+    contiguous receive, all timed in the same rounds."""
+    name, boxing, raws, contiguous, shape = case
+    want = boxing().to_local()
+    for way, raw in raws.items():
+        if not np.allclose(raw(np.empty(shape, np.float32)), want, rtol=1e-6, atol=0):
+            raise AssertionError(f"{name}: the raw way {way!r} gives another result than boxing")
+    reused = np.empty(shape, np.float32)
+    fns = [boxing]
+    for raw in raws.values():
+        fns += [lambda raw=raw: raw(np.empty(shape, np.float32)), lambda raw=raw: raw(reused)]
+    if contiguous is not None:
+        fns.append(lambda: contiguous(np.empty(shape, np.float32)))
+    times = _time(comm, fns, repeats)
+    new = {way: times[1 + 2 * i] for i, way in enumerate(raws)}
+    way = min(new, key=new.get)
+    t_box, t_raw, t_reused = times[0], new[way], times[2 + 2 * list(raws).index(way)]
+    t_contiguous = f"{times[-1] * 1e3:.2f}" if contiguous is not None else "-"
+    return (
+        name, f"{logical_mib:.0f}", f"{t_box * 1e3:.2f}", f"{t_raw * 1e3:.2f}", way, f"{t_box / t_raw:.2f}",
+        f"{t_reused * 1e3:.2f}", f"{t_box / t_reused:.2f}", t_contiguous,
+    )
+
+
+def _table(header: tuple[str, ...], lines: list[tuple[str, ...]]) -> None:
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *lines)]
+    for line in [header, tuple("-" * w for w in widths), *lines]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip())
+
+
 def main(args: argparse.Namespace) -> int:
-    """Prints the table on rank 0."""
+    """Prints the tables on rank 0."""
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
@@ -165,19 +246,14 @@ def main(args: argparse.Namespace) -> int:
     lines = []
     for nbytes in sizes:
         shape, cases = _cases(comm, nbytes)
-        for name, *fns in cases:
-            t_box, t_new, t_reused = _time(comm, fns, repeats)
-            lines.append((
-                name, f"{math.prod(shape) * 4 / MIB:.0f}", f"{t_box * 1e3:.2f}", f"{t_new * 1e3:.2f}",
-                f"{t_reused * 1e3:.2f}", f"{t_box / t_new:.2f}", f"{t_box / t_reused:.2f}",
-            ))
+        lines += [_line(comm, case, math.prod(shape) * 4 / MIB, repeats) for case in cases]
     op_lines = [(name, f"{_time(comm, [call], repeats)[0] * 1e3:.2f}") for name, call in _global_ops(comm, 64 if args.quick else 1)]
     if comm.Get_rank() == 0:
-        header = ("conversion", "MiB", "boxing ms", "raw MPI, new ms", "raw MPI, reused ms", "boxing/new", "boxing/reused")
-        widths = [max(len(str(c)) for c in col) for col in zip(header, *lines)]
         print(f"{comm.Get_size()} ranks, float32, median of {repeats} (slowest rank per sample, calls interleaved)")
-        for line in [header, tuple("-" * w for w in widths), *lines]:
-            print("  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip())
+        _table((
+            "conversion", "MiB", "boxing ms", "raw MPI ms", "raw way", "boxing/raw", "raw, reused result ms",
+            "boxing/reused", "contiguous receive ms (not the layout)",
+        ), lines)
         print(f"\nglobal ops (ep.ops on global tensors, float32), {comm.Get_size()} ranks, median of {repeats}")
         width = max(len(name) for name, _ in op_lines)
         for name, ms in op_lines:
