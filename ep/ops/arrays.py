@@ -189,6 +189,11 @@ class _BlockCache:
         weakref.finalize(lease, self._give, block).atexit = False
         return np.asarray(lease)
 
+    def held(self, nbytes: int) -> int:
+        """How many released blocks of nbytes wait to be reused."""
+        with self._lock:
+            return sum(block.nbytes == nbytes for block in self._blocks)
+
     def _take(self, nbytes: int) -> np.ndarray:
         with self._lock:
             for i in range(len(self._blocks) - 1, -1, -1):
@@ -216,6 +221,11 @@ def host_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     if nbytes >= _CACHED_BYTES:
         return _CACHE.array(tuple(shape), dtype, nbytes)
     return np.empty(shape, dtype)
+
+
+def reusable(nbytes: int) -> int:
+    """How many new host arrays of nbytes host_empty can give from released memory (no fresh pages)."""
+    return _CACHE.held(nbytes) if nbytes >= _CACHED_BYTES else 0
 
 
 def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream):

@@ -3,8 +3,11 @@ axis's sub-communicator: S->B all-gather, P->B all-reduce, P->S reduce-scatter, 
 all-to-all(v); B->S, B->P and S->P are local. Pieces may be uneven (OneFlow's balanced splitter).
 
 Arrays go to MPI through the buffer protocol (mpi4py's uppercase methods: no pickling), in place:
-the result is allocated once and received into, a part that is not contiguous described by a
-strided datatype (_Blocks) rather than packed or unpacked. A CUDA piece is staged through a host
+the result is allocated once (by ep's allocator, which reuses released results' memory) and
+received into, a part that is not contiguous described by a vector datatype (_Blocks), except
+where an all-to-all's large strided parts go faster packed one after another in a scratch buffer
+by a threaded CopyNd (_packs says where). A reduce-scatter packs its parts (CopyNd) since MPI
+reduces only consecutive elements. A CUDA piece is staged through a host
 copy (no CUDA-aware MPI path; tested on the simulator only). This module knows local pieces and a
 global_tensor.Group, not GlobalTensor, so the two do not import each other.
 
@@ -26,9 +29,8 @@ from ep.sbp.sbp import SBP, Broadcast, NdSbp, PartialSum, Split, broadcast
 
 Step = tuple[int, SBP, SBP]
 
-# Strided parts of an array of this many bytes or more go to MPI packed in a scratch buffer by a
-# threaded CopyNd, not in place as vector datatypes: MPICH unpacks a vector datatype on one thread
-# (see _packs and BENCHMARKS.md's boxing section for the measurements behind the rule).
+# An all-to-all's strided parts of this many bytes or more may go to MPI packed in a scratch
+# buffer by a threaded CopyNd rather than in place as vector datatypes (see _packs).
 REARRANGE_BYTES = 4 << 20
 
 
@@ -175,11 +177,23 @@ def _copy_parts(whole: np.ndarray, axis: int, bounds, packed: np.ndarray, unpack
             copy.Launch(stream, DataType.kUInt8, 3, part_bytes, part, (0, 0, 0), whole_bytes, (lead, n, inner), (0, lo, 0), part)
 
 
-def _packs(shape, itemsize: int, axis: int) -> bool:
-    """Whether the parts along axis of an array of shape go to MPI packed one after another in a
-    scratch buffer (_copy_parts) rather than in place as strided datatypes (_Blocks): when they
-    are strided and the array holds REARRANGE_BYTES or more."""
-    return _lead(shape, axis) > 1 and math.prod(shape) * itemsize >= REARRANGE_BYTES
+def _packs(shape, itemsize: int, axis: int, arrays: int) -> bool:
+    """Whether an all-to-all moves the parts along axis of an array of shape packed one after
+    another in a scratch buffer (_copy_parts) rather than in place as vector datatypes (_Blocks):
+    when they are strided, the array holds REARRANGE_BYTES or more, and the arrays new ones this
+    needs (scratch, and result) reuse released memory. MPICH packs and unpacks a vector datatype
+    on one thread, CopyNd on all; but writing fresh pages from several threads at once costs more
+    than it saves (BENCHMARKS.md, boxing: S(1)->S(0), 64 MiB, 2 ranks: packed 51 ms, in place 56 ms
+    into reused memory; 81 ms against 69 ms into fresh memory). An all-gather always goes in
+    place: packed, it was slower either way (190 ms against 146 ms; 204 ms against 174 ms)."""
+    if _lead(shape, axis) == 1:
+        return False
+    nbytes = math.prod(shape) * itemsize
+    if nbytes < REARRANGE_BYTES:
+        return False
+    from ep.ops.arrays import reusable
+
+    return reusable(nbytes) >= arrays
 
 
 def _pack(x: np.ndarray, axis: int, bounds) -> np.ndarray:
@@ -258,17 +272,12 @@ def all_gather(x: np.ndarray, axis: int, whole, comm) -> np.ndarray:
     ranks) to 37x (4 ranks, oversubscribed) as long as this on a loaded 2-core machine; it steps
     round a ring, where Alltoallw posts every transfer at once."""
     parts = comm.Get_size()
-    out, bounds = _empty(whole, x.dtype), _split_bounds(whole[axis], parts)
-    if _packs(whole, x.itemsize, axis):
-        packed = _empty((out.size,), x.dtype)
-        comm.Alltoallw(_whole(x, parts), _packed_spec(packed, whole, axis, bounds))
-        _copy_parts(out, axis, bounds, packed, unpack=True)
-    else:
-        blocks = _Blocks(whole, x.itemsize, axis, bounds)
-        try:
-            comm.Alltoallw(_whole(x, parts), blocks.spec(out))
-        finally:
-            blocks.free()
+    out = _empty(whole, x.dtype)
+    blocks = _Blocks(whole, x.itemsize, axis, _split_bounds(whole[axis], parts))
+    try:
+        comm.Alltoallw(_whole(x, parts), blocks.spec(out))
+    finally:
+        blocks.free()
     received[0] += out.nbytes - x.nbytes
     return out
 
@@ -306,14 +315,15 @@ def all_to_all(x: np.ndarray, source: int, target: int, whole, comm) -> np.ndarr
     parts, rank = comm.Get_size(), comm.Get_rank()
     to_bounds, from_bounds = _split_bounds(whole[target], parts), _split_bounds(whole[source], parts)
     lo, hi = to_bounds[rank]
-    out = _empty(_with(whole, target, hi - lo), x.dtype)
+    shape = _with(whole, target, hi - lo)
+    unpack = _packs(shape, x.itemsize, source, arrays=2)
+    out = _empty(shape, x.dtype)
     derived = []
-    if _packs(x.shape, x.itemsize, target):
+    if _packs(x.shape, x.itemsize, target, arrays=1):
         send = _packed_spec(_pack(x, target, to_bounds), x.shape, target, to_bounds)
     else:
         derived.append(_Blocks(x.shape, x.itemsize, target, to_bounds))
         send = derived[-1].spec(x)
-    unpack = _packs(out.shape, x.itemsize, source)
     if unpack:
         packed = _empty((out.size,), x.dtype)
         recv = _packed_spec(packed, out.shape, source, from_bounds)
@@ -372,20 +382,29 @@ def to_device(x: np.ndarray, device_type: DeviceType):
     return cuda.to_device(np.ascontiguousarray(x))
 
 
+@functools.lru_cache(maxsize=1024)
+def _route(shape: tuple[int, ...], itemsize: int, sbp_in: NdSbp, sbp_out: NdSbp, hierarchy, index) -> tuple:
+    """The cheapest plan's steps that move data, each as (hierarchy axis, source, target, the shape
+    that axis's group holds together), for the rank at index: cached, since a program boxes the
+    same shapes again and again and planning costs more than a small collective."""
+    steps = min(plans(sbp_in, sbp_out), key=lambda p: plan_cost(shape, itemsize, sbp_in, p, hierarchy))
+    route, state = [], sbp_in
+    for h, source, target in steps:
+        if hierarchy[h] > 1:
+            # (One part holds the whole of an axis of size 1 under every SBP: nothing moves.)
+            whole = tuple(s.stop - s.start for s in physical_slices(shape, state[:h] + (broadcast,) + state[h + 1:], hierarchy, index))
+            route.append((h, source, target, whole))
+        state = state[:h] + (target,) + state[h + 1:]
+    return tuple(route)
+
+
 def box(local, group, shape: tuple[int, ...], sbp_in: NdSbp, sbp_out: NdSbp):
     """This rank's piece under sbp_out of the logical tensor of shape whose piece under sbp_in is
     local, over the placement's communicators group (global_tensor.Group; collective). A CUDA
     piece goes through a host copy, and its result comes back to the device."""
-    hierarchy, device_type = group.placement.hierarchy, group.placement.device_type
-    itemsize = np.dtype(local.dtype).itemsize
-    steps = min(plans(sbp_in, sbp_out), key=lambda p: plan_cost(shape, itemsize, sbp_in, p, hierarchy))
-    x, state = to_host(local), tuple(sbp_in)
-    for h, source, target in steps:
-        if hierarchy[h] == 1:
-            # One part holds the whole of this axis under every SBP: nothing moves.
-            state = state[:h] + (target,) + state[h + 1:]
-            continue
-        whole = tuple(s.stop - s.start for s in physical_slices(shape, state[:h] + (broadcast,) + state[h + 1:], hierarchy, group.index))
-        x = np.ascontiguousarray(_step(x, source, target, whole, group.index[h], group.axes[h]))
-        state = state[:h] + (target,) + state[h + 1:]
-    return to_device(x, device_type)
+    placement = group.placement
+    route = _route(tuple(shape), np.dtype(local.dtype).itemsize, tuple(sbp_in), tuple(sbp_out), tuple(placement.hierarchy), tuple(group.index))
+    x = to_host(local)
+    for h, source, target, whole in route:
+        x = _step(x, source, target, whole, group.index[h], group.axes[h])
+    return to_device(x, placement.device_type)

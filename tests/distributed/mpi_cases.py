@@ -63,14 +63,15 @@ def check_boxing() -> None:
 
 
 def check_boxing_packed() -> None:
-    """check_boxing again with every strided part packed by CopyNd in a scratch buffer (the path
-    boxing takes from REARRANGE_BYTES on) instead of sent in place as a vector datatype."""
-    default = boxing.REARRANGE_BYTES
-    boxing.REARRANGE_BYTES = 0
+    """check_boxing again with every strided part of an all-to-all packed by CopyNd in a scratch
+    buffer (the path boxing takes for large parts into reused memory) instead of moved in place
+    as a vector datatype."""
+    default = boxing._packs
+    boxing._packs = lambda shape, itemsize, axis, arrays: boxing._lead(shape, axis) > 1
     try:
         check_boxing()
     finally:
-        boxing.REARRANGE_BYTES = default
+        boxing._packs = default
 
 
 def _gather_ref(params, indices, axis, batch_dims):

@@ -87,3 +87,16 @@ def test_clear_errors(device):
         ep.ops.unary("relu", to_device(a, device), sbp=B)
     with pytest.raises(IndexError, match="out of range for an axis of size 2"):
         ep.ops.gather(g, glob(np.array([0, 2]), device))
+
+
+def test_global_tensors_always_take_the_dispatching_path(device):
+    # same_kind decides: a GlobalTensor never joins the types its fast path passes through, so a
+    # second call is dispatched like the first, and NumPy calls in between are unaffected.
+    from ep.ops import arrays
+
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for _ in range(2):
+        out = ep.ops.binary("add", glob(a, device), glob(a, device))
+        assert type(out) is GlobalTensor and GlobalTensor not in arrays._NATIVE
+        np.testing.assert_array_equal(out.numpy(), a + a)
+        np.testing.assert_array_equal(to_numpy(ep.ops.binary("add", to_device(a, device), to_device(a, device))), a + a)

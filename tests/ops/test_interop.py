@@ -340,3 +340,31 @@ def test_cuda_memory_without_the_cuda_array_interface_is_refused(device):
     where = "in CUDA memory; expected an array in CPU memory" if device == "cpu" else "was given to a cuda primitive"
     with pytest.raises(TypeError, match=f"src: .*{where}"):
         primitive.Launch(ep.GetDevice(device).default_stream, array, to_device(np.zeros(3, np.float32), device), 3)
+
+
+def test_types_seen_on_the_slow_path_are_bounded(device, monkeypatch):
+    # same_kind remembers the types it found not to be arrays, but only up to a limit: a caller
+    # passing ever new classes must not grow the set without end.
+    from ep.ops import arrays
+
+    monkeypatch.setattr(arrays, "_NATIVE", set(arrays._NATIVE))
+    x = to_device(np.ones(3, np.float32), device)
+    for i in range(arrays._NATIVE_LIMIT + 8):
+        with pytest.raises(TypeError, match="stream"):
+            ep.ops.unary("relu", x, stream=type(f"NotAStream{i}", (), {})())
+    assert len(arrays._NATIVE) <= arrays._NATIVE_LIMIT
+    np.testing.assert_array_equal(to_numpy(ep.ops.unary("negative", x)), -np.ones(3, np.float32))
+
+
+def test_sbp_is_in_every_ops_signature():
+    import inspect
+
+    for name in ("unary", "binary", "gather", "batch_gather", "gather_grad", "expand", "expand_grad", "repeat"):
+        parameter = inspect.signature(getattr(ep.ops, name)).parameters["sbp"]
+        assert parameter.kind is inspect.Parameter.KEYWORD_ONLY and parameter.default is None, name
+
+
+def test_sbp_with_another_librarys_array_is_a_clear_error(device):
+    x = Boxed(np.ones(3, np.float32)) if device == "cpu" else to_device(np.ones(3, np.float32), device)
+    with pytest.raises(TypeError, match="sbp: unary takes sbp= only with global tensors"):
+        ep.ops.unary("relu", x, sbp=ep.sbp.broadcast)
