@@ -1,18 +1,20 @@
 """`mpiexec -n N python -m ep bench --distributed`: each boxing conversion of a global tensor
 against the raw mpi4py code that produces the same result (this rank's piece under the new SBP,
-in the result's layout) from the same input buffers, and then global gather, expand and binary
-through ep.ops (record these on 1, 2 and 4 ranks).
+in the result's layout, checked equal before timing) from the same input buffers, and then global
+gather, expand and binary through ep.ops (record these on 1, 2 and 4 ranks).
 
-The raw contenders are what an MPI programmer would write for the conversion, each into a new
+The raw contenders are the ways an MPI programmer would write the conversion, each into a new
 result (np.empty per call, as boxing returns a new tensor): the collective straight into the
-result, with the derived datatypes its layout needs where its parts are strided (an Allgather of
-a resized vector type for S(1)->B, an Alltoallw of vector types for S(1)->S(0)), and, where the
-parts are strided, the contiguous collective into a scratch buffer (allocated once) followed by a
-NumPy copy into the layout. The table gives the fastest of them ("raw" and which way it was), the
-same fastest way into a result allocated once ("raw, reused": no page faults, a floor; boxing's
-results come from ep's allocator, which reuses released results' memory), and, for strided
-layouts, the contiguous collective alone: "contiguous receive", the same bytes received one part
-after another, which is not the result's layout, so not a contender, only a floor.
+result, with the derived datatypes its layout needs where its parts are strided (for S(1)->B an
+Allgather of a resized vector type when the columns split evenly, and an Alltoallw of one vector
+type per part; for S(1)->S(0) an Alltoallw of vector types), an all-gather also as an Alltoallw
+(MPICH's Allgatherv is several times slower on this machine), and, where the parts are strided,
+the contiguous collective into a scratch buffer (allocated once) followed by a NumPy copy into
+the layout. The table gives the fastest of them ("raw MPI" and which way it was), and "boxing/raw"
+is the target's ratio; "raw, reused result" is that way into one result allocated once (no page
+faults: a floor; boxing's results come from ep's allocator, which reuses released results'
+memory); for strided layouts "contiguous receive" is the collective alone, the same bytes
+received one part after another: not the result's layout, so no contender, only a floor.
 
 A sample is the slowest rank's time between barriers; within a round every call of a conversion
 runs once, in a rotating order (the machine's load drifts); the table (rank 0) gives medians and
@@ -109,20 +111,22 @@ def _cases(comm, nbytes: int):
     col_width = col_hi - col_lo
     resized = MPI.FLOAT.Create_vector(rows, col_width, cols).Create_resized(0, col_width * 4).Commit()
     gathered = np.empty(rows * cols, np.float32)
+    to_all = [col_piece, ([col_piece.nbytes] * size, [0] * size), [MPI.BYTE] * size]
 
-    def all_gather_vector(out):
-        if even:
-            comm.Allgather(col_piece, [out, 1, resized])
-        else:
-            comm.Alltoallw([col_piece, ([col_piece.nbytes] * size, [0] * size), [MPI.BYTE] * size], [out, ([1] * size, col_displs), col_types])
+    def all_gather_resized(out):
+        comm.Allgather(col_piece, [out, 1, resized])
+        return out
+
+    def all_gather_vectors(out):
+        comm.Alltoallw(to_all, [out, ([1] * size, col_displs), col_types])
         return out
 
     def all_gather_contiguous(out):
-        comm.Allgatherv(col_piece, [out.reshape(-1), col_counts, MPI.FLOAT])
+        comm.Alltoallw(to_all, [out.reshape(-1), counted(col_counts), [MPI.BYTE] * size])
         return out
 
     def all_gather_and_copy(out):
-        comm.Allgatherv(col_piece, [gathered, col_counts, MPI.FLOAT])
+        comm.Alltoallw(to_all, [gathered, counted(col_counts), [MPI.BYTE] * size])
         start = 0
         for (c0, c1), n in zip(col_bounds, col_counts):
             out[:, c0:c1] = gathered[start:start + n].reshape(rows, c1 - c0)
@@ -168,11 +172,12 @@ def _cases(comm, nbytes: int):
     return shape, [
         ("S(0)->B all_gather", lambda: s0.to_global(sbp=B), {"Allgatherv": all_gatherv, "Alltoallw": all_to_all_rows}, None, shape),
         ("S(1)->B all_gather", lambda: s1.to_global(sbp=B),
-         {"vector type": all_gather_vector, "Allgatherv + copy": all_gather_and_copy}, all_gather_contiguous, shape),
+         {"Alltoallw of vectors": all_gather_vectors, "Alltoallw + copy": all_gather_and_copy,
+          **({"Allgather of a resized vector": all_gather_resized} if even else {})}, all_gather_contiguous, shape),
         ("P->B all_reduce", lambda: p.to_global(sbp=B), {"Allreduce": all_reduce}, None, shape),
         ("P->S(0) reduce_scatter", lambda: p.to_global(sbp=S(0)), {"Reduce_scatter": reduce_scatter}, None, mine),
         ("S(1)->S(0) all_to_all", lambda: s1.to_global(sbp=S(0)),
-         {"vector types": all_to_all_vector, "Alltoallw + copy": all_to_all_and_copy}, all_to_all_contiguous, mine),
+         {"Alltoallw of vectors": all_to_all_vector, "Alltoallw + copy": all_to_all_and_copy}, all_to_all_contiguous, mine),
         ("B->S(0) local slice", lambda: b.to_global(sbp=S(0)), {"copy": local_copy, "view": lambda out: full[lo:hi]}, None, mine),
     ]
 
