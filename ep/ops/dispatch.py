@@ -5,7 +5,9 @@ rank's piece) and returns a global tensor.
 
 The decision is arrays.same_kind's, on its slow path: a GlobalTensor is never among the types its
 fast path takes as they are, and sbp= always leaves that path, so NumPy calls pay nothing more
-and the ops functions themselves never see a global tensor or sbp=.
+and the ops functions themselves never see a global tensor or sbp=. (Callgrind, 20,000 NumPy calls
+each, instructions per call before -> after moving the test here: binary 36,302 -> 36,262, unary
+34,716 -> 34,110, gather 42,568 -> 41,669.)
 """
 from __future__ import annotations
 
