@@ -7,9 +7,9 @@ the result is allocated once (by ep's allocator, which reuses released results' 
 received into, a part that is not contiguous described by a vector datatype (_Blocks), except
 where an all-to-all's large strided parts go faster packed one after another in a scratch buffer
 by a threaded CopyNd (_packs says where). A reduce-scatter packs its parts (CopyNd) since MPI
-reduces only consecutive elements. A CUDA piece is staged through a host
-copy (no CUDA-aware MPI path; tested on the simulator only). This module knows local pieces and a
-global_tensor.Group, not GlobalTensor, so the two do not import each other.
+reduces only consecutive elements. A CUDA piece is staged through a host copy (no CUDA-aware MPI
+path; tested on the simulator only). This module knows local pieces and a global_tensor.Group,
+not GlobalTensor, so the two do not import each other.
 
 cost() is the model the global ops choose signatures by: the bytes the ranks receive from one
 another in all, counted as the collectives above move them (an all-reduce as a reduce-scatter and
