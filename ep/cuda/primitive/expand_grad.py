@@ -126,9 +126,24 @@ def _expand_grad(
         tile = bound.INDEX(tile + cuda.gridDim.x)
 
 
-class Pass(NamedTuple):
-    """One launch of the kernel: its index width, summed-dim variant, work items and size arguments."""
+class Layout(NamedTuple):
+    """How one pass covers count sums of length elements: tiles of x_size outputs by y_size threads
+    per output, each sum in slices of chunk elements; along_sum: a warp runs along the sum."""
 
+    count: int
+    length: int
+    along_sum: bool
+    x_size: int
+    y_size: int
+    tiles: int
+    slices: int
+    chunk: int
+
+
+class Pass(NamedTuple):
+    """One launch of the kernel: its layout, index width, summed-dim variant, work items and size arguments."""
+
+    layout: Layout
     wide: bool
     summed: int
     work: int
@@ -150,20 +165,6 @@ def _floor_pow2(n: int, cap: int) -> int:
 def _padded(dims: tuple[int, ...], strides: tuple[int, ...], size: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     # Innermost first, padded with dims of one element.
     return tuple(reversed(dims)) + (1,) * (size - len(dims)), tuple(reversed(strides)) + (0,) * (size - len(dims))
-
-
-class Layout(NamedTuple):
-    """How one pass covers count sums of length elements: tiles of x_size outputs by y_size threads
-    per output, each sum in slices of chunk elements; along_sum: a warp runs along the sum."""
-
-    count: int
-    length: int
-    along_sum: bool
-    x_size: int
-    y_size: int
-    tiles: int
-    slices: int
-    chunk: int
 
 
 def layout(kept, summed, summed_strides, threads: int, target: int, max_slices: int) -> Layout:
@@ -221,7 +222,7 @@ def _launch_pass(shape: Layout, kept, kept_strides, summed, summed_strides, thre
         summed_strides,
         tuple(steps),
     )
-    return Pass(wide, summed_count, shape.tiles * shape.slices * threads, args)
+    return Pass(shape, wide, summed_count, shape.tiles * shape.slices * threads, args)
 
 
 def _divisor_columns(dims: tuple[int, ...], wide: bool) -> tuple[tuple[int, ...], ...]:
