@@ -24,7 +24,7 @@ import numba
 import numpy as np
 from numba import cuda
 
-from ep.common.jit import bound, template
+from ep.common.jit import bound, scalar_function, template
 from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.primitive.expand_grad import ExpandGradFactoryImpl, ExpandGradKernels
@@ -48,6 +48,43 @@ MIN_PER_THREAD = 8
 # float16 partial sums are kept in float32; every other dtype's in its own storage (integer sums
 # wrap, so summing wrapped partials gives the wrapped total).
 PARTIAL_DTYPES = {dtype: np.float32 if dtype is DataType.kFloat16 else dtype.storage_dtype for dtype in ACCUMULATE_DTYPES}
+
+
+@scalar_function
+def _offset(base, d, strides, index, four):
+    """The src offset of digits d (innermost first) over strides, in the index type."""
+    offset = d[0] * strides[0] + d[1] * strides[1]
+    if four:
+        offset += d[2] * strides[2] + d[3] * strides[3]
+    return index(base + offset)
+
+
+@scalar_function
+def _advance(d, steps, dims, index, four):
+    """Digits d (innermost first) of r over dims -> those of r + Y, whose digits are steps. The
+    outermost digit passes its dim only past the last element, where it is not read."""
+    d0, d1, d2, d3 = index(d[0] + steps[0]), index(d[1] + steps[1]), d[2], d[3]
+    if d0 >= dims[0]:
+        d0, d1 = index(d0 - dims[0]), index(d1 + 1)
+    if four:
+        d2 = index(d2 + steps[2])
+        if d1 >= dims[1]:
+            d1, d2 = index(d1 - dims[1]), index(d2 + 1)
+        d3 = index(d3 + steps[3])
+        if d2 >= dims[2]:
+            d2, d3 = index(d2 - dims[2]), index(d3 + 1)
+    return d0, d1, d2, d3
+
+
+@scalar_function
+def _add(total, error, value, compensate):
+    """(total, error) after adding value; with compensate by Kahan's summation, where error keeps
+    what each addition rounded off, so that a thread's sum of many terms is as good as of a few."""
+    if compensate:
+        y = value - error
+        t = total + y
+        return t, (t - total) - y
+    return total + value, error
 
 
 @template("INDEX", "DIVMOD", "SUMMED", "COMPENSATE", "accumulate", "load", "store")
@@ -77,6 +114,7 @@ def _expand_grad(
             q, k2 = bound.DIVMOD(q, kept[2], kept_m[2], kept_s[2])
             q, k3 = bound.DIVMOD(q, kept[3], kept_m[3], kept_s[3])
             base = k0 * kept_strides[0] + k1 * kept_strides[1] + k2 * kept_strides[2] + k3 * kept_strides[3]
+            base = bound.INDEX(base)
             # r's digits over the summed dims; each step adds Y, whose digits are steps.
             q, d0 = bound.DIVMOD(r, summed[0], summed_m[0], summed_s[0])
             q, d1 = bound.DIVMOD(q, summed[1], summed_m[1], summed_s[1])
@@ -84,35 +122,30 @@ def _expand_grad(
             if bound.SUMMED > 2:
                 q, d2 = bound.DIVMOD(q, summed[2], summed_m[2], summed_s[2])
                 q, d3 = bound.DIVMOD(q, summed[3], summed_m[3], summed_s[3])
+            d = (d0, d1, d2, d3)
+            four = bound.SUMMED > 2
+            # Four elements a round, their loads issued before their sums: a thread keeps four
+            # loads in flight, not one. Then one at a time; the order of the additions is the same.
+            while bound.INDEX(r + 3 * y_size) < end:
+                o0 = _offset(base, d, summed_strides, bound.INDEX, four)
+                d = _advance(d, steps, summed, bound.INDEX, four)
+                o1 = _offset(base, d, summed_strides, bound.INDEX, four)
+                d = _advance(d, steps, summed, bound.INDEX, four)
+                o2 = _offset(base, d, summed_strides, bound.INDEX, four)
+                d = _advance(d, steps, summed, bound.INDEX, four)
+                o3 = _offset(base, d, summed_strides, bound.INDEX, four)
+                d = _advance(d, steps, summed, bound.INDEX, four)
+                v0, v1, v2, v3 = bound.load(src[o0]), bound.load(src[o1]), bound.load(src[o2]), bound.load(src[o3])
+                total, error = _add(total, error, v0, bound.COMPENSATE)
+                total, error = _add(total, error, v1, bound.COMPENSATE)
+                total, error = _add(total, error, v2, bound.COMPENSATE)
+                total, error = _add(total, error, v3, bound.COMPENSATE)
+                r = bound.INDEX(r + 4 * y_size)
             while r < end:
-                offset = d0 * summed_strides[0] + d1 * summed_strides[1]
-                if bound.SUMMED > 2:
-                    offset += d2 * summed_strides[2] + d3 * summed_strides[3]
-                value = bound.load(src[base + offset])
-                if bound.COMPENSATE:
-                    # Kahan: error keeps what each addition rounded off, so the thread's sum is as
-                    # good as a sum of few terms however many it adds.
-                    y = value - error
-                    t = total + y
-                    error = (t - total) - y
-                    total = t
-                else:
-                    total += value
+                o0 = _offset(base, d, summed_strides, bound.INDEX, four)
+                d = _advance(d, steps, summed, bound.INDEX, four)
+                total, error = _add(total, error, bound.load(src[o0]), bound.COMPENSATE)
                 r = bound.INDEX(r + y_size)
-                d0 = bound.INDEX(d0 + steps[0])
-                d1 = bound.INDEX(d1 + steps[1])
-                if d0 >= summed[0]:
-                    d0 = bound.INDEX(d0 - summed[0])
-                    d1 = bound.INDEX(d1 + 1)
-                if bound.SUMMED > 2:
-                    d2 = bound.INDEX(d2 + steps[2])
-                    if d1 >= summed[1]:
-                        d1 = bound.INDEX(d1 - summed[1])
-                        d2 = bound.INDEX(d2 + 1)
-                    d3 = bound.INDEX(d3 + steps[3])
-                    if d2 >= summed[2]:
-                        d2 = bound.INDEX(d2 - summed[2])
-                        d3 = bound.INDEX(d3 + 1)
         sums[slot] = total - error
         cuda.syncthreads()
         half = bound.INDEX(y_size >> 1)
