@@ -784,3 +784,12 @@ def test_expand_grad_fills_an_h100(input_shape, dy_shape, passes, along_sum):
     assert first.tiles * first.slices >= min(H100_TARGET, math.prod(dy_shape) // (THREADS_PER_BLOCK * 8))
     assert first.along_sum == along_sum
     assert geometry.partials == (first.slices * math.prod(input_shape) if passes == 2 else 0)
+
+
+def test_expand_grad_takes_64_bit_kernels_beyond_2_to_the_31_elements():
+    from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT
+
+    narrow = reduction_geometry((1,), (FAST_DIVMOD_LIMIT,), 256, H100_TARGET)
+    wide = reduction_geometry((1,), (FAST_DIVMOD_LIMIT + 1,), 256, H100_TARGET)
+    assert [(p.wide, p.summed) for p in narrow.passes] == [(False, 2), (False, 2)]
+    assert [(p.wide, p.summed) for p in wide.passes] == [(True, 4), (True, 4)]

@@ -40,8 +40,9 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 # Merged dims alternate between kept and summed, so each kind has at most half of them.
 MAX_KEPT = MAX_SUMMED = MAX_NUM_DIMS // 2
 # The kernels' summed-dim counts: 2 covers the common one or two (one more padding dim costs a few
-# adds per element), MAX_SUMMED the rest.
-SUMMED_VARIANTS = (2, MAX_SUMMED)
+# adds per element), MAX_SUMMED the rest. The 64-bit kernels, for buffers of over 2**31 - 1
+# elements, come only for MAX_SUMMED: fewer kernels to compile.
+SUMMED_VARIANTS = {False: (2, MAX_SUMMED), True: (MAX_SUMMED,)}
 # A slice gives each of its threads at least this many elements to sum: shorter slices would
 # spend more on partial sums than they save.
 MIN_PER_THREAD = 8
@@ -230,7 +231,7 @@ def _launch_pass(shape: Layout, kept, kept_strides, summed, summed_strides, thre
     """The kernel launch of a layout over those dims (outer to inner)."""
     if shape.length == 0:
         summed, summed_strides = (), ()
-    summed_count = 2 if len(summed) <= 2 else MAX_SUMMED
+    summed_count = min(variant for variant in SUMMED_VARIANTS[wide] if variant >= len(summed))
     kept, kept_strides = _padded(kept, kept_strides, MAX_KEPT)
     summed, summed_strides = _padded(summed, summed_strides, MAX_SUMMED)
     steps, rest = [], shape.y_size
@@ -344,12 +345,12 @@ class CudaExpandGradKernels(ExpandGradKernels):
     def all_kernels(self) -> Iterator[object]:
         for dtype in ACCUMULATE_DTYPES:
             for wide in (False, True):
-                for summed in SUMMED_VARIANTS:
+                for summed in SUMMED_VARIANTS[wide]:
                     yield self.kernel(dtype, wide, summed)
                     if dtype is DataType.kFloat16:
                         yield self.kernel(dtype, wide, summed, "partial")
                 if dtype is DataType.kFloat16:
-                    yield self.kernel(dtype, wide, 2, "final")
+                    yield self.kernel(dtype, wide, SUMMED_VARIANTS[wide][0], "final")
 
 
 REGISTER_PRIMITIVE_FACTORY(
