@@ -52,18 +52,12 @@ PARTIAL_DTYPES = {dtype: np.float32 if dtype is DataType.kFloat16 else dtype.sto
 
 
 @scalar_function
-def _offset(base, d, strides, index, four):
-    """The src offset of digits d (innermost first) over strides, in the index type."""
+def _next(base, d, strides, steps, dims, index, four):
+    """(src offset of digits d, the digits of r + Y): d are r's digits over dims, innermost first,
+    steps Y's. The outermost digit passes its dim only past the last element, where it is not read."""
     offset = d[0] * strides[0] + d[1] * strides[1]
     if four:
         offset += d[2] * strides[2] + d[3] * strides[3]
-    return index(base + offset)
-
-
-@scalar_function
-def _advance(d, steps, dims, index, four):
-    """Digits d (innermost first) of r over dims -> those of r + Y, whose digits are steps. The
-    outermost digit passes its dim only past the last element, where it is not read."""
     d0, d1, d2, d3 = index(d[0] + steps[0]), index(d[1] + steps[1]), d[2], d[3]
     if d0 >= dims[0]:
         d0, d1 = index(d0 - dims[0]), index(d1 + 1)
@@ -74,7 +68,7 @@ def _advance(d, steps, dims, index, four):
         d3 = index(d3 + steps[3])
         if d2 >= dims[2]:
             d2, d3 = index(d2 - dims[2]), index(d3 + 1)
-    return d0, d1, d2, d3
+    return index(base + offset), (d0, d1, d2, d3)
 
 
 @scalar_function
@@ -128,23 +122,16 @@ def _expand_grad(
             # Four elements a round, their loads issued before their sums: a thread keeps four
             # loads in flight, not one. Then one at a time; the order of the additions is the same.
             while bound.INDEX(r + 3 * y_size) < end:
-                o0 = _offset(base, d, summed_strides, bound.INDEX, four)
-                d = _advance(d, steps, summed, bound.INDEX, four)
-                o1 = _offset(base, d, summed_strides, bound.INDEX, four)
-                d = _advance(d, steps, summed, bound.INDEX, four)
-                o2 = _offset(base, d, summed_strides, bound.INDEX, four)
-                d = _advance(d, steps, summed, bound.INDEX, four)
-                o3 = _offset(base, d, summed_strides, bound.INDEX, four)
-                d = _advance(d, steps, summed, bound.INDEX, four)
-                v0, v1, v2, v3 = bound.load(src[o0]), bound.load(src[o1]), bound.load(src[o2]), bound.load(src[o3])
-                total, error = _add(total, error, v0, bound.COMPENSATE)
-                total, error = _add(total, error, v1, bound.COMPENSATE)
-                total, error = _add(total, error, v2, bound.COMPENSATE)
-                total, error = _add(total, error, v3, bound.COMPENSATE)
+                o0, d = _next(base, d, summed_strides, steps, summed, bound.INDEX, four)
+                o1, d = _next(base, d, summed_strides, steps, summed, bound.INDEX, four)
+                o2, d = _next(base, d, summed_strides, steps, summed, bound.INDEX, four)
+                o3, d = _next(base, d, summed_strides, steps, summed, bound.INDEX, four)
+                # A loop over the loaded tuple: one inlined load and add to compile, not four.
+                for raw in (src[o0], src[o1], src[o2], src[o3]):
+                    total, error = _add(total, error, bound.load(raw), bound.COMPENSATE)
                 r = bound.INDEX(r + 4 * y_size)
             while r < end:
-                o0 = _offset(base, d, summed_strides, bound.INDEX, four)
-                d = _advance(d, steps, summed, bound.INDEX, four)
+                o0, d = _next(base, d, summed_strides, steps, summed, bound.INDEX, four)
                 total, error = _add(total, error, bound.load(src[o0]), bound.COMPENSATE)
                 r = bound.INDEX(r + y_size)
         sums[slot] = total - error
