@@ -699,3 +699,97 @@ def test_expand_grad_primitive_refuses_bad_dims(device):
     with pytest.raises(ValueError, match="src: holds 6 elements, fewer than the 9"):
         primitive.Launch(stream, (3, 3), src, (3,), dst)
     np.testing.assert_array_equal(to_numpy(dst), 0)
+
+
+# ---- ExpandGrad's CUDA reduction: each path on every device, and which path each shape takes
+
+# (input dims, dy dims, passes on the simulator's grid, warps along the sum): few outputs with long
+# sums along a kept innermost dim; one output; a kept dim between two summed; few long sums along
+# the innermost dim; many outputs with short sums; two summed dims; four; three in two passes.
+REDUCTION_PATHS = [
+    ((1, 4), (700, 4), 2, False),
+    ((1,), (1500,), 2, True),
+    ((1, 2, 1), (50, 2, 8), 2, True),
+    ((3, 1), (3, 700), 1, True),
+    ((40, 1), (40, 3), 1, True),
+    ((2, 1, 3, 1, 1), (2, 4, 3, 5, 7), 1, True),
+    ((1, 2, 1, 3, 1, 2, 1), (3, 2, 5, 3, 2, 2, 3), 1, True),
+    ((1, 2, 1, 2, 1), (7, 2, 5, 2, 4), 2, True),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("input_shape, dy_shape", [path[:2] for path in REDUCTION_PATHS])
+def test_expand_grad_reduction_paths_match_numpy(device, dtype, input_shape, dy_shape):
+    dy = grad_sample(dy_shape, dtype, seed=5)
+    got = to_numpy(ep.ops.expand_grad(to_device(dy, device), input_shape)).reshape(input_shape)
+    # grad_sample's values are multiples of 1/4 below 2: their sums are exact in float32 and float64.
+    np.testing.assert_array_equal(got, grad_reference(dy, input_shape))
+
+
+def test_expand_grad_float16_is_accurate_against_float64(device):
+    dy = np.random.default_rng(11).standard_normal((2, 3000)).astype(np.float16)
+    got = to_numpy(ep.ops.expand_grad(to_device(dy.T.copy(), device), (1, 2))).reshape(2)
+    # The float64 sum of the same float16 values, rounded once to float16.
+    np.testing.assert_array_equal(got, dy.astype(np.float64).sum(axis=1).astype(np.float16))
+
+
+def test_expand_grad_float32_long_sum_is_as_accurate_as_pairwise(request, device):
+    if device == "cpu":
+        request.applymarker(pytest.mark.xfail(strict=True, reason="the CPU kernel sums in four running sums, not pairwise"))
+    # Values of mixed magnitude and sign: a float32 running sum of 20000 of them drifts by many ulps.
+    rng = np.random.default_rng(12)
+    dy = (rng.standard_normal(20000) * 10.0 ** rng.integers(-3, 4, 20000)).astype(np.float32)
+    got = to_numpy(ep.ops.expand_grad(to_device(dy, device), (1,)))[0]
+    exact = dy.astype(np.float64).sum()
+    pairwise = abs(float(dy.sum(dtype=np.float32)) - exact)  # NumPy's pairwise float32 sum
+    assert abs(float(got) - exact) <= max(pairwise, abs(exact) * 2 * np.finfo(np.float32).eps)
+
+
+def reduction_geometry(input_shape, dy_shape, threads, target):
+    from ep.common.primitive.expand_grad_plan import expand_grad_plan
+
+    expand_grad = pytest.importorskip("ep.cuda.primitive.expand_grad")
+    return expand_grad.geometry(expand_grad_plan(dy_shape, input_shape), threads, target)
+
+
+@pytest.mark.parametrize("input_shape, dy_shape, passes, along_sum", REDUCTION_PATHS)
+def test_expand_grad_paths_on_the_simulators_grid(input_shape, dy_shape, passes, along_sum):
+    # The simulator's launches: blocks of 16 threads, at most 2 blocks (kernel.launch_config).
+    geometry = reduction_geometry(input_shape, dy_shape, 16, 2)
+    assert len(geometry.passes) == passes
+    assert geometry.passes[0].layout.along_sum == along_sum
+
+
+H100_TARGET = 132 * 32  # launch_config's block cap: 32 blocks per SM of 132
+
+
+@pytest.mark.parametrize(
+    "input_shape, dy_shape, passes, along_sum",
+    [
+        ((1, 1024), (65536, 1024), 2, False),  # the example: 4 of 132 SMs busy before
+        ((1,), (1 << 26,), 2, True),  # one output: one thread before
+        ((1024, 1), (1024, 65536), 2, True),
+        ((1 << 20, 1), (1 << 20, 4), 1, True),  # outputs enough to fill the GPU: one pass
+        ((1, 1 << 20), (4, 1 << 20), 1, False),
+    ],
+)
+def test_expand_grad_fills_an_h100(input_shape, dy_shape, passes, along_sum):
+    from ep.cuda.kernel import THREADS_PER_BLOCK
+
+    geometry = reduction_geometry(input_shape, dy_shape, THREADS_PER_BLOCK, H100_TARGET)
+    assert len(geometry.passes) == passes
+    first = geometry.passes[0].layout
+    # Every SM gets blocks: launch_config's cap of 32 per SM, or all the work allows.
+    assert first.tiles * first.slices >= min(H100_TARGET, math.prod(dy_shape) // (THREADS_PER_BLOCK * 8))
+    assert first.along_sum == along_sum
+    assert geometry.partials == (first.slices * math.prod(input_shape) if passes == 2 else 0)
+
+
+def test_expand_grad_takes_64_bit_kernels_beyond_2_to_the_31_elements():
+    from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT
+
+    narrow = reduction_geometry((1,), (FAST_DIVMOD_LIMIT,), 256, H100_TARGET)
+    wide = reduction_geometry((1,), (FAST_DIVMOD_LIMIT + 1,), 256, H100_TARGET)
+    assert [(p.wide, p.summed) for p in narrow.passes] == [(False, 2), (False, 2)]
+    assert [(p.wide, p.summed) for p in wide.passes] == [(True, 4), (True, 4)]

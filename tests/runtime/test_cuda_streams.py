@@ -226,6 +226,8 @@ def _launches(stream):
     segment_sum = ep.NewPrimitive(ep.UnsortedSegmentSumFactory, "cuda", np.float16, np.int64, wrap_negative=True, check_bounds=True)
     expand = ep.NewPrimitive(ep.ExpandFactory, "cuda", np.float32)
     copy = ep.NewPrimitive(ep.CopyNdFactory, "cuda", 2)
+    expand_grad = ep.NewPrimitive(ep.ExpandGradFactory, "cuda", np.float16)
+    long_half = to_device(rng.standard_normal(512).astype(np.float16), "cuda")
 
     def run():
         unary.Launch(stream, a, out, 64)
@@ -234,6 +236,7 @@ def _launches(stream):
         segment_sum.Launch(stream, indices, 4, half, 1, 8, 8, 1, half_out)  # float16: a float32 temporary
         expand.Launch(stream, (1, 8), b, (8, 8), out)
         copy.Launch(stream, np.float32, 2, out, (8, 8), (0, 0), a, (8, 8), (0, 0), (8, 8))
+        expand_grad.Launch(stream, (512,), long_half, (1,), half_out)  # two passes: float32 partials
 
     return run
 

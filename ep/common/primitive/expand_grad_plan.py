@@ -43,6 +43,12 @@ class ExpandGradPlan:
     inner_stride: int
     # dst's innermost dim when it is kept (its elements are contiguous in src too), else 1.
     row: int
+    # The same sums as dims, outer to inner: an output's index over the kept dims and a summed
+    # element's index over the summed dims, each dotted with its src strides, add to its offset.
+    kept_dims: tuple[int, ...] = ()
+    kept_strides: tuple[int, ...] = ()
+    summed_dims: tuple[int, ...] = ()
+    summed_strides: tuple[int, ...] = ()
 
     @property
     def ndim(self) -> int:
@@ -87,4 +93,8 @@ def expand_grad_plan(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> Ex
         inner=1 if inner_dim is None else src_simple[inner_dim],
         inner_stride=0 if inner_dim is None else src_strides[inner_dim],
         row=1 if inner_dim == len(src_simple) - 1 else src_simple[-1],
+        kept_dims=tuple(m for d, m in enumerate(src_simple) if d not in summed),
+        kept_strides=tuple(s for d, s in enumerate(src_strides) if d not in summed),
+        summed_dims=tuple(src_simple[d] for d in summed),
+        summed_strides=tuple(src_strides[d] for d in summed),
     )
