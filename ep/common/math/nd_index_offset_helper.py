@@ -2,12 +2,19 @@
 
 Kernels get dims and strides as tuples (UniTuple) of integers; the functions here are scalar
 functions, so the same code runs in @njit and numba.cuda kernels.
+
+split_offsets is the form for kernels of any rank up to MAX_NUM_DIMS with divisions by invariant
+sizes (fast_divmod in 32 bits): split_args lays out its arguments on the host, and boxes cuts a
+shape too large for 32-bit offsets into launches that each fit.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from typing import Iterator, Sequence
 
 from ep.common.jit import scalar_function
+from ep.common.math.fast_divmod import divisors
+from ep.common.runtime.validate import MAX_NUM_DIMS
 
 
 def contiguous_strides(dims: Sequence[int]) -> tuple[int, ...]:
@@ -55,3 +62,68 @@ def map_offset(offset, strides, other_strides):
         offset -= index * strides[dim]
         result += index * other_strides[dim]
     return result
+
+
+# split_offsets' tuples: sizes of every dim but the outermost, strides of every dim.
+SPLIT_DIVISORS = MAX_NUM_DIMS - 1
+SPLIT_STRIDES = MAX_NUM_DIMS
+
+
+@scalar_function
+def split_offsets(n, ndim, sizes, multipliers, shifts, strides0, strides1, divmod):
+    """(offset under strides0, offset under strides1) of the element at flat offset n of a
+    C-contiguous shape of ndim dims, with ndim - 1 divisions.
+
+    Everything is innermost dim first (split_args lays it out): sizes, multipliers and shifts are
+    divmod's arguments for each dim but the outermost. The loop runs to len(sizes), a constant, so
+    it unrolls and every tuple index is static; the uniform break skips the unused dims.
+    """
+    # Zeros of the strides' type: mixing it with n's (uint32 or int64) never makes a float.
+    offset0 = strides0[0] - strides0[0]
+    offset1 = strides1[0] - strides1[0]
+    for d in range(len(sizes)):
+        if d + 1 >= ndim:
+            break
+        n, index = divmod(n, sizes[d], multipliers[d], shifts[d])
+        offset0 += index * strides0[d]
+        offset1 += index * strides1[d]
+    return offset0 + n * strides0[ndim - 1], offset1 + n * strides1[ndim - 1]
+
+
+def split_args(dims: Sequence[int], strides0: Sequence[int], strides1: Sequence[int], wide: bool) -> tuple:
+    """split_offsets' arguments after n for dims (outermost first) and two strides of them:
+    (ndim, sizes, multipliers, shifts, strides0, strides1), innermost first, padded; wide picks
+    divmod64's arguments, else fast_divmod's."""
+    ndim = max(len(dims), 1)
+    inner_first = tuple(reversed(tuple(dims)))
+    sizes, multipliers, shifts = divisors(inner_first[: ndim - 1], SPLIT_DIVISORS, wide)
+    pad = (0,) * (SPLIT_STRIDES - len(dims))
+    return ndim, sizes, multipliers, shifts, tuple(reversed(tuple(strides0))) + pad, tuple(reversed(tuple(strides1))) + pad
+
+
+def boxes(dims: Sequence[int], limit: int) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(start index, box dims) of boxes that tile a C-contiguous shape of dims in order, each of
+    at most limit elements and contiguous: box dims are a range of one dim k and the whole dims
+    inside it (its rank is len(dims) - k), k the outermost dim whose inner dims fit in limit."""
+    dims = tuple(dims)
+    if not dims:
+        yield (), ()
+        return
+    k = 0
+    while math.prod(dims[k + 1 :]) > limit:
+        k += 1
+    inner = dims[k + 1 :]
+    step = limit // max(math.prod(inner), 1)
+    for outer in _indices(dims[:k]):
+        for j in range(0, dims[k], step):
+            yield outer + (j,) + (0,) * len(inner), (min(step, dims[k] - j),) + inner
+
+
+def _indices(dims: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    # Every index of dims, C order.
+    if not dims:
+        yield ()
+        return
+    for i in range(dims[0]):
+        for rest in _indices(dims[1:]):
+            yield (i,) + rest
