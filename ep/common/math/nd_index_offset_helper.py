@@ -97,8 +97,12 @@ def split_args(dims: Sequence[int], strides0: Sequence[int], strides1: Sequence[
     ndim = max(len(dims), 1)
     inner_first = tuple(reversed(tuple(dims)))
     sizes, multipliers, shifts = divisors(inner_first[: ndim - 1], SPLIT_DIVISORS, wide)
-    pad = (0,) * (SPLIT_STRIDES - len(dims))
-    return ndim, sizes, multipliers, shifts, tuple(reversed(tuple(strides0))) + pad, tuple(reversed(tuple(strides1))) + pad
+    return ndim, sizes, multipliers, shifts, _inner_first(strides0), _inner_first(strides1)
+
+
+def _inner_first(strides: Sequence[int]) -> tuple[int, ...]:
+    # Reversed and padded with 0 to SPLIT_STRIDES.
+    return tuple(reversed(tuple(strides))) + (0,) * (SPLIT_STRIDES - len(strides))
 
 
 def boxes(dims: Sequence[int], limit: int) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
