@@ -14,7 +14,8 @@ import numba
 from numba import config, cuda
 
 from ep.common.jit import bound, template
-from ep.common.math.fast_divmod import divisor, index_bindings, needs_wide, size_type
+from ep.common.math import fast_divmod
+from ep.common.math.fast_divmod import divisor, index_bindings, size_type
 from ep.common.math.intrinsics import move16
 from ep.common.math.nd_index_offset_helper import SPLIT_DIVISORS, SPLIT_STRIDES, split_args, split_offsets
 from ep.common.primitive.byte_units import UNITS, as_units, unit_dtype
@@ -106,7 +107,7 @@ class CudaStridedCopyKernels(StridedCopyKernels):
             work = num_tasks * THREADS_PER_BLOCK
         else:
             pieces, num_tasks, work = 1, 0, plan.count
-        wide = needs_wide(plan.count, span(plan.dims, plan.src_strides), span(plan.dims, plan.dst_strides))
+        wide = fast_divmod.needs_wide(plan.count, span(plan.dims, plan.src_strides), span(plan.dims, plan.dst_strides))
         split = split_args(plan.dims[:-1], plan.src_strides[:-1], plan.dst_strides[:-1], wide)
         args = (plan.count, *divisor(plan.run, wide), plan.inner_stride, *split, num_tasks, *divisor(pieces, wide))
         return plan.unit, self.kernel(plan.unit, wide), work, args
