@@ -10,8 +10,7 @@ from numba import njit
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT, divmod64, fast_divmod, fast_divmod_params
 from ep.common.math.nd_index_offset_helper import (
-    SPLIT_DIVISORS,
-    SPLIT_STRIDES,
+    SPLIT_DIMS,
     boxes,
     broadcast_strides,
     contiguous_strides,
@@ -108,12 +107,13 @@ def test_map_offset_reads_the_broadcast_element(src, extra):
 
 
 @njit
-def _split_all(count, ndim, sizes, multipliers, shifts, strides0, strides1, wide, out):
+def _split_all(count, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1, wide, out):
     for n in range(count):
         if wide:
-            out[n, 0], out[n, 1] = split_offsets(np.int64(n), ndim, sizes, multipliers, shifts, strides0, strides1, divmod64)
+            split = split_offsets(np.int64(n), ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1, divmod64)
         else:
-            out[n, 0], out[n, 1] = split_offsets(np.uint32(n), ndim, sizes, multipliers, shifts, strides0, strides1, fast_divmod)
+            split = split_offsets(np.uint32(n), ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1, fast_divmod)
+        out[n, 0], out[n, 1] = split
 
 
 @pytest.mark.parametrize("wide", [False, True], ids=["32-bit", "64-bit"])
@@ -132,14 +132,14 @@ def test_split_offsets_is_the_dot_of_the_index_with_either_strides(ndim, wide):
 
 
 def test_split_args_lay_out_innermost_first_padded_with_divisions_by_one():
-    ndim, sizes, multipliers, shifts, strides0, strides1 = split_args((3, 4, 5), (20, 5, 1), (0, 5, 1), wide=False)
+    ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1 = split_args((3, 4, 5), (20, 5, 1), (0, 5, 1), wide=False)
     assert ndim == 3
-    assert len(sizes) == len(multipliers) == len(shifts) == SPLIT_DIVISORS
-    assert len(strides0) == len(strides1) == SPLIT_STRIDES
-    assert sizes == (5, 4) + (1,) * (SPLIT_DIVISORS - 2)
+    assert len(sizes) == len(multipliers) == len(shifts) == len(strides0) == len(strides1) == SPLIT_DIMS
+    assert sizes == (5, 4) + (1,) * (SPLIT_DIMS - 2)
     assert (multipliers[0], shifts[0]) == fast_divmod_params(5) and (multipliers[1], shifts[1]) == fast_divmod_params(4)
-    assert strides0[:3] == (1, 5, 20) and strides1[:3] == (1, 5, 0) and set(strides0[3:]) == {0}
-    # No dims (one element): no division, every offset 0.
+    assert strides0[:2] == (1, 5) and strides1[:2] == (1, 5) and set(strides0[2:]) == {0}
+    assert (outer0, outer1) == (20, 0)
+    # No dims (one element): one dim of one element.
     assert split_args((), (), (), wide=True)[0] == 1
 
 

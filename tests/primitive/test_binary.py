@@ -405,12 +405,13 @@ def test_the_host_cuts_launches_beyond_32_bits_into_boxes_that_fit(device, dims0
     parts = launch_parts(plan, FAST_DIVMOD_LIMIT)
     assert len(parts) > 1 and sum(part.count for part in parts) == plan.count
     for offset0, offset1, offset, count, split in parts:
-        ndim, sizes, _, _, strides0, strides1 = split
-        box = (count // math.prod(sizes[: ndim - 1]),) + tuple(reversed(sizes[: ndim - 1]))
+        ndim, sizes, _, _, strides0, strides1, outer0, outer1 = split
+        inner = tuple(reversed(sizes[: ndim - 1]))
+        box = (count // math.prod(inner),) + inner
         # Every offset a launch computes fits in 32 bits, and its box starts where the elements before it end.
         assert count <= FAST_DIVMOD_LIMIT
-        for strides in (strides0, strides1):
-            assert span(box, tuple(reversed(strides[:ndim]))) <= FAST_DIVMOD_LIMIT
+        for outer, strides in ((outer0, strides0), (outer1, strides1)):
+            assert span(box, (outer,) + tuple(reversed(strides[: ndim - 1]))) <= FAST_DIVMOD_LIMIT
     assert [part.offset for part in parts] == list(itertools.accumulate([0] + [part.count for part in parts[:-1]]))
     # Small launches run as one.
     assert len(launch_parts(plan_binary((3, 1), (3, 4), False, False), FAST_DIVMOD_LIMIT)) == 1

@@ -64,45 +64,48 @@ def map_offset(offset, strides, other_strides):
     return result
 
 
-# split_offsets' tuples: sizes of every dim but the outermost, strides of every dim.
-SPLIT_DIVISORS = MAX_NUM_DIMS - 1
-SPLIT_STRIDES = MAX_NUM_DIMS
+# The length of split_offsets' tuples: every dim but the outermost.
+SPLIT_DIMS = MAX_NUM_DIMS - 1
 
 
 @scalar_function
-def split_offsets(n, ndim, sizes, multipliers, shifts, strides0, strides1, divmod):
+def split_offsets(n, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1, divmod):
     """(offset under strides0, offset under strides1) of the element at flat offset n of a
     C-contiguous shape of ndim dims, with ndim - 1 divisions.
 
-    Everything is innermost dim first (split_args lays it out): sizes, multipliers and shifts are
-    divmod's arguments for each dim but the outermost. The loop runs to len(sizes), a constant, so
-    it unrolls and every tuple index is static; the uniform break skips the unused dims.
+    split_args lays out the arguments: for each dim but the outermost, innermost first, its size as
+    divmod's arguments (sizes, multipliers, shifts) and its two strides; outer0 and outer1 are the
+    outermost dim's strides. The loop runs to len(sizes), a constant, so it unrolls and every tuple
+    index is static; the uniform break skips the unused dims.
     """
     # Zeros of the strides' type: mixing it with n's (uint32 or int64) never makes a float.
-    offset0 = strides0[0] - strides0[0]
-    offset1 = strides1[0] - strides1[0]
+    offset0 = outer0 - outer0
+    offset1 = outer1 - outer1
     for d in range(len(sizes)):
         if d + 1 >= ndim:
             break
         n, index = divmod(n, sizes[d], multipliers[d], shifts[d])
         offset0 += index * strides0[d]
         offset1 += index * strides1[d]
-    return offset0 + n * strides0[ndim - 1], offset1 + n * strides1[ndim - 1]
+    # What is left of n is the outermost index.
+    return offset0 + n * outer0, offset1 + n * outer1
 
 
 def split_args(dims: Sequence[int], strides0: Sequence[int], strides1: Sequence[int], wide: bool) -> tuple:
     """split_offsets' arguments after n for dims (outermost first) and two strides of them:
-    (ndim, sizes, multipliers, shifts, strides0, strides1), innermost first, padded; wide picks
-    divmod64's arguments, else fast_divmod's."""
-    ndim = max(len(dims), 1)
-    inner_first = tuple(reversed(tuple(dims)))
-    sizes, multipliers, shifts = divisors(inner_first[: ndim - 1], SPLIT_DIVISORS, wide)
-    return ndim, sizes, multipliers, shifts, _inner_first(strides0), _inner_first(strides1)
+    (ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1), the tuples innermost
+    first and padded to SPLIT_DIMS; wide picks divmod64's arguments, else fast_divmod's."""
+    if not dims:
+        dims, strides0, strides1 = (1,), (0,), (0,)
+    inner = tuple(reversed(tuple(dims)))[:-1]
+    sizes, multipliers, shifts = divisors(inner, SPLIT_DIMS, wide)
+    return len(dims), sizes, multipliers, shifts, _inner_first(strides0), _inner_first(strides1), strides0[0], strides1[0]
 
 
 def _inner_first(strides: Sequence[int]) -> tuple[int, ...]:
-    # Reversed and padded with 0 to SPLIT_STRIDES.
-    return tuple(reversed(tuple(strides))) + (0,) * (SPLIT_STRIDES - len(strides))
+    # All but the outermost, reversed and padded with 0 to SPLIT_DIMS.
+    inner = tuple(reversed(tuple(strides)))[:-1]
+    return inner + (0,) * (SPLIT_DIMS - len(inner))
 
 
 def boxes(dims: Sequence[int], limit: int) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:

@@ -23,7 +23,7 @@ from ep.common.math.binary_functor import binary_attr_dtype, binary_formula
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.math import fast_divmod
 from ep.common.math.fast_divmod import index_bindings, size_type
-from ep.common.math.nd_index_offset_helper import SPLIT_DIVISORS, SPLIT_STRIDES, boxes, split_args, split_offsets
+from ep.common.math.nd_index_offset_helper import SPLIT_DIMS, boxes, split_args, split_offsets
 from ep.common.primitive.broadcast_elementwise_binary import (
     BinaryPlan,
     BroadcastElementwiseBinaryFactoryImpl,
@@ -42,13 +42,16 @@ FLOAT64_FORMULAS = frozenset({BinaryOp.kDigammaBackwardWithDyX, BinaryOp.kLgamma
 
 @template("formula", "compute", "load", "store", "INDEX", "DIVMOD")
 def _binary(
-    src0, value0, is_value0, src1, value1, is_value1, dst, count, ndim, sizes, multipliers, shifts, strides0, strides1, attr0, attr1
+    src0, value0, is_value0, src1, value1, is_value1, dst, count, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1,
+    attr0, attr1,
 ):
     i = bound.INDEX(cuda.grid(1))
     step = bound.INDEX(cuda.gridsize(1))
     while i < count:
         # ndim is the same for every thread: the unrolled dims' breaks never diverge.
-        offset0, offset1 = split_offsets(i, ndim, sizes, multipliers, shifts, strides0, strides1, bound.DIVMOD)
+        offset0, offset1 = split_offsets(
+            i, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1, bound.DIVMOD
+        )
         # compute() is free when compiled; on the simulator, which runs this as Python, it keeps
         # the operands' type (Numba returns a loaded int8 as a Python int).
         x = bound.compute(value0 if is_value0 else bound.load(src0[offset0]))
@@ -58,8 +61,7 @@ def _binary(
 
 
 _INDEX = size_type(wide=False)
-_DIVISORS = types.UniTuple(_INDEX, SPLIT_DIVISORS)
-_STRIDES = types.UniTuple(_INDEX, SPLIT_STRIDES)
+_DIMS = types.UniTuple(_INDEX, SPLIT_DIMS)
 
 
 class _Part(NamedTuple):
@@ -101,7 +103,7 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
         attr = numba.from_dtype(binary_attr_dtype(src_dtype))
         flag = types.boolean
         argtypes = (
-            src, compute, flag, src, compute, flag, dst, _INDEX, _INDEX, _DIVISORS, _DIVISORS, _DIVISORS, _STRIDES, _STRIDES, attr, attr
+            src, compute, flag, src, compute, flag, dst, _INDEX, _INDEX, *([_DIMS] * 5), _INDEX, _INDEX, attr, attr
         )
         # A float64 formula takes register pairs: under the 32-register cap of full occupancy some
         # would spill (the ptxas check found it), so they declare no launch bounds.

@@ -17,7 +17,7 @@ from ep.common.jit import bound, template
 from ep.common.math import fast_divmod
 from ep.common.math.fast_divmod import divisor, index_bindings, size_type
 from ep.common.math.intrinsics import move16
-from ep.common.math.nd_index_offset_helper import SPLIT_DIVISORS, SPLIT_STRIDES, split_args, split_offsets
+from ep.common.math.nd_index_offset_helper import SPLIT_DIMS, split_args, split_offsets
 from ep.common.primitive.byte_units import UNITS, as_units, unit_dtype
 from ep.common.primitive.copy_nd import CopyNdFactoryImpl
 from ep.common.primitive.strided_copy import CopyLaunch, CopyPlan, StridedCopyKernels, span
@@ -41,7 +41,11 @@ def _move16_simulated(dst, dst_word, src, src_word):
 
 
 @template("INDEX", "DIVMOD", "wide16", "move16")
-def _copy(src, dst, count, run, run_m, run_s, inner_stride, ndim, sizes, multipliers, shifts, src_strides, dst_strides, num_tasks, pieces, pieces_m, pieces_s):
+def _copy(
+    src, dst, count, run, run_m, run_s, inner_stride,
+    ndim, sizes, multipliers, shifts, src_strides, dst_strides, src_outer, dst_outer,
+    num_tasks, pieces, pieces_m, pieces_s,
+):
     if num_tasks > 0:
         # Long runs: task = (run, piece of at most PIECE units), one block per task.
         task = bound.INDEX(cuda.blockIdx.x)
@@ -49,7 +53,7 @@ def _copy(src, dst, count, run, run_m, run_s, inner_stride, ndim, sizes, multipl
             r, piece = bound.DIVMOD(task, pieces, pieces_m, pieces_s)
             begin = bound.INDEX(piece * PIECE)
             end = min(bound.INDEX(begin + PIECE), run)
-            s, d = split_offsets(r, ndim, sizes, multipliers, shifts, src_strides, dst_strides, bound.DIVMOD)
+            s, d = split_offsets(r, ndim, sizes, multipliers, shifts, src_strides, dst_strides, src_outer, dst_outer, bound.DIVMOD)
             # In INDEX again: Numba widens 32-bit products to 64 bits.
             s, d = bound.INDEX(s), bound.INDEX(d)
             j = bound.INDEX(begin + cuda.threadIdx.x)
@@ -66,7 +70,7 @@ def _copy(src, dst, count, run, run_m, run_s, inner_stride, ndim, sizes, multipl
         step = bound.INDEX(cuda.gridsize(1))
         while i < count:
             r, j = bound.DIVMOD(i, run, run_m, run_s)
-            s, d = split_offsets(r, ndim, sizes, multipliers, shifts, src_strides, dst_strides, bound.DIVMOD)
+            s, d = split_offsets(r, ndim, sizes, multipliers, shifts, src_strides, dst_strides, src_outer, dst_outer, bound.DIVMOD)
             s, d = bound.INDEX(s), bound.INDEX(d)
             if bound.wide16:
                 bound.move16(dst, (d + j) * 2, src, (s + j * inner_stride) * 2)
@@ -84,9 +88,8 @@ class CudaStridedCopyKernels(StridedCopyKernels):
         """The copy of unit-byte units with 64-bit (wide) or 32-bit offsets, for every number of dims."""
         units = numba.from_dtype(unit_dtype(unit))[::1]
         size = size_type(wide)
-        divisors = numba.types.UniTuple(size, SPLIT_DIVISORS)
-        strides = numba.types.UniTuple(size, SPLIT_STRIDES)
-        argtypes = (units, units, *([size] * 5), size, divisors, divisors, divisors, strides, strides, *([size] * 4))
+        dims = numba.types.UniTuple(size, SPLIT_DIMS)
+        argtypes = (units, units, *([size] * 5), size, *([dims] * 5), size, size, *([size] * 4))
         move = _move16_simulated if config.ENABLE_CUDASIM else move16
         # The 64-bit variant's divisions need more than 32 registers: under the full-occupancy cap
         # it would spill. It runs only for buffers beyond 2**31 - 1 units.
