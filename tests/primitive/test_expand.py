@@ -703,11 +703,11 @@ def test_expand_grad_primitive_refuses_bad_dims(device):
 
 @pytest.mark.parametrize("rank", range(2, MAX_NUM_DIMS + 2))
 def test_expand_of_every_rank_the_kernels_index(device, rank):
-    # Broadcast and kept dims alternate: no dims merge, so the plan indexes rank - 1 dims outside
-    # the inner run (MAX_NUM_DIMS at the top rank).
-    src_dims = tuple(2 if d % 2 else 1 for d in range(rank))
-    dst_dims = tuple(2 if d % 2 else 3 for d in range(rank))
-    x = sample(src_dims, np.int16)
+    # Broadcast and kept dims alternate, the innermost broadcast: no dims merge, so the plan
+    # indexes rank - 1 dims outside the inner run (MAX_NUM_DIMS at the top rank).
+    src_dims = tuple(1 if (rank - d) % 2 else 2 for d in range(rank))
+    dst_dims = tuple(3 if (rank - d) % 2 else 2 for d in range(rank))
+    x = sample(src_dims, np.float16)
     plan = copy_plan(dst_dims, broadcast_strides(src_dims, dst_dims), contiguous_strides(dst_dims), 2, (), 16, "src")
     assert plan.ndim == rank - 1
     got, _ = launch_expand(device, x, dst_dims)
