@@ -19,9 +19,9 @@ import numpy as np
 from numba import cuda, types
 
 from ep.common.jit import bound, template
+from ep.common.math import fast_divmod
 from ep.common.math.binary_functor import binary_attr_dtype, binary_formula
 from ep.common.math.convert import load_fn, store_fn
-from ep.common.math import fast_divmod
 from ep.common.math.fast_divmod import index_bindings, size_type
 from ep.common.math.nd_index_offset_helper import SPLIT_DIMS, boxes, split_args, split_offsets
 from ep.common.primitive.broadcast_elementwise_binary import (
