@@ -101,7 +101,13 @@ for family, kernel in ptx.kernels():
             conversions = sorted(set(re.findall(r"cvt(?:\\.rn)?\\.f(?:16\\.f32|32\\.f16)", code)))
             print(kernel.name, cc, row.resources.registers, row.occupancy, row.findings, conversions, ptxas.traits(kernel))
 """
-KERNELS = ["unary_cast_float16_float32", "unary_cast_float32_float16", "batch_gather_int32_u16_i32", "strided_copy_u128_1d"]
+KERNELS = [
+    "unary_cast_float16_float32",
+    "unary_cast_float32_float16",
+    "batch_gather_int32_u16_i32",
+    "strided_copy_u128_i32",
+    "binary_add_float16_float16",
+]
 
 
 @pytest.mark.ptx
@@ -118,4 +124,6 @@ def test_real_kernels_assemble_clean_with_hardware_float16_conversion():
     assert "'cvt.rn.f16.f32'" in by_name["unary_cast_float32_float16"]
     # The traits the check reads from a kernel's bindings.
     assert "index32=True, wide16=True" in by_name["batch_gather_int32_u16_i32"]
-    assert "index32=False, wide16=True" in by_name["strided_copy_u128_1d"]
+    # 32-bit-index copy and binary kernels: checked for 64-bit div/rem in their loops.
+    assert "index32=True, wide16=True" in by_name["strided_copy_u128_i32"]
+    assert "index32=True, wide16=False" in by_name["binary_add_float16_float16"]

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT, fast_divmod, fast_divmod_params
+from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT, divisors, fast_divmod, fast_divmod_params, needs_wide
 
 
 @njit
@@ -74,3 +74,14 @@ def test_property_matches_python(divisor, dividends):
 def test_divisor_outside_the_32_bit_range_is_refused(divisor):
     with pytest.raises(ValueError, match=f"divisor: {divisor} is outside the 32-bit fast divmod range"):
         fast_divmod_params(divisor)
+
+
+def test_needs_wide_is_the_32_bit_limit():
+    assert not needs_wide(0, FAST_DIVMOD_LIMIT, 5)
+    assert needs_wide(3, FAST_DIVMOD_LIMIT + 1)
+
+
+def test_divisors_are_each_values_arguments_padded_with_divisions_by_one():
+    (m7, s7), (m3, s3), (m1, s1) = fast_divmod_params(7), fast_divmod_params(3), fast_divmod_params(1)
+    assert divisors((7, 3), 4, wide=False) == ((7, 3, 1, 1), (m7, m3, m1, m1), (s7, s3, s1, s1))
+    assert divisors((7,), 2, wide=True) == ((7, 1), (0, 0), (0, 0))

@@ -119,13 +119,13 @@ def test_new_returns_none_unless_indices_are_int32_or_int64(device, index_dtype)
 def test_the_64_bit_kernels_match_the_32_bit_ones(device, monkeypatch):
     if device == "cpu":
         pytest.skip("the CPU kernel has one index width")
-    from ep.cuda.primitive import gather_common
+    from ep.common.math import fast_divmod
 
     rng = np.random.default_rng(6)
     params = random_array(rng, (2, 3, 5, 4), np.float32)
     indices = np.array([[4, 0, 9], [1, 1, 3]], np.int64)
     narrow = launch(device, params, indices, 1)
-    monkeypatch.setattr(gather_common, "needs_wide", lambda *counts: True)
+    monkeypatch.setattr(fast_divmod, "needs_wide", lambda *counts: True)
     np.testing.assert_array_equal(launch(device, params, indices, 1), narrow)
     np.testing.assert_array_equal(narrow, reference(params, indices, 1))
 

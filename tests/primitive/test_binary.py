@@ -1,4 +1,7 @@
 """BroadcastElementwiseBinary: every path on every dtype, scalars, argument checks, and ep.ops.binary."""
+import itertools
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -7,6 +10,7 @@ from hypothesis import strategies as st
 import ep
 from ep.common.primitive.broadcast_elementwise_binary import plan_binary
 from ep.common.runtime.device import available_device_types
+from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.testing import to_device, to_numpy
 
 ALL = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
@@ -354,6 +358,63 @@ def test_random_broadcastable_shapes_match_numpy(device, shapes, dtype):
     b = to_device(operand(shapes[1], dtype, 7), device)
     got = to_numpy(ep.ops.binary("sub", a, b))
     assert_close(got, numpy_reference(np.subtract, to_numpy(a), to_numpy(b), dtype))
+
+
+# Every simplified rank, and the CUDA launches beyond 32-bit offsets
+
+
+def alternating(rank):
+    """Operand dims whose broadcast dims alternate, so that no two dims fold: rank dims after simplification."""
+    return tuple(2 if d % 2 else 1 for d in range(rank)), tuple(1 if d % 2 else 3 for d in range(rank))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int64])
+@pytest.mark.parametrize("rank", range(1, MAX_NUM_DIMS + 1))
+def test_every_simplified_rank_matches_numpy(device, rank, dtype):
+    dims0, dims1 = alternating(rank)
+    assert len(plan_binary(dims0, dims1, False, False).dims) == rank
+    a, b = operand(dims0, dtype, 8), operand(dims1, dtype, 9)
+    assert_close(launch(device, "mul", a, b, dtype), numpy_reference(np.multiply, a, b, dtype))
+
+
+# Shapes no other test launches (plans are kept per dims), one per path.
+BOXED = [((7, 5), (7, 5)), ((7, 5), None), ((7, 5), (5,)), ((7, 1), (7, 5)), ((2, 1, 7), (2, 3, 7)), ((3, 1, 2), (1, 5, 1))]
+
+
+@pytest.mark.parametrize("dims0, dims1", BOXED)
+def test_launches_cut_into_boxes_match_numpy(device, monkeypatch, dims0, dims1):
+    if device == "cpu":
+        pytest.skip("the CPU kernel indexes in 64 bits")
+    from ep.common.math import fast_divmod
+
+    # A 32-bit limit of 4 elements: every launch here runs as several boxes.
+    monkeypatch.setattr(fast_divmod, "FAST_DIVMOD_LIMIT", 4)
+    a, b = operand(dims0, np.int32, 10), operand(dims1, np.int32, 11)
+    assert_close(launch(device, "sub", a, b, np.int32), numpy_reference(np.subtract, a, b, np.int32))
+
+
+@pytest.mark.parametrize("dims0, dims1", [((3, 1, 1_500_000_000), (3, 2, 1_500_000_000)), ((5_000_000_000,), (1,))])
+def test_the_host_cuts_launches_beyond_32_bits_into_boxes_that_fit(device, dims0, dims1):
+    if device == "cpu":
+        pytest.skip("the CPU kernel indexes in 64 bits")
+    from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT
+    from ep.common.primitive.strided_copy import span
+    from ep.cuda.primitive.broadcast_elementwise_binary import launch_parts
+
+    plan = plan_binary(dims0, dims1, False, False)
+    parts = launch_parts(plan, FAST_DIVMOD_LIMIT)
+    assert len(parts) > 1 and sum(part.count for part in parts) == plan.count
+    for offset0, offset1, offset, count, split in parts:
+        ndim, sizes, _, _, strides0, strides1, outer0, outer1 = split
+        inner = tuple(reversed(sizes[: ndim - 1]))
+        box = (count // math.prod(inner),) + inner
+        # Every offset a launch computes fits in 32 bits, and its box starts where the elements before it end.
+        assert count <= FAST_DIVMOD_LIMIT
+        for outer, strides in ((outer0, strides0), (outer1, strides1)):
+            assert span(box, (outer,) + tuple(reversed(strides[: ndim - 1]))) <= FAST_DIVMOD_LIMIT
+    assert [part.offset for part in parts] == list(itertools.accumulate([0] + [part.count for part in parts[:-1]]))
+    # Small launches run as one.
+    assert len(launch_parts(plan_binary((3, 1), (3, 4), False, False), FAST_DIVMOD_LIMIT)) == 1
 
 
 # ep.ops.binary

@@ -6,7 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ep
+from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT
+from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.copy_nd import CopyNdImpl
+from ep.common.primitive.strided_copy import copy_plan
+from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.testing import to_device, to_numpy
 from samples import sample
 
@@ -265,3 +269,54 @@ def test_ops_views_with_strides_of_partial_elements_copy_bytes(device, copy_nd_l
     field = record["b"]  # strides of 5 bytes for 4-byte elements
     np.testing.assert_array_equal(ep.ops.unary("relu", field), np.maximum(np.arange(6) - 3, 0))
     assert copy_nd_launches[0][1] is ep.DataType.kUInt8
+
+
+# ---- every number of dims, and the CUDA kernels' index widths
+
+
+@pytest.mark.parametrize("rank", range(2, MAX_NUM_DIMS + 2))
+def test_boxes_of_every_rank_the_kernels_index(device, rank):
+    # A box of 2 per dim out of 3 per dim: no dims merge, so the plan indexes rank - 1 dims
+    # outside the inner run (MAX_NUM_DIMS at the top rank).
+    src_host = sample((3,) * rank, np.float32)
+    dst_host = sample((2,) * rank, np.float32, 1)
+    extent = (2,) * rank
+    plan = copy_plan(extent, contiguous_strides(src_host.shape), contiguous_strides(extent), 4, (), 16, "src")
+    assert plan.ndim == rank - 1
+    got = copy_box(device, src_host, dst_host, (1,) * rank, (0,) * rank, extent)
+    assert same_bytes(got, expected_box(src_host, dst_host, (1,) * rank, (0,) * rank, extent))
+
+
+def test_the_64_bit_kernels_match_the_32_bit_ones(device, monkeypatch):
+    if device == "cpu":
+        pytest.skip("the CPU kernel has one index width")
+    from ep.common.math import fast_divmod
+
+    src_host, dst_host = sample((5, 6, 7), np.int32), sample((4, 5, 9), np.int32, 1)
+    box = ((1, 0, 2), (0, 1, 3), (3, 4, 5))
+    narrow = copy_box(device, src_host, dst_host, *box)
+    monkeypatch.setattr(fast_divmod, "needs_wide", lambda *counts: True)
+    # Another max_num_dims: another primitive, whose plans are made anew.
+    wide = copy_box(device, src_host, dst_host, *box, max_num_dims=7)
+    assert same_bytes(wide, narrow)
+    assert same_bytes(narrow, expected_box(src_host, dst_host, *box))
+
+
+@pytest.mark.parametrize(
+    "dims, src_strides, wide",
+    [
+        ((3, 1000), (1000, 1), False),
+        ((3, FAST_DIVMOD_LIMIT), (FAST_DIVMOD_LIMIT, 1), True),  # too many units copied
+        ((5, 1), (FAST_DIVMOD_LIMIT // 4 + 1, 1), True),  # few units, but src spans beyond 32 bits
+        ((5, 1), (FAST_DIVMOD_LIMIT // 4, 1), False),
+    ],
+)
+def test_the_host_picks_the_64_bit_kernel_only_beyond_32_bits(device, dims, src_strides, wide):
+    if device == "cpu":
+        pytest.skip("the CPU kernel has one index width")
+    from ep.common.primitive.strided_copy import CopyPlan
+    from ep.cuda.primitive.copy_nd import KERNELS
+
+    plan = CopyPlan(4, dims, src_strides, contiguous_strides(dims))
+    _, kernel, _, _ = KERNELS.prepare(plan, False)
+    assert kernel is KERNELS.kernel(4, wide)

@@ -793,3 +793,16 @@ def test_expand_grad_takes_64_bit_kernels_beyond_2_to_the_31_elements():
     wide = reduction_geometry((1,), (FAST_DIVMOD_LIMIT + 1,), 256, H100_TARGET)
     assert [(p.wide, p.summed) for p in narrow.passes] == [(False, 2), (False, 2)]
     assert [(p.wide, p.summed) for p in wide.passes] == [(True, 4), (True, 4)]
+
+
+@pytest.mark.parametrize("rank", range(2, MAX_NUM_DIMS + 2))
+def test_expand_of_every_rank_the_kernels_index(device, rank):
+    # Broadcast and kept dims alternate, the innermost broadcast: no dims merge, so the plan
+    # indexes rank - 1 dims outside the inner run (MAX_NUM_DIMS at the top rank).
+    src_dims = tuple(1 if (rank - d) % 2 else 2 for d in range(rank))
+    dst_dims = tuple(3 if (rank - d) % 2 else 2 for d in range(rank))
+    x = sample(src_dims, np.float16)
+    plan = copy_plan(dst_dims, broadcast_strides(src_dims, dst_dims), contiguous_strides(dst_dims), 2, (), 16, "src")
+    assert plan.ndim == rank - 1
+    got, _ = launch_expand(device, x, dst_dims)
+    assert same_bytes(got, np.broadcast_to(x, dst_dims))

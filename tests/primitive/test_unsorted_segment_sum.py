@@ -161,13 +161,13 @@ def test_new_caches_one_primitive_per_options(device):
 def test_the_64_bit_kernels_match_the_32_bit_ones(device, monkeypatch):
     if device == "cpu":
         pytest.skip("the CPU kernel has one index width")
-    from ep.cuda.primitive import gather_common
+    from ep.common.math import fast_divmod
 
     rng = np.random.default_rng(6)
     data = small_integers(rng, (2, 2, 5, 3), np.float16)
     ids = np.array([[4, 0, 9, 4, -1], [1, 1, 3, 2, 2]], np.int64)
     narrow = launch(device, data, ids, 5)
-    monkeypatch.setattr(gather_common, "needs_wide", lambda *counts: True)
+    monkeypatch.setattr(fast_divmod, "needs_wide", lambda *counts: True)
     np.testing.assert_array_equal(launch(device, data, ids, 5), narrow)
 
 

@@ -8,6 +8,9 @@ mulhi(m, n) < n, so every step fits in 32 bits.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
+import numba
 import numpy as np
 
 from ep.common.jit import scalar_function
@@ -35,3 +38,39 @@ def fast_divmod(n, divisor, multiplier, shift):
     n = np.uint32(n)
     quotient = mulhi_add_shift_u32(n, np.uint32(multiplier), np.uint32(shift))
     return quotient, np.uint32(n - quotient * np.uint32(divisor))
+
+
+@scalar_function
+def divmod64(n, divisor, multiplier, shift):
+    """(n // divisor, n % divisor) in int64: fast_divmod's signature for kernels beyond its range
+    (multiplier and shift are unused)."""
+    quotient = n // divisor
+    return quotient, n - quotient * divisor
+
+
+def needs_wide(*counts: int) -> bool:
+    """Whether a kernel over buffers of these element counts needs 64-bit indices (divmod64):
+    the one rule of every kernel that comes in a 32-bit and a 64-bit variant."""
+    return max(counts) > FAST_DIVMOD_LIMIT
+
+
+def index_bindings(wide: bool) -> dict:
+    """The INDEX type and DIVMOD slots of a kernel's 64-bit (wide) or 32-bit variant."""
+    return {"INDEX": np.int64, "DIVMOD": divmod64} if wide else {"INDEX": np.uint32, "DIVMOD": fast_divmod}
+
+
+def size_type(wide: bool) -> numba.types.Integer:
+    """The Numba type of a size argument of a 64-bit (wide) or 32-bit kernel."""
+    return numba.int64 if wide else numba.uint32
+
+
+def divisor(value: int, wide: bool) -> tuple[int, int, int]:
+    """(divisor, multiplier, shift) kernel arguments for dividing by value with index_bindings(wide)'s DIVMOD."""
+    return (value, 0, 0) if wide else (value, *fast_divmod_params(value))
+
+
+def divisors(values: Sequence[int], length: int, wide: bool) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(divisors, multipliers, shifts): divisor(value, wide) of each value, as three tuples padded
+    to length with divisions by 1."""
+    columns = [divisor(value, wide) for value in values] + [divisor(1, wide)] * (length - len(values))
+    return tuple(zip(*columns)) if columns else ((), (), ())

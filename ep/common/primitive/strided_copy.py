@@ -1,9 +1,9 @@
 """The copy behind Expand and CopyNd: a plan in raw units, the kernels a device supplies, and their launch.
 
-A plan describes the copied elements as `num_runs` runs of `run` units; run r reads its units from
-`map_offset(r, run_strides, src_strides) + j * inner_stride` (j < run), where inner_stride is 1 for
-a contiguous run, 0 for a broadcast element and anything else for a strided gather, and writes
-them to `map_offset(r, run_strides, dst_strides) + j`. Units are the widest of 16 (CUDA), 8, 4, 2
+A plan describes the copied elements as `num_runs` runs of `run` units; run r, at index (i, ...) of
+the dims outside the run, reads its units from `dot((i, ...), src_strides) + j * inner_stride`
+(j < run), where inner_stride is 1 for a contiguous run, 0 for a broadcast element and anything
+else for a strided gather, and writes them to `dot((i, ...), dst_strides) + j`. Units are the widest of 16 (CUDA), 8, 4, 2
 or 1 bytes that divides the contiguous run, every stride and, where the device needs aligned units,
 the addresses of the buffers, so the kernels never depend on the dtype.
 """
@@ -14,8 +14,6 @@ import math
 from dataclasses import dataclass
 from typing import Iterator, NamedTuple, Sequence
 
-from ep.common.jit import scalar_function
-from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.byte_units import UNITS, move_unit
 from ep.common.runtime.buffer import address
 from ep.common.runtime.data_type import DataType
@@ -45,19 +43,6 @@ class CopyPlan:
         return self.src_strides[-1]
 
     @property
-    def run_strides(self) -> tuple[int, ...]:
-        """Strides, in runs, of the dims outside the inner run."""
-        return contiguous_strides(self.dims[:-1] or (1,))
-
-    @property
-    def outer_src_strides(self) -> tuple[int, ...]:
-        return self.src_strides[:-1] or (0,)
-
-    @property
-    def outer_dst_strides(self) -> tuple[int, ...]:
-        return self.dst_strides[:-1] or (0,)
-
-    @property
     def count(self) -> int:
         """Units copied."""
         return math.prod(self.dims)
@@ -68,19 +53,6 @@ def span(dims: Sequence[int], strides: Sequence[int]) -> int:
     if 0 in dims:
         return 0
     return 1 + sum((d - 1) * s for d, s in zip(dims, strides))
-
-
-@scalar_function
-def run_offsets(r, run_strides, src_strides, dst_strides):
-    """(src, dst) offsets where run r starts: one division per dim for both."""
-    s = 0
-    d = 0
-    for dim in range(len(run_strides)):
-        index = r // run_strides[dim]
-        r -= index * run_strides[dim]
-        s += index * src_strides[dim]
-        d += index * dst_strides[dim]
-    return s, d
 
 
 def _merge(dims: Sequence[int], src: Sequence[int], dst: Sequence[int]) -> tuple[list[int], list[int], list[int]]:

@@ -1,4 +1,10 @@
-"""CopyNd's and Expand's CUDA kernel: one grid-stride copy per (unit width, number of dims), moving raw units."""
+"""CopyNd's and Expand's CUDA kernel: one grid-stride copy per (unit width, index width), moving raw units.
+
+Every number of dims runs in the same kernel: split_offsets finds where a run starts in src and dst
+with one division per dim (unrolled over MAX_NUM_DIMS, the rank a uniform branch). Offsets are
+32-bit with fast_divmod's multiply-high when the copy and both buffers' spans fit in 2**31 - 1
+units (fast_divmod.needs_wide), else 64-bit with plain division.
+"""
 from __future__ import annotations
 
 import functools
@@ -8,12 +14,14 @@ import numba
 from numba import config, cuda
 
 from ep.common.jit import bound, template
+from ep.common.math import fast_divmod
+from ep.common.math.fast_divmod import divisor, index_bindings, size_type
 from ep.common.math.intrinsics import move16
+from ep.common.math.nd_index_offset_helper import SPLIT_DIMS, split_args, split_offsets
 from ep.common.primitive.byte_units import UNITS, as_units, unit_dtype
 from ep.common.primitive.copy_nd import CopyNdFactoryImpl
-from ep.common.primitive.strided_copy import CopyLaunch, CopyPlan, StridedCopyKernels, run_offsets
+from ep.common.primitive.strided_copy import CopyLaunch, CopyPlan, StridedCopyKernels, span
 from ep.common.runtime.device import DeviceType
-from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -32,37 +40,43 @@ def _move16_simulated(dst, dst_word, src, src_word):
     dst[dst_word + 1] = src[src_word + 1]
 
 
-@template("wide16", "move16")
-def _copy(src, dst, count, run, inner_stride, run_strides, src_strides, dst_strides, num_tasks, pieces):
+@template("INDEX", "DIVMOD", "wide16", "move16")
+def _copy(
+    src, dst, count, run, run_m, run_s, inner_stride,
+    ndim, sizes, multipliers, shifts, src_strides, dst_strides, src_outer, dst_outer,
+    num_tasks, pieces, pieces_m, pieces_s,
+):
     if num_tasks > 0:
         # Long runs: task = (run, piece of at most PIECE units), one block per task.
-        task = cuda.blockIdx.x
+        task = bound.INDEX(cuda.blockIdx.x)
         while task < num_tasks:
-            r = task // pieces
-            begin = (task - r * pieces) * PIECE
-            end = min(begin + PIECE, run)
-            s, d = run_offsets(r, run_strides, src_strides, dst_strides)
-            j = begin + cuda.threadIdx.x
+            r, piece = bound.DIVMOD(task, pieces, pieces_m, pieces_s)
+            begin = bound.INDEX(piece * PIECE)
+            end = min(bound.INDEX(begin + PIECE), run)
+            s, d = split_offsets(r, ndim, sizes, multipliers, shifts, src_strides, dst_strides, src_outer, dst_outer, bound.DIVMOD)
+            # In INDEX again: Numba widens 32-bit products to 64 bits.
+            s, d = bound.INDEX(s), bound.INDEX(d)
+            j = bound.INDEX(begin + cuda.threadIdx.x)
             while j < end:
                 if bound.wide16:
                     bound.move16(dst, (d + j) * 2, src, (s + j * inner_stride) * 2)
                 else:
                     dst[d + j] = src[s + j * inner_stride]
-                j += cuda.blockDim.x
-            task += cuda.gridDim.x
+                j = bound.INDEX(j + cuda.blockDim.x)
+            task = bound.INDEX(task + cuda.gridDim.x)
     else:
         # Short runs: one thread per unit copied.
-        i = cuda.grid(1)
-        step = cuda.gridsize(1)
+        i = bound.INDEX(cuda.grid(1))
+        step = bound.INDEX(cuda.gridsize(1))
         while i < count:
-            r = i // run
-            j = i - r * run
-            s, d = run_offsets(r, run_strides, src_strides, dst_strides)
+            r, j = bound.DIVMOD(i, run, run_m, run_s)
+            s, d = split_offsets(r, ndim, sizes, multipliers, shifts, src_strides, dst_strides, src_outer, dst_outer, bound.DIVMOD)
+            s, d = bound.INDEX(s), bound.INDEX(d)
             if bound.wide16:
                 bound.move16(dst, (d + j) * 2, src, (s + j * inner_stride) * 2)
             else:
                 dst[d + j] = src[s + j * inner_stride]
-            i += step
+            i = bound.INDEX(i + step)
 
 
 class CudaStridedCopyKernels(StridedCopyKernels):
@@ -70,15 +84,19 @@ class CudaStridedCopyKernels(StridedCopyKernels):
     aligned_units = True
 
     @functools.cache
-    def kernel(self, unit: int, ndim: int) -> CudaKernel:
+    def kernel(self, unit: int, wide: bool) -> CudaKernel:
+        """The copy of unit-byte units with 64-bit (wide) or 32-bit offsets, for every number of dims."""
         units = numba.from_dtype(unit_dtype(unit))[::1]
-        strides = numba.types.UniTuple(numba.int64, ndim)
-        argtypes = (units, units, numba.int64, numba.int64, numba.int64, strides, strides, strides, numba.int64, numba.int64)
+        size = size_type(wide)
+        dims = numba.types.UniTuple(size, SPLIT_DIMS)
+        argtypes = (units, units, *([size] * 5), size, *([dims] * 5), size, size, *([size] * 4))
         move = _move16_simulated if config.ENABLE_CUDASIM else move16
-        # run_offsets' 64-bit divisions need more than 32 registers from 2 dims on: those kernels
-        # would spill under the full-occupancy cap (the ptxas check found it).
-        name = f"strided_copy_u{8 * unit}_{ndim}d"
-        return CudaKernel(_copy, name, argtypes, full_occupancy=ndim == 1, wide16=unit == 16, move16=move)
+        # The 64-bit variant's divisions need more than 32 registers: under the full-occupancy cap
+        # it would spill. It runs only for buffers beyond 2**31 - 1 units.
+        name = f"strided_copy_u{8 * unit}_{'i64' if wide else 'i32'}"
+        return CudaKernel(
+            _copy, name, argtypes, full_occupancy=not wide, wide16=unit == 16, move16=move, **index_bindings(wide)
+        )
 
     def moves_elements(self, count: int) -> bool:
         # Every launch moves units: one kernel per unit width serves every dtype.
@@ -91,10 +109,11 @@ class CudaStridedCopyKernels(StridedCopyKernels):
             num_tasks = plan.count // plan.run * pieces
             work = num_tasks * THREADS_PER_BLOCK
         else:
-            pieces, num_tasks, work = 0, 0, plan.count
-        strides = (plan.run_strides, plan.outer_src_strides, plan.outer_dst_strides)
-        args = (plan.count, plan.run, plan.inner_stride, *strides, num_tasks, pieces)
-        return plan.unit, self.kernel(plan.unit, plan.ndim), work, args
+            pieces, num_tasks, work = 1, 0, plan.count
+        wide = fast_divmod.needs_wide(plan.count, span(plan.dims, plan.src_strides), span(plan.dims, plan.dst_strides))
+        split = split_args(plan.dims[:-1], plan.src_strides[:-1], plan.dst_strides[:-1], wide)
+        args = (plan.count, *divisor(plan.run, wide), plan.inner_stride, *split, num_tasks, *divisor(pieces, wide))
+        return plan.unit, self.kernel(plan.unit, wide), work, args
 
     def launch(self, stream, launch: CopyLaunch, src, dst) -> None:
         unit, kernel, work, args = launch.prepared
@@ -102,8 +121,8 @@ class CudaStridedCopyKernels(StridedCopyKernels):
 
     def all_kernels(self) -> Iterator[object]:
         for unit in UNITS:
-            for ndim in range(1, MAX_NUM_DIMS + 1):
-                yield self.kernel(unit, ndim)
+            for wide in (False, True):
+                yield self.kernel(unit, wide)
 
 
 KERNELS = CudaStridedCopyKernels()

@@ -10,8 +10,8 @@ writes one partial sum per slice and output (a [slices, outputs] scratch buffer 
 and pass 2, the same kernel, sums those. No atomics: the order of every addition is fixed, so a
 result does not change from run to run.
 
-Each kernel comes in two index widths (gather_common): 32-bit with fast_divmod when src and the
-partials fit in 2**31 - 1 elements, else 64-bit; and for 2 or 4 summed dims (after merging).
+Each kernel comes in two index widths (fast_divmod.needs_wide): 32-bit with fast_divmod when src
+and the partials fit in 2**31 - 1 elements, else 64-bit; and for 2 or 4 summed dims (after merging).
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ import numpy as np
 from numba import cuda
 
 from ep.common.jit import bound, scalar_function, template
+from ep.common.math import fast_divmod
 from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.primitive.expand_grad import ExpandGradFactoryImpl, ExpandGradKernels
@@ -33,7 +34,6 @@ from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel, launch_config
-from ep.cuda.primitive import gather_common
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -231,7 +231,7 @@ def _launch_pass(shape: Layout, kept, kept_strides, summed, summed_strides, thre
         shape.length,
         shape.chunk,
         shape.tiles * shape.slices,
-        *gather_common.divisor(shape.tiles, wide),
+        *fast_divmod.divisor(shape.tiles, wide),
         shape.x_size,
         shape.y_size,
         fast - 1,
@@ -248,7 +248,7 @@ def _launch_pass(shape: Layout, kept, kept_strides, summed, summed_strides, thre
 
 def _divisor_columns(dims: tuple[int, ...], wide: bool) -> tuple[tuple[int, ...], ...]:
     # (dims, multipliers, shifts): the divisors of each dim as three tuples.
-    return tuple(zip(*(gather_common.divisor(d, wide) for d in dims)))
+    return tuple(zip(*(fast_divmod.divisor(d, wide) for d in dims)))
 
 
 def geometry(plan: ExpandGradPlan, threads: int, target: int) -> Geometry:
@@ -256,7 +256,7 @@ def geometry(plan: ExpandGradPlan, threads: int, target: int) -> Geometry:
     first = layout(plan.kept_dims, plan.summed_dims, plan.summed_strides, threads, target, FAST_DIVMOD_LIMIT)
     count = plan.dst_count
     partials = count * first.slices if first.slices > 1 else 0
-    wide = gather_common.needs_wide(plan.src_count, partials, first.tiles * first.slices * threads)
+    wide = fast_divmod.needs_wide(plan.src_count, partials, first.tiles * first.slices * threads)
     passes = (_launch_pass(first, plan.kept_dims, plan.kept_strides, plan.summed_dims, plan.summed_strides, threads, wide),)
     if partials:
         second = layout((count,), (first.slices,), (count,), threads, target, 1)
@@ -289,7 +289,7 @@ class CudaExpandGradKernels(ExpandGradKernels):
     def kernel(self, dtype: DataType, wide: bool, summed: int, stage: str = "whole") -> CudaKernel:
         """The kernel of dtype, index width and summed-dim count. stage: "whole" sums dtype into
         dtype; float16 adds "partial" (float16 into float32 partials) and "final" (those into float16)."""
-        size = gather_common.size_type(wide)
+        size = fast_divmod.size_type(wide)
         load, store = load_fn(dtype), store_fn(dtype)
         src_type = dst_type = numba.from_dtype(dtype.storage_dtype)[::1]
         if stage == "partial":
@@ -313,7 +313,7 @@ class CudaExpandGradKernels(ExpandGradKernels):
             accumulate=accumulate,
             load=load,
             store=store,
-            **gather_common.index_bindings(wide),
+            **fast_divmod.index_bindings(wide),
         )
 
     def launch(self, stream, dtype: DataType, plan: ExpandGradPlan, src, dst) -> None:

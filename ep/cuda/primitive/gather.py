@@ -1,5 +1,5 @@
 """Gather on CUDA, and the kernels BatchGather shares: one thread per output move unit, worked
-back from its offset with divisions by invariant sizes (gather_common's 32- or 64-bit variants).
+back from its offset with divisions by invariant sizes (32- or 64-bit: fast_divmod.needs_wide).
 
 Rows move as raw units of the widest size dividing the row and both buffers' addresses; 16-byte
 units are one 128-bit load and store (byte_units.move16). With check_bounds a pass over the
@@ -14,6 +14,7 @@ import numpy as np
 from numba import config, cuda
 
 from ep.common.jit import bound, template
+from ep.common.math import fast_divmod
 from ep.common.math.intrinsics import move16
 from ep.common.primitive.byte_units import UNITS, as_units, move_unit, unit_dtype
 from ep.common.primitive.gather import GatherFactoryImpl, IndexedKernels, gather_row
@@ -62,7 +63,7 @@ def _gather(indices, in_, out, total, inner, inner_m, inner_s, num, num_m, num_s
 @functools.cache
 def gather_kernel(indices_dtype: DataType, unit: int, wide: bool, batched: bool) -> CudaKernel:
     """The gather kernel of an index dtype, move unit, index width, and with or without batches."""
-    size = gather_common.size_type(wide)
+    size = fast_divmod.size_type(wide)
     units = numba.from_dtype(unit_dtype(unit))[::1]
     argtypes = (numba.from_dtype(indices_dtype.dtype)[::1], units, units, *([size] * 11), *([numba.int64] * 3))
     name = f"{'batch_' if batched else ''}gather_{indices_dtype.value}_u{unit}_{'i64' if wide else 'i32'}"
@@ -73,7 +74,7 @@ def gather_kernel(indices_dtype: DataType, unit: int, wide: bool, batched: bool)
         BATCHED=batched,
         WIDE16=unit == 16,
         move16=_move16_simulated if config.ENABLE_CUDASIM else move16,
-        **gather_common.index_bindings(wide),
+        **fast_divmod.index_bindings(wide),
     )
 
 
@@ -91,7 +92,7 @@ class CudaGatherKernels(IndexedKernels):
         out = as_units(out, sizes.gathered_count, unit)
         inner = row_bytes // unit
         total = sizes.batch * sizes.outer * sizes.num_indices * inner
-        wide = gather_common.needs_wide(in_.size, out.size, indices.size)
+        wide = fast_divmod.needs_wide(in_.size, out.size, indices.size)
         gather_kernel(primitive.indices_dtype, unit, wide, sizes.batch > 1).launch(
             stream,
             total,
@@ -99,9 +100,9 @@ class CudaGatherKernels(IndexedKernels):
             in_,
             out,
             total,
-            *gather_common.divisor(inner, wide),
-            *gather_common.divisor(sizes.num_indices, wide),
-            *gather_common.divisor(sizes.outer, wide),
+            *fast_divmod.divisor(inner, wide),
+            *fast_divmod.divisor(sizes.num_indices, wide),
+            *fast_divmod.divisor(sizes.outer, wide),
             sizes.gather,
             sizes.lo,
             sizes.hi,

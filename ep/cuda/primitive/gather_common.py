@@ -5,9 +5,9 @@ With check_bounds the launch does not wait for its check: a bounds kernel record
 index on the device, the gather writes zeros where an index selects no row (the segment sum adds
 nothing), and the stream's next Sync() raises IndexOutOfRange with its position and value.
 
-Each kernel comes in two index widths: 32-bit, with fast_divmod's multiply-high in place of
-every division, when every buffer fits in 2**31 - 1 elements, and 64-bit with plain division
-otherwise.
+Each kernel comes in two index widths (ep/common/math/fast_divmod.py's needs_wide and
+index_bindings): 32-bit, with fast_divmod's multiply-high in place of every division, when every
+buffer fits in 2**31 - 1 elements, and 64-bit with plain division otherwise.
 """
 from __future__ import annotations
 
@@ -19,39 +19,12 @@ import numba
 import numpy as np
 from numba import cuda
 
-from ep.common.jit import scalar_function, template
-from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT, fast_divmod, fast_divmod_params
+from ep.common.jit import template
 from ep.common.primitive.gather import GatherSizes, gather_row
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.stream import caller_indices
 from ep.cuda.kernel import CudaKernel
 from ep.include.primitive.gather import IndexOutOfRange
-
-
-@scalar_function
-def _divmod64(n, divisor, multiplier, shift):
-    quotient = n // divisor
-    return quotient, n - quotient * divisor
-
-
-def index_bindings(wide: bool) -> dict:
-    """The INDEX type and DIVMOD slots of a kernel's 64-bit (wide) or 32-bit variant."""
-    return {"INDEX": np.int64, "DIVMOD": _divmod64} if wide else {"INDEX": np.uint32, "DIVMOD": fast_divmod}
-
-
-def size_type(wide: bool):
-    """The Numba type of a size argument of a 64-bit (wide) or 32-bit kernel."""
-    return numba.int64 if wide else numba.uint32
-
-
-def divisor(value: int, wide: bool) -> tuple[int, int, int]:
-    """(divisor, multiplier, shift) kernel arguments for dividing by value."""
-    return (value, 0, 0) if wide else (value, *fast_divmod_params(value))
-
-
-def needs_wide(*counts: int) -> bool:
-    """Whether buffers of these element counts need the 64-bit kernels."""
-    return max(counts) > FAST_DIVMOD_LIMIT
 
 
 # A record's empty slot: larger than any position.

@@ -9,6 +9,7 @@ import numpy as np
 from numba import cuda
 
 from ep.common.jit import bound, template
+from ep.common.math import fast_divmod
 from ep.common.math.convert import load_fn
 from ep.common.math.half import float_to_half
 from ep.common.primitive.gather import IndexedKernels, gather_row
@@ -56,7 +57,7 @@ def _segment_sum(ids, data, acc, total, inner, inner_m, inner_s, num, num_m, num
 
 @functools.cache
 def _sum_kernel(ids_dtype: DataType, dtype: DataType, wide: bool) -> CudaKernel:
-    size = gather_common.size_type(wide)
+    size = fast_divmod.size_type(wide)
     acc = numba.from_dtype(accumulator_dtype(dtype).dtype)[::1]
     argtypes = (
         numba.from_dtype(ids_dtype.dtype)[::1],
@@ -66,7 +67,7 @@ def _sum_kernel(ids_dtype: DataType, dtype: DataType, wide: bool) -> CudaKernel:
         *([numba.int64] * 3),
     )
     name = f"unsorted_segment_sum_{ids_dtype.value}_{dtype.value}_{'i64' if wide else 'i32'}"
-    return CudaKernel(_segment_sum, name, argtypes, load=load_fn(dtype), **gather_common.index_bindings(wide))
+    return CudaKernel(_segment_sum, name, argtypes, load=load_fn(dtype), **fast_divmod.index_bindings(wide))
 
 
 @functools.cache
@@ -91,7 +92,7 @@ class CudaUnsortedSegmentSumKernels(IndexedKernels):
         acc = out if acc_dtype is primitive.dtype else stream.temporary(out_count, acc_dtype.dtype)
         _fill_kernel(acc_dtype).launch(stream, out_count, acc, out_count)
         if data_count:
-            wide = gather_common.needs_wide(out_count, data_count, ids.size)
+            wide = fast_divmod.needs_wide(out_count, data_count, ids.size)
             _sum_kernel(primitive.indices_dtype, primitive.dtype, wide).launch(
                 stream,
                 data_count,
@@ -99,9 +100,9 @@ class CudaUnsortedSegmentSumKernels(IndexedKernels):
                 data,
                 acc,
                 data_count,
-                *gather_common.divisor(sizes.inner, wide),
-                *gather_common.divisor(sizes.num_indices, wide),
-                *gather_common.divisor(sizes.outer, wide),
+                *fast_divmod.divisor(sizes.inner, wide),
+                *fast_divmod.divisor(sizes.num_indices, wide),
+                *fast_divmod.divisor(sizes.outer, wide),
                 sizes.gather,
                 sizes.lo,
                 sizes.hi,
