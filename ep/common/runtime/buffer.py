@@ -1,6 +1,8 @@
 """Launch arguments checked and turned into the flat storage kernels index."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ep.common.runtime.data_type import DataType
@@ -11,6 +13,14 @@ from ep.common.runtime.stream import bound_handle
 
 _ndarray = np.ndarray
 _CPU = DeviceType.kCPU
+
+# What storage() found of each numba device array it was given, by id(array): (a weak reference
+# to the array, the DataType it passed as, its size, its flat storage or None when the array is
+# its own), so a later launch with the same array checks only count and stream. numba's device
+# arrays never change shape, strides, dtype or memory once made (bind() and every view make new
+# arrays), and reusing the flat view also lets numba's dispatcher reuse what it caches on it.
+# An entry goes with its array (the weak reference's callback).
+_checked: dict[int, tuple] = {}
 
 
 def is_cuda_buffer(obj: object) -> bool:
@@ -139,6 +149,15 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
             raise ValueError(f"{name}: the array is read-only")
         contiguous = array.flags.c_contiguous
     else:
+        entry = _checked.get(id(obj))
+        if entry is not None and entry[0]() is obj and entry[1] is dtype and entry[2] >= count:
+            # A numba array checked before: only its producer's stream is read again.
+            if stream is not None:
+                bound = obj.stream
+                if bound is not stream.native and type(bound) is not int:  # 0: bound to no stream
+                    stream.wait_for(bound_handle(bound))
+            flat = entry[3]
+            return obj if flat is None else flat
         if not is_cuda_buffer(obj):
             where = "a numpy.ndarray" if isinstance(obj, np.ndarray) else type(obj).__name__
             raise TypeError(f"{name}: {where} was given to a cuda primitive; expected an object with __cuda_array_interface__")
@@ -154,7 +173,24 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
     flat = array if array.ndim == 1 else array.reshape(array.size)
     if dtype.storage_dtype != dtype.dtype:
         flat = flat.view(dtype.storage_dtype)
+    if device_type is not _CPU and array is obj:
+        _remember(obj, dtype, flat)
     return flat
+
+
+def _remember(array, dtype: DataType, flat) -> None:
+    """Keep what storage() found of a numba device array (see _checked)."""
+    key = id(array)
+
+    def forget(ref, key=key):
+        if _checked.get(key, (None,))[0] is ref:
+            del _checked[key]
+
+    try:
+        ref = weakref.ref(array, forget)
+    except TypeError:  # an array type without weak references: checked on every launch
+        return
+    _checked[key] = (ref, dtype, array.size, None if flat is array else flat)
 
 
 def span(array, dtype: DataType, count: int, device_type: DeviceType):
