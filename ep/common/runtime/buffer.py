@@ -19,9 +19,46 @@ _CPU = DeviceType.kCPU
 # its own), so a later launch with the same array checks only count and stream. numba's device
 # arrays never change shape, strides, dtype or memory once made (bind() and every view make new
 # arrays), and reusing the flat view also lets numba's dispatcher reuse what it caches on it.
-# An entry goes with its array (the weak reference's callback).
-_checked: dict[int, tuple] = {}
+# Views and addresses derived from them (kept()) are kept here too, by (function, id, arguments).
+# An entry goes with its array (its weak reference's callback); past _MAX_KEPT all go.
+_kept: dict[object, tuple] = {}
+_MAX_KEPT = 4096
 
+
+class _Ref(weakref.ref):
+    """A weak reference to an array that knows its entry in _kept."""
+
+    __slots__ = ("key",)
+
+
+def _forget(ref: _Ref) -> None:
+    if _kept.get(ref.key, (None,))[0] is ref:
+        del _kept[ref.key]
+
+
+def _keep(key: object, array, values: tuple) -> None:
+    try:
+        ref = _Ref(array, _forget)
+    except TypeError:  # an array type without weak references: nothing kept
+        return
+    ref.key = key
+    if len(_kept) >= _MAX_KEPT:
+        _kept.clear()
+    _kept[key] = (ref, *values)
+
+
+def kept(make, array, *args):
+    """make(array, *args) for a numba device array (a view of it, its address), made once and kept
+    while the array lives; made on every call for anything else (NumPy arrays can be resized)."""
+    if not getattr(array, "__cuda_ndarray__", False):
+        return make(array, *args)
+    key = (make, id(array), args)
+    entry = _kept.get(key)
+    if entry is not None and entry[0]() is array:
+        return entry[1]
+    value = make(array, *args)
+    _keep(key, array, (value,))
+    return value
 
 def is_cuda_buffer(obj: object) -> bool:
     """True for objects with __cuda_array_interface__ (and the CUDA simulator's arrays)."""
@@ -98,15 +135,19 @@ def producer_stream(interface: dict, name: str = "array") -> int | None:
 def address(array) -> int:
     """The address of an array's first element (NumPy, __cuda_array_interface__, or the simulator's arrays)."""
     if getattr(array, "__cuda_ndarray__", False):
-        # numba's arrays build their __cuda_array_interface__ on every read: ask for the pointer.
-        simulated = getattr(array, "_ary", None)  # the simulator's arrays wrap a NumPy array
-        if simulated is not None:
-            return simulated.__array_interface__["data"][0]
-        return array.device_ctypes_pointer.value or 0
+        return kept(_device_address, array)
     interface = getattr(array, "__cuda_array_interface__", None)
     if interface is None:
         interface = array.__array_interface__
     return interface["data"][0]
+
+
+def _device_address(array) -> int:
+    # numba's arrays build their __cuda_array_interface__ on every read: ask for the pointer.
+    simulated = getattr(array, "_ary", None)  # the simulator's arrays wrap a NumPy array
+    if simulated is not None:
+        return simulated.__array_interface__["data"][0]
+    return array.device_ctypes_pointer.value or 0
 
 
 def check_device_address(array, name: str) -> None:
@@ -149,7 +190,7 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
             raise ValueError(f"{name}: the array is read-only")
         contiguous = array.flags.c_contiguous
     else:
-        entry = _checked.get(id(obj))
+        entry = _kept.get(id(obj))
         if entry is not None and entry[0]() is obj and entry[1] is dtype and entry[2] >= count:
             # A numba array checked before: only its producer's stream is read again.
             if stream is not None:
@@ -174,23 +215,8 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
     if dtype.storage_dtype != dtype.dtype:
         flat = flat.view(dtype.storage_dtype)
     if device_type is not _CPU and array is obj:
-        _remember(obj, dtype, flat)
+        _keep(id(obj), obj, (dtype, array.size, None if flat is obj else flat))
     return flat
-
-
-def _remember(array, dtype: DataType, flat) -> None:
-    """Keep what storage() found of a numba device array (see _checked)."""
-    key = id(array)
-
-    def forget(ref, key=key):
-        if _checked.get(key, (None,))[0] is ref:
-            del _checked[key]
-
-    try:
-        ref = weakref.ref(array, forget)
-    except TypeError:  # an array type without weak references: checked on every launch
-        return
-    _checked[key] = (ref, dtype, array.size, None if flat is array else flat)
 
 
 def span(array, dtype: DataType, count: int, device_type: DeviceType):
