@@ -16,11 +16,12 @@ _CPU = DeviceType.kCPU
 
 # What storage() found of each numba device array it was given, by id(array): (a weak reference
 # to the array, the DataType it passed as, its size, its flat storage or None when the array is
-# its own), so a later launch with the same array checks only count and stream. numba's device
-# arrays never change shape, strides, dtype or memory once made (bind() and every view make new
-# arrays), and reusing the flat view also lets numba's dispatcher reuse what it caches on it.
-# Views and addresses derived from them (kept()) are kept here too, by (function, id, arguments).
-# An entry goes with its array (its weak reference's callback); past _MAX_KEPT all go.
+# its own, its address), so a later launch with the same array checks only count and stream.
+# numba's device arrays never change shape, strides, dtype or memory once made (bind() and every
+# view make new arrays), and reusing the flat view also lets numba's dispatcher reuse what it
+# caches on it. Views and addresses derived from them (kept()) are kept here too, by (function,
+# id, arguments). An entry goes with its array (its weak reference's callback); past _MAX_KEPT
+# all go.
 _kept: dict[object, tuple] = {}
 _MAX_KEPT = 4096
 
@@ -135,6 +136,9 @@ def producer_stream(interface: dict, name: str = "array") -> int | None:
 def address(array) -> int:
     """The address of an array's first element (NumPy, __cuda_array_interface__, or the simulator's arrays)."""
     if getattr(array, "__cuda_ndarray__", False):
+        entry = _kept.get(id(array))
+        if entry is not None and entry[0]() is array:  # storage() kept it
+            return entry[4]
         return kept(_device_address, array)
     interface = getattr(array, "__cuda_array_interface__", None)
     if interface is None:
@@ -150,16 +154,18 @@ def _device_address(array) -> int:
     return array.device_ctypes_pointer.value or 0
 
 
-def check_device_address(array, name: str) -> None:
-    """ValueError naming name for a CUDA array whose elements a GPU cannot read: a null data pointer,
-    or a first element at an address that is not a multiple of its size (a view of a byte buffer at
-    an odd offset), where the GPU faults and the fault breaks the whole context."""
+def check_device_address(array, name: str) -> int:
+    """The address of a numba device array's first element; ValueError naming name for one whose
+    elements a GPU cannot read: a null data pointer, or a first element at an address that is not
+    a multiple of its size (a view of a byte buffer at an odd offset), where the GPU faults and the
+    fault breaks the whole context."""
+    start = _device_address(array)
     if array.size:
-        start = address(array)
         if start == 0:
             raise ValueError(f"{name}: its data pointer is null")
         if start % array.dtype.itemsize:
             raise ValueError(f"{name}: starts at address {start:#x}, not a multiple of its {array.dtype.itemsize}-byte elements")
+    return start
 
 
 def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, count: int, writable: bool = False, stream=None):
@@ -204,7 +210,7 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
             raise TypeError(f"{name}: {where} was given to a cuda primitive; expected an object with __cuda_array_interface__")
         array = as_cuda_array(obj, name, stream)
         contiguous = array.is_c_contiguous()
-        check_device_address(array, name)
+        start = check_device_address(array, name)
     if array.dtype != dtype.dtype:
         raise TypeError(f"{name}: dtype {array.dtype} does not match the primitive's {dtype.value}")
     if not contiguous:
@@ -215,7 +221,7 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
     if dtype.storage_dtype != dtype.dtype:
         flat = flat.view(dtype.storage_dtype)
     if device_type is not _CPU and array is obj:
-        _keep(id(obj), obj, (dtype, array.size, None if flat is obj else flat))
+        _keep(id(obj), obj, (dtype, array.size, None if flat is obj else flat, start))
     return flat
 
 
