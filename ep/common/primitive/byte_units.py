@@ -37,6 +37,8 @@ def unit_dtype(unit: int) -> np.dtype:
 def as_units(flat, count: int, unit: int):
     """The first count elements of flat storage viewed as unit-byte units (uint64 pairs for 16);
     for a device array made once per (count, unit) and kept (kept())."""
+    if type(flat) is np.ndarray:
+        return _units_view(flat, count, unit)
     return kept(_units_view, flat, count, unit)
 
 
