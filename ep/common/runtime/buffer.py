@@ -34,7 +34,7 @@ class _Ref(weakref.ref):
 
 def _forget(ref: _Ref) -> None:
     if _kept.get(ref.key, (None,))[0] is ref:
-        del _kept[ref.key]
+        _kept.pop(ref.key, None)  # another thread may have cleared it meanwhile
 
 
 def _keep(key: object, array, values: tuple) -> None:
@@ -60,6 +60,7 @@ def kept(make, array, *args):
     value = make(array, *args)
     _keep(key, array, (value,))
     return value
+
 
 def is_cuda_buffer(obj: object) -> bool:
     """True for objects with __cuda_array_interface__ (and the CUDA simulator's arrays)."""
