@@ -440,3 +440,25 @@ def test_one_plan_serves_buffers_of_every_alignment(cuda_device, factory):
         assert set(launches) == seen
         for alignment, (_, unit, _, _) in launches.items():
             assert alignment % unit == 0 and (unit == 16 or alignment % (2 * unit))
+
+
+def test_repeated_launches_keep_nothing_new(cuda_device):
+    stream = cuda_device.CreateStream()
+    run = _launches(stream)
+    copy = ep.NewPrimitive(ep.CopyNdFactory, "cuda", 2)
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    src, dst = to_device(x, "cuda"), to_device(np.zeros((8, 8), np.float32), "cuda")
+
+    def launches():
+        run()
+        copy.Launch(stream, np.float32, 2, dst, (8, 8), (1, 2), src, (8, 8), (2, 1), (3, 4))  # offset views
+
+    launches()
+    kept = set(buffer._kept)
+    for _ in range(3):
+        launches()
+    assert set(buffer._kept) == kept
+    stream.Sync()
+    expected = np.zeros((8, 8), np.float32)
+    expected[1:4, 2:6] = x[2:5, 1:5]
+    np.testing.assert_array_equal(to_numpy(dst), expected)

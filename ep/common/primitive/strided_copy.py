@@ -17,7 +17,7 @@ from typing import Iterator, NamedTuple, Sequence
 from ep.common.jit import scalar_function
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.byte_units import UNITS, move_unit
-from ep.common.runtime.buffer import address
+from ep.common.runtime.buffer import address, kept
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.validate import MAX_NUM_DIMS
 
@@ -196,7 +196,11 @@ def run_copy(kernels: StridedCopyKernels, stream, args: CopyArgs, src, dst, name
     the argument an oversized plan blames."""
     if args.src_offset or args.dst_offset:
         # Each buffer from the copy's first element, so that the unit also divides where it starts.
-        src, dst = src[args.src_offset :], dst[args.dst_offset :]
+        if kernels.aligned_units:
+            # Kept (a device array's views: kept()), and with them their addresses and unit views.
+            src, dst = kept(_tail, src, args.src_offset), kept(_tail, dst, args.dst_offset)
+        else:
+            src, dst = src[args.src_offset :], dst[args.dst_offset :]
     alignment = kernels.alignment(src, dst) if kernels.aligned_units else 0
     launch = args.launches.get(alignment)
     if launch is None:
@@ -204,6 +208,10 @@ def run_copy(kernels: StridedCopyKernels, stream, args: CopyArgs, src, dst, name
         launch = plan_copy(kernels, itemsize, args.dims, args.src_strides, args.dst_strides, src, dst, name)
         args.launches[alignment] = launch
     kernels.launch(stream, launch, src, dst)
+
+
+def _tail(array, offset: int):
+    return array[offset:]
 
 
 def plan_copy(

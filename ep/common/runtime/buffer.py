@@ -51,7 +51,7 @@ def _keep(key: object, array, values: tuple) -> None:
 def kept(make, array, *args):
     """make(array, *args) for a numba device array (a view of it, its address), made once and kept
     while the array lives; made on every call for anything else (NumPy arrays can be resized)."""
-    if not getattr(array, "__cuda_ndarray__", False):
+    if type(array) is _ndarray or not getattr(array, "__cuda_ndarray__", False):
         return make(array, *args)
     key = (make, id(array), args)
     entry = _kept.get(key)
