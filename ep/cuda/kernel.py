@@ -19,9 +19,9 @@ FULL_OCCUPANCY = (THREADS_PER_BLOCK, 8)
 _SIM_THREADS, _SIM_MAX_BLOCKS = 16, 2
 # Threads per block of every launch in this process (the simulator is chosen at import).
 _THREADS = _SIM_THREADS if config.ENABLE_CUDASIM else THREADS_PER_BLOCK
-# Configured launches kept per kernel, by (stream, blocks the work asks for); a program cycling
-# through more work sizes configures them again.
-_MAX_CONFIGURED = 64
+# Configured launches kept per stream (CudaStream.launches), by (kernel, blocks the work asks
+# for); a program cycling through more kernels and work sizes configures them again.
+_MAX_CONFIGURED = 1024
 
 
 def launch_config(work: int, device_index: int = 0) -> tuple[int, int]:
@@ -54,8 +54,6 @@ class CudaKernel:
         self.launch_bounds = FULL_OCCUPANCY if full_occupancy else None
         self._fn = specialize(template, name, **bindings)
         self._ptx_library = None
-        #: Configured launches by (ep stream, blocks asked for): see launch.
-        self._configured: dict[tuple, Callable[..., None]] = {}
 
     @functools.cached_property
     def compiled(self):
@@ -69,14 +67,15 @@ class CudaKernel:
         """Launch on an ep CudaStream with a grid sized for work items, on the stream's device."""
         # The configured launch is kept: a repeated launch is one lookup and numba's own call.
         try:
-            configured = self._configured[stream, -(-work // _THREADS)]
+            configured = stream.launches[self, -(-work // _THREADS)]
         except KeyError:
             configured = self._configure(stream, work)
         configured(*args)
 
     def _configure(self, stream, work: int) -> Callable[..., None]:
         """The kernel configured for work items on stream (numba's kernel[blocks, threads, stream]),
-        made current on the stream's device around the call where there are several; kept."""
+        made current on the stream's device around the call where there are several; kept in
+        stream.launches."""
         index = stream.device.index
         blocks, threads = launch_config(work, index)
         configured = self.compiled[blocks, threads, stream.native]
@@ -89,9 +88,9 @@ class CudaKernel:
                 with device:
                     launch(*args)
 
-        if len(self._configured) >= _MAX_CONFIGURED:
-            self._configured.clear()
-        self._configured[stream, -(-work // _THREADS)] = configured
+        if len(stream.launches) >= _MAX_CONFIGURED:
+            stream.launches.clear()
+        stream.launches[self, -(-work // _THREADS)] = configured
         return configured
 
     def ptx(self, cc: tuple[int, int]) -> str:
