@@ -4,13 +4,21 @@ Every kernel call is stubbed out (CudaKernel.compiled answers with a no-op), so 
 Launch's own work: stream and argument checks, plans, storage views, grid sizes, the bounds-check
 bookkeeping. It needs no GPU: without one it runs on Numba's CUDA simulator, whose arrays pass
 storage() as numba's device arrays do. Targets: under 3 us for ElementwiseUnary, 6 us for others.
+Times are inflated on a loaded machine; `--instructions` adds a count that load does not disturb:
+instructions per Launch under valgrind's callgrind (minutes: the child process runs under valgrind).
 """
 from __future__ import annotations
 
+import glob
+import os
 import platform
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from collections import deque
 from typing import Callable
 from unittest import mock
 
@@ -107,6 +115,44 @@ def launch_calls(number: int = 100) -> dict[str, float]:
     return results
 
 
+# Under callgrind, instructions are counted only inside map() (the launches) and dumped after each
+# filter() (one dump per family): a count that a loaded machine does not disturb.
+_CALLGRIND = ("--tool=callgrind", "--collect-atstart=no", "--toggle-collect=map_next", "--dump-after=filter_next")
+
+
+def _marked(number: int) -> None:
+    """Each family's launches inside map(), each followed by filter(): run under valgrind with
+    _CALLGRIND, dump k of the last ones counts family k (the first, "baseline", an empty call)."""
+    from ep.cuda.kernel import CudaKernel
+
+    with mock.patch.object(CudaKernel, "compiled", property(lambda self: _NoKernel())):
+        cases = {"baseline": _no_call, **_cases()}
+        for launch in cases.values():
+            launch()
+            deque(map(lambda _, launch=launch: launch(), range(number)), 0)
+            list(filter(None, ()))
+    print("families:", "|".join(cases))
+
+
+def launch_instructions(number: int = 200) -> dict[str, float] | None:
+    """Instructions per Launch of each family (kernel calls stubbed), counted by valgrind's
+    callgrind in a child process; None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "callgrind.out")
+        command = ["valgrind", *_CALLGRIND, f"--callgrind-out-file={out}", sys.executable, "-m", __spec__.name, "--marked", str(number)]
+        run = subprocess.run(command, capture_output=True, text=True, check=True)
+        names = run.stdout.split("families:")[-1].strip().split("|")
+        dumps = sorted(glob.glob(out + ".*"), key=lambda path: int(path.rsplit(".", 1)[1]))[-len(names):]
+        counts = []
+        for path in dumps:
+            with open(path) as f:
+                counts.append(next(int(line.split()[1]) for line in f if line.startswith("summary:")))
+    baseline = counts[0]
+    return {name: (count - baseline) / number for name, count in zip(names[1:], counts[1:])}
+
+
 def main() -> int:
     """Print the table; 1 when a family misses its target."""
     from ep.common.runtime.device import cuda_available
@@ -114,6 +160,9 @@ def main() -> int:
     if not cuda_available():
         print("launch_overhead: numba-cuda cannot run here; set NUMBA_ENABLE_CUDASIM=1 for the simulator", file=sys.stderr)
         return 2
+    if sys.argv[1:2] == ["--marked"]:
+        _marked(int(sys.argv[2]))
+        return 0
     from numba import config
 
     where = "CUDA simulator" if config.ENABLE_CUDASIM else "GPU"
@@ -125,6 +174,14 @@ def main() -> int:
         target = UNARY_TARGET_US if name == "ElementwiseUnary" else OTHER_TARGET_US
         missed += us >= target
         print(f"{name:28s} {us:7.2f} us  {calls[name]:5.0f} calls  (target < {target:g} us){'  MISSED' if us >= target else ''}")
+    if "--instructions" in sys.argv:
+        counted = launch_instructions()
+        if counted is None:
+            print("instructions: valgrind is not installed")
+        else:
+            print("instructions per Launch (callgrind, kernel call stubbed):")
+            for name, count in counted.items():
+                print(f"{name:28s} {count:9.0f}")
     return 1 if missed else 0
 
 

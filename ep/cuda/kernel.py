@@ -17,6 +17,11 @@ THREADS_PER_BLOCK = 256
 FULL_OCCUPANCY = (THREADS_PER_BLOCK, 8)
 # The simulator runs every thread as a Python thread: keep its grids tiny.
 _SIM_THREADS, _SIM_MAX_BLOCKS = 16, 2
+# Threads per block of every launch in this process (the simulator is chosen at import).
+_THREADS = _SIM_THREADS if config.ENABLE_CUDASIM else THREADS_PER_BLOCK
+# Configured launches kept per stream (CudaStream.launches), by (kernel, blocks the work asks
+# for); a program cycling through more kernels and work sizes configures them again.
+_MAX_CONFIGURED = 1024
 
 
 def launch_config(work: int, device_index: int = 0) -> tuple[int, int]:
@@ -60,14 +65,33 @@ class CudaKernel:
 
     def launch(self, stream, work: int, *args: object) -> None:
         """Launch on an ep CudaStream with a grid sized for work items, on the stream's device."""
+        # The configured launch is kept: a repeated launch is one lookup and numba's own call.
+        try:
+            configured = stream.launches[self, -(-work // _THREADS)]
+        except KeyError:
+            configured = self._configure(stream, work)
+        configured(*args)
+
+    def _configure(self, stream, work: int) -> Callable[..., None]:
+        """The kernel configured for work items on stream (numba's kernel[blocks, threads, stream]),
+        made current on the stream's device around the call where there are several; kept in
+        stream.launches."""
         index = stream.device.index
         blocks, threads = launch_config(work, index)
+        configured = self.compiled[blocks, threads, stream.native]
         if _several_devices():
             # A launch goes to the current device: make the stream's device current for it.
-            with cuda.gpus[index]:
-                self.compiled[blocks, threads, stream.native](*args)
-        else:
-            self.compiled[blocks, threads, stream.native](*args)
+            device = cuda.gpus[index]
+            launch = configured
+
+            def configured(*args: object) -> None:
+                with device:
+                    launch(*args)
+
+        if len(stream.launches) >= _MAX_CONFIGURED:
+            stream.launches.clear()
+        stream.launches[self, -(-work // _THREADS)] = configured
+        return configured
 
     def ptx(self, cc: tuple[int, int]) -> str:
         """PTX for compute capability cc; needs no GPU (NVVM only).

@@ -335,3 +335,135 @@ def test_every_ops_copy_goes_on_the_callers_stream(cuda_device, launches, op):
     stream.Sync()
     np.testing.assert_array_equal(to_numpy(got), expected)
     assert len(launches) >= 2 and all(s is stream for s in launches)
+
+
+def test_a_kept_array_is_checked_again_for_what_changes_per_launch(cuda_device):
+    stream = cuda_device.CreateStream()
+    x = to_device(np.linspace(-1, 1, 64, dtype=np.float32), "cuda")
+    out = to_device(np.zeros(64, np.float32), "cuda")
+    relu = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cuda", ep.UnaryOp.kRelu, np.float32, np.float32)
+    relu.Launch(stream, x, out, 64)
+    relu.Launch(stream, x, out, 64)  # both kept now
+    with pytest.raises(ValueError, match="src: holds 64 elements, fewer than the 65 the launch needs"):
+        relu.Launch(stream, x, out, 65)
+    as_double = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cuda", ep.UnaryOp.kRelu, np.float64, np.float64)
+    with pytest.raises(TypeError, match="src: dtype float32 does not match the primitive's float64"):
+        as_double.Launch(stream, x, out, 64)
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(out), np.maximum(to_numpy(x), 0))
+
+
+def test_what_a_launch_keeps_of_an_array_goes_with_it(cuda_device):
+    import gc
+
+    stream = cuda_device.CreateStream()
+    gather = ep.NewPrimitive(ep.GatherFactory, "cuda", np.float32, np.int64)
+    params = to_device(np.arange(32, dtype=np.float32).reshape(8, 4), "cuda")  # 2-d: a flat view is kept
+    indices = to_device(np.array([3, 1], np.int64), "cuda")
+    out = to_device(np.zeros(8, np.float32), "cuda")
+    gather.Launch(stream, indices, 2, params, 1, 8, 4, out)
+    ids = {id(params), id(indices), id(out)}
+    assert ids <= set(buffer._kept)
+    del params, indices, out
+    gc.collect()
+    assert not ids & set(buffer._kept)
+    assert all(entry[0]() is not None for entry in buffer._kept.values())  # views and addresses gone too
+
+
+def test_a_kept_array_of_another_stream_is_waited_for_at_every_launch(cuda_device, events):
+    producer, consumer = cuda_device.CreateStream(), cuda_device.CreateStream()
+    x = to_device(np.arange(-4, 4, dtype=np.float32), "cuda").bind(producer.native)
+    out = to_device(np.zeros(8, np.float32), "cuda")
+    relu = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cuda", ep.UnaryOp.kRelu, np.float32, np.float32)
+    for launches in (1, 2, 3):
+        relu.Launch(consumer, x, out, 8)
+        assert events == {"record": launches, "wait": launches}
+    relu.Launch(producer, x, out, 8)
+    assert events == {"record": 3, "wait": 3}
+
+
+def test_configured_launches_are_kept_per_stream_and_grid(cuda_device, monkeypatch):
+    from ep.cuda import kernel as kernel_module
+    from ep.cuda.primitive import gather_common
+
+    configured, calls = [], []
+
+    class Compiled:
+        def __getitem__(self, config):
+            configured.append(config)
+            return lambda *args: calls.append((config, args))
+
+    monkeypatch.setattr(kernel_module.CudaKernel, "compiled", property(lambda self: Compiled()))
+    argtypes = gather_common.bounds_kernel(ep.DataType.kInt64).argtypes
+    kernel = kernel_module.CudaKernel(gather_common._first_bad, "configured_once", argtypes)
+    first, second = cuda_device.CreateStream(), cuda_device.CreateStream()
+    for stream, work, tag in [(first, 10, 0), (first, 10, 1), (second, 10, 2), (first, 10**6, 3), (first, 10**6 - 1, 4)]:
+        kernel.launch(stream, work, tag)
+    small, large = kernel_module.launch_config(10), kernel_module.launch_config(10**6)
+    assert configured == [(*small, first.native), (*small, second.native), (*large, first.native)]
+    assert calls == [
+        ((*small, first.native), (0,)),
+        ((*small, first.native), (1,)),
+        ((*small, second.native), (2,)),
+        ((*large, first.native), (3,)),
+        ((*large, first.native), (4,)),
+    ]
+
+
+@pytest.mark.parametrize("factory", ["gather", "segment_sum"])
+def test_one_plan_serves_buffers_of_every_alignment(cuda_device, factory):
+    # The launch (move unit, index width, divisors) is kept per plan and the buffers' address bits:
+    # the same sizes with buffers offset by 0..3 elements take 16-, 4- and 8-byte units in turn.
+    stream = cuda_device.CreateStream()
+    rng = np.random.default_rng(5)
+    host = rng.standard_normal(64).astype(np.float32)
+    ids = np.array([3, 0, 3, 1], np.int64)
+    seen = set()
+    for offset in (0, 1, 2, 3, 0):
+        data = to_device(np.concatenate([np.zeros(offset, np.float32), host]), "cuda")[offset:]
+        indices = to_device(ids, "cuda")
+        if factory == "gather":
+            out = to_device(np.zeros(4 * 4 + offset, np.float32), "cuda")[offset:]
+            primitive = ep.NewPrimitive(ep.GatherFactory, "cuda", np.float32, np.int64, check_bounds=True)
+            primitive.Launch(stream, indices, 4, data, 1, 16, 4, out)
+            expected = host.reshape(16, 4)[ids].ravel()
+            seen.add((buffer.address(data) | buffer.address(out)) % 16)
+        else:
+            out = to_device(np.full(4 * 4 + offset, 7, np.float32), "cuda")[offset:]
+            primitive = ep.NewPrimitive(ep.UnsortedSegmentSumFactory, "cuda", np.float32, np.int64, check_bounds=True)
+            primitive.Launch(stream, indices, 4, data[:16], 1, 1, 4, 4, out)
+            expected = np.zeros((4, 4), np.float32)
+            np.add.at(expected, ids, host[:16].reshape(4, 4))
+            expected = expected.ravel()
+        stream.Sync()
+        np.testing.assert_allclose(to_numpy(out), expected, rtol=1e-6)
+    if factory == "gather":
+        # One kept launch per alignment met, each moving the widest unit that alignment allows.
+        launches = primitive._plan(4, 1, 1, 16, 4, 0)[1].launches
+        assert set(launches) == seen
+        for alignment, (_, unit, _, _) in launches.items():
+            assert alignment % unit == 0 and (unit == 16 or alignment % (2 * unit))
+
+
+def test_repeated_launches_keep_nothing_new(cuda_device, monkeypatch):
+    stream = cuda_device.CreateStream()
+    run = _launches(stream)
+    copy = ep.NewPrimitive(ep.CopyNdFactory, "cuda", 2)
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    src, dst = to_device(x, "cuda"), to_device(np.zeros((8, 8), np.float32), "cuda")
+
+    def launches():
+        run()
+        copy.Launch(stream, np.float32, 2, dst, (8, 8), (1, 2), src, (8, 8), (2, 1), (3, 4))  # offset views
+
+    launches()
+    kept, made = set(buffer._kept), []
+    original = buffer._keep
+    monkeypatch.setattr(buffer, "_keep", lambda *args: made.append(args) or original(*args))
+    for _ in range(3):
+        launches()
+    assert made == [] and set(buffer._kept) == kept  # nothing made again, not even for a moment
+    stream.Sync()
+    expected = np.zeros((8, 8), np.float32)
+    expected[1:4, 2:6] = x[2:5, 1:5]
+    np.testing.assert_array_equal(to_numpy(dst), expected)

@@ -25,7 +25,7 @@ from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.common.runtime.validate import MAX_NUM_DIMS
-from ep.common.runtime.scalar import is_scalar, scalar_value
+from ep.common.runtime.scalar import SCALAR_TYPES, scalar_value
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinary, BroadcastElementwiseBinaryFactory
 
 # Kernels take strides as tuples of this length (padded with 0), so one compiled kernel serves
@@ -142,9 +142,9 @@ class BroadcastElementwiseBinaryImpl(BroadcastElementwiseBinary):
         # the buffer checks and the kernel call.
         if type(stream) is not self._stream_type:
             stream = check_stream(stream, self.device_type)
-        # A NumPy array is never a scalar: the common case skips the isinstance.
-        value0 = type(src0) is not _ndarray and is_scalar(src0)
-        value1 = type(src1) is not _ndarray and is_scalar(src1)
+        # A NumPy array is never a scalar: the common case skips the isinstance (is_scalar's, inline).
+        value0 = type(src0) is not _ndarray and isinstance(src0, SCALAR_TYPES)
+        value1 = type(src1) is not _ndarray and isinstance(src1, SCALAR_TYPES)
         try:
             launch = self._launches[src0_dims, src1_dims, value0, value1]
         except (KeyError, TypeError):

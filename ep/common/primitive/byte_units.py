@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ep.common.runtime.buffer import address
+from ep.common.runtime.buffer import address, kept
 
 UNITS = (16, 8, 4, 2, 1)
 _UNIT_DTYPE = {
@@ -35,5 +35,12 @@ def unit_dtype(unit: int) -> np.dtype:
 
 
 def as_units(flat, count: int, unit: int):
-    """The first count elements of flat storage viewed as unit-byte units (uint64 pairs for 16)."""
+    """The first count elements of flat storage viewed as unit-byte units (uint64 pairs for 16);
+    for a device array made once per (count, unit) and kept (kept())."""
+    if type(flat) is np.ndarray:
+        return _units_view(flat, count, unit)
+    return kept(_units_view, flat, count, unit)
+
+
+def _units_view(flat, count: int, unit: int):
     return flat[:count].view(np.uint8).view(_UNIT_DTYPE[unit])

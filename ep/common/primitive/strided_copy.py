@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Iterator, NamedTuple, Sequence
 
 from ep.common.primitive.byte_units import UNITS, move_unit
-from ep.common.runtime.buffer import address
+from ep.common.runtime.buffer import address, kept
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.validate import MAX_NUM_DIMS
 
@@ -168,7 +168,11 @@ def run_copy(kernels: StridedCopyKernels, stream, args: CopyArgs, src, dst, name
     the argument an oversized plan blames."""
     if args.src_offset or args.dst_offset:
         # Each buffer from the copy's first element, so that the unit also divides where it starts.
-        src, dst = src[args.src_offset :], dst[args.dst_offset :]
+        if kernels.aligned_units:
+            # Kept (a device array's views: kept()), and with them their addresses and unit views.
+            src, dst = kept(_tail, src, args.src_offset), kept(_tail, dst, args.dst_offset)
+        else:
+            src, dst = src[args.src_offset :], dst[args.dst_offset :]
     alignment = kernels.alignment(src, dst) if kernels.aligned_units else 0
     launch = args.launches.get(alignment)
     if launch is None:
@@ -176,6 +180,10 @@ def run_copy(kernels: StridedCopyKernels, stream, args: CopyArgs, src, dst, name
         launch = plan_copy(kernels, itemsize, args.dims, args.src_strides, args.dst_strides, src, dst, name)
         args.launches[alignment] = launch
     kernels.launch(stream, launch, src, dst)
+
+
+def _tail(array, offset: int):
+    return array[offset:]
 
 
 def plan_copy(

@@ -1,6 +1,8 @@
 """Launch arguments checked and turned into the flat storage kernels index."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ep.common.runtime.data_type import DataType
@@ -11,6 +13,53 @@ from ep.common.runtime.stream import bound_handle
 
 _ndarray = np.ndarray
 _CPU = DeviceType.kCPU
+
+# What storage() found of each numba device array it was given, by id(array): (a weak reference
+# to the array, the DataType it passed as, its size, its flat storage or None when the array is
+# its own, its address), so a later launch with the same array checks only count and stream.
+# numba's device arrays never change shape, strides, dtype or memory once made (bind() and every
+# view make new arrays), and reusing the flat view also lets numba's dispatcher reuse what it
+# caches on it. Views and addresses derived from them (kept()) are kept here too, by (function,
+# id, arguments). An entry goes with its array (its weak reference's callback); past _MAX_KEPT
+# all go.
+_kept: dict[object, tuple] = {}
+_MAX_KEPT = 4096
+
+
+class _Ref(weakref.ref):
+    """A weak reference to an array that knows its entry in _kept."""
+
+    __slots__ = ("key",)
+
+
+def _forget(ref: _Ref) -> None:
+    if _kept.get(ref.key, (None,))[0] is ref:
+        _kept.pop(ref.key, None)  # another thread may have cleared it meanwhile
+
+
+def _keep(key: object, array, values: tuple) -> None:
+    try:
+        ref = _Ref(array, _forget)
+    except TypeError:  # an array type without weak references: nothing kept
+        return
+    ref.key = key
+    if len(_kept) >= _MAX_KEPT:
+        _kept.clear()
+    _kept[key] = (ref, *values)
+
+
+def kept(make, array, *args):
+    """make(array, *args) for a numba device array (a view of it, its address), made once and kept
+    while the array lives; made on every call for anything else (NumPy arrays can be resized)."""
+    if type(array) is _ndarray or not getattr(array, "__cuda_ndarray__", False):
+        return make(array, *args)
+    key = (make, id(array), args)
+    entry = _kept.get(key)
+    if entry is not None and entry[0]() is array:
+        return entry[1]
+    value = make(array, *args)
+    _keep(key, array, (value,))
+    return value
 
 
 def is_cuda_buffer(obj: object) -> bool:
@@ -88,27 +137,36 @@ def producer_stream(interface: dict, name: str = "array") -> int | None:
 def address(array) -> int:
     """The address of an array's first element (NumPy, __cuda_array_interface__, or the simulator's arrays)."""
     if getattr(array, "__cuda_ndarray__", False):
-        # numba's arrays build their __cuda_array_interface__ on every read: ask for the pointer.
-        simulated = getattr(array, "_ary", None)  # the simulator's arrays wrap a NumPy array
-        if simulated is not None:
-            return simulated.__array_interface__["data"][0]
-        return array.device_ctypes_pointer.value or 0
+        entry = _kept.get(id(array))
+        if entry is not None and entry[0]() is array:  # storage() kept it
+            return entry[4]
+        return kept(_device_address, array)
     interface = getattr(array, "__cuda_array_interface__", None)
     if interface is None:
         interface = array.__array_interface__
     return interface["data"][0]
 
 
-def check_device_address(array, name: str) -> None:
-    """ValueError naming name for a CUDA array whose elements a GPU cannot read: a null data pointer,
-    or a first element at an address that is not a multiple of its size (a view of a byte buffer at
-    an odd offset), where the GPU faults and the fault breaks the whole context."""
+def _device_address(array) -> int:
+    # numba's arrays build their __cuda_array_interface__ on every read: ask for the pointer.
+    simulated = getattr(array, "_ary", None)  # the simulator's arrays wrap a NumPy array
+    if simulated is not None:
+        return simulated.__array_interface__["data"][0]
+    return array.device_ctypes_pointer.value or 0
+
+
+def check_device_address(array, name: str) -> int:
+    """The address of a numba device array's first element; ValueError naming name for one whose
+    elements a GPU cannot read: a null data pointer, or a first element at an address that is not
+    a multiple of its size (a view of a byte buffer at an odd offset), where the GPU faults and the
+    fault breaks the whole context."""
+    start = _device_address(array)
     if array.size:
-        start = address(array)
         if start == 0:
             raise ValueError(f"{name}: its data pointer is null")
         if start % array.dtype.itemsize:
             raise ValueError(f"{name}: starts at address {start:#x}, not a multiple of its {array.dtype.itemsize}-byte elements")
+    return start
 
 
 def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, count: int, writable: bool = False, stream=None):
@@ -139,12 +197,21 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
             raise ValueError(f"{name}: the array is read-only")
         contiguous = array.flags.c_contiguous
     else:
+        entry = _kept.get(id(obj))
+        if entry is not None and entry[0]() is obj and entry[1] is dtype and entry[2] >= count:
+            # A numba array checked before: only its producer's stream is read again.
+            if stream is not None:
+                bound = obj.stream
+                if bound is not stream.native and type(bound) is not int:  # 0: bound to no stream
+                    stream.wait_for(bound_handle(bound))
+            flat = entry[3]
+            return obj if flat is None else flat
         if not is_cuda_buffer(obj):
             where = "a numpy.ndarray" if isinstance(obj, np.ndarray) else type(obj).__name__
             raise TypeError(f"{name}: {where} was given to a cuda primitive; expected an object with __cuda_array_interface__")
         array = as_cuda_array(obj, name, stream)
         contiguous = array.is_c_contiguous()
-        check_device_address(array, name)
+        start = check_device_address(array, name)
     if array.dtype != dtype.dtype:
         raise TypeError(f"{name}: dtype {array.dtype} does not match the primitive's {dtype.value}")
     if not contiguous:
@@ -154,6 +221,8 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
     flat = array if array.ndim == 1 else array.reshape(array.size)
     if dtype.storage_dtype != dtype.dtype:
         flat = flat.view(dtype.storage_dtype)
+    if device_type is not _CPU and array is obj:
+        _keep(id(obj), obj, (dtype, array.size, None if flat is obj else flat, start))
     return flat
 
 

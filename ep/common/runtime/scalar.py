@@ -9,7 +9,8 @@ import numpy as np
 
 from ep.common.runtime.data_type import DataType
 
-_SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+#: The types of scalar operands (is_scalar).
+SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
 # The representative of each Python scalar type's kind (see promotion_key).
 _WEAK = {bool: False, int: 0, float: 0.0}
 
@@ -17,7 +18,7 @@ _WEAK = {bool: False, int: 0, float: 0.0}
 
 def is_scalar(obj: object) -> bool:
     """True for a Python or NumPy real scalar (a scalar operand), False for anything else."""
-    return isinstance(obj, _SCALAR_TYPES)
+    return isinstance(obj, SCALAR_TYPES)
 
 
 def result_dtype(a: object, b: object) -> np.dtype:

@@ -58,6 +58,9 @@ class CudaStream(Stream):
         self.deferred: list = []
         self._events: dict[int, object] = {}
         self._temporaries: dict[np.dtype, object] = {}
+        #: Configured kernel launches on this stream by (kernel, blocks), kept by ep.cuda.kernel so
+        #: that a repeated launch skips numba's configuration; they go with the stream.
+        self.launches: dict[tuple, object] = {}
         _handles[native] = handle
 
     def Sync(self) -> None:

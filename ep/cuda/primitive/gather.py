@@ -18,6 +18,7 @@ from ep.common.math import fast_divmod
 from ep.common.math.intrinsics import move16
 from ep.common.primitive.byte_units import UNITS, as_units, move_unit, unit_dtype
 from ep.common.primitive.gather import GatherFactoryImpl, IndexedKernels, gather_row
+from ep.common.runtime.buffer import address
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
@@ -79,26 +80,35 @@ def gather_kernel(indices_dtype: DataType, unit: int, wide: bool, batched: bool)
 
 
 class CudaGatherKernels(IndexedKernels):
+    def plan(self, dtype, indices_dtype, sizes, wrap, check) -> gather_common.LaunchPlan:
+        return gather_common.LaunchPlan()
+
     def run(self, primitive, plan, stream, indices, in_, out) -> int:
-        # A launch's move unit and index width depend on its buffers: run picks them.
         indices, in_, out = gather_common.checked_launch(primitive, plan, stream, indices, in_, out)
-        sizes = plan[0]
+        sizes, kept = plan
         if sizes.gathered_count == 0:
             return -1
+        # A launch's move unit depends on its buffers' addresses: launches are kept by their low bits.
+        alignment = (address(in_) | address(out) if sizes.params_count else address(out)) & (WIDEST_UNIT - 1)
+        launch = kept.launches.get(alignment)
+        if launch is None:
+            launch = kept.launches[alignment] = self._prepare(primitive, sizes, alignment)
+        kernel, unit, total, args = launch
+        kernel.launch(stream, total, indices, as_units(in_, sizes.params_count, unit), as_units(out, sizes.gathered_count, unit), *args)
+        return -1
+
+    @staticmethod
+    def _prepare(primitive, sizes, alignment: int) -> tuple:
+        """(kernel, unit, total, arguments after the buffers) of a launch whose buffers' addresses
+        have these low bits."""
         # Every size is now bounded by a buffer's length, except gather when in_ is empty: then it is 0.
         row_bytes = sizes.inner * primitive.dtype.itemsize
-        unit = move_unit(row_bytes, (in_, out) if sizes.params_count else (out,), WIDEST_UNIT)
-        in_ = as_units(in_, sizes.params_count, unit)
-        out = as_units(out, sizes.gathered_count, unit)
+        unit = move_unit(row_bytes | alignment, (), WIDEST_UNIT)
         inner = row_bytes // unit
         total = sizes.batch * sizes.outer * sizes.num_indices * inner
-        wide = fast_divmod.needs_wide(in_.size, out.size, indices.size)
-        gather_kernel(primitive.indices_dtype, unit, wide, sizes.batch > 1).launch(
-            stream,
-            total,
-            indices,
-            in_,
-            out,
+        # The kernel reads indices below index_count only.
+        wide = fast_divmod.needs_wide(sizes.params_count * primitive.dtype.itemsize // unit, total, sizes.index_count)
+        args = (
             total,
             *fast_divmod.divisor(inner, wide),
             *fast_divmod.divisor(sizes.num_indices, wide),
@@ -108,7 +118,7 @@ class CudaGatherKernels(IndexedKernels):
             sizes.hi,
             int(primitive.wrap),
         )
-        return -1
+        return gather_kernel(primitive.indices_dtype, unit, wide, sizes.batch > 1), unit, total, args
 
     def all_kernels(self):
         for indices_dtype in INDEX_TYPES:

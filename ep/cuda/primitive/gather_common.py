@@ -138,17 +138,38 @@ def bounds_record(stream) -> BoundsRecord:
     return record
 
 
-def check_later(primitive, stream, indices, sizes: GatherSizes) -> None:
+class LaunchPlan:
+    """What a launch of given sizes keeps (IndexedKernels.plan): its launches by the buffers'
+    alignment, filled by the device's run, and its bounds-error contexts by the caller's indices."""
+
+    __slots__ = ("launches", "contexts", "checks")
+
+    def __init__(self) -> None:
+        self.launches: dict[int, tuple] = {}
+        self.contexts: dict[object, int] = {}
+        #: With check_bounds: (bounds kernel, its arguments after the indices, keep-first kernel).
+        self.checks: tuple | None = None
+
+
+def check_later(primitive, stream, indices, sizes: GatherSizes, plan: LaunchPlan) -> None:
     """Queue the bounds check of the launch's indices (flat device storage) on stream: nothing
     waits; a bad index is raised by the stream's next Sync, and its rows are written as zeros."""
     count = sizes.index_count
     if count == 0:
         return
     record = bounds_record(stream).array
-    name, shape = caller_indices.get() or (primitive.names[0], None)
-    context = _context_number(_Context(name, sizes.gather, primitive.expected(sizes), shape))
-    bounds_kernel(primitive.indices_dtype).launch(stream, count, indices, count, sizes.lo, sizes.hi, sizes.gather, int(primitive.wrap), record)
-    keep_first_kernel(primitive.indices_dtype).launch(stream, 1, indices, context, record)
+    caller = caller_indices.get()
+    context = plan.contexts.get(caller)
+    if context is None:
+        name, shape = caller or (primitive.names[0], None)
+        context = plan.contexts[caller] = _context_number(_Context(name, sizes.gather, primitive.expected(sizes), shape))
+    checks = plan.checks
+    if checks is None:
+        dtype = primitive.indices_dtype
+        checks = plan.checks = (bounds_kernel(dtype), (count, sizes.lo, sizes.hi, sizes.gather, int(primitive.wrap)), keep_first_kernel(dtype))
+    bounds, args, keep_first = checks
+    bounds.launch(stream, count, indices, *args, record)
+    keep_first.launch(stream, 1, indices, context, record)
 
 
 def checked_launch(primitive, plan: tuple, stream, indices, src, dst) -> tuple:
@@ -157,5 +178,5 @@ def checked_launch(primitive, plan: tuple, stream, indices, src, dst) -> tuple:
     sizes = plan[0]
     buffers = primitive.checked_buffers(sizes, indices, src, dst, stream)
     if primitive.check:
-        check_later(primitive, stream, buffers[0], sizes)
+        check_later(primitive, stream, buffers[0], sizes, plan[1])
     return buffers

@@ -81,36 +81,49 @@ def _to_half_kernel() -> CudaKernel:
 
 
 class CudaUnsortedSegmentSumKernels(IndexedKernels):
+    def plan(self, dtype, indices_dtype, sizes, wrap, check) -> gather_common.LaunchPlan:
+        return gather_common.LaunchPlan()
+
     def run(self, primitive, plan, stream, ids, data, out) -> int:
-        # The index width depends on the buffers' lengths: run picks it.
         ids, data, out = gather_common.checked_launch(primitive, plan, stream, ids, data, out)
-        sizes = plan[0]
+        sizes, kept = plan
         out_count, data_count = sizes.params_count, sizes.gathered_count
         if out_count == 0:
             return -1
-        acc_dtype = accumulator_dtype(primitive.dtype)
+        # Made once per plan (launches[0]): what every launch of these sizes runs besides its buffers.
+        launch = kept.launches.get(0)
+        if launch is None:
+            launch = kept.launches[0] = self._prepare(primitive, sizes)
+        acc_dtype, fill_kernel, sum_kernel, args = launch
         acc = out if acc_dtype is primitive.dtype else stream.temporary(out_count, acc_dtype.dtype)
-        _fill_kernel(acc_dtype).launch(stream, out_count, acc, out_count)
-        if data_count:
-            wide = fast_divmod.needs_wide(out_count, data_count, ids.size)
-            _sum_kernel(primitive.indices_dtype, primitive.dtype, wide).launch(
-                stream,
-                data_count,
-                ids,
-                data,
-                acc,
-                data_count,
-                *fast_divmod.divisor(sizes.inner, wide),
-                *fast_divmod.divisor(sizes.num_indices, wide),
-                *fast_divmod.divisor(sizes.outer, wide),
-                sizes.gather,
-                sizes.lo,
-                sizes.hi,
-                int(primitive.wrap),
-            )
+        fill_kernel.launch(stream, out_count, acc, out_count)
+        if sum_kernel is not None:
+            sum_kernel.launch(stream, data_count, ids, data, acc, *args)
         if acc is not out:
             _to_half_kernel().launch(stream, out_count, acc, out, out_count)
         return -1
+
+    @staticmethod
+    def _prepare(primitive, sizes) -> tuple:
+        """(accumulator dtype, its zero fill kernel, the sum kernel or None when there is no data,
+        its arguments after the buffers)."""
+        acc_dtype = accumulator_dtype(primitive.dtype)
+        data_count = sizes.gathered_count
+        if not data_count:
+            return acc_dtype, _fill_kernel(acc_dtype), None, ()
+        # The kernel reads ids below index_count only.
+        wide = fast_divmod.needs_wide(sizes.params_count, data_count, sizes.index_count)
+        args = (
+            data_count,
+            *fast_divmod.divisor(sizes.inner, wide),
+            *fast_divmod.divisor(sizes.num_indices, wide),
+            *fast_divmod.divisor(sizes.outer, wide),
+            sizes.gather,
+            sizes.lo,
+            sizes.hi,
+            int(primitive.wrap),
+        )
+        return acc_dtype, _fill_kernel(acc_dtype), _sum_kernel(primitive.indices_dtype, primitive.dtype, wide), args
 
     def all_kernels(self):
         for ids_dtype in INDEX_TYPES:
