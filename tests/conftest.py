@@ -3,7 +3,12 @@
 This must happen before numba is imported, so it is the first thing the suite does.
 """
 import ctypes.util
+import fcntl
+import json
 import os
+from typing import Callable
+
+import pytest
 
 if "NUMBA_ENABLE_CUDASIM" not in os.environ:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0" if ctypes.util.find_library("cuda") else "1"
@@ -16,3 +21,30 @@ def pytest_collection_modifyitems(items):
     # The ptx tests (the PTX shards are the suite's longest): first, so that with -n 2 neither worker ends
     # the run alone on one while the other waits.
     items.sort(key=lambda item: item.get_closest_marker("ptx") is None)
+
+
+@pytest.fixture(scope="session")
+def once_per_run(tmp_path_factory) -> Callable:
+    """once_per_run(name, make): make(directory)'s result (JSON), computed by the first test worker
+    that asks and read from disk by the others. An expensive module-scoped fixture (test_bench's
+    benchmark run, test_plugin's install) otherwise runs once in every xdist worker that runs one of
+    its tests."""
+    base = tmp_path_factory.getbasetemp()
+    # Each xdist worker's base directory is a directory of the run's one base directory.
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+    def once(name: str, make: Callable) -> object:
+        directory = root / f"once-{name}"
+        result = directory / "result.json"
+        directory.mkdir(exist_ok=True)
+        with open(directory / "lock", "w") as lock:
+            # The other workers wait here until the first has written the result (or failed: then
+            # the next one tries, and fails alike).
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not result.exists():
+                work = directory / "work"
+                work.mkdir(exist_ok=True)
+                result.write_text(json.dumps(make(work)))
+        return json.loads(result.read_text())
+
+    return once

@@ -17,9 +17,8 @@ WORKLOADS = ["G1", "U1", "T-unary"]  # in the suite's order
 IMPLS = ["ep.ops", "ep.Launch", "numpy", "torch"]
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    path = tmp_path_factory.mktemp("bench") / "bench.json"
+def _run_bench(directory):
+    path = directory / "bench.json"
     env = dict(os.environ, EP_BENCH_ONLY=",".join(WORKLOADS + ["C"]))
     result = subprocess.run(
         [sys.executable, "-m", "ep", "bench", "--quick", "--json", str(path)],
@@ -27,6 +26,12 @@ def report(tmp_path_factory):
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return json.loads(path.read_text()), result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def report(once_per_run):
+    # One benchmark run for the whole test run, whichever workers run these tests.
+    return tuple(once_per_run("bench", _run_bench))
 
 
 def test_report_header(report):

@@ -42,14 +42,12 @@ DOWNSTREAM = {
 }
 
 
-@pytest.fixture(scope="module")
-def downstream(tmp_path_factory):
-    root = tmp_path_factory.mktemp("downstream")
+def _install_downstream(root):
     site = root / "site"
     # A copy of the package's sources: a build/ left in the checkout by an earlier build would
     # otherwise be installed instead of the sources as they are.
     source = root / "source"
-    shutil.copytree(ROOT / "ep", source / "ep", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "ep", source / "ep", ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     install = subprocess.run(
@@ -62,7 +60,14 @@ def downstream(tmp_path_factory):
         path = project / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
-    return project, site
+    return str(project), str(site)
+
+
+@pytest.fixture(scope="module")
+def downstream(once_per_run):
+    # One install for the whole test run, whichever workers run these tests.
+    project, site = once_per_run("downstream", _install_downstream)
+    return pathlib.Path(project), pathlib.Path(site)
 
 
 def _pytest(downstream, *args, cuda_sim="1"):
