@@ -1,10 +1,12 @@
-"""CpuKernel: a kernel template specialized and compiled with @njit, serial for small work."""
+"""CpuKernel: a kernel template specialized and compiled with @njit, one build for every size."""
 from __future__ import annotations
 
 import functools
 from typing import Callable
 
+import numba
 from numba import njit
+from numba.core.typing.typeof import typeof_impl
 
 from ep.common.jit import specialize
 from ep.cpu.target import prefer_full_vector_width
@@ -21,7 +23,13 @@ PARALLEL_THRESHOLD = 1 << 15
 
 
 class CpuKernel:
-    """template specialized with bindings; compiled (and cached on disk) on first call."""
+    """template specialized with bindings; compiled (and cached on disk) on first call.
+
+    `parallel` is the build for templates with a prange: one for every size, the template's last
+    argument saying whether to run the prange or, below PARALLEL_THRESHOLD, the same loop on the
+    calling thread (so a small first launch warms every size). `serial` builds templates without
+    a prange, such as the tasks a parallel kernel calls.
+    """
 
     def __init__(self, template: Callable, name: str, **bindings: object) -> None:
         self._template = template
@@ -38,7 +46,35 @@ class CpuKernel:
         fn = specialize(self._template, self._name + "_serial", **self._bindings)
         return njit(cache=True)(fn)
 
+    @functools.lru_cache(maxsize=None)
+    def task(self, *arg_types: numba.types.Type) -> TaskPointer:
+        """The serial build compiled for arg_types, as a function value a parallel kernel calls."""
+        return TaskPointer(self.serial, numba.types.none(*arg_types))
+
     def launch(self, stream, work: int, *args: object):
-        """Run on args in the calling thread (a cpu stream runs launches at once); work (elements
-        touched) picks the serial or the parallel build. Returns what the kernel returns."""
-        return (self.serial if work < PARALLEL_THRESHOLD else self.parallel)(*args)
+        """Run the parallel build on args and whether work (elements touched) reaches
+        PARALLEL_THRESHOLD, from the calling thread (a cpu stream runs launches at once).
+        Returns what the kernel returns."""
+        return self.parallel(*args, work >= PARALLEL_THRESHOLD)
+
+
+class TaskPointer:
+    """A compiled task as a first-class function (Numba's wrapper address protocol). A kernel
+    given one calls it through a pointer; called by name, Numba would link the task's code into
+    the kernel and into its parallel loop, and optimize and compile it again in each (seconds
+    of a first launch)."""
+
+    __slots__ = ("address", "type")
+
+    def __init__(self, dispatcher, signature: numba.core.typing.Signature) -> None:
+        compiled = dispatcher.get_compile_result(signature)
+        self.address = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_cfunc_wrapper_name)
+        self.type = numba.types.FunctionType(signature)
+
+    def __wrapper_address__(self) -> int:
+        return self.address
+
+
+@typeof_impl.register(TaskPointer)
+def _typeof_task(value: TaskPointer, context) -> numba.types.FunctionType:
+    return value.type
