@@ -6,7 +6,8 @@ from typing import Callable
 
 import numba
 from numba import njit
-from numba.core.typing.typeof import typeof_impl
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ep.common.jit import specialize
 from ep.cpu.target import prefer_full_vector_width
@@ -47,9 +48,11 @@ class CpuKernel:
         return njit(cache=True)(fn)
 
     @functools.lru_cache(maxsize=None)
-    def task(self, *arg_types: numba.types.Type) -> TaskPointer:
-        """The serial build compiled for arg_types, as a function value a parallel kernel calls."""
-        return TaskPointer(self.serial, numba.types.none(*arg_types))
+    def task(self, *arg_types: numba.types.Type) -> int:
+        """The address of the serial build compiled for arg_types, which a kernel calls with
+        call_task."""
+        compiled = self.serial.get_compile_result(numba.types.none(*arg_types))
+        return compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
 
     def launch(self, stream, work: int, *args: object):
         """Run the parallel build on args and whether work (elements touched) reaches
@@ -58,23 +61,22 @@ class CpuKernel:
         return self.parallel(*args, work >= PARALLEL_THRESHOLD)
 
 
-class TaskPointer:
-    """A compiled task as a first-class function (Numba's wrapper address protocol). A kernel
-    given one calls it through a pointer; called by name, Numba would link the task's code into
-    the kernel and into its parallel loop, and optimize and compile it again in each (seconds
-    of a first launch)."""
 
-    __slots__ = ("address", "type")
+@intrinsic
+def call_task(typingctx, address, args):
+    """Call the compiled function at address (CpuKernel.task, compiled for exactly the types of
+    the tuple args) on args. Called by name instead, Numba would link the task's code into the
+    kernel and into its parallel loop, and optimize and compile it again in each (seconds of a
+    first launch); through an address it is compiled once, and the kernel knows only its types."""
 
-    def __init__(self, dispatcher, signature: numba.core.typing.Signature) -> None:
-        compiled = dispatcher.get_compile_result(signature)
-        self.address = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_cfunc_wrapper_name)
-        self.type = numba.types.FunctionType(signature)
+    def codegen(context, builder, signature, llvm_args):
+        arg_types = tuple(signature.args[1])
+        function_type = context.call_conv.get_function_type(numba.types.none, arg_types)
+        pointer = builder.inttoptr(llvm_args[0], function_type.as_pointer())
+        values = cgutils.unpack_tuple(builder, llvm_args[1])
+        status, _ = context.call_conv.call_function(builder, pointer, numba.types.none, arg_types, values)
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return context.get_dummy_value()
 
-    def __wrapper_address__(self) -> int:
-        return self.address
-
-
-@typeof_impl.register(TaskPointer)
-def _typeof_task(value: TaskPointer, context) -> numba.types.FunctionType:
-    return value.type
+    return numba.types.none(address, args), codegen

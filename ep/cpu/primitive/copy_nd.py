@@ -20,7 +20,7 @@ from ep.common.math.intrinsics import VECTOR_BYTES, stream_copy_vector, stream_f
 from ep.common.primitive.copy_nd import CopyNdFactoryImpl
 from ep.common.primitive.strided_copy import CopyLaunch, CopyPlan, StridedCopyKernels
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel, TaskPointer
+from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel, call_task
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -148,7 +148,7 @@ def _copy_task(src, dst, params, task):
         stream_fence()
 
 
-# The task, compiled on its own per pair of buffer types, which _copy calls through a pointer.
+# The task, compiled on its own per pair of buffer types, which _copy calls by its address.
 _TASK = CpuKernel(_copy_task, "strided_copy_task")
 _PARAMS = numba.types.Array(numba.int64, 1, "C")
 
@@ -159,27 +159,27 @@ def _copy(task, src, dst, params):
     # np.int64: prange's index is unsigned, and the task takes a signed one.
     if params[_PARALLEL]:
         for t in prange(params[_NUM_TASKS]):
-            task(src, dst, params, np.int64(t))
+            call_task(task, (src, dst, params, np.int64(t)))
     else:
         for t in range(params[_NUM_TASKS]):
-            task(src, dst, params, np.int64(t))
+            call_task(task, (src, dst, params, np.int64(t)))
 
 
 _KERNEL = CpuKernel(_copy, "strided_copy")
 
 
 @functools.cache
-def _compiled(src_type: numba.types.Array, dst_type: numba.types.Array) -> tuple[Callable, TaskPointer]:
+def _compiled(src_type: numba.types.Array, dst_type: numba.types.Array) -> tuple[Callable, int]:
     """_copy's compiled entry point for these buffer types, and the task it is to be given."""
     task = _TASK.task(src_type, dst_type, _PARAMS, numba.int64)
-    args = (task.type, src_type, dst_type, _PARAMS)
+    args = (numba.int64, src_type, dst_type, _PARAMS)
     kernel = _KERNEL.parallel
     kernel.compile(args)
     return kernel.overloads[args].entry_point, task
 
 
 @functools.cache
-def _entry(element_dtype: np.dtype) -> tuple[Callable, TaskPointer]:
+def _entry(element_dtype: np.dtype) -> tuple[Callable, int]:
     # For flat, aligned, writable arrays of element_dtype. Calling the entry point directly skips
     # Numba's per-call type dispatch (a third of a tiny launch); launch() calls it only with arrays
     # of exactly these types.

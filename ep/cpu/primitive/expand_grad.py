@@ -16,7 +16,7 @@ from ep.common.primitive.expand_grad import ExpandGradFactoryImpl, ExpandGradKer
 from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import CpuKernel
+from ep.cpu.kernel import CpuKernel, call_task
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -81,13 +81,13 @@ def _expand_grad_task(
 def _expand_grad(
     task, src, dst, sums, num_tasks, pieces, row, dst_strides, src_strides, outer_strides, outer_src_strides, num_outer, inner, inner_stride, parallel
 ):
-    # The task, compiled on its own, through a pointer; np.int64: prange's index is unsigned.
+    # The task, compiled on its own, called by its address; np.int64: prange's index is unsigned.
     if parallel:
         for t in prange(num_tasks):
-            task(src, dst, sums, np.int64(t), pieces, row, dst_strides, src_strides, outer_strides, outer_src_strides, num_outer, inner, inner_stride)
+            call_task(task, (src, dst, sums, np.int64(t), pieces, row, dst_strides, src_strides, outer_strides, outer_src_strides, num_outer, inner, inner_stride))
     else:
         for t in range(num_tasks):
-            task(src, dst, sums, np.int64(t), pieces, row, dst_strides, src_strides, outer_strides, outer_src_strides, num_outer, inner, inner_stride)
+            call_task(task, (src, dst, sums, np.int64(t), pieces, row, dst_strides, src_strides, outer_strides, outer_src_strides, num_outer, inner, inner_stride))
 
 
 class CpuExpandGradKernels(ExpandGradKernels):
