@@ -16,7 +16,7 @@ import numpy as np
 from numba import prange
 
 from ep.common.jit import scalar_function, template
-from ep.common.math.intrinsics import VECTOR_BYTES, stream_copy_vector, stream_fence, stream_fill_vector
+from ep.common.math.intrinsics import VECTOR_BYTES, stream_copy_vector, stream_fence, stream_fill_vector, stream_store
 from ep.common.primitive.copy_nd import CopyNdFactoryImpl
 from ep.common.primitive.strided_copy import CopyLaunch, CopyPlan, StridedCopyKernels
 from ep.common.runtime.device import DeviceType
@@ -122,7 +122,7 @@ def _copy_task(src, dst, params, task):
     row = u // row_units
     k = (u - row * row_units) // run
     j = u - row * row_units - k * run
-    # One call site each of _row_offsets and _move: every inlined copy is compiled again.
+    # One call site of _row_offsets: every inlined copy is compiled again.
     while u < end:
         if k == runs_per_row:
             k = 0
@@ -132,15 +132,18 @@ def _copy_task(src, dst, params, task):
         n = min(run - j, end - u)
         s = base + k * run_stride + j * inner_stride
         d = dst_base + k * run_dst_stride + j
-        # Streaming: whole vectors [lo, hi) of the run, from a vector boundary of dst on; the
-        # elements before and after them move as the rest.
-        lo = hi = n
         if stream:
+            # Whole vectors [lo, hi) of the run from a vector boundary of dst on, the elements
+            # before and after them one by one: all streamed, since an ordinary store to a line
+            # being streamed would flush it half written.
             lo = min(((-(address + d * unit)) & (VECTOR_BYTES - 1)) // unit, n)
             hi = lo + (n - lo) // per_vector * per_vector
             _stream_vectors(src, s + lo * inner_stride, inner_stride, dst, d + lo, hi - lo)
-        for a, b in ((0, lo), (hi, n)):
-            _move(src, s + a * inner_stride, inner_stride, dst, d + a, b - a)
+            for a, b in ((0, lo), (hi, n)):
+                for e in range(a, b):
+                    stream_store(dst, d + e, src[s + e * inner_stride])
+        else:
+            _move(src, s, inner_stride, dst, d, n)
         u += n
         j = 0
         k += 1
