@@ -47,7 +47,7 @@ import ep
 primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cpu", ep.UnaryOp.kExp, np.float32, np.float32)
 kernel = primitive._kernel.serial
 array = types.Array(types.float32, 1, "C")
-kernel.compile((array, array, types.int64, types.none, types.none))
+kernel.compile((array, array, types.int64, types.none, types.none, types.boolean))
 asm = "\\n".join(kernel.inspect_asm().values())
 print("zmm" if "zmm" in asm else "no zmm")
 """

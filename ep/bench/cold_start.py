@@ -1,6 +1,9 @@
 """C, the cold start: `import ep`, and the first call of unary, binary, gather and expand, each in
 a fresh process: with a cold cache (an empty Numba cache directory, so the kernels compile) and
-with a warm one (filled by an earlier process, so they load from disk)."""
+with a warm one (filled by an earlier process, so they load from disk); in wall time and in the
+process's CPU time (compiling is CPU work, which other load on the machine does not inflate).
+"expand after a small one" is a large expand's first call after a tiny expand in the same
+process: what a warm-up at one size leaves to compile for another."""
 from __future__ import annotations
 
 import json
@@ -26,17 +29,20 @@ args = {{
     "binary": lambda: (ep.ops.binary, ("add", x, x)),
     "gather": lambda: (ep.ops.gather, (x, rng.integers(0, 1000, 100))),
     "expand": lambda: (ep.ops.expand, (x[:1], (1000, 1000))),
+    "expand after a small one": lambda: (ep.ops.expand, (x[:1], (1000, 1000))),
 }}
 fn, inputs = args[op]()
+if op == "expand after a small one":
+    ep.ops.expand(x[:1, :4], (4, 4))
 if device == "cuda":
     from numba import cuda
     inputs = tuple(cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in inputs)
-ready = time.perf_counter()
+ready, ready_cpu = time.perf_counter(), time.process_time()
 fn(*inputs)
 if device == "cuda":
     cuda.synchronize()
-done = time.perf_counter()
-print(json.dumps({{"import_s": imported - start, "first_call_s": done - ready}}))
+done, done_cpu = time.perf_counter(), time.process_time()
+print(json.dumps({{"import_s": imported - start, "first_call_s": done - ready, "first_call_cpu_s": done_cpu - ready_cpu}}))
 """
 
 #: The ops whose first call is measured, and what it is.
@@ -45,6 +51,7 @@ CALLS = {
     "binary": "binary add of two float32 [1000, 1000]",
     "gather": "gather of 100 int64 indices from float32 [1000, 1000] along axis 0",
     "expand": "expand of float32 [1, 1000] to [1000, 1000]",
+    "expand after a small one": "the same expand after one of float32 [1, 4] to [4, 4] in the process",
 }
 
 
@@ -71,20 +78,23 @@ def _cold(device: str, op: str) -> dict:
 
 def cold_start(device: str, repeats: int) -> dict:
     """Median seconds, over `repeats` fresh processes each, of `import ep` and of each op's first
-    call: "cold" with an empty Numba cache directory per process, "warm" with one that a process
-    before them filled."""
-    imports, cold, warm = [], {}, {}
+    call in wall time (cold_s, warm_s) and CPU time (cold_cpu_s, warm_cpu_s): "cold" with an empty
+    Numba cache directory per process, "warm" with one that a process before them filled."""
+    imports = []
+    result = {"cold_s": {}, "warm_s": {}, "cold_cpu_s": {}, "warm_cpu_s": {}}
+
+    def record(cache: str, op: str, runs: list[dict]) -> None:
+        imports.extend(r["import_s"] for r in runs)
+        result[f"{cache}_s"][op] = statistics.median(r["first_call_s"] for r in runs)
+        result[f"{cache}_cpu_s"][op] = statistics.median(r["first_call_cpu_s"] for r in runs)
+
     for op in CALLS:
-        runs = [_cold(device, op) for _ in range(repeats)]
-        imports += [r["import_s"] for r in runs]
-        cold[op] = statistics.median(r["first_call_s"] for r in runs)
+        record("cold", op, [_cold(device, op) for _ in range(repeats)])
     cache_dir = tempfile.mkdtemp(prefix="ep-warm-")
     try:
         for op in CALLS:
             _run_once(device, op, cache_dir)
-            runs = [_run_once(device, op, cache_dir) for _ in range(repeats)]
-            imports += [r["import_s"] for r in runs]
-            warm[op] = statistics.median(r["first_call_s"] for r in runs)
+            record("warm", op, [_run_once(device, op, cache_dir) for _ in range(repeats)])
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
-    return {"import_s": statistics.median(imports), "cold_s": cold, "warm_s": warm, "repeats": repeats, "calls": CALLS}
+    return {"import_s": statistics.median(imports), **result, "repeats": repeats, "calls": CALLS}

@@ -1,10 +1,13 @@
-"""CpuKernel: a kernel template specialized and compiled with @njit, serial for small work."""
+"""CpuKernel: a kernel template specialized and compiled with @njit, one build for every size."""
 from __future__ import annotations
 
 import functools
 from typing import Callable
 
+import numba
 from numba import njit
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ep.common.jit import specialize
 from ep.cpu.target import prefer_full_vector_width
@@ -21,7 +24,13 @@ PARALLEL_THRESHOLD = 1 << 15
 
 
 class CpuKernel:
-    """template specialized with bindings; compiled (and cached on disk) on first call."""
+    """template specialized with bindings; compiled (and cached on disk) on first call.
+
+    `parallel` is the build for templates with a prange: one for every size, the template's last
+    argument saying whether to run the prange or, below PARALLEL_THRESHOLD, the same loop on the
+    calling thread (so a small first launch warms every size). `serial` builds templates without
+    a prange, such as the tasks a parallel kernel calls.
+    """
 
     def __init__(self, template: Callable, name: str, **bindings: object) -> None:
         self._template = template
@@ -38,7 +47,36 @@ class CpuKernel:
         fn = specialize(self._template, self._name + "_serial", **self._bindings)
         return njit(cache=True)(fn)
 
+    @functools.lru_cache(maxsize=None)
+    def task(self, *arg_types: numba.types.Type) -> int:
+        """The address of the serial build compiled for arg_types, which a kernel calls with
+        call_task."""
+        compiled = self.serial.get_compile_result(numba.types.none(*arg_types))
+        return compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
+
     def launch(self, stream, work: int, *args: object):
-        """Run on args in the calling thread (a cpu stream runs launches at once); work (elements
-        touched) picks the serial or the parallel build. Returns what the kernel returns."""
-        return (self.serial if work < PARALLEL_THRESHOLD else self.parallel)(*args)
+        """Run the parallel build on args and whether work (elements touched) reaches
+        PARALLEL_THRESHOLD, from the calling thread (a cpu stream runs launches at once).
+        Returns what the kernel returns."""
+        return self.parallel(*args, work >= PARALLEL_THRESHOLD)
+
+
+
+@intrinsic
+def call_task(typingctx, address, args):
+    """Call the compiled function at address (CpuKernel.task, compiled for exactly the types of
+    the tuple args) on args. Called by name instead, Numba would link the task's code into the
+    kernel and into its parallel loop, and optimize and compile it again in each (seconds of a
+    first launch); through an address it is compiled once, and the kernel knows only its types."""
+
+    def codegen(context, builder, signature, llvm_args):
+        arg_types = tuple(signature.args[1])
+        function_type = context.call_conv.get_function_type(numba.types.none, arg_types)
+        pointer = builder.inttoptr(llvm_args[0], function_type.as_pointer())
+        values = cgutils.unpack_tuple(builder, llvm_args[1])
+        status, _ = context.call_conv.call_function(builder, pointer, numba.types.none, arg_types, values)
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return context.get_dummy_value()
+
+    return numba.types.none(address, args), codegen

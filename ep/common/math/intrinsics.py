@@ -225,12 +225,15 @@ def _nontemporal(builder, store) -> None:
 
 @intrinsic
 def stream_store(typingctx, dst, d, value):
-    """dst[d] = value with a streaming store (4- and 8-byte integer elements; dst[d] aligned to its size). CPU only."""
+    """dst[d] = value with a streaming store (4- and 8-byte elements; dst[d] aligned to its size). CPU only."""
 
     def codegen(context, builder, signature, args):
-        pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1])
-        value = context.cast(builder, args[2], signature.args[2], signature.args[0].dtype)
-        _nontemporal(builder, builder.store(value, pointer, align=signature.args[0].dtype.bitwidth // 8))
+        # Stored as an integer of its bits: x86 streams a scalar only from an integer register
+        # (MOVNTI); a float store would be an ordinary one, flushing the line being streamed.
+        bits = ir.IntType(signature.args[0].dtype.bitwidth)
+        pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1], bits)
+        value = builder.bitcast(context.cast(builder, args[2], signature.args[2], signature.args[0].dtype), bits)
+        _nontemporal(builder, builder.store(value, pointer, align=bits.width // 8))
         return context.get_dummy_value()
 
     return types.none(dst, types.intp, value), codegen

@@ -1,16 +1,15 @@
-"""CopyNd's and Expand's CPU kernel: one copy of raw units, driven by a plan's parameters.
+"""CopyNd's and Expand's CPU kernel: one copy of elements, driven by a plan's parameters.
 
-Launches below the parallel threshold run on the calling thread and move elements of the
-buffers' own dtype, so that a tiny launch pays for no views (and, for flat aligned writable
-arrays, calls the compiled kernel without Numba's type dispatch); larger ones run on every
-thread and move raw units of up to 8 bytes, with streaming stores once the output reaches
-STREAM_BYTES. On the CPU a unit ignores the buffers' addresses: x86 moves unaligned words at
-full speed, and Numba types an unaligned view as such, so no launch has to look up an address.
+One build per element dtype serves every size and shape: from PARALLEL_THRESHOLD elements on, its
+tasks (TASK_BYTES each) run in a prange, below it one after another on the calling thread. The
+buffers are moved as their own dtype, so a launch makes no views (bools aside) and, for flat
+aligned writable arrays, calls the compiled kernel without Numba's type dispatch. Outputs from
+STREAM_BYTES on are written with streaming stores.
 """
 from __future__ import annotations
 
 import functools
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterator
 
 import numba
 import numpy as np
@@ -18,20 +17,15 @@ from numba import prange
 
 from ep.common.jit import scalar_function, template
 from ep.common.math.intrinsics import VECTOR_BYTES, stream_copy_vector, stream_fence, stream_fill_vector, stream_store
-from ep.common.primitive.byte_units import as_units
 from ep.common.primitive.copy_nd import CopyNdFactoryImpl
 from ep.common.primitive.strided_copy import CopyLaunch, CopyPlan, StridedCopyKernels
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel
+from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel, call_task
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
-# The widest unit: slices of uint64 already copy at memcpy speed.
-WIDEST_UNIT = 8
-# Units copied per parallel task: every core gets many tasks, and a task's start costs a few divisions.
+# Bytes copied per parallel task: every core gets many tasks, and a task's start costs a few divisions.
 TASK_BYTES = 1 << 16
-# Below this many units a plain loop beats slicing, whose setup costs more than the moves.
-SHORT_RUN = 16
 # Outputs at least this large are written with streaming stores: they would not stay in the
 # caches anyway, and ordinary stores would read every line first.
 STREAM_BYTES = 8 << 20
@@ -47,49 +41,43 @@ STREAM_BYTES = 8 << 20
     _RUN_STRIDE,
     _RUN_DST_STRIDE,
     _STREAM,
+    _PARALLEL,
     _NUM_ROW_DIMS,
     _ROW_DIMS,
-) = range(11)
+) = range(12)
 
 
 @scalar_function
 def _move(src, s, step, dst, d, n):
-    # Slice assignment for long runs: Numba's element loop carries negative-index checks that keep
-    # LLVM from vectorizing it, while a slice copy or fill runs at memcpy/memset speed.
-    if n < SHORT_RUN:
+    # Loops, not slice assignments, whose shape checks compile Numba's error formatting (seconds).
+    # Unsigned positions for a copy or fill: Numba then skips its negative-index wraparound, which
+    # kept LLVM from vectorizing the loop.
+    if step == 1:
+        s_, d_ = np.uint64(s), np.uint64(d)
+        for j in range(np.uint64(n)):
+            dst[d_ + j] = src[s_ + j]
+    elif step == 0:
+        value = src[s]
+        d_ = np.uint64(d)
+        for j in range(np.uint64(n)):
+            dst[d_ + j] = value
+    else:
         for j in range(n):
             dst[d + j] = src[s + j * step]
-    elif step == 1:
-        dst[d : d + n] = src[s : s + n]
-    elif step == 0:
-        dst[d : d + n] = src[s]
-    else:
-        dst[d : d + n] = src[s : s + (n - 1) * step + 1 : step]
 
 
 @scalar_function
-def _stream(src, s, step, dst, d, n, address):
-    # _move for a copy (step 1) or fill (step 0) with streaming stores only; address is dst[d]'s,
-    # a multiple of the unit (4 or 8 bytes). Units up to a vector boundary, vectors, units.
-    unit = dst.itemsize
-    per_vector = VECTOR_BYTES // unit
-    head = min(((-address) & (VECTOR_BYTES - 1)) // unit, n)
-    vectors_end = head + (n - head) // per_vector * per_vector
+def _stream_vectors(src, s, step, dst, d, n):
+    # _move of whole vectors (n a multiple of a vector's elements, dst[d] aligned to one) for a
+    # copy (step 1) or fill (step 0), with streaming stores.
+    per_vector = VECTOR_BYTES // dst.itemsize
     if step == 1:
-        for j in range(head):
-            stream_store(dst, d + j, src[s + j])
-        for j in range(head, vectors_end, per_vector):
+        for j in range(0, n, per_vector):
             stream_copy_vector(dst, d + j, src, s + j)
-        for j in range(vectors_end, n):
-            stream_store(dst, d + j, src[s + j])
     else:
         value = src[s]
-        for j in range(head):
-            stream_store(dst, d + j, value)
-        for j in range(head, vectors_end, per_vector):
+        for j in range(0, n, per_vector):
             stream_fill_vector(dst, d + j, value)
-        for j in range(vectors_end, n):
-            stream_store(dst, d + j, value)
 
 
 @scalar_function
@@ -108,10 +96,10 @@ def _row_offsets(params, num_row_dims, row):
 
 
 @template()
-def _copy(src, dst, params):
-    # The copy is rows of runs_per_row runs of `run` units; run k of a row reads from its src
+def _copy_task(src, dst, params, task):
+    # The copy is rows of runs_per_row runs of `run` elements; run k of a row reads from its src
     # offset + k * run_stride, stepping inner_stride, and writes from its dst offset + k *
-    # run_dst_stride. A task copies the units [task * chunk, ...) in that order, dividing only
+    # run_dst_stride. A task copies the elements [task * chunk, ...) in that order, dividing only
     # where it starts and once per row it enters.
     count = params[_COUNT]
     chunk = params[_CHUNK]
@@ -123,53 +111,83 @@ def _copy(src, dst, params):
     num_row_dims = params[_NUM_ROW_DIMS]
     row_units = runs_per_row * run
     address = dst.ctypes.data
-    # The host asks for streaming only for copies and fills of 4- or 8-byte units; they need
-    # dst aligned to its unit, which an unaligned view on the CPU may not be.
+    # The host asks for streaming only for copies and fills of 4- or 8-byte elements; they need
+    # dst aligned to its element, which an unaligned view on the CPU may not be.
     stream = params[_STREAM] != 0 and address % dst.itemsize == 0
-    for task in prange(params[_NUM_TASKS]):
-        u = task * chunk
-        end = min(u + chunk, count)
-        row = u // row_units
-        k = (u - row * row_units) // run
-        j = u - row * row_units - k * run
-        base, dst_base = _row_offsets(params, num_row_dims, row)
-        while u < end:
-            n = min(run - j, end - u)
-            s = base + k * run_stride + j * inner_stride
-            d = dst_base + k * run_dst_stride + j
-            if stream:
-                _stream(src, s, inner_stride, dst, d, n, address + d * dst.itemsize)
-            else:
-                _move(src, s, inner_stride, dst, d, n)
-            u += n
-            j = 0
-            k += 1
-            if k == runs_per_row and u < end:
-                k = 0
-                row += 1
-                base, dst_base = _row_offsets(params, num_row_dims, row)
+    unit = dst.itemsize
+    per_vector = VECTOR_BYTES // unit
+    start = task * chunk
+    end = min(start + chunk, count)
+    u = start
+    row = u // row_units
+    k = (u - row * row_units) // run
+    j = u - row * row_units - k * run
+    # One call site of _row_offsets: every inlined copy is compiled again.
+    while u < end:
+        if k == runs_per_row:
+            k = 0
+            row += 1
+        if k == 0 or u == start:
+            base, dst_base = _row_offsets(params, num_row_dims, row)
+        n = min(run - j, end - u)
+        s = base + k * run_stride + j * inner_stride
+        d = dst_base + k * run_dst_stride + j
         if stream:
-            stream_fence()
+            # Whole vectors [lo, hi) of the run from a vector boundary of dst on, the elements
+            # before and after them one by one: all streamed, since an ordinary store to a line
+            # being streamed would flush it half written.
+            lo = min(((-(address + d * unit)) & (VECTOR_BYTES - 1)) // unit, n)
+            hi = lo + (n - lo) // per_vector * per_vector
+            _stream_vectors(src, s + lo * inner_stride, inner_stride, dst, d + lo, hi - lo)
+            for a, b in ((0, lo), (hi, n)):
+                for e in range(a, b):
+                    stream_store(dst, d + e, src[s + e * inner_stride])
+        else:
+            _move(src, s, inner_stride, dst, d, n)
+        u += n
+        j = 0
+        k += 1
+    if stream:
+        stream_fence()
+
+
+# The task, compiled on its own per pair of buffer types, which _copy calls by its address.
+_TASK = CpuKernel(_copy_task, "strided_copy_task")
+_PARAMS = numba.types.Array(numba.int64, 1, "C")
+
+
+@template()
+def _copy(task, src, dst, params):
+    # One build for every size: params says whether the tasks run in a prange or one by one.
+    # np.int64: prange's index is unsigned, and the task takes a signed one.
+    if params[_PARALLEL]:
+        for t in prange(params[_NUM_TASKS]):
+            call_task(task, (src, dst, params, np.int64(t)))
+    else:
+        for t in range(params[_NUM_TASKS]):
+            call_task(task, (src, dst, params, np.int64(t)))
 
 
 _KERNEL = CpuKernel(_copy, "strided_copy")
 
 
 @functools.cache
-def _serial_entry(element_dtype: np.dtype) -> Callable:
-    # The serial kernel compiled for flat, aligned, writable arrays of element_dtype. Calling it
-    # directly skips Numba's per-call type dispatch (a third of a tiny launch); launch() calls it
-    # only with arrays of exactly these types.
+def _compiled(src_type: numba.types.Array, dst_type: numba.types.Array) -> tuple[Callable, int]:
+    """_copy's compiled entry point for these buffer types, and the task it is to be given."""
+    task = _TASK.task(src_type, dst_type, _PARAMS, numba.int64)
+    args = (numba.int64, src_type, dst_type, _PARAMS)
+    kernel = _KERNEL.parallel
+    kernel.compile(args)
+    return kernel.overloads[args].entry_point, task
+
+
+@functools.cache
+def _entry(element_dtype: np.dtype) -> tuple[Callable, int]:
+    # For flat, aligned, writable arrays of element_dtype. Calling the entry point directly skips
+    # Numba's per-call type dispatch (a third of a tiny launch); launch() calls it only with arrays
+    # of exactly these types.
     array = numba.types.Array(numba.from_dtype(element_dtype), 1, "C")
-    return _KERNEL.serial.compile((array, array, numba.types.Array(numba.int64, 1, "C")))
-
-
-class CpuLaunch(NamedTuple):
-    params: np.ndarray
-    unit: int
-    parallel: bool  # serial launches move elements of the buffers' own dtype, parallel ones raw units
-    # [(element dtype, _serial_entry(element dtype))] once a serial launch ran: a plan serves one dtype.
-    entry: list
+    return _compiled(array, array)
 
 
 _ndarray = np.ndarray
@@ -178,13 +196,16 @@ _UINT8 = np.dtype(np.uint8)
 
 
 class CpuStridedCopyKernels(StridedCopyKernels):
-    widest_unit = WIDEST_UNIT
+    # Every launch moves elements (moves_elements), so the widest unit is never asked for.
+    widest_unit = 8
     aligned_units = False
 
     def moves_elements(self, count: int) -> bool:
-        return count < PARALLEL_THRESHOLD
+        # Elements at every size: one build per dtype, and no views; long runs move at memcpy speed
+        # as any type.
+        return True
 
-    def prepare(self, plan: CopyPlan, elements: bool) -> CpuLaunch:
+    def prepare(self, plan: CopyPlan, elements: bool) -> np.ndarray:
         """plan as the kernel's parameters; a parallel launch is split into tasks of TASK_BYTES."""
         dims, strides, dst_strides = plan.dims, plan.src_strides, plan.dst_strides
         if len(dims) > 1:
@@ -193,32 +214,27 @@ class CpuStridedCopyKernels(StridedCopyKernels):
             runs_per_row, run_stride, run_dst_stride = 1, 0, 0
         row_dims = dims[:-2]
         count = plan.count
-        parallel = not elements
-        chunk = max(TASK_BYTES // plan.unit, 1) if parallel else count
+        parallel = count >= PARALLEL_THRESHOLD
+        chunk = max(TASK_BYTES // plan.unit, 1) if parallel else max(count, 1)
         stream = parallel and plan.unit >= 4 and plan.inner_stride in (0, 1) and count * plan.unit >= STREAM_BYTES
         scalars = (count, chunk, -(-count // chunk), plan.run, plan.inner_stride, runs_per_row, run_stride, run_dst_stride)
-        scalars += (int(stream), len(row_dims))
-        params = np.array(scalars + row_dims + strides[:-2] + dst_strides[:-2], np.int64)
-        return CpuLaunch(params, plan.unit, parallel, [None])
+        scalars += (int(stream), int(parallel), len(row_dims))
+        return np.array(scalars + row_dims + strides[:-2] + dst_strides[:-2], np.int64)
 
     def launch(self, stream, launch: CopyLaunch, src, dst) -> None:
-        params, unit, parallel, entry = launch.prepared
-        if parallel:
-            _KERNEL.parallel(as_units(src, launch.src_span, unit), as_units(dst, launch.dst_span, unit), params)
-            return
+        params = launch.prepared
         if src.dtype is _BOOL:  # Numba would normalize bools to 0 or 1: move their bytes
             src, dst = src.view(_UINT8), dst.view(_UINT8)
-        # Exactly the types _serial_entry compiled for: skip the dispatch.
+        # Exactly the types _entry compiled for: skip the dispatch.
         if type(src) is _ndarray and type(dst) is _ndarray and (f := src.flags).aligned and f.writeable and dst.flags.aligned:
-            compiled = entry[0]  # read once: another thread may set it meanwhile
-            if compiled is None or compiled[0] is not src.dtype:
-                compiled = entry[0] = (src.dtype, _serial_entry(src.dtype))
-            compiled[1](src, dst, params)
+            kernel, task = _entry(src.dtype)
         else:
-            _KERNEL.serial(src, dst, params)
+            kernel, task = _compiled(numba.typeof(src), numba.typeof(dst))
+        kernel(task, src, dst, params)
 
     def all_kernels(self) -> Iterator[object]:
         yield _KERNEL
+        yield _TASK
 
 
 KERNELS = CpuStridedCopyKernels()

@@ -1,4 +1,4 @@
-"""ElementwiseUnary's CPU kernel: one prange loop per (op, src dtype, dst dtype)."""
+"""ElementwiseUnary's CPU kernel: one build per (op, src dtype, dst dtype) for every size."""
 from __future__ import annotations
 
 import functools
@@ -14,9 +14,13 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 
 @template("formula", "load", "store")
-def _unary(src, dst, count, attr0, attr1):
-    for i in prange(count):
-        dst[i] = bound.store(bound.formula(bound.load(src[i]), attr0, attr1))
+def _unary(src, dst, count, attr0, attr1, parallel):
+    if parallel:
+        for i in prange(count):
+            dst[i] = bound.store(bound.formula(bound.load(src[i]), attr0, attr1))
+    else:
+        for i in range(count):
+            dst[i] = bound.store(bound.formula(bound.load(src[i]), attr0, attr1))
 
 
 class CpuElementwiseUnaryKernels(ElementwiseUnaryKernels):
