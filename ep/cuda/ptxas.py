@@ -57,6 +57,13 @@ FLOAT64_ALLOWED = {
 }
 
 
+# Kernels (a pattern of their names) allowed 64-bit div/rem in their loops although their index math
+# is 32-bit: the op itself divides integers (its formula promotes them to int64, as NumPy's do).
+DIVISION_ALLOWED = {
+    r"^binary_(div|fmod|floor_div|trunc_div|floor_mod)_": "the op's own integer division, not index math",
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Resources:
     """What ptxas reports for one kernel."""
@@ -209,7 +216,7 @@ def code_findings(name: str, ptx: str, kernel_traits: Traits) -> list[str]:
         float64 = [line for line in lines if _FLOAT64.match(line)]
         if float64:
             findings.append(f"{len(float64)} f64 instructions without float64 data (first: {float64[0]})")
-    if kernel_traits.index32:
+    if kernel_traits.index32 and not any(re.match(pattern, name) for pattern in DIVISION_ALLOWED):
         divisions = {line for body in loop_bodies(lines) for line in body if _DIV64.match(line)}
         if divisions:
             findings.append(f"64-bit div/rem in a loop of a 32-bit-index kernel: {sorted(divisions)[0]}")
