@@ -127,11 +127,17 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
     def launcher(self, op, src_dtype, dst_dtype, plan: BinaryPlan) -> Callable[..., None]:
         kernel = self.kernel(op, src_dtype, dst_dtype)
         value0, value1 = plan.value0, plan.value1
-        parts = launch_parts(plan, fast_divmod.FAST_DIVMOD_LIMIT)
+        limit = fast_divmod.FAST_DIVMOD_LIMIT
+        # Beyond the limit the boxes are cut at the first run, after storage() has checked that the
+        # buffers hold plan.count elements: dims no buffer could hold would take billions of boxes.
+        parts = launch_parts(plan, limit) if plan.count <= limit else None
         # The value argument of an operand that is a buffer (never read).
         zero = src_dtype.compute_dtype.type(0)
 
         def run(stream, a, b, out, attr0, attr1) -> None:
+            nonlocal parts
+            if parts is None:
+                parts = launch_parts(plan, limit)
             # A value operand's buffer argument is never read: the other operand's buffer stands in.
             src0, arg0 = (b, a) if value0 else (a, zero)
             src1, arg1 = (a, b) if value1 else (b, zero)
