@@ -127,11 +127,7 @@ def _cases(comm, nbytes: int):
 
     def all_gather_and_copy(out):
         comm.Alltoallw(to_all, [gathered, counted(col_counts), [MPI.BYTE] * size])
-        start = 0
-        for (c0, c1), n in zip(col_bounds, col_counts):
-            out[:, c0:c1] = gathered[start:start + n].reshape(rows, c1 - c0)
-            start += n
-        return out
+        return _into_columns(out, gathered, col_bounds)
 
     def all_reduce(out):
         comm.Allreduce(full, out, op=MPI.SUM)
@@ -159,11 +155,7 @@ def _cases(comm, nbytes: int):
 
     def all_to_all_and_copy(out):
         comm.Alltoallw(send, [exchanged, counted(recv_counts), [MPI.BYTE] * size])
-        start = 0
-        for (c0, c1), n in zip(col_bounds, recv_counts):
-            out[:, c0:c1] = exchanged[start:start + n].reshape(hi - lo, c1 - c0)
-            start += n
-        return out
+        return _into_columns(out, exchanged, col_bounds)
 
     def local_copy(out):
         np.copyto(out, full[lo:hi])
@@ -264,3 +256,14 @@ def main(args: argparse.Namespace) -> int:
         for name, ms in op_lines:
             print(f"{name.ljust(width)}  {ms} ms")
     return 0
+
+
+def _into_columns(out: np.ndarray, packed: np.ndarray, col_bounds) -> np.ndarray:
+    """out with the parts of packed (one after another, each a block of out's rows) copied into
+    their column ranges: a raw way's copy into the result's layout."""
+    start = 0
+    for c0, c1 in col_bounds:
+        n = out.shape[0] * (c1 - c0)
+        out[:, c0:c1] = packed[start:start + n].reshape(out.shape[0], c1 - c0)
+        start += n
+    return out
