@@ -85,8 +85,10 @@ def test_prange_loop_keeps_its_constants_out_of_the_loop():
     import numpy as np
     from numba import njit, prange
 
-    import ep.cpu.kernel  # noqa: F401 (sets the LLVM options, as importing ep does)
     from ep.common.math import fast_math
+    from ep.cpu.kernel import LLVM_OPTIONS  # importing it (as importing ep does) set the option
+
+    assert LLVM_OPTIONS == "-avoid-speculation=false"
 
     @njit(parallel=True)
     def kernel(src, dst):
