@@ -1,4 +1,4 @@
-"""ep.cpu.target: 512-bit vectors where the CPU has AVX-512, nothing changed elsewhere.
+"""ep.cpu.target: 512-bit vectors where the CPU has AVX-512, nothing changed elsewhere; loop constants out of a prange's loop.
 
 This machine may lack AVX-512, so the end-to-end check compiles (never runs) a kernel for
 skylake-avx512 and reads the machine code.
@@ -64,3 +64,42 @@ def test_exp_kernel_for_an_avx512_cpu_uses_zmm(tmp_path):
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert result.stdout.split()[-1] == "zmm"
+
+
+def _innermost_vector_loop(asm: str) -> list[str]:
+    """The shortest loop (a backward jump to a label) whose instructions are mostly on vector registers."""
+    lines = [line.strip() for line in asm.splitlines()]
+    labels = {line[:-1]: i for i, line in enumerate(lines) if line.endswith(":") and " " not in line}
+    loops = []
+    for i, line in enumerate(lines):
+        parts = line.split()
+        if len(parts) == 2 and parts[0].startswith("j") and labels.get(parts[1], i) < i:
+            body = [b for b in lines[labels[parts[1]] + 1 : i + 1] if b and not b.startswith((".", "#")) and not b.endswith(":")]
+            if sum(("ymm" in b) or ("zmm" in b) for b in body) > len(body) // 2:
+                loops.append(body)
+    return min(loops, key=len)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86 machine code")
+def test_prange_loop_keeps_its_constants_out_of_the_loop():
+    import numpy as np
+    from numba import njit, prange
+
+    from ep.common.math import fast_math
+    from ep.cpu.kernel import LLVM_OPTIONS  # importing it (as importing ep does) set the option
+
+    assert LLVM_OPTIONS == "-avoid-speculation=false"
+
+    @njit(parallel=True)
+    def kernel(src, dst):
+        for i in prange(src.size):
+            dst[i] = fast_math.sigmoid(src[i])
+
+    x = np.linspace(-5, 5, 64, dtype=np.float32)
+    kernel(x, np.empty_like(x))
+    asm = kernel.inspect_asm(kernel.signatures[0])
+    # The prange's body is compiled into the gufunc; its vector loop must not reload the formula's
+    # constants every iteration (without the option: 15 broadcasts of 8 elements each).
+    loop = _innermost_vector_loop(asm[asm.index("\n__gufunc__"):])
+    reloads = [line for line in loop if "broadcast" in line or ".LCPI" in line]
+    assert not reloads, reloads

@@ -30,9 +30,10 @@ REFERENCES = {
     "erf": _erf,
     "erfc": _erfc,
     "gelu": lambda x: 0.5 * x * _erfc(-x * SQRT_HALF),
+    "softplus": lambda x: np.logaddexp(0.0, x),
 }
 # Where each function is not a constant, NaN or inf: the sweep is dense there.
-INTERESTING = {"log1p": 2, "exp": 110, "expm1": 110, "tanh": 12, "sigmoid": 110, "erf": 5, "erfc": 11, "gelu": 16}
+INTERESTING = {"log1p": 2, "exp": 110, "expm1": 110, "tanh": 12, "sigmoid": 110, "softplus": 110, "erf": 5, "erfc": 11, "gelu": 16}
 # math.erf and math.erfc run one Python call per point, so their sweeps are coarser.
 SLOW_REFERENCES = {"erf", "erfc", "gelu"}
 

@@ -28,6 +28,7 @@ _TWO = np.float32(2.0)
 _INF = np.float32(np.inf)
 _NAN = np.float32(np.nan)
 _SIGN = np.int32(-0x80000000)
+_I0 = np.int32(0)
 _EXP_BIAS = np.int32(127)
 _MANT_BITS = np.int32(23)
 
@@ -241,17 +242,69 @@ def tanh(x):
     return _copysign(_divide(e, e + _TWO), x)
 
 
+# e^-a for a in [0, _EXP_MINUS_MAX] is p 2^-m with m in [0, 150]: 2^(_SCALE_OFFSET - m) is a normal
+# float32 written straight from the bits of the rounding sum, and 2^-_SCALE_OFFSET takes the
+# result down to the subnormals with one rounding.
+_SCALE_OFFSET = 64
+_EXP_MINUS_ROUNDER = np.float32(12582912.0 + 127 + _SCALE_OFFSET)
+_SCALE_DOWN = np.float32(2.0**-_SCALE_OFFSET)
+# Q(-r) for _E's Q(r): the odd powers' coefficients negated (_E runs from the highest power, 5).
+_E_MINUS = tuple(np.float32(-c) if (len(_E) - 1 - i) % 2 else c for i, c in enumerate(_E))
+# e^-a rounds to 0 beyond this.
+_EXP_MINUS_MAX = np.float32(104.0)
+
+
+@scalar_function
+def _exp_minus(a):
+    """e^-a for float32 a in [0, _EXP_MINUS_MAX] (subnormals on the way to 0), NaN kept.
+
+    exp's reduction with a's sign folded into the constants, and 2^-m without a conversion: t's
+    significand holds _EXP_MINUS_ROUNDER's integer minus m, so its bits shifted left by 23 are the
+    bits of 2^(_SCALE_OFFSET - m).
+    """
+    t = _mul_add(a, -_LOG2E, _EXP_MINUS_ROUNDER)
+    m = _EXP_MINUS_ROUNDER - t
+    # r = a - m ln2 (Cody-Waite), and e^-a = 2^-m e^-r.
+    r = _mul_add(m, -_LN2_LO, _mul_add(m, -_LN2_HI, a))
+    p = _mul_add(_horner(r, _E_MINUS), r * r, -r) + _ONE
+    return p * _as_float32(_as_int32(t) << _MANT_BITS) * _SCALE_DOWN
+
+
 @scalar_function
 def sigmoid(x):
     """1 / (1 + e^-x) for float32 x, accurate relative to the result on both tails."""
     x = np.float32(x)
-    # e^-|x| never overflows, and e / (1 + e) keeps the left tail down to subnormals. -|x| <= 0
-    # needs only the lower clamp; a NaN x comes back through the last select.
-    # (v > low ? v : low is one vmaxps.)
-    v = -abs(x)
-    e = _exp_hilo(v if v > _EXP_MIN else _EXP_MIN, _F0)
-    y = _divide(_ONE if x >= _F0 else e, _ONE + e)
-    return x if x != x else y
+    # e = e^-|x| never overflows, and e / (1 + e) keeps the left tail down to subnormals. The
+    # clamp is one vminps that keeps a NaN, which then runs through to the result.
+    a = abs(x)
+    e = _exp_minus(_EXP_MINUS_MAX if a > _EXP_MINUS_MAX else a)
+    # Picked by x's sign bit, which the vblendvps reads straight from x (-0.0 takes e = 1 alike).
+    return _divide(e if _as_int32(x) < _I0 else _ONE, _ONE + e)
+
+
+# log1p(u) for u in [0, 1]: 1 + u = 2^e (1 + f) with f in [sqrt(1/2) - 1, sqrt(2) - 1), e = 0 or 1.
+_SQRT2_MINUS_ONE = np.float32(0.41421356)
+
+
+@scalar_function
+def _log1p_unit(u):
+    """log(1 + u) for float32 u in [0, 1] (subnormals kept), NaN kept.
+
+    log1p without its exponent handling: f = u below sqrt(2) - 1, else (u - 1) / 2, which one
+    fused multiply-add gives exactly (u - 1 is in [-0.59, 0], a multiple of u's last bit).
+    """
+    big = u > _SQRT2_MINUS_ONE
+    return _log_reduced(_ONE if big else _F0, _mul_add(u, _HALF, -_HALF) if big else u)
+
+
+@scalar_function
+def softplus(x):
+    """log(1 + e^x) for float32 x, as max(x, 0) + log1p(e^-|x|): accurate relative to the result
+    on both tails (down to subnormals), inf at inf, NaN kept."""
+    x = np.float32(x)
+    a = abs(x)
+    u = _exp_minus(_EXP_MINUS_MAX if a > _EXP_MINUS_MAX else a)
+    return (x if x > _F0 else _F0) + _log1p_unit(u)
 
 
 # erf(x) = x * P(x^2) / R(x^2) on |x| <= _ERF_MAX: a relative minimax rational fit

@@ -20,7 +20,7 @@ formula over ep.common.math.fast_math's vectorizable float32 functions instead o
 calls (picked when the compute dtype is float32, float16 included). Both come from one
 `_*_over(m)` factory over a math module (or record.of_x_variants), built over ep.common.math.libm
 and over fast_math by record.float_variants, so a formula is written once and only the module it
-calls differs; sigmoid and gelu use fast_math's own float32 formulations of the whole function.
+calls differs; sigmoid, softplus and gelu use fast_math's own float32 formulations of the whole function.
 """
 from ep.common.math.ops import activation, arithmetic, conversion, logic, transcendental
 

@@ -70,10 +70,15 @@ TANH = UnaryFunctor(
 )
 
 
-@scalar_function
-def log_sigmoid(x, attr0, attr1):
-    # -softplus(-x) written so exp never overflows.
-    return min(x, as_type(0, x)) - math.log1p(math.exp(-abs(x)))
+def _log_sigmoid_over(m):
+    @scalar_function
+    def log_sigmoid(x, attr0, attr1):
+        return -m.softplus(-x)
+
+    return log_sigmoid
+
+
+log_sigmoid, log_sigmoid_float32 = float_variants(_log_sigmoid_over)
 
 
 @scalar_function
@@ -82,7 +87,8 @@ def log_sigmoid_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 LOG_SIGMOID = UnaryFunctor(
-    UnaryOp.kLogSigmoid, log_sigmoid, FLOAT, with_dy_x=log_sigmoid_backward_with_dy_x,
+    UnaryOp.kLogSigmoid, log_sigmoid, FLOAT, float32_formula=log_sigmoid_float32,
+    with_dy_x=log_sigmoid_backward_with_dy_x,
     doc="log(sigmoid(x)) = -softplus(-x)",
     aliases=("logsigmoid",),
 )
@@ -348,7 +354,7 @@ def _soft_plus_over(m):
         z = x * as_type(beta, x)
         # 1 / beta is loop-invariant: LLVM hoists it, where a division per element would stay.
         inverse_beta = divide(as_type(1, x), as_type(beta, x))
-        return x if z > as_type(threshold, x) else m.log1p(m.exp(z)) * inverse_beta
+        return x if z > as_type(threshold, x) else m.softplus(z) * inverse_beta
 
     return soft_plus
 
