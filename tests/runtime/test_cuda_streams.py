@@ -54,18 +54,31 @@ def cuda_device():
 
 @pytest.fixture
 def launches(monkeypatch):
-    """The ep stream of every kernel launch made while the test runs."""
+    """The ep stream of every kernel launch made while the test runs, on streams first used in it.
+
+    Every launch calls a kernel configured for its stream by CudaKernel._bind (kept by the stream:
+    CudaKernel.launch and the launches primitives keep), so the configured kernels made here record
+    their stream; the streams drop them afterwards.
+    """
     from ep.cuda.kernel import CudaKernel
 
-    seen = []
-    original = CudaKernel.launch
+    seen, bound = [], []
+    original = CudaKernel._bind
 
-    def launch(self, stream, work, *args):
-        seen.append(stream)
-        return original(self, stream, work, *args)
+    def bind(self, stream, work):
+        configured = original(self, stream, work)
+        bound.append(stream)
 
-    monkeypatch.setattr(CudaKernel, "launch", launch)
-    return seen
+        def launch(*args):
+            seen.append(stream)
+            configured(*args)
+
+        return launch
+
+    monkeypatch.setattr(CudaKernel, "_bind", bind)
+    yield seen
+    for stream in bound:
+        stream.launches.clear()
 
 
 @pytest.mark.parametrize("make", [StreamProtocol, StreamAttribute, TorchLikeStream, CupyLikeStream, int])
