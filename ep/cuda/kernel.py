@@ -7,6 +7,7 @@ from typing import Callable, Sequence
 from numba import config, cuda
 
 from ep.common.jit import specialize
+from ep.common.runtime.buffer import keep_for
 from ep.common.runtime.device import cuda_device_count
 
 THREADS_PER_BLOCK = 256
@@ -19,8 +20,9 @@ FULL_OCCUPANCY = (THREADS_PER_BLOCK, 8)
 _SIM_THREADS, _SIM_MAX_BLOCKS = 16, 2
 # Threads per block of every launch in this process (the simulator is chosen at import).
 _THREADS = _SIM_THREADS if config.ENABLE_CUDASIM else THREADS_PER_BLOCK
-# Configured launches kept per stream (CudaStream.launches), by (kernel, blocks the work asks
-# for); a program cycling through more kernels and work sizes configures them again.
+# Launches kept per stream (CudaStream.launches): configured ones by (kernel, blocks the work asks
+# for), and a primitive's prepared ones (keep_launch); beyond this many all go, and a program
+# cycling through more kernels, sizes and buffers configures and prepares them again.
 _MAX_CONFIGURED = 1024
 
 
@@ -72,10 +74,22 @@ class CudaKernel:
             configured = self._configure(stream, work)
         configured(*args)
 
+    def configured(self, stream, work: int) -> Callable[..., None]:
+        """The kernel configured for work items on stream, for a caller that keeps it (keep_launch):
+        calling it with the kernel's arguments is launch(stream, work, ...)."""
+        configured = stream.launches.get((self, -(-work // _THREADS)))
+        return self._configure(stream, work) if configured is None else configured
+
     def _configure(self, stream, work: int) -> Callable[..., None]:
-        """The kernel configured for work items on stream (numba's kernel[blocks, threads, stream]),
-        made current on the stream's device around the call where there are several; kept in
-        stream.launches."""
+        """The kernel configured for work items on stream, kept in stream.launches."""
+        configured = self._bind(stream, work)
+        _make_room(stream)
+        stream.launches[self, -(-work // _THREADS)] = configured
+        return configured
+
+    def _bind(self, stream, work: int) -> Callable[..., None]:
+        """numba's kernel[blocks, threads, stream] for work items, made current on the stream's
+        device around the call where there are several."""
         index = stream.device.index
         blocks, threads = launch_config(work, index)
         configured = self.compiled[blocks, threads, stream.native]
@@ -88,9 +102,6 @@ class CudaKernel:
                 with device:
                     launch(*args)
 
-        if len(stream.launches) >= _MAX_CONFIGURED:
-            stream.launches.clear()
-        stream.launches[self, -(-work // _THREADS)] = configured
         return configured
 
     def ptx(self, cc: tuple[int, int]) -> str:
@@ -111,3 +122,25 @@ class CudaKernel:
                     self._fn, self.argtypes, device=False, abi="numba", cc=cc, launch_bounds=self.launch_bounds
                 )
         return self._ptx_library.get_asm_str(cc=cc)
+
+
+def keep_launch(stream, key: object, launch: tuple, *buffers: object) -> tuple:
+    """Keep a primitive's prepared launch on stream, in stream.launches under key, and return it:
+    launch holds configured kernels (configured()) and their arguments, so that a repeated Launch
+    finds it and calls numba's launch at once.
+
+    With buffers (two: see buffer.keep_for) it is kept while they live (it holds views of them) and
+    found by buffer.kept_for(stream.launches, key, *buffers), key naming them by id; without, it
+    is found by stream.launches.get(key). key (or launch) must hold the plan it names, so that no
+    other plan takes its id while the entry lives.
+    """
+    _make_room(stream)
+    if buffers:
+        return keep_for(stream.launches, key, launch, *buffers)
+    stream.launches[key] = launch
+    return launch
+
+
+def _make_room(stream) -> None:
+    if len(stream.launches) >= _MAX_CONFIGURED:
+        stream.launches.clear()

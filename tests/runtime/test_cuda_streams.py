@@ -3,6 +3,8 @@ streams waited for with events, no host work hidden in a Launch (counted by inst
 check_bounds raised at Sync, the default stream's CAI v3 handle, the device a launch runs on."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytest
 
@@ -54,18 +56,31 @@ def cuda_device():
 
 @pytest.fixture
 def launches(monkeypatch):
-    """The ep stream of every kernel launch made while the test runs."""
+    """The ep stream of every kernel launch made while the test runs, on streams first used in it.
+
+    Every launch calls a kernel configured for its stream by CudaKernel._bind (kept by the stream:
+    CudaKernel.launch and the launches primitives keep), so the configured kernels made here record
+    their stream; the streams drop them afterwards.
+    """
     from ep.cuda.kernel import CudaKernel
 
-    seen = []
-    original = CudaKernel.launch
+    seen, bound = [], []
+    original = CudaKernel._bind
 
-    def launch(self, stream, work, *args):
-        seen.append(stream)
-        return original(self, stream, work, *args)
+    def bind(self, stream, work):
+        configured = original(self, stream, work)
+        bound.append(stream)
 
-    monkeypatch.setattr(CudaKernel, "launch", launch)
-    return seen
+        def launch(*args):
+            seen.append(stream)
+            configured(*args)
+
+        return launch
+
+    monkeypatch.setattr(CudaKernel, "_bind", bind)
+    yield seen
+    for stream in bound:
+        stream.launches.clear()
 
 
 @pytest.mark.parametrize("make", [StreamProtocol, StreamAttribute, TorchLikeStream, CupyLikeStream, int])
@@ -370,16 +385,119 @@ def test_what_a_launch_keeps_of_an_array_goes_with_it(cuda_device):
     assert all(entry[0]() is not None for entry in buffer._kept.values())  # views and addresses gone too
 
 
-def test_a_kept_array_of_another_stream_is_waited_for_at_every_launch(cuda_device, events):
+def _kept_launchers(x, out, indices):
+    """Launch(stream) of each family that keeps its prepared launch on the stream, reading x (8
+    float32) into out (8 float32; ExpandGrad's first 4), and its NumPy reference."""
+    host = to_numpy(x)
+    gather = ep.NewPrimitive(ep.GatherFactory, "cuda", np.float32, np.int64, check_bounds=True)
+    copy = ep.NewPrimitive(ep.CopyNdFactory, "cuda", 2)
+    expand = ep.NewPrimitive(ep.ExpandFactory, "cuda", np.float32)
+    segment_sum = ep.NewPrimitive(ep.UnsortedSegmentSumFactory, "cuda", np.float32, np.int64)
+    expand_grad = ep.NewPrimitive(ep.ExpandGradFactory, "cuda", np.float32)
+    summed = np.zeros((4, 2), np.float32)
+    np.add.at(summed, to_numpy(indices), host.reshape(4, 2))
+    return {
+        "gather": (lambda s: gather.Launch(s, indices, 4, x, 1, 4, 2, out), host.reshape(4, 2)[to_numpy(indices)].ravel()),
+        "copy": (lambda s: copy.Launch(s, np.float32, 2, out, (2, 4), (0, 0), x, (2, 4), (0, 0), (2, 4)), host),
+        "expand": (lambda s: expand.Launch(s, (1, 4), x, (2, 4), out), np.tile(host[:4], 2)),
+        "segment_sum": (lambda s: segment_sum.Launch(s, indices, 4, x, 1, 1, 4, 2, out), summed.ravel()),
+        "expand_grad": (lambda s: expand_grad.Launch(s, (2, 4), x, (1, 4), out), host.reshape(2, 4).sum(0)),
+    }
+
+
+@pytest.mark.parametrize("family", ["unary", "gather", "copy", "expand", "segment_sum", "expand_grad"])
+def test_a_kept_array_of_another_stream_is_waited_for_at_every_launch(cuda_device, events, family):
     producer, consumer = cuda_device.CreateStream(), cuda_device.CreateStream()
     x = to_device(np.arange(-4, 4, dtype=np.float32), "cuda").bind(producer.native)
     out = to_device(np.zeros(8, np.float32), "cuda")
     relu = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cuda", ep.UnaryOp.kRelu, np.float32, np.float32)
-    for launches in (1, 2, 3):
-        relu.Launch(consumer, x, out, 8)
+    launchers = _kept_launchers(x, out, to_device(np.array([3, 0, 1, 3], np.int64), "cuda"))
+    launchers["unary"] = (lambda s: relu.Launch(s, x, out, 8), None)
+    launch = launchers[family][0]
+    for launches in (1, 2, 3):  # the second and third find their launch kept
+        launch(consumer)
         assert events == {"record": launches, "wait": launches}
-    relu.Launch(producer, x, out, 8)
+    launch(producer)
     assert events == {"record": 3, "wait": 3}
+
+
+@pytest.mark.parametrize("family", ["gather", "copy", "expand", "segment_sum", "expand_grad"])
+def test_a_kept_launch_reads_what_its_buffers_hold_now_and_checks_them_again(cuda_device, family):
+    stream = cuda_device.CreateStream()
+    rng = np.random.default_rng(8)
+    x = to_device(np.zeros(8, np.float32), "cuda")
+    out = to_device(np.zeros(8, np.float32), "cuda")
+    indices = to_device(np.array([3, 0, 1, 3], np.int64), "cuda")
+    for _ in range(3):
+        host = rng.standard_normal(8).astype(np.float32)
+        x.copy_to_device(host)
+        launch, expected = _kept_launchers(x, out, indices)[family]
+        launch(stream)
+        launch(stream)  # kept: the same buffers' new contents are read
+        stream.Sync()
+        np.testing.assert_allclose(to_numpy(out)[: expected.size], expected, rtol=1e-6)
+    short = to_device(np.zeros(expected.size - 1, np.float32), "cuda")
+    with pytest.raises(ValueError, match=f"holds {expected.size - 1} elements, fewer than the {expected.size} the launch needs"):
+        _kept_launchers(x, short, indices)[family][0](stream)
+
+
+def test_a_kept_gathers_bad_index_is_raised_by_sync(cuda_device):
+    stream = cuda_device.CreateStream()
+    x = to_device(np.arange(8, dtype=np.float32), "cuda")
+    out = to_device(np.full(8, 7, np.float32), "cuda")
+    indices = to_device(np.array([3, 0, 1, 3], np.int64), "cuda")
+    launch = _kept_launchers(x, out, indices)["gather"][0]
+    launch(stream)
+    launch(stream)
+    stream.Sync()
+    indices.copy_to_device(np.array([3, 9, 1, 3], np.int64))
+    launch(stream)  # the kept launch, its bounds check included
+    with pytest.raises(ep.include.primitive.gather.IndexOutOfRange, match=r"indices\[1\] = 9 is out of range for an axis of size 4"):
+        stream.Sync()
+    np.testing.assert_array_equal(to_numpy(out), [6, 7, 0, 0, 2, 3, 6, 7])
+
+
+def _kept_entries(stream) -> dict:
+    # What keep_launch kept with buffers: (weak reference, weak reference, launch).
+    return {key: entry for key, entry in stream.launches.items() if type(entry) is tuple and isinstance(entry[0], weakref.ref)}
+
+
+@pytest.mark.parametrize("family", ["gather", "copy", "expand"])
+def test_what_a_stream_keeps_of_a_launch_goes_with_its_buffers(cuda_device, family):
+    import gc
+
+    stream = cuda_device.CreateStream()
+    x = to_device(np.arange(8, dtype=np.float32), "cuda")
+    indices = to_device(np.array([3, 0, 1, 3], np.int64), "cuda")
+    outs = [to_device(np.zeros(8, np.float32), "cuda") for _ in range(3)]
+    for out in outs:
+        _kept_launchers(x, out, indices)[family][0](stream)
+    kept = _kept_entries(stream)
+    assert len(kept) == 3
+    views = [weakref.ref(argument) for entry in kept.values() for argument in entry[2][1] if hasattr(argument, "__cuda_ndarray__")]
+    assert len(views) == 6  # each launch's unit views of x and of its out
+    del outs, out, kept
+    gc.collect()
+    assert _kept_entries(stream) == {}
+    assert all(view() is None for view in views[1::2])  # the outs' views went with them
+    np.testing.assert_array_equal(to_numpy(x), np.arange(8))
+
+
+def test_a_streams_kept_launches_are_bounded(cuda_device, monkeypatch):
+    from ep.cuda import kernel as kernel_module
+
+    monkeypatch.setattr(kernel_module, "_MAX_CONFIGURED", 4)
+    stream = cuda_device.CreateStream()
+    x = to_device(np.arange(8, dtype=np.float32), "cuda")
+    indices = to_device(np.array([3, 0, 1, 3], np.int64), "cuda")
+    outs = [to_device(np.zeros(8, np.float32), "cuda") for _ in range(10)]
+    for out in outs:
+        launch, expected = _kept_launchers(x, out, indices)["gather"]
+        launch(stream)
+        assert len(stream.launches) <= 4
+    stream.Sync()
+    for out in outs:
+        np.testing.assert_array_equal(to_numpy(out), expected)
 
 
 def test_configured_launches_are_kept_per_stream_and_grid(cuda_device, monkeypatch):

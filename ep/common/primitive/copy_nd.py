@@ -6,7 +6,7 @@ from typing import Iterator
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.broadcast_dims import MAX_CACHED_PLANS, MAX_CALLER_DIMS
-from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels, run_copy, span
+from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels, span
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, as_data_type
 from ep.common.runtime.device import DeviceType
@@ -50,7 +50,7 @@ class CopyNdImpl(CopyNd):
         src = storage(src, "src", self.device_type, args.data_type, args.src_count, stream=stream)
         dst = storage(dst, "dst", self.device_type, args.data_type, args.dst_count, writable=True, stream=stream)
         if args.launches is not None:  # None: an empty box
-            run_copy(self._kernels, stream, args, src, dst, "extent")
+            self._kernels.run(stream, args, src, dst, "extent")
 
     def _check(self, raw: tuple) -> CopyArgs:
         data_type, num_dims, dst_dims, dst_pos, src_dims, src_pos, extent, src_strides = raw

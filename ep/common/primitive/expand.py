@@ -7,7 +7,7 @@ from typing import Iterator
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.primitive.broadcast_dims import BroadcastDimsPrimitive
 from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels, run_copy
+from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
@@ -42,7 +42,7 @@ class ExpandImpl(BroadcastDimsPrimitive, Expand):
         src = storage(src, "src", device_type, dtype, args.src_count, stream=stream)
         dst = storage(dst, "dst", device_type, dtype, args.dst_count, writable=True, stream=stream)
         if args.launches is not None:  # None: an empty dst
-            run_copy(self._kernels, stream, args, src, dst, "dst_dims")
+            self._kernels.run(stream, args, src, dst, "dst_dims")
 
 
 class ExpandFactoryImpl(GenericFactory, ExpandFactory):

@@ -134,8 +134,9 @@ class StridedCopyKernels(abc.ABC):
         """What launch() needs of plan besides the buffers; cached with the plan."""
 
     @abc.abstractmethod
-    def launch(self, stream, launch: CopyLaunch, src, dst) -> None:
-        """Run launch on stream from flat src to flat dst (storage, each from the first element copied)."""
+    def launch(self, stream, launch: CopyLaunch, src, dst) -> object:
+        """Run launch on stream from flat src to flat dst (storage, each from the first element
+        copied); what it returns, run() returns (a device may keep it)."""
 
     @abc.abstractmethod
     def all_kernels(self) -> Iterator[object]:
@@ -144,6 +145,24 @@ class StridedCopyKernels(abc.ABC):
     def alignment(self, src, dst) -> int:
         """The low address bits of src and dst that decide the unit (0 where units ignore addresses)."""
         return (address(src) | address(dst)) & (max(UNITS) - 1) if self.aligned_units else 0
+
+    def run(self, stream, args: CopyArgs, src, dst, name: str) -> object:
+        """Copy as args says from flat storage src to dst (checked to hold what args needs); name is
+        the argument an oversized plan blames. Returns what launch() returns."""
+        if args.src_offset or args.dst_offset:
+            # Each buffer from the copy's first element, so that the unit also divides where it starts.
+            if self.aligned_units:
+                # Kept (a device array's views: kept()), and with them their addresses and unit views.
+                src, dst = kept(_tail, src, args.src_offset), kept(_tail, dst, args.dst_offset)
+            else:
+                src, dst = src[args.src_offset :], dst[args.dst_offset :]
+        alignment = self.alignment(src, dst) if self.aligned_units else 0
+        launch = args.launches.get(alignment)
+        if launch is None:
+            itemsize = args.data_type.itemsize
+            launch = plan_copy(self, itemsize, args.dims, args.src_strides, args.dst_strides, src, dst, name)
+            args.launches[alignment] = launch
+        return self.launch(stream, launch, src, dst)
 
 
 class CopyArgs(NamedTuple):
@@ -161,25 +180,6 @@ class CopyArgs(NamedTuple):
     dst_strides: tuple[int, ...]
     # Plans by the buffers' alignment (kernels.alignment); None when nothing is copied.
     launches: dict[int, CopyLaunch] | None
-
-
-def run_copy(kernels: StridedCopyKernels, stream, args: CopyArgs, src, dst, name: str) -> None:
-    """Copy as args says from flat storage src to dst (checked to hold what args needs); name is
-    the argument an oversized plan blames."""
-    if args.src_offset or args.dst_offset:
-        # Each buffer from the copy's first element, so that the unit also divides where it starts.
-        if kernels.aligned_units:
-            # Kept (a device array's views: kept()), and with them their addresses and unit views.
-            src, dst = kept(_tail, src, args.src_offset), kept(_tail, dst, args.dst_offset)
-        else:
-            src, dst = src[args.src_offset :], dst[args.dst_offset :]
-    alignment = kernels.alignment(src, dst) if kernels.aligned_units else 0
-    launch = args.launches.get(alignment)
-    if launch is None:
-        itemsize = args.data_type.itemsize
-        launch = plan_copy(kernels, itemsize, args.dims, args.src_strides, args.dst_strides, src, dst, name)
-        args.launches[alignment] = launch
-    kernels.launch(stream, launch, src, dst)
 
 
 def _tail(array, offset: int):

@@ -21,31 +21,59 @@ _CPU = DeviceType.kCPU
 # view make new arrays), and reusing the flat view also lets numba's dispatcher reuse what it
 # caches on it. Views and addresses derived from them (kept()) are kept here too, by (function,
 # id, arguments). An entry goes with its array (its weak reference's callback); past _MAX_KEPT
-# all go.
+# all go. keep_for keeps other tables' entries by two arrays the same way.
 _kept: dict[object, tuple] = {}
 _MAX_KEPT = 4096
 
 
 class _Ref(weakref.ref):
-    """A weak reference to an array that knows its entry in _kept."""
+    """A weak reference to an array that knows the entry (table[key]) to drop when it dies."""
 
-    __slots__ = ("key",)
+    __slots__ = ("table", "key")
 
 
 def _forget(ref: _Ref) -> None:
-    if _kept.get(ref.key, (None,))[0] is ref:
-        _kept.pop(ref.key, None)  # another thread may have cleared it meanwhile
+    # Only if the entry is still the one ref was made for: a dead array's id may name a new one.
+    entry = ref.table.get(ref.key)
+    if entry is not None and (entry[0] is ref or entry[1] is ref):
+        ref.table.pop(ref.key, None)  # another thread may have cleared it meanwhile
+
+
+def _ref(array, table: dict, key: object) -> _Ref:
+    ref = _Ref(array, _forget)
+    ref.table, ref.key = table, key
+    return ref
 
 
 def _keep(key: object, array, values: tuple) -> None:
     try:
-        ref = _Ref(array, _forget)
+        ref = _ref(array, _kept, key)
     except TypeError:  # an array type without weak references: nothing kept
         return
-    ref.key = key
     if len(_kept) >= _MAX_KEPT:
         _kept.clear()
     _kept[key] = (ref, *values)
+
+
+def kept_for(table: dict, key: object, first, second):
+    """What keep_for kept in table under key, if first and second are the arrays it was kept for
+    (both still alive: an id alone may be a new array's); None otherwise."""
+    entry = table.get(key)
+    if entry is not None and entry[0]() is first and entry[1]() is second:
+        return entry[2]
+    return None
+
+
+def keep_for(table: dict, key: object, value, first, second):
+    """Keep value in table under key while the arrays first and second live, and return it.
+
+    Weak references: when either array dies the entry goes, and with it what value holds (views
+    of the arrays, which hold their memory). Arrays without weak references keep nothing."""
+    try:
+        table[key] = (_ref(first, table, key), _ref(second, table, key), value)
+    except TypeError:
+        pass
+    return value
 
 
 def kept(make, array, *args):

@@ -20,9 +20,10 @@ from ep.common.math.intrinsics import move16
 from ep.common.math.nd_index_offset_helper import SPLIT_DIMS, split_args, split_offsets
 from ep.common.primitive.byte_units import UNITS, as_units, unit_dtype
 from ep.common.primitive.copy_nd import CopyNdFactoryImpl
-from ep.common.primitive.strided_copy import CopyLaunch, CopyPlan, StridedCopyKernels, span
+from ep.common.primitive.strided_copy import CopyArgs, CopyLaunch, CopyPlan, StridedCopyKernels, span
+from ep.common.runtime.buffer import kept_for
 from ep.common.runtime.device import DeviceType
-from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel
+from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel, keep_launch
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -115,9 +116,23 @@ class CudaStridedCopyKernels(StridedCopyKernels):
         args = (plan.count, *divisor(plan.run, wide), plan.inner_stride, *split, num_tasks, *divisor(pieces, wide))
         return plan.unit, self.kernel(plan.unit, wide), work, args
 
-    def launch(self, stream, launch: CopyLaunch, src, dst) -> None:
+    def run(self, stream, args: CopyArgs, src, dst, name: str) -> None:
+        # A repeated copy with the same buffers finds its configured kernel and arguments kept on
+        # the stream; the entry holds args, so that no other plan takes its id while it lives.
+        key = (id(args), id(src), id(dst))
+        launch = kept_for(stream.launches, key, src, dst)
+        if launch is None:
+            keep_launch(stream, key, (*super().run(stream, args, src, dst, name), args), src, dst)
+        else:
+            launch[0](*launch[1])
+
+    def launch(self, stream, launch: CopyLaunch, src, dst) -> tuple:
+        """Launch, and return (the configured kernel, its arguments) for run() to keep."""
         unit, kernel, work, args = launch.prepared
-        kernel.launch(stream, work, as_units(src, launch.src_span, unit), as_units(dst, launch.dst_span, unit), *args)
+        configured = kernel.configured(stream, work)
+        arguments = (as_units(src, launch.src_span, unit), as_units(dst, launch.dst_span, unit), *args)
+        configured(*arguments)
+        return configured, arguments
 
     def all_kernels(self) -> Iterator[object]:
         for unit in UNITS:

@@ -33,7 +33,7 @@ from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPl
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
-from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel, launch_config
+from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel, keep_launch, launch_config
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -317,23 +317,41 @@ class CudaExpandGradKernels(ExpandGradKernels):
         )
 
     def launch(self, stream, dtype: DataType, plan: ExpandGradPlan, src, dst) -> None:
-        passes = plan_geometry(plan, stream.device.index)
-        if len(passes.passes) == 1:
-            step = passes.passes[0]
-            self.kernel(dtype, step.wide, step.summed).launch(stream, step.work, src, dst, *step.args)
+        # Kept on the stream by the plan's id (the entry holds the plan, so no other takes its id).
+        kept = stream.launches.get(id(plan))
+        if kept is None or kept[1] is not dtype:
+            kept = self._keep(stream, dtype, plan)
+        _, _, partials, passes = kept
+        if partials is None:
+            configured, args = passes[0]
+            configured(src, dst, *args)
             return
-        first, second = passes.passes
         # Stream-ordered scratch: the next launch on this stream may take it once pass 2 has read it.
-        partials = stream.temporary(passes.partials, PARTIAL_DTYPES[dtype])
-        half = dtype is DataType.kFloat16
-        self.kernel(dtype, first.wide, first.summed, "partial" if half else "whole").launch(stream, first.work, src, partials, *first.args)
-        self.kernel(dtype, second.wide, second.summed, "final" if half else "whole").launch(stream, second.work, partials, dst, *second.args)
+        scratch = stream.temporary(*partials)
+        (first, first_args), (second, second_args) = passes
+        first(src, scratch, *first_args)
+        second(scratch, dst, *second_args)
+
+    def _keep(self, stream, dtype: DataType, plan: ExpandGradPlan) -> tuple:
+        """(plan, dtype, the partial sums' (count, dtype) or None for one pass, ((configured kernel,
+        its arguments after the buffers) per pass)), kept on stream."""
+        geometry = plan_geometry(plan, stream.device.index)
+        if len(geometry.passes) == 1:
+            partials, stages = None, ("whole",)
+        else:
+            partials = (geometry.partials, PARTIAL_DTYPES[dtype])
+            stages = ("partial", "final") if dtype is DataType.kFloat16 else ("whole", "whole")
+        passes = tuple(
+            (self.kernel(dtype, step.wide, step.summed, stage).configured(stream, step.work), step.args)
+            for step, stage in zip(geometry.passes, stages)
+        )
+        return keep_launch(stream, id(plan), (plan, dtype, partials, passes))
 
     def all_kernels(self) -> Iterator[object]:
         for dtype in ACCUMULATE_DTYPES:
             for wide in (False, True):
                 for summed in SUMMED_VARIANTS[wide]:
-                    yield self.kernel(dtype, wide, summed)
+                    yield self.kernel(dtype, wide, summed, "whole")
                     if dtype is DataType.kFloat16:
                         yield self.kernel(dtype, wide, summed, "partial")
                 if dtype is DataType.kFloat16:

@@ -18,10 +18,10 @@ from ep.common.math import fast_divmod
 from ep.common.math.intrinsics import move16
 from ep.common.primitive.byte_units import UNITS, as_units, move_unit, unit_dtype
 from ep.common.primitive.gather import GatherFactoryImpl, IndexedKernels, gather_row
-from ep.common.runtime.buffer import address
+from ep.common.runtime.buffer import address, kept_for
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
-from ep.cuda.kernel import CudaKernel
+from ep.cuda.kernel import CudaKernel, keep_launch
 from ep.cuda.primitive import gather_common
 from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -84,18 +84,29 @@ class CudaGatherKernels(IndexedKernels):
         return gather_common.LaunchPlan()
 
     def run(self, primitive, plan, stream, indices, in_, out) -> int:
-        indices, in_, out = gather_common.checked_launch(primitive, plan, stream, indices, in_, out)
         sizes, kept = plan
-        if sizes.gathered_count == 0:
-            return -1
-        # A launch's move unit depends on its buffers' addresses: launches are kept by their low bits.
-        alignment = (address(in_) | address(out) if sizes.params_count else address(out)) & (WIDEST_UNIT - 1)
-        launch = kept.launches.get(alignment)
+        indices, in_, out = primitive.checked_buffers(sizes, indices, in_, out, stream)
+        if primitive.check:
+            gather_common.check_later(primitive, stream, indices, sizes, kept)
+        # A repeated launch with the same buffers finds its configured kernel and arguments kept.
+        launch = kept_for(stream.launches, (kept, id(in_), id(out)), in_, out)
         if launch is None:
-            launch = kept.launches[alignment] = self._prepare(primitive, sizes, alignment)
-        kernel, unit, total, args = launch
-        kernel.launch(stream, total, indices, as_units(in_, sizes.params_count, unit), as_units(out, sizes.gathered_count, unit), *args)
+            if sizes.gathered_count == 0:
+                return -1
+            launch = self._keep(primitive, sizes, kept, stream, in_, out)
+        launch[0](indices, *launch[1])
         return -1
+
+    def _keep(self, primitive, sizes, kept, stream, in_, out) -> tuple:
+        """(the configured kernel, its arguments after the indices) for these buffers on stream, kept there."""
+        # A launch's move unit depends on its buffers' addresses: plans are kept by their low bits.
+        alignment = (address(in_) | address(out) if sizes.params_count else address(out)) & (WIDEST_UNIT - 1)
+        prepared = kept.launches.get(alignment)
+        if prepared is None:
+            prepared = kept.launches[alignment] = self._prepare(primitive, sizes, alignment)
+        kernel, unit, total, args = prepared
+        units = (as_units(in_, sizes.params_count, unit), as_units(out, sizes.gathered_count, unit))
+        return keep_launch(stream, (kept, id(in_), id(out)), (kernel.configured(stream, total), (*units, *args)), in_, out)
 
     @staticmethod
     def _prepare(primitive, sizes, alignment: int) -> tuple:

@@ -23,7 +23,7 @@ from ep.common.jit import template
 from ep.common.primitive.gather import GatherSizes, gather_row
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.stream import caller_indices
-from ep.cuda.kernel import CudaKernel
+from ep.cuda.kernel import CudaKernel, keep_launch
 from ep.include.primitive.gather import IndexOutOfRange
 
 
@@ -140,43 +140,39 @@ def bounds_record(stream) -> BoundsRecord:
 
 class LaunchPlan:
     """What a launch of given sizes keeps (IndexedKernels.plan): its launches by the buffers'
-    alignment, filled by the device's run, and its bounds-error contexts by the caller's indices."""
+    alignment, filled by the device's run, and its bounds-error contexts by the caller's indices.
+    Its launches on a stream (configured, with their buffers' views) are kept by the stream,
+    keyed by the plan and a name or its buffers' ids (keep_launch)."""
 
-    __slots__ = ("launches", "contexts", "checks")
+    __slots__ = ("launches", "contexts")
 
     def __init__(self) -> None:
         self.launches: dict[int, tuple] = {}
         self.contexts: dict[object, int] = {}
-        #: With check_bounds: (bounds kernel, its arguments after the indices, keep-first kernel).
-        self.checks: tuple | None = None
 
 
 def check_later(primitive, stream, indices, sizes: GatherSizes, plan: LaunchPlan) -> None:
     """Queue the bounds check of the launch's indices (flat device storage) on stream: nothing
     waits; a bad index is raised by the stream's next Sync, and its rows are written as zeros."""
-    count = sizes.index_count
-    if count == 0:
-        return
-    record = bounds_record(stream).array
+    # Kept on the stream per plan: (bounds kernel, its arguments after the indices, keep-first kernel, the record).
+    checks = stream.launches.get((plan, "bounds"))
+    if checks is None:
+        if sizes.index_count == 0:
+            return
+        checks = _keep_checks(primitive, stream, sizes, plan)
     caller = caller_indices.get()
     context = plan.contexts.get(caller)
     if context is None:
         name, shape = caller or (primitive.names[0], None)
         context = plan.contexts[caller] = _context_number(_Context(name, sizes.gather, primitive.expected(sizes), shape))
-    checks = plan.checks
-    if checks is None:
-        dtype = primitive.indices_dtype
-        checks = plan.checks = (bounds_kernel(dtype), (count, sizes.lo, sizes.hi, sizes.gather, int(primitive.wrap)), keep_first_kernel(dtype))
-    bounds, args, keep_first = checks
-    bounds.launch(stream, count, indices, *args, record)
-    keep_first.launch(stream, 1, indices, context, record)
+    bounds, args, keep_first, record = checks
+    bounds(indices, *args)
+    keep_first(indices, context, record)
 
 
-def checked_launch(primitive, plan: tuple, stream, indices, src, dst) -> tuple:
-    """The buffers as flat storage (ordered after their producers on stream), with check_bounds'
-    check queued on stream before the launch that reads them."""
-    sizes = plan[0]
-    buffers = primitive.checked_buffers(sizes, indices, src, dst, stream)
-    if primitive.check:
-        check_later(primitive, stream, buffers[0], sizes, plan[1])
-    return buffers
+def _keep_checks(primitive, stream, sizes: GatherSizes, plan: LaunchPlan) -> tuple:
+    record = bounds_record(stream).array
+    dtype, count = primitive.indices_dtype, sizes.index_count
+    args = (count, sizes.lo, sizes.hi, sizes.gather, int(primitive.wrap), record)
+    checks = (bounds_kernel(dtype).configured(stream, count), args, keep_first_kernel(dtype).configured(stream, 1), record)
+    return keep_launch(stream, (plan, "bounds"), checks)

@@ -16,7 +16,7 @@ from ep.common.primitive.gather import IndexedKernels, gather_row
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES, UnsortedSegmentSumFactoryImpl, accumulator_dtype
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
-from ep.cuda.kernel import CudaKernel
+from ep.cuda.kernel import CudaKernel, keep_launch
 from ep.cuda.primitive import gather_common
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
@@ -85,23 +85,43 @@ class CudaUnsortedSegmentSumKernels(IndexedKernels):
         return gather_common.LaunchPlan()
 
     def run(self, primitive, plan, stream, ids, data, out) -> int:
-        ids, data, out = gather_common.checked_launch(primitive, plan, stream, ids, data, out)
         sizes, kept = plan
-        out_count, data_count = sizes.params_count, sizes.gathered_count
-        if out_count == 0:
-            return -1
-        # Made once per plan (launches[0]): what every launch of these sizes runs besides its buffers.
-        launch = kept.launches.get(0)
+        ids, data, out = primitive.checked_buffers(sizes, ids, data, out, stream)
+        if primitive.check:
+            gather_common.check_later(primitive, stream, ids, sizes, kept)
+        # Kept on the stream per plan: the configured kernels and the sum's arguments after the buffers.
+        launch = stream.launches.get((kept, "sum"))
         if launch is None:
-            launch = kept.launches[0] = self._prepare(primitive, sizes)
-        acc_dtype, fill_kernel, sum_kernel, args = launch
-        acc = out if acc_dtype is primitive.dtype else stream.temporary(out_count, acc_dtype.dtype)
-        fill_kernel.launch(stream, out_count, acc, out_count)
-        if sum_kernel is not None:
-            sum_kernel.launch(stream, data_count, ids, data, acc, *args)
-        if acc is not out:
-            _to_half_kernel().launch(stream, out_count, acc, out, out_count)
+            if sizes.params_count == 0:
+                return -1
+            launch = self._keep(primitive, sizes, kept, stream)
+        acc_dtype, fill, segment_sum, to_half, args = launch
+        out_count = sizes.params_count
+        acc = out if to_half is None else stream.temporary(out_count, acc_dtype.dtype)
+        fill(acc, out_count)
+        if segment_sum is not None:
+            segment_sum(ids, data, acc, *args)
+        if to_half is not None:
+            to_half(acc, out, out_count)
         return -1
+
+    def _keep(self, primitive, sizes, kept, stream) -> tuple:
+        """(accumulator dtype, the configured fill, sum (or None) and float16 rounding (or None)
+        kernels, the sum's arguments after the buffers), kept on stream."""
+        # Made once per plan (launches[0]): what every launch of these sizes runs besides its buffers.
+        prepared = kept.launches.get(0)
+        if prepared is None:
+            prepared = kept.launches[0] = self._prepare(primitive, sizes)
+        acc_dtype, fill_kernel, sum_kernel, args = prepared
+        out_count = sizes.params_count
+        launch = (
+            acc_dtype,
+            fill_kernel.configured(stream, out_count),
+            None if sum_kernel is None else sum_kernel.configured(stream, sizes.gathered_count),
+            None if acc_dtype is primitive.dtype else _to_half_kernel().configured(stream, out_count),
+            args,
+        )
+        return keep_launch(stream, (kept, "sum"), launch)
 
     @staticmethod
     def _prepare(primitive, sizes) -> tuple:
