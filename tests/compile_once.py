@@ -20,21 +20,32 @@ def compile_each_signature_once(directory: str) -> None:
     """
     from numba.core import sigutils
     from numba.core.caching import NullCache
+    from numba.core.compiler_lock import global_compiler_lock
     from numba.core.dispatcher import Dispatcher
 
     os.makedirs(directory, exist_ok=True)
     compile = Dispatcher.compile
     if getattr(compile, "directory", None) == directory:
         return
+    held = set()  # the keys this process holds: a compile nested in its own (recursion) takes no lock again
 
     def compile_once(self, sig):
         args, _ = sigutils.normalize_signature(sig)
         if isinstance(self._cache, NullCache) or tuple(args) in self.overloads:
             return compile(self, sig)
-        key = f"{self.py_func.__module__}.{self.py_func.__qualname__}{tuple(args)}"
-        with open(os.path.join(directory, hashlib.sha256(key.encode()).hexdigest()[:32]), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            return compile(self, sig)
+        key = hashlib.sha256(f"{self.py_func.__module__}.{self.py_func.__qualname__}{tuple(args)}".encode()).hexdigest()
+        # Numba's own lock first (its compile takes it anyway): a thread waiting here holds no file lock,
+        # so a thread and a process cannot wait on each other's file locks (nested compiles follow calls).
+        with global_compiler_lock:
+            if key in held:
+                return compile(self, sig)
+            with open(os.path.join(directory, key[:32]), "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                held.add(key)
+                try:
+                    return compile(self, sig)
+                finally:
+                    held.discard(key)
 
     compile_once.directory = directory
     Dispatcher.compile = compile_once
