@@ -26,7 +26,7 @@ def share_inlined_ir() -> None:
     bytecode. This keeps it per function, as numba-cuda itself keeps an inlined overload's IR
     (typing/templates.py, `_inline_overloads`); inline_ir never mutates the IR it is given.
     Private API of numba-cuda (InlineWorker.inline_function, run_untyped_passes, inline_ir), used
-    only by this check: the PTX is the same (tests/test_ptx.py compares kernels of every family).
+    only by this check: the PTX is the same (tests/test_ptx.py compares a kernel of every family).
     """
     from numba.cuda.core.inline_closurecall import InlineWorker
 
