@@ -6,9 +6,12 @@ import ctypes.util
 import fcntl
 import json
 import os
+import pathlib
 from typing import Callable
 
+import compile_once
 import pytest
+from compile_once import compile_each_signature_once
 
 if "NUMBA_ENABLE_CUDASIM" not in os.environ:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0" if ctypes.util.find_library("cuda") else "1"
@@ -23,15 +26,29 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.get_closest_marker("ptx") is None)
 
 
+def _run_directory(tmp_path_factory) -> pathlib.Path:
+    """The test run's base temporary directory, the same for every xdist worker."""
+    base = tmp_path_factory.getbasetemp()
+    # Each xdist worker's base directory is a directory of the run's one base directory.
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compile_locks(tmp_path_factory) -> None:
+    """Every process of the run (xdist workers, the MPI ranks tests start) compiles each disk-cached
+    kernel once between them (compile_once.py)."""
+    directory = str(_run_directory(tmp_path_factory) / "compile-locks")
+    compile_each_signature_once(directory)
+    os.environ[compile_once.ENVIRONMENT] = directory
+
+
 @pytest.fixture(scope="session")
 def once_per_run(tmp_path_factory) -> Callable:
     """once_per_run(name, make): make(directory)'s result (JSON), computed by the first test worker
     that asks and read from disk by the others. An expensive module-scoped fixture (test_bench's
     benchmark run, test_plugin's install) otherwise runs once in every xdist worker that runs one of
     its tests."""
-    base = tmp_path_factory.getbasetemp()
-    # Each xdist worker's base directory is a directory of the run's one base directory.
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = _run_directory(tmp_path_factory)
 
     def once(name: str, make: Callable) -> object:
         directory = root / f"once-{name}"

@@ -16,6 +16,35 @@ from ep.include.primitive.primitive import RegisteredFactories
 CAPABILITIES = ((8, 0), (9, 0))
 
 
+def share_inlined_ir() -> None:
+    """Make numba-cuda build each inlined scalar function's untyped IR once per process, not once per call site.
+
+    Every kernel inlines its scalar functions (`inline="always"`) at the IR level: for each call
+    numba-cuda's InlineWorker.inline_function runs the frontend and the untyped passes on the callee
+    (and, through them, on every function the callee inlines), then inline_ir inlines a deep copy. That
+    IR depends only on the function, so over hundreds of kernels most of it is rebuilt from the same
+    bytecode. This keeps it per function, as numba-cuda itself keeps an inlined overload's IR
+    (typing/templates.py, `_inline_overloads`); inline_ir never mutates the IR it is given.
+    Private API of numba-cuda (InlineWorker.inline_function, run_untyped_passes, inline_ir), used
+    only by this check: the PTX is the same (tests/test_ptx.py compares a kernel of every family).
+    """
+    from numba.cuda.core.inline_closurecall import InlineWorker
+
+    if getattr(InlineWorker.inline_function, "shares_ir", False):
+        return
+    untyped_ir = {}
+
+    def inline_function(self, caller_ir, block, i, function, arg_typs=None):
+        try:
+            callee_ir = untyped_ir[function]
+        except KeyError:
+            callee_ir = untyped_ir[function] = self.run_untyped_passes(function)
+        return self.inline_ir(caller_ir, block, i, callee_ir, function.__code__.co_freevars, arg_typs=arg_typs)
+
+    inline_function.shares_ir = True
+    InlineWorker.inline_function = inline_function
+
+
 def kernels(factory_names: list[str] | None = None):
     """(factory name, CudaKernel) for every kernel of the registered CUDA factories, each once
     (factories may share kernels: BatchGather launches Gather's)."""
@@ -44,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ptxas", action="store_true", help="assemble each PTX with ptxas and check the code")
     args = parser.parse_args(argv)
     index, shards = args.shard
+    share_inlined_ir()
     count = 0
     failures = []
     rows = []

@@ -1,7 +1,8 @@
 """Global tensors on real MPI ranks: mpiexec -n 2 and -n 4 (oversubscribed is fine) run
 mpi_cases.py (every boxing conversion, every global op under each nd-signature, the cost model
 against brute force, bad input) and examples/global_gather.py. A failure on any rank aborts the
-job (python -m mpi4py); a hang is killed with its process group."""
+job (python -m mpi4py); a hang is killed with its process group. The ranks compile each kernel once
+between them (tests/compile_once.py), not once per rank."""
 from __future__ import annotations
 
 import os
@@ -19,6 +20,18 @@ pytest.importorskip("mpi4py")
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 TIMEOUT = 300  # a loaded 2-core machine runs -n 4 oversubscribed
+# Each rank joins the test run's compile locks, then runs its arguments as `python -m mpi4py` would.
+RANK = """
+import runpy, sys
+import compile_once
+compile_once.join_run()
+if sys.argv[1] == "-m":
+    sys.argv = sys.argv[2:]
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+else:
+    sys.argv = sys.argv[1:]
+    runpy.run_path(sys.argv[0], run_name="__main__")
+"""
 
 
 def mpiexec() -> str:
@@ -30,12 +43,14 @@ def mpiexec() -> str:
 
 
 def run_ranks(n: int, *args: str) -> str:
-    """args run by python on n ranks; their output, after asserting every rank succeeded."""
-    command = [mpiexec(), "-n", str(n), sys.executable, *args]
+    """args (a script, or -m and a module with its arguments) run by python -m mpi4py on n ranks; their
+    output, after asserting every rank succeeded."""
+    command = [mpiexec(), "-n", str(n), sys.executable, "-m", "mpi4py", "-c", RANK, *args]
     # mpi4py asks for MPI_THREAD_MULTIPLE, whose lock a waiting rank keeps releasing with sched_yield;
     # MPICH's heavy yield (nanosleep) leaves the 2 cores to the oversubscribed ranks and the other test
     # worker instead: ~10 s less system time, ~20% less CPU for -n 4 here.
     env = dict(os.environ, MPIR_CVAR_ENABLE_HEAVY_YIELD="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), env.get("PYTHONPATH")]))
     proc = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )
@@ -51,7 +66,7 @@ def run_ranks(n: int, *args: str) -> str:
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_every_boxing_op_signature_and_error_on_real_ranks(n):
-    output = run_ranks(n, "-m", "mpi4py", str(HERE / "mpi_cases.py"))
+    output = run_ranks(n, str(HERE / "mpi_cases.py"))
     counts = re.findall(rf"ok (\d+) rank (\d+)/{n}(?!\d)", output)
     assert sorted(int(r) for _, r in counts) == list(range(n)), output[-3000:]
     assert len({c for c, _ in counts}) == 1 and int(counts[0][0]) > 0, output[-3000:]
@@ -59,7 +74,7 @@ def test_every_boxing_op_signature_and_error_on_real_ranks(n):
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_the_global_gather_example_runs(n):
-    output = run_ranks(n, "-m", "mpi4py", str(ROOT / "examples" / "global_gather.py"))
+    output = run_ranks(n, str(ROOT / "examples" / "global_gather.py"))
     assert sorted(re.findall(rf"rank (\d+)/{n}: ", output)) == [str(r) for r in range(n)], output
 
 
