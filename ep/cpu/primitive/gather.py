@@ -18,6 +18,7 @@ from typing import Callable, NamedTuple
 import numba
 import numpy as np
 from numba import prange
+from numba.extending import overload
 
 from ep.common.jit import scalar_function, template
 from ep.common.math.intrinsics import prefetch, stream_fence, stream_store
@@ -77,6 +78,29 @@ def _index_mode(indices, count, low, high, lo, hi, size, wrap, check):
     return _CHECKED, first_bad_index(indices, count, lo, hi, size, wrap) if check else -1
 
 
+def _store(dst, d, value, stream):
+    """dst[d] = value, with a streaming store when stream (only 4- and 8-byte numbers stream)."""
+
+
+@overload(_store, inline="always")
+def _store_overload(dst, d, value, stream):
+    # Typed per dtype: stream_store has no form for other elements (bool), which never stream.
+    if isinstance(dst.dtype, (numba.types.Integer, numba.types.Float)) and dst.dtype.bitwidth in (32, 64):
+
+        def store(dst, d, value, stream):
+            if stream:
+                stream_store(dst, d, value)
+            else:
+                dst[np.uint64(d)] = value
+
+    else:
+
+        def store(dst, d, value, stream):
+            dst[np.uint64(d)] = value
+
+    return store
+
+
 @scalar_function
 def _gather_elements(src, positions, dst, count, next_src, next_lines, line, stream):
     """dst[i] = src[positions[i]] for i < count (streaming stores with stream), in groups of
@@ -93,17 +117,10 @@ def _gather_elements(src, positions, dst, count, next_src, next_lines, line, str
             due -= groups
         base = g * _GROUP
         # Unsigned positions: Numba then skips its negative-index wraparound.
-        if stream:
-            for j in range(_GROUP):
-                stream_store(dst, base + j, src[positions[np.uint64(base + j)]])
-        else:
-            for j in range(_GROUP):
-                dst[np.uint64(base + j)] = src[positions[np.uint64(base + j)]]
+        for j in range(_GROUP):
+            _store(dst, base + j, src[positions[np.uint64(base + j)]], stream)
     for i in range(groups * _GROUP, count):
-        if stream:
-            stream_store(dst, i, src[positions[np.uint64(i)]])
-        else:
-            dst[np.uint64(i)] = src[positions[np.uint64(i)]]
+        _store(dst, i, src[positions[np.uint64(i)]], stream)
     for k in range(fetched, next_lines):
         prefetch(next_src, k * line)
 
