@@ -7,7 +7,9 @@ launch makes no views. One pass over the indices first tells whether every index
 given or once negatives wrap (then the element loops need no range check), and with check_bounds
 which index is the first bad one, before anything is written. Reads from params too large for the
 caches are prefetched: rows a few ahead, or for an element gather the next slab, since their
-addresses come from indices and the hardware prefetcher cannot guess them. Launches of plain NumPy
+addresses come from indices and the hardware prefetcher cannot guess them. An element gather
+with every index in range reads through 32-bit positions in the slab, converted once for all the
+slabs that share the indices, and streams a large output past the caches. Launches of plain NumPy
 buffers call the kernel compiled for their types, without Numba's dispatch.
 """
 from __future__ import annotations
@@ -44,9 +46,10 @@ _AHEAD = 4
 _SLAB_PREFETCH_BYTES = 1 << 16
 _LINE_BYTES = 64
 
-# An element gather converts its indices to 32-bit positions in the slab when the slab is at most
-# this long, and copies elements in groups this large (unrolled, one prefetch check a group).
+# An element gather with every index in range converts them to 32-bit positions in the slab when
+# the slab is at most this long.
 _NARROW_LIMIT = 1 << 32
+# It then copies elements in groups this large: unrolled, with one prefetch check a group.
 _GROUP = 8
 
 # What the pass over the indices finds: all in [lo, hi] (or all in range once negatives wrap);
@@ -156,6 +159,9 @@ def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner
         src = in_[batch_outer * gather * inner : (batch_outer + 1) * gather * inner]
         dst = out[row * inner : (row + count) * inner]
         if inner == 1:
+            # An element gather reads its next slab while it works on this one (ahead says it is
+            # dense), a line at a time spread over its elements: a steady stream of line fetches
+            # the loads never wait on, where a burst at the start would fill the miss queues.
             next_lines = (gather + line - 1) // line if ahead and batch_outer + 1 < slabs else 0
             next_src = in_[(batch_outer + 1) * gather : (batch_outer + 2) * gather] if next_lines else src
             if narrow:
@@ -168,8 +174,6 @@ def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner
                     positions_of, positions_count = first_index, count
                 _gather_elements(src, positions, dst, count, next_src, next_lines, line, stream)
             else:
-                # Spread over the work on this slab, one line at a time: a burst at the start
-                # would fill the miss queues.
                 block = max(1, count // next_lines) if next_lines else max(1, count)
                 fetched = 0
                 for start in range(0, count, block):
