@@ -269,6 +269,30 @@ def test_cpu_prefetch_paths_match_numpy(monkeypatch, dtype, outer, gather, inner
         np.testing.assert_array_equal(launch("cpu", params, index_values, offset), reference(params, index_values, offset))
 
 
+@pytest.mark.parametrize(
+    "dtype, index_dtype, low, high, offset, wrap",
+    [
+        (np.float32, np.int64, -300, 300, 0, True),  # negatives wrap, all in range
+        (np.float64, np.int32, 5, 305, 5, False),  # an offset, all in range
+        (np.int32, np.int64, -2, 302, 0, False),  # some out of range: zeros, no streaming
+    ],
+)
+def test_cpu_element_gather_into_a_large_out_matches_numpy(dtype, index_dtype, low, high, offset, wrap):
+    # An out of STREAM_BYTES or more is streamed; 2003 indices split the rows into spans that
+    # start inside a slab and end in a group of fewer than 8 elements.
+    from ep.cpu.primitive.copy_nd import STREAM_BYTES
+
+    outer, gather, num_indices = STREAM_BYTES // (2003 * np.dtype(dtype).itemsize) + 1, 300, 2003
+    rng = np.random.default_rng(outer)
+    params = random_array(rng, (outer, gather, 1), dtype)
+    indices = rng.integers(low, high, num_indices).astype(index_dtype)
+    primitive = ep.NewPrimitive(ep.GatherFactory, "cpu", dtype, index_dtype, wrap_negative=wrap)
+    out = np.ones((outer, num_indices, 1), dtype)
+    primitive.Launch(ep.GetDevice("cpu").CreateStream(), indices, num_indices, params, outer, gather, 1, out, offset)
+    expected = reference(params, indices + gather * (indices < 0) if wrap else indices, offset)
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_the_64_bit_kernels_match_the_32_bit_ones(device, monkeypatch):
     if device == "cpu":
         pytest.skip("the CPU kernel has one index width")

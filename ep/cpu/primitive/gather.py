@@ -7,7 +7,9 @@ launch makes no views. One pass over the indices first tells whether every index
 given or once negatives wrap (then the element loops need no range check), and with check_bounds
 which index is the first bad one, before anything is written. Reads from params too large for the
 caches are prefetched: rows a few ahead, or for an element gather the next slab, since their
-addresses come from indices and the hardware prefetcher cannot guess them. Launches of plain NumPy
+addresses come from indices and the hardware prefetcher cannot guess them. An element gather
+with every index in range reads through 32-bit positions in the slab, converted once for all the
+slabs that share the indices, and streams a large output past the caches. Launches of plain NumPy
 buffers call the kernel compiled for their types, without Numba's dispatch.
 """
 from __future__ import annotations
@@ -18,14 +20,16 @@ from typing import Callable, NamedTuple
 import numba
 import numpy as np
 from numba import prange
+from numba.extending import overload
 
 from ep.common.jit import scalar_function, template
-from ep.common.math.intrinsics import prefetch
+from ep.common.math.intrinsics import prefetch, stream_fence, stream_store
 from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, first_bad_index, gather_row
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, INT64_MIN
 from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel
+from ep.cpu.primitive.copy_nd import STREAM_BYTES
 from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -41,6 +45,12 @@ _AHEAD = 4
 # enough to read most of its cache lines (columns of a matrix).
 _SLAB_PREFETCH_BYTES = 1 << 16
 _LINE_BYTES = 64
+
+# An element gather with every index in range converts them to 32-bit positions in the slab when
+# the slab is at most this long.
+_NARROW_LIMIT = 1 << 32
+# It then copies elements in groups this large: unrolled, with one prefetch check a group.
+_GROUP = 8
 
 # What the pass over the indices finds: all in [lo, hi] (or all in range once negatives wrap);
 # neither.
@@ -71,6 +81,53 @@ def _index_mode(indices, count, low, high, lo, hi, size, wrap, check):
     return _CHECKED, first_bad_index(indices, count, lo, hi, size, wrap) if check else -1
 
 
+def _store(dst, d, value, stream):
+    """dst[d] = value, with a streaming store when stream (only 4- and 8-byte numbers stream)."""
+
+
+@overload(_store, inline="always")
+def _store_overload(dst, d, value, stream):
+    # Typed per dtype: stream_store has no form for other elements (bool), which never stream.
+    if isinstance(dst.dtype, (numba.types.Integer, numba.types.Float)) and dst.dtype.bitwidth in (32, 64):
+
+        def store(dst, d, value, stream):
+            if stream:
+                stream_store(dst, d, value)
+            else:
+                dst[np.uint64(d)] = value
+
+    else:
+
+        def store(dst, d, value, stream):
+            dst[np.uint64(d)] = value
+
+    return store
+
+
+@scalar_function
+def _gather_elements(src, positions, dst, count, next_src, next_lines, line, stream):
+    """dst[i] = src[positions[i]] for i < count (streaming stores with stream), in groups of
+    _GROUP elements with the next_lines line prefetches of next_src spread evenly over them."""
+    groups = count // _GROUP
+    # Bresenham's spread: after group g, (g + 1) * next_lines // groups lines are fetched.
+    due = 0
+    fetched = 0
+    for g in range(groups):
+        due += next_lines
+        while due >= groups:
+            prefetch(next_src, fetched * line)
+            fetched += 1
+            due -= groups
+        base = g * _GROUP
+        # Unsigned positions: Numba then skips its negative-index wraparound.
+        for j in range(_GROUP):
+            _store(dst, base + j, src[positions[np.uint64(base + j)]], stream)
+    for i in range(groups * _GROUP, count):
+        _store(dst, i, src[positions[np.uint64(i)]], stream)
+    for k in range(fetched, next_lines):
+        prefetch(next_src, k * line)
+
+
 @template()
 def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs):
     # Rows [row, stop) of out, cut into segments of rows of one (batch, outer) slab: the rows of
@@ -79,6 +136,20 @@ def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner
     line = max(1, _LINE_BYTES // in_.itemsize)
     # In range once negatives wrap (mode _IN_RANGE with wrap): a negative index gains gather.
     wrap_add = gather if wrap else 0
+    # An element gather whose indices are all in range reads through 32-bit positions when they
+    # fit (gather <= 2**32): a few instructions an element and half the index bytes in L1.
+    narrow = inner == 1 and mode == _IN_RANGE and gather <= _NARROW_LIMIT
+    positions = np.empty(min(num_indices, stop - row) if narrow else 0, np.uint32)
+    positions_of = -1
+    positions_count = 0
+    # A large output is streamed past the caches (no read for ownership of its lines), when its
+    # elements are 4 or 8 bytes and aligned (streaming stores need both).
+    stream = (
+        narrow
+        and (out.itemsize == 4 or out.itemsize == 8)
+        and slabs * num_indices * out.itemsize >= STREAM_BYTES
+        and out.ctypes.data % out.itemsize == 0
+    )
     while row < stop:
         batch_outer = row // num_indices
         i0 = row - batch_outer * num_indices
@@ -89,23 +160,27 @@ def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner
         dst = out[row * inner : (row + count) * inner]
         if inner == 1:
             # An element gather reads its next slab while it works on this one (ahead says it is
-            # dense), in blocks of elements with one line prefetch each: a steady stream of line
-            # fetches the loads never wait on, where a burst at the start would fill the miss queues.
+            # dense), a line at a time spread over its elements: a steady stream of line fetches
+            # the loads never wait on, where a burst at the start would fill the miss queues.
             next_lines = (gather + line - 1) // line if ahead and batch_outer + 1 < slabs else 0
             next_src = in_[(batch_outer + 1) * gather : (batch_outer + 2) * gather] if next_lines else src
-            block = max(1, count // next_lines) if next_lines else max(1, count)
-            fetched = 0
-            for start in range(0, count, block):
-                if fetched < next_lines:
-                    prefetch(next_src, fetched * line)
-                    fetched += 1
-                end = min(start + block, count)
-                if mode == _IN_RANGE:
-                    # Unsigned positions: Numba then skips its negative-index wraparound.
-                    for i in range(start, end):
+            if narrow:
+                # The segment's indices as positions in its slab, converted once for every slab
+                # that shares them (all the outer rows of a batch).
+                if first_index != positions_of or count != positions_count:
+                    for i in range(count):
                         value = np.int64(segment[i])
-                        dst[i] = src[np.uint64(value - lo + (wrap_add if value < 0 else 0))]
-                else:
+                        positions[i] = np.uint32(value - lo + (wrap_add if value < 0 else 0))
+                    positions_of, positions_count = first_index, count
+                _gather_elements(src, positions, dst, count, next_src, next_lines, line, stream)
+            else:
+                block = max(1, count // next_lines) if next_lines else max(1, count)
+                fetched = 0
+                for start in range(0, count, block):
+                    if fetched < next_lines:
+                        prefetch(next_src, fetched * line)
+                        fetched += 1
+                    end = min(start + block, count)
                     for i in range(start, end):
                         r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
                         # Statements, not `src[r] if r >= 0 else 0`: Numba types that expression
@@ -114,8 +189,8 @@ def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner
                             dst[i] = src[r]
                         else:
                             dst[i] = 0
-            for k in range(fetched, next_lines):
-                prefetch(next_src, k * line)
+                for k in range(fetched, next_lines):
+                    prefetch(next_src, k * line)
         else:
             for i in range(count):
                 if ahead and i + ahead < count:
@@ -133,6 +208,8 @@ def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner
                     for k in range(np.uint64(inner)):
                         dst[d + k] = 0
         row += count
+    if stream:
+        stream_fence()
 
 
 # The copy itself, compiled once per buffer and index dtype as a function of its own that both
