@@ -11,7 +11,6 @@ from typing import Callable
 
 import compile_once
 import pytest
-from compile_once import compile_each_signature_once
 
 if "NUMBA_ENABLE_CUDASIM" not in os.environ:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0" if ctypes.util.find_library("cuda") else "1"
@@ -38,7 +37,7 @@ def compile_locks(tmp_path_factory) -> None:
     """Every process of the run (xdist workers, the MPI ranks tests start) compiles each disk-cached
     kernel once between them (compile_once.py)."""
     directory = str(_run_directory(tmp_path_factory) / "compile-locks")
-    compile_each_signature_once(directory)
+    compile_once.compile_each_signature_once(directory)
     os.environ[compile_once.ENVIRONMENT] = directory
 
 
