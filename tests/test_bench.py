@@ -7,11 +7,13 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
 from ep.bench.runner import vector_isa
-from ep.bench.timing import half_iqr, measure_interleaved, relative_spread
+from ep.bench.timing import half_iqr, measure_interleaved, relative_spread, settle
 
 WORKLOADS = ["G1", "U1", "T-unary"]  # in the suite's order
 IMPLS = ["ep.ops", "ep.Launch", "numpy", "torch"]
@@ -166,6 +168,23 @@ def test_interleaved_rounds_rotate_the_order():
     assert all(t.repeats == 3 and t.number == 1 and len(t.samples_s) == 3 for t in timings.values())
     # A workload with no contender available times nothing.
     assert measure_interleaved({}, lambda: None, repeats=3, min_sample_s=0) == {}
+
+
+def test_settle_waits_until_the_process_threads_go_quiet():
+    # A thread keeping a core busy for 0.1 s, as a thread pool's workers spin after their work.
+    end = time.perf_counter() + 0.1
+
+    def spin():
+        while time.perf_counter() < end:
+            pass
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    settle()
+    assert time.perf_counter() >= end
+    thread.join()
+    # Once quiet, a sample waits a window or so, not the whole limit.
+    assert settle() < 0.15
 
 
 def test_relative_spread_is_half_the_interquartile_range_over_the_median():

@@ -89,7 +89,30 @@ def measure(fn: Callable[[], object], sync: Callable[[], None], *, repeats: int,
     return measure_interleaved({"fn": fn}, sync, repeats=repeats, min_sample_s=min_sample_s)["fn"]
 
 
+# A sample starts once this process's threads have gone quiet. Thread pools spin for a while
+# after their work before they sleep (PyTorch's OpenMP workers spin 4-12 ms after every op on a
+# 2-core AMD EPYC VM), and a sample started meanwhile shares its cores with the previous
+# contender's spinning threads: the contender after PyTorch paid up to 1.5 ms a call for it.
+# The pause is watched in windows of a few scheduler ticks, since the CPU time of a thread running
+# on another core is brought up to date only at ticks (4 ms here).
+_SETTLE_STEP_S = 0.01
+_SETTLE_LIMIT_S = 0.2
+# The share of one CPU below which the process counts as quiet (the sleeping caller uses none).
+_QUIET_SHARE = 0.2
+def settle(step_s: float = _SETTLE_STEP_S, limit_s: float = _SETTLE_LIMIT_S) -> float:
+    """Wait until this process's threads used under _QUIET_SHARE of one CPU over a pause of step_s,
+    or limit_s has passed; returns the seconds waited."""
+    start = time.perf_counter()
+    while True:
+        cpu, begin = time.process_time(), time.perf_counter()
+        time.sleep(step_s)
+        end = time.perf_counter()
+        if time.process_time() - cpu < _QUIET_SHARE * (end - begin) or end - start >= limit_s:
+            return end - start
+
+
 def _sample(fn: Callable[[], object], sync: Callable[[], None], number: int) -> float:
+    settle()
     start = time.perf_counter()
     for _ in range(number):
         fn()
