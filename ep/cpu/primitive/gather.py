@@ -23,7 +23,7 @@ from numba import prange
 from numba.extending import overload
 
 from ep.common.jit import scalar_function, template
-from ep.common.math.intrinsics import VECTOR_BYTES, prefetch, stream_copy_vector, stream_fence, stream_store
+from ep.common.math.intrinsics import prefetch, stream_fence, stream_store
 from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, first_bad_index, gather_row
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
@@ -145,14 +145,11 @@ def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner
     # A large output is streamed past the caches (no read for ownership of its lines), when its
     # elements are 4 or 8 bytes and aligned (streaming stores need both).
     stream = (
-        (narrow or inner > 1)
+        narrow
         and (out.itemsize == 4 or out.itemsize == 8)
-        and slabs * num_indices * inner * out.itemsize >= STREAM_BYTES
+        and slabs * num_indices * out.itemsize >= STREAM_BYTES
         and out.ctypes.data % out.itemsize == 0
     )
-    address = out.ctypes.data
-    unit = out.itemsize
-    per_vector = VECTOR_BYTES // unit
     while row < stop:
         batch_outer = row // num_indices
         i0 = row - batch_outer * num_indices
@@ -205,21 +202,11 @@ def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner
                 d = np.uint64(i * inner)
                 if r >= 0:
                     s = np.uint64(r * inner)
-                    if stream:
-                        first = min(((-(address + (row + i) * inner * unit)) & (VECTOR_BYTES - 1)) // unit, inner)
-                        last = first + (inner - first) // per_vector * per_vector
-                        for k in range(first, last, per_vector):
-                            stream_copy_vector(dst, d + np.uint64(k), src, s + np.uint64(k))
-                        for k in range(first):
-                            stream_store(dst, d + np.uint64(k), src[s + np.uint64(k)])
-                        for k in range(last, inner):
-                            stream_store(dst, d + np.uint64(k), src[s + np.uint64(k)])
-                    else:
-                        for k in range(np.uint64(inner)):
-                            dst[d + k] = src[s + k]
+                    for k in range(np.uint64(inner)):
+                        dst[d + k] = src[s + k]
                 else:
                     for k in range(np.uint64(inner)):
-                        _store(dst, d + k, 0, stream)
+                        dst[d + k] = 0
         row += count
     if stream:
         stream_fence()
