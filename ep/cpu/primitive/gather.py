@@ -172,7 +172,12 @@ def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner
                         value = np.int64(segment[i])
                         positions[i] = np.uint32(value - lo + (wrap_add if value < 0 else 0))
                     positions_of, positions_count = first_index, count
-                _gather_elements(src, positions, dst, count, next_src, next_lines, line, stream)
+                # stream as a constant in each call: with a variable, LLVM merges the two stores
+                # of an element (streaming, ordinary) into one ordinary store.
+                if stream:
+                    _gather_elements(src, positions, dst, count, next_src, next_lines, line, True)
+                else:
+                    _gather_elements(src, positions, dst, count, next_src, next_lines, line, False)
             else:
                 block = max(1, count // next_lines) if next_lines else max(1, count)
                 fetched = 0
