@@ -293,6 +293,22 @@ def test_cpu_element_gather_into_a_large_out_matches_numpy(dtype, index_dtype, l
     np.testing.assert_array_equal(out, expected)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_cpu_element_gather_compiles_to_streaming_stores(dtype):
+    # Its streamed outputs need streaming stores in the machine code: with `stream` a run-time flag
+    # at each store, LLVM merged the streaming and the ordinary store into one ordinary store.
+    from numba import from_dtype, types
+
+    from ep.common.jit import specialize
+    from ep.cpu.primitive.gather import _gather_span
+
+    span = njit(specialize(_gather_span, "gather_span_probe"))  # compiled here, not loaded from the cache
+    array = types.Array(from_dtype(np.dtype(dtype)), 1, "C")
+    signature = (types.Array(types.int64, 1, "C"), array, array) + (types.int64,) * 12
+    span.compile(signature)
+    assert "!nontemporal" in span.inspect_llvm(signature)
+
+
 def test_the_64_bit_kernels_match_the_32_bit_ones(device, monkeypatch):
     if device == "cpu":
         pytest.skip("the CPU kernel has one index width")
