@@ -2,6 +2,7 @@
 
 Timings are never asserted here: only that every figure the table shows is in the JSON.
 """
+import collections
 import json
 import os
 import statistics
@@ -13,7 +14,7 @@ import time
 import pytest
 
 from ep.bench.runner import vector_isa
-from ep.bench.timing import half_iqr, measure_interleaved, relative_spread, settle
+from ep.bench.timing import half_iqr, measure_interleaved, relative_spread, round_orders, settle
 
 WORKLOADS = ["G1", "U1", "T-unary"]  # in the suite's order
 IMPLS = ["ep.ops", "ep.Launch", "numpy", "torch"]
@@ -168,6 +169,16 @@ def test_interleaved_rounds_rotate_the_order():
     assert all(t.repeats == 3 and t.number == 1 and len(t.samples_s) == 3 for t in timings.values())
     # A workload with no contender available times nothing.
     assert measure_interleaved({}, lambda: None, repeats=3, min_sample_s=0) == {}
+
+
+@pytest.mark.parametrize("n", range(1, 8))
+def test_round_orders_balance_positions_and_predecessors(n):
+    orders = round_orders(n)
+    assert all(sorted(order) == list(range(n)) for order in orders)
+    positions = collections.Counter((x, i) for order in orders for i, x in enumerate(order))
+    predecessors = collections.Counter((a, b) for order in orders for a, b in zip(order, order[1:]))
+    assert len(positions) == n * n and len(set(positions.values())) == 1
+    assert len(predecessors) == n * (n - 1) and len(set(predecessors.values())) <= 1
 
 
 def test_settle_waits_until_the_process_threads_go_quiet():

@@ -70,18 +70,38 @@ def measure_interleaved(
 ) -> dict[str, Timing]:
     """Time every fn of fns (each already run once) in `repeats` rounds of one sample each.
 
-    Round r starts at the r-th contender (a rotation), so that no contender always runs first,
-    right after another's cache-cold start, or last; sync waits for the device after each sample.
+    The rounds take their orders from round_orders in turn, so that every contender runs in every
+    position and right after every other contender equally often: none always runs first, last,
+    or after the same one, whose leftovers it would pay for every time (after PyTorch, both of
+    ep's contenders ran B1 ~1 ms slower, its threads quiet). sync waits for the device after each
+    sample.
     """
     names = list(fns)
     if not names:
         return {}
     numbers = {name: calibrate(fns[name], sync, min_sample_s) for name in names}
     samples: dict[str, list[float]] = {name: [] for name in names}
+    orders = round_orders(len(names))
     for r in range(repeats):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
+        for i in orders[r % len(orders)]:
+            name = names[i]
             samples[name].append(_sample(fns[name], sync, numbers[name]) / numbers[name])
     return {name: Timing(tuple(samples[name]), numbers[name]) for name in names}
+
+
+def round_orders(n: int) -> list[list[int]]:
+    """Orders of n contenders for successive rounds: a balanced Latin square (Williams' design).
+    Over all of them each contender takes every position, and follows every other one, equally
+    often (n orders for even n; for odd n, those n and their reverses)."""
+    first, low, high = [0], 1, n - 1
+    while len(first) < n:
+        first.append(low)
+        low += 1
+        if len(first) < n:
+            first.append(high)
+            high -= 1
+    orders = [[(i + r) % n for i in first] for r in range(n)]
+    return orders + [order[::-1] for order in orders] if n % 2 and n > 1 else orders
 
 
 def measure(fn: Callable[[], object], sync: Callable[[], None], *, repeats: int, min_sample_s: float) -> Timing:
