@@ -119,6 +119,8 @@ _SETTLE_STEP_S = 0.01
 _SETTLE_LIMIT_S = 0.2
 # The share of one CPU below which the process counts as quiet (the sleeping caller uses none).
 _QUIET_SHARE = 0.2
+
+
 def settle(step_s: float = _SETTLE_STEP_S, limit_s: float = _SETTLE_LIMIT_S) -> float:
     """Wait until this process's threads used under _QUIET_SHARE of one CPU over a pause of step_s,
     or limit_s has passed; returns the seconds waited."""
