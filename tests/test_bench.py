@@ -8,11 +8,10 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
 
+from ep.bench import timing
 from ep.bench.runner import vector_isa
 from ep.bench.timing import half_iqr, measure_interleaved, relative_spread, round_orders, settle
 
@@ -159,12 +158,12 @@ def test_bench_compare_option_prints_new_over_old(report, tmp_path):
     assert "| T-unary | ep.ops |" in result.stdout and "| T-unary | ep.Launch |" in result.stdout
 
 
-def test_interleaved_rounds_rotate_the_order():
+def test_interleaved_rounds_take_their_orders_in_turn():
     calls = []
     fns = {name: (lambda name=name: calls.append(name)) for name in "abc"}
     timings = measure_interleaved(fns, lambda: None, repeats=3, min_sample_s=0)
     # One calibration call and one calibration sample each (min_sample_s=0 needs one call), then
-    # rounds starting at a, b, c in turn.
+    # rounds in round_orders(3)'s orders: starting at a, b, c in turn.
     assert calls == ["a", "a", "b", "b", "c", "c", "a", "b", "c", "b", "c", "a", "c", "a", "b"]
     assert all(t.repeats == 3 and t.number == 1 and len(t.samples_s) == 3 for t in timings.values())
     # A workload with no contender available times nothing.
@@ -181,21 +180,35 @@ def test_round_orders_balance_positions_and_predecessors(n):
     assert len(predecessors) == n * (n - 1) and len(set(predecessors.values())) <= 1
 
 
-def test_settle_waits_until_the_process_threads_go_quiet():
-    # A thread keeping a core busy for 0.1 s, as a thread pool's workers spin after their work.
-    end = time.perf_counter() + 0.1
+class _Clock:
+    """time as settle sees it: the process's threads keep one CPU busy until busy_until (s)."""
 
-    def spin():
-        while time.perf_counter() < end:
-            pass
+    def __init__(self, busy_until: float) -> None:
+        self.now = self.cpu = 0.0
+        self.busy_until = busy_until
 
-    thread = threading.Thread(target=spin)
-    thread.start()
-    settle()
-    assert time.perf_counter() >= end
-    thread.join()
+    def perf_counter(self) -> float:
+        return self.now
+
+    def process_time(self) -> float:
+        return self.cpu
+
+    def sleep(self, seconds: float) -> None:
+        self.cpu += max(0.0, min(self.now + seconds, self.busy_until) - self.now)
+        self.now += seconds
+
+
+def test_settle_waits_until_the_process_threads_go_quiet(monkeypatch):
+    # The process's threads busy for 0.1 s, as a thread pool's workers spin after their work; a
+    # simulated clock, so that the machine's load cannot change what the test sees.
+    clock = _Clock(busy_until=0.1)
+    monkeypatch.setattr(timing, "time", clock)
+    assert settle() >= 0.1
     # Once quiet, a sample waits a window or so, not the whole limit.
     assert settle() < 0.15
+    # Threads that never go quiet: it gives up at its limit.
+    clock.busy_until = float("inf")
+    assert 0.2 <= settle() < 0.25
 
 
 def test_relative_spread_is_half_the_interquartile_range_over_the_median():
