@@ -110,6 +110,9 @@ def test_cast_float64_to_float16_rounds_once(device):
 def test_cpu_kernels_convert_by_f16c_exactly_where_the_cpu_target_has_it():
     """The routine is chosen by the features Numba compiles for, and the choice reaches the machine code."""
     has_f16c = "+f16c" in cpu_target.target_context.codegen().magic_tuple()[2].split(",")
+    # Compiled here: this test may run alone, or on an xdist worker that ran none of the others.
+    half_to_float(ALL_HALVES[:1])
+    float_to_half(np.zeros(1, np.float32))
     widen = "".join(half_to_float.inspect_asm().values())
     narrow = "".join(float_to_half.inspect_asm().values())
     assert ("vcvtph2ps" in widen, "vcvtps2ph" in narrow) == (has_f16c, has_f16c)
