@@ -28,7 +28,7 @@ from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKe
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, INT64_MIN
-from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel
+from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel, call_task
 from ep.cpu.primitive.copy_nd import STREAM_BYTES
 from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -217,15 +217,14 @@ def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner
         stream_fence()
 
 
-# The copy itself, compiled once per buffer and index dtype as a function of its own that both
-# loops of _gather call: Numba's parallel passes then see a loop around one call, not the copy's
-# inlined branches (which made a first gather compile for seconds).
+# The copy itself, compiled on its own per buffer and index dtype, which both loops of _gather call
+# by its address: Numba's parallel passes then see a loop around one call, and the copy is compiled
+# once, not again inside the kernel and its parallel loop (which made a first gather take seconds).
 _SPAN_KERNEL = CpuKernel(_gather_span, "gather_span")
-_SPAN = _SPAN_KERNEL.serial
 
 
 @template()
-def _gather(indices, in_, out, index_count, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, check, ahead, parallel):
+def _gather(span, indices, in_, out, index_count, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, check, ahead, parallel):
     # One build for every size: parallel picks the prange over chunks of rows or one serial span.
     # The least and greatest index decide the loops' mode; with check, a bad index ends the launch
     # before any write. The pass over the indices runs on the calling thread: a parallel loop of
@@ -236,36 +235,49 @@ def _gather(indices, in_, out, index_count, rows, rows_per_chunk, num_indices, o
         return bad
     if rows * inner == 0:
         return -1
+    # Every scalar the span takes as an int64 (its build's types: _compiled); prange's index is unsigned.
+    mode = np.int64(mode)
     slabs = rows // num_indices
     if parallel:
         for chunk in prange((rows + rows_per_chunk - 1) // rows_per_chunk):
-            start = chunk * rows_per_chunk
-            _SPAN(indices, in_, out, start, min(start + rows_per_chunk, rows), num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs)
+            start = np.int64(chunk) * rows_per_chunk
+            stop = min(start + rows_per_chunk, rows)
+            call_task(span, (indices, in_, out, start, stop, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs))
     else:
-        # np.int64: a literal 0 would make Numba compile the span a second time, for Literal[int](0).
-        _SPAN(indices, in_, out, np.int64(0), rows, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs)
+        call_task(span, (indices, in_, out, np.int64(0), rows, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs))
     return -1
 
 
 # One kernel for every dtype and size: Numba compiles a specialization per buffer and index dtype.
 _KERNEL = CpuKernel(_gather, "gather")
+_SIZES = (numba.int64,) * 13
+
+
+@functools.cache
+def _compiled(index_type: numba.types.Array, in_type: numba.types.Array, out_type: numba.types.Array) -> tuple[Callable, int]:
+    """_gather's compiled entry point for these buffer types, and the span it is to be given."""
+    span = _SPAN_KERNEL.task(index_type, in_type, out_type, *_SIZES[:12])
+    args = (numba.int64, index_type, in_type, out_type) + _SIZES
+    kernel = _KERNEL.parallel
+    kernel.compile(args)
+    return kernel.overloads[args].entry_point, span
 
 
 class _Entry:
-    """The kernel compiled for 1-d C-contiguous buffers of one index dtype and one buffer dtype,
-    which launches of plain NumPy buffers call without Numba's dispatch; compiled on first use."""
+    """_compiled for 1-d C-contiguous buffers of one index dtype and one buffer dtype, which
+    launches of plain NumPy buffers call without Numba's dispatch; compiled on first use."""
 
-    __slots__ = ("_signature", "_fn")
+    __slots__ = ("_types", "_compiled")
 
     def __init__(self, index_dtype: np.dtype, dtype: np.dtype) -> None:
         array = numba.types.Array(numba.from_dtype(dtype), 1, "C")
-        self._signature = (numba.types.Array(numba.from_dtype(index_dtype), 1, "C"), array, array) + (numba.int64,) * 13
-        self._fn = None
+        self._types = (numba.types.Array(numba.from_dtype(index_dtype), 1, "C"), array, array)
+        self._compiled = None
 
-    def get(self) -> Callable:
-        if self._fn is None:
-            self._fn = _KERNEL.parallel.compile(self._signature)
-        return self._fn
+    def get(self) -> tuple[Callable, int]:
+        if self._compiled is None:
+            self._compiled = _compiled(*self._types)
+        return self._compiled
 
 
 _entry = functools.cache(_Entry)
@@ -326,15 +338,18 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
     return _Plan(*counts, args, entry, unit, unit_args, _entry(index_dtype, unit))
 
 
-def _run(plan: _Plan, indices, in_, out, kernel: Callable | None = None) -> int:
-    """Run plan on kernel (Numba's dispatcher) or, when None, on the entries compiled for 1-d
-    C-contiguous buffers; rows move in the plan's raw unit when both buffers are aligned to it."""
+def _run(plan: _Plan, indices, in_, out, plain: bool) -> int:
+    """Run plan on the entry compiled for 1-d C-contiguous buffers (plain) or else for the buffers'
+    own types; rows move in the plan's raw unit when both buffers are aligned to it."""
     unit = plan.unit
     if unit is not None and in_.ctypes.data % unit.itemsize == 0 and out.ctypes.data % unit.itemsize == 0:
-        in_units = in_[: plan.in_count].view(unit)
-        out_units = out[: plan.out_count].view(unit)
-        return (kernel or plan.unit_entry.get())(indices, in_units, out_units, *plan.unit_args)
-    return (kernel or plan.entry.get())(indices, in_, out, *plan.args)
+        in_ = in_[: plan.in_count].view(unit)
+        out = out[: plan.out_count].view(unit)
+        args, entry = plan.unit_args, plan.unit_entry
+    else:
+        args, entry = plan.args, plan.entry
+    kernel, span = entry.get() if plain else _compiled(numba.typeof(indices), numba.typeof(in_), numba.typeof(out))
+    return kernel(span, indices, in_, out, *args)
 
 
 class CpuGatherKernels(IndexedKernels):
@@ -373,8 +388,8 @@ class CpuGatherKernels(IndexedKernels):
         ):
             # The buffers (and their unit views) have exactly the types the entry was compiled
             # for (read-only inputs are only read), so the call skips Numba's type dispatch.
-            return _run(plan, indices, in_, out)
-        return _run(plan, *primitive.checked_buffers(sizes, indices, in_, out), _KERNEL.parallel)
+            return _run(plan, indices, in_, out, True)
+        return _run(plan, *primitive.checked_buffers(sizes, indices, in_, out), False)
 
     def all_kernels(self):
         return (_KERNEL, _SPAN_KERNEL)
