@@ -28,7 +28,7 @@ from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKe
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, INT64_MIN
-from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel, call_task
+from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel, buffer_type, call_task
 from ep.cpu.primitive.copy_nd import STREAM_BYTES
 from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -128,17 +128,27 @@ def _gather_elements(src, positions, dst, count, next_src, next_lines, line, str
         prefetch(next_src, k * line)
 
 
+@scalar_function
+def _segment(row, stop, num_indices, outer):
+    """The segment of rows [row, stop) of out that starts at row and lies in one (batch, outer) slab:
+    that slab, the position of its first index and its length."""
+    batch_outer = row // num_indices
+    i0 = row - batch_outer * num_indices
+    count = min(num_indices - i0, stop - row)
+    return batch_outer, (batch_outer // outer) * num_indices + i0, count
+
+
 @template()
-def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs):
-    # Rows [row, stop) of out, cut into segments of rows of one (batch, outer) slab: the rows of
-    # the slab src that the segment's indices select, zeros for the others. Inside a segment the
-    # loops see plain views, which is what lets LLVM vectorize them.
+def _gather_element_span(indices, in_, out, row, stop, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs):
+    # Rows [row, stop) of out for inner == 1, cut into segments of one (batch, outer) slab each:
+    # the elements of the slab src that the segment's indices select, zeros for the others. Inside
+    # a segment the loops see plain views, which is what lets LLVM vectorize them.
     line = max(1, _LINE_BYTES // in_.itemsize)
     # In range once negatives wrap (mode _IN_RANGE with wrap): a negative index gains gather.
     wrap_add = gather if wrap else 0
-    # An element gather whose indices are all in range reads through 32-bit positions when they
-    # fit (gather <= 2**32): a few instructions an element and half the index bytes in L1.
-    narrow = inner == 1 and mode == _IN_RANGE and gather <= _NARROW_LIMIT
+    # With every index in range, positions are 32-bit when they fit (gather <= 2**32): a few
+    # instructions an element and half the index bytes in L1.
+    narrow = mode == _IN_RANGE and gather <= _NARROW_LIMIT
     positions = np.empty(min(num_indices, stop - row) if narrow else 0, np.uint32)
     positions_of = -1
     positions_count = 0
@@ -151,76 +161,87 @@ def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner
         and out.ctypes.data % out.itemsize == 0
     )
     while row < stop:
-        batch_outer = row // num_indices
-        i0 = row - batch_outer * num_indices
-        count = min(num_indices - i0, stop - row)
-        first_index = (batch_outer // outer) * num_indices + i0
+        batch_outer, first_index, count = _segment(row, stop, num_indices, outer)
         segment = indices[first_index : first_index + count]
-        src = in_[batch_outer * gather * inner : (batch_outer + 1) * gather * inner]
-        dst = out[row * inner : (row + count) * inner]
-        if inner == 1:
-            # An element gather reads its next slab while it works on this one (ahead says it is
-            # dense), a line at a time spread over its elements: a steady stream of line fetches
-            # the loads never wait on, where a burst at the start would fill the miss queues.
-            next_lines = (gather + line - 1) // line if ahead and batch_outer + 1 < slabs else 0
-            next_src = in_[(batch_outer + 1) * gather : (batch_outer + 2) * gather] if next_lines else src
-            if narrow:
-                # The segment's indices as positions in its slab, converted once for every slab
-                # that shares them (all the outer rows of a batch).
-                if first_index != positions_of or count != positions_count:
-                    for i in range(count):
-                        value = np.int64(segment[i])
-                        positions[i] = np.uint32(value - lo + (wrap_add if value < 0 else 0))
-                    positions_of, positions_count = first_index, count
-                # stream as a constant in each call: with a variable, LLVM merges the two stores
-                # of an element (streaming, ordinary) into one ordinary store.
-                if stream:
-                    _gather_elements(src, positions, dst, count, next_src, next_lines, line, True)
-                else:
-                    _gather_elements(src, positions, dst, count, next_src, next_lines, line, False)
+        src = in_[batch_outer * gather : (batch_outer + 1) * gather]
+        dst = out[row : row + count]
+        # The next slab is read while this one is worked on (ahead says it is dense), a line at a
+        # time spread over the elements: a steady stream of line fetches the loads never wait on,
+        # where a burst at the start would fill the miss queues.
+        next_lines = (gather + line - 1) // line if ahead and batch_outer + 1 < slabs else 0
+        next_src = in_[(batch_outer + 1) * gather : (batch_outer + 2) * gather] if next_lines else src
+        if narrow:
+            # The segment's indices as positions in its slab, converted once for every slab that
+            # shares them (all the outer rows of a batch).
+            if first_index != positions_of or count != positions_count:
+                for i in range(count):
+                    value = np.int64(segment[i])
+                    positions[i] = np.uint32(value - lo + (wrap_add if value < 0 else 0))
+                positions_of, positions_count = first_index, count
+            # stream as a constant in each call: with a variable, LLVM merges the two stores of an
+            # element (streaming, ordinary) into one ordinary store.
+            if stream:
+                _gather_elements(src, positions, dst, count, next_src, next_lines, line, True)
             else:
-                block = max(1, count // next_lines) if next_lines else max(1, count)
-                fetched = 0
-                for start in range(0, count, block):
-                    if fetched < next_lines:
-                        prefetch(next_src, fetched * line)
-                        fetched += 1
-                    end = min(start + block, count)
-                    for i in range(start, end):
-                        r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
-                        # Statements, not `src[r] if r >= 0 else 0`: Numba types that expression
-                        # of uint64 and int as float64, which would round 64-bit units.
-                        if r >= 0:
-                            dst[i] = src[r]
-                        else:
-                            dst[i] = 0
-                for k in range(fetched, next_lines):
-                    prefetch(next_src, k * line)
+                _gather_elements(src, positions, dst, count, next_src, next_lines, line, False)
         else:
-            for i in range(count):
-                if ahead and i + ahead < count:
-                    r = gather_row(np.int64(segment[i + ahead]), lo, hi, gather, wrap)
+            block = max(1, count // next_lines) if next_lines else max(1, count)
+            fetched = 0
+            for start in range(0, count, block):
+                if fetched < next_lines:
+                    prefetch(next_src, fetched * line)
+                    fetched += 1
+                end = min(start + block, count)
+                for i in range(start, end):
+                    r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
+                    # Statements, not `src[r] if r >= 0 else 0`: Numba types that expression of
+                    # uint64 and int as float64, which would round 64-bit units.
                     if r >= 0:
-                        for k in range(0, inner, line):
-                            prefetch(src, r * inner + k)
-                r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
-                d = np.uint64(i * inner)
-                if r >= 0:
-                    s = np.uint64(r * inner)
-                    for k in range(np.uint64(inner)):
-                        dst[d + k] = src[s + k]
-                else:
-                    for k in range(np.uint64(inner)):
-                        dst[d + k] = 0
+                        dst[i] = src[r]
+                    else:
+                        dst[i] = 0
+            for k in range(fetched, next_lines):
+                prefetch(next_src, k * line)
         row += count
     if stream:
         stream_fence()
 
 
-# The copy itself, compiled on its own per buffer and index dtype, which both loops of _gather call
-# by its address: Numba's parallel passes then see a loop around one call, and the copy is compiled
+@template()
+def _gather_row_span(indices, in_, out, row, stop, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs):
+    # Rows [row, stop) of out for any inner, cut into segments of one (batch, outer) slab each: the
+    # rows of the slab src that the segment's indices select, zeros for the others, prefetching
+    # the row `ahead` further on when ahead.
+    line = max(1, _LINE_BYTES // in_.itemsize)
+    while row < stop:
+        batch_outer, first_index, count = _segment(row, stop, num_indices, outer)
+        segment = indices[first_index : first_index + count]
+        src = in_[batch_outer * gather * inner : (batch_outer + 1) * gather * inner]
+        dst = out[row * inner : (row + count) * inner]
+        for i in range(count):
+            if ahead and i + ahead < count:
+                r = gather_row(np.int64(segment[i + ahead]), lo, hi, gather, wrap)
+                if r >= 0:
+                    for k in range(0, inner, line):
+                        prefetch(src, r * inner + k)
+            r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
+            d = np.uint64(i * inner)
+            if r >= 0:
+                s = np.uint64(r * inner)
+                for k in range(np.uint64(inner)):
+                    dst[d + k] = src[s + k]
+            else:
+                for k in range(np.uint64(inner)):
+                    dst[d + k] = 0
+        row += count
+
+
+# The copies, each compiled on its own per buffer and index dtype, which both loops of _gather call
+# by its address: Numba's parallel passes then see a loop around one call, and a copy is compiled
 # once, not again inside the kernel and its parallel loop (which made a first gather take seconds).
-_SPAN_KERNEL = CpuKernel(_gather_span, "gather_span")
+# A launch is given the one its inner needs, so a first launch compiles only that one.
+_ELEMENT_SPAN = CpuKernel(_gather_element_span, "gather_element_span")
+_ROW_SPAN = CpuKernel(_gather_row_span, "gather_row_span")
 
 
 @template()
@@ -251,12 +272,15 @@ def _gather(span, indices, in_, out, index_count, rows, rows_per_chunk, num_indi
 # One kernel for every dtype and size: Numba compiles a specialization per buffer and index dtype.
 _KERNEL = CpuKernel(_gather, "gather")
 _SIZES = (numba.int64,) * 13
+# Where inner is in the size arguments.
+_INNER = 6
 
 
 @functools.cache
-def _compiled(index_type: numba.types.Array, in_type: numba.types.Array, out_type: numba.types.Array) -> tuple[Callable, int]:
-    """_gather's compiled entry point for these buffer types, and the span it is to be given."""
-    span = _SPAN_KERNEL.task(index_type, in_type, out_type, *_SIZES[:12])
+def _compiled(index_type: numba.types.Array, in_type: numba.types.Array, out_type: numba.types.Array, elements: bool) -> tuple[Callable, int]:
+    """_gather's compiled entry point for these buffer types, and the span it is to be given for
+    rows of one element (elements) or of any length."""
+    span = (_ELEMENT_SPAN if elements else _ROW_SPAN).task(index_type, in_type, out_type, *_SIZES[:12])
     args = (numba.int64, index_type, in_type, out_type) + _SIZES
     kernel = _KERNEL.parallel
     kernel.compile(args)
@@ -269,9 +293,9 @@ class _Entry:
 
     __slots__ = ("_types", "_compiled")
 
-    def __init__(self, index_dtype: np.dtype, dtype: np.dtype) -> None:
+    def __init__(self, index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> None:
         array = numba.types.Array(numba.from_dtype(dtype), 1, "C")
-        self._types = (numba.types.Array(numba.from_dtype(index_dtype), 1, "C"), array, array)
+        self._types = (numba.types.Array(numba.from_dtype(index_dtype), 1, "C"), array, array, elements)
         self._compiled = None
 
     def get(self) -> tuple[Callable, int]:
@@ -330,12 +354,12 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
     )
     row_bytes = sizes.inner * itemsize
     width = next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)
-    entry = _entry(index_dtype, dtype)
+    entry = _entry(index_dtype, dtype, sizes.inner == 1)
     if sizes.inner == 1 or width <= itemsize:
         return _Plan(*counts, args, entry)
     unit = np.dtype(f"uint{8 * width}")
-    unit_args = args[:6] + (row_bytes // width,) + args[7:]
-    return _Plan(*counts, args, entry, unit, unit_args, _entry(index_dtype, unit))
+    unit_args = args[:_INNER] + (row_bytes // width,) + args[_INNER + 1 :]
+    return _Plan(*counts, args, entry, unit, unit_args, _entry(index_dtype, unit, row_bytes == width))
 
 
 def _run(plan: _Plan, indices, in_, out, plain: bool) -> int:
@@ -348,7 +372,10 @@ def _run(plan: _Plan, indices, in_, out, plain: bool) -> int:
         args, entry = plan.unit_args, plan.unit_entry
     else:
         args, entry = plan.args, plan.entry
-    kernel, span = entry.get() if plain else _compiled(numba.typeof(indices), numba.typeof(in_), numba.typeof(out))
+    if plain:
+        kernel, span = entry.get()
+    else:
+        kernel, span = _compiled(buffer_type(indices), buffer_type(in_), buffer_type(out), args[_INNER] == 1)
     return kernel(span, indices, in_, out, *args)
 
 
@@ -392,7 +419,7 @@ class CpuGatherKernels(IndexedKernels):
         return _run(plan, *primitive.checked_buffers(sizes, indices, in_, out), False)
 
     def all_kernels(self):
-        return (_KERNEL, _SPAN_KERNEL)
+        return (_KERNEL, _ELEMENT_SPAN, _ROW_SPAN)
 
 
 CPU_GATHER_KERNELS = CpuGatherKernels()
