@@ -304,7 +304,8 @@ def test_cpu_element_gather_compiles_to_streaming_stores(dtype):
 
     span = njit(specialize(_gather_element_span, "gather_span_probe"))  # compiled here, not loaded from the cache
     array = types.Array(from_dtype(np.dtype(dtype)), 1, "C")
-    signature = (types.Array(types.int64, 1, "C"), array, array) + (types.int64,) * 12
+    params = types.Array(types.int64, 1, "C")
+    signature = (types.Array(types.int64, 1, "C"), array, array, params) + (types.int64,) * 3
     span.compile(signature)
     assert "!nontemporal" in span.inspect_llvm(signature)
 

@@ -28,7 +28,7 @@ from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKe
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, INT64_MIN
-from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel, buffer_type, call_task
+from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel, buffer_type, call_function, call_task
 from ep.cpu.primitive.copy_nd import STREAM_BYTES
 from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -56,29 +56,8 @@ _GROUP = 8
 # neither.
 _IN_RANGE, _CHECKED = 0, 1
 
-
-@scalar_function
-def _least_greatest(indices, count):
-    """The least and greatest of count indices, on the calling thread."""
-    low = INT64_MAX
-    high = INT64_MIN
-    for t in range(count):
-        value = np.int64(indices[t])
-        low = min(low, value)
-        high = max(high, value)
-    return low, high
-
-
-@scalar_function
-def _index_mode(indices, count, low, high, lo, hi, size, wrap, check):
-    """What count indices between low and high (their least and greatest) are: _IN_RANGE (as
-    given, or once negatives wrap) or _CHECKED; and with check the position of the first bad one,
-    or -1."""
-    if lo <= low and high <= hi:
-        return _IN_RANGE, -1
-    if wrap and lo == 0 and -size <= low and high <= hi:
-        return _IN_RANGE, -1
-    return _CHECKED, first_bad_index(indices, count, lo, hi, size, wrap) if check else -1
+# The kernel's int64 parameters (one array: a parallel loop costs compile time per argument).
+_INDEX_COUNT, _ROWS, _ROWS_PER_CHUNK, _NUM_INDICES, _OUTER, _GATHER, _INNER, _LO, _HI, _WRAP, _CHECK, _AHEAD, _PARALLEL = range(13)
 
 
 def _store(dst, d, value, stream):
@@ -139,10 +118,13 @@ def _segment(row, stop, num_indices, outer):
 
 
 @template()
-def _gather_element_span(indices, in_, out, row, stop, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs):
+def _gather_element_span(indices, in_, out, params, row, stop, mode):
     # Rows [row, stop) of out for inner == 1, cut into segments of one (batch, outer) slab each:
     # the elements of the slab src that the segment's indices select, zeros for the others. Inside
     # a segment the loops see plain views, which is what lets LLVM vectorize them.
+    num_indices, outer, gather = params[_NUM_INDICES], params[_OUTER], params[_GATHER]
+    lo, hi, wrap, ahead = params[_LO], params[_HI], params[_WRAP], params[_AHEAD]
+    slabs = params[_ROWS] // num_indices
     line = max(1, _LINE_BYTES // in_.itemsize)
     # In range once negatives wrap (mode _IN_RANGE with wrap): a negative index gains gather.
     wrap_add = gather if wrap else 0
@@ -208,10 +190,12 @@ def _gather_element_span(indices, in_, out, row, stop, num_indices, outer, gathe
 
 
 @template()
-def _gather_row_span(indices, in_, out, row, stop, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs):
+def _gather_row_span(indices, in_, out, params, row, stop, mode):
     # Rows [row, stop) of out for any inner, cut into segments of one (batch, outer) slab each: the
     # rows of the slab src that the segment's indices select, zeros for the others, prefetching
     # the row `ahead` further on when ahead.
+    num_indices, outer, gather, inner = params[_NUM_INDICES], params[_OUTER], params[_GATHER], params[_INNER]
+    lo, hi, wrap, ahead = params[_LO], params[_HI], params[_WRAP], params[_AHEAD]
     line = max(1, _LINE_BYTES // in_.itemsize)
     while row < stop:
         batch_outer, first_index, count = _segment(row, stop, num_indices, outer)
@@ -245,51 +229,75 @@ _ROW_SPAN = CpuKernel(_gather_row_span, "gather_row_span")
 
 
 @template()
-def _gather(span, indices, in_, out, index_count, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, check, ahead, parallel):
-    # One build for every size: parallel picks the prange over chunks of rows or one serial span.
-    # The least and greatest index decide the loops' mode; with check, a bad index ends the launch
-    # before any write. The pass over the indices runs on the calling thread: a parallel loop of
-    # its own would cost compiling a second one, for indices that are few next to the rows they move.
-    low, high = _least_greatest(indices, index_count)
-    mode, bad = _index_mode(indices, index_count, low, high, lo, hi, gather, wrap, check)
-    if bad >= 0:
-        return bad
-    if rows * inner == 0:
+def _index_pass(indices, params):
+    # The least and greatest index decide the loops' mode: _IN_RANGE when all are in range (as
+    # given, or once negatives wrap), else _CHECKED. Returns, with check, the position of the first
+    # bad index, else -1 - mode. Written out, not as scalar functions: inlining them costs compile time.
+    count, lo, hi, size, wrap = params[_INDEX_COUNT], params[_LO], params[_HI], params[_GATHER], params[_WRAP]
+    low = INT64_MAX
+    high = INT64_MIN
+    for t in range(count):
+        value = np.int64(indices[t])
+        low = min(low, value)
+        high = max(high, value)
+    if (lo <= low and high <= hi) or (wrap and lo == 0 and -size <= low and high <= hi):
+        return -1 - _IN_RANGE
+    if params[_CHECK]:
+        bad = first_bad_index(indices, count, lo, hi, size, wrap)
+        if bad >= 0:
+            return bad
+    return -1 - _CHECKED
+
+
+# The pass over the indices, compiled on its own per index dtype, which _gather calls by its address.
+_INDEX_PASS = CpuKernel(_index_pass, "gather_index_pass")
+
+
+@template()
+def _gather(index_pass, span, indices, in_, out, params):
+    # One build for every size: params[_PARALLEL] picks the prange over chunks of rows or one serial
+    # span. The index pass runs first, on the calling thread (a parallel loop of its own would
+    # cost compiling a second one, for indices that are few next to the rows they move): a bad
+    # index ends the launch before any write.
+    found = call_function(index_pass, (indices, params), np.int64)
+    if found >= 0:
+        return found
+    mode = -1 - found
+    rows = params[_ROWS]
+    if rows * params[_INNER] == 0:
         return -1
-    # Every scalar the span takes as an int64 (its build's types: _compiled); prange's index is unsigned.
-    mode = np.int64(mode)
-    slabs = rows // num_indices
-    if parallel:
+    # np.int64: the span takes int64s (its build's types: _compiled), and prange's index is unsigned.
+    if params[_PARALLEL]:
+        rows_per_chunk = params[_ROWS_PER_CHUNK]
         for chunk in prange((rows + rows_per_chunk - 1) // rows_per_chunk):
             start = np.int64(chunk) * rows_per_chunk
-            stop = min(start + rows_per_chunk, rows)
-            call_task(span, (indices, in_, out, start, stop, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs))
+            call_task(span, (indices, in_, out, params, start, min(start + rows_per_chunk, rows), mode))
     else:
-        call_task(span, (indices, in_, out, np.int64(0), rows, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs))
+        call_task(span, (indices, in_, out, params, np.int64(0), rows, mode))
     return -1
 
 
 # One kernel for every dtype and size: Numba compiles a specialization per buffer and index dtype.
 _KERNEL = CpuKernel(_gather, "gather")
-_SIZES = (numba.int64,) * 13
-# Where inner is in the size arguments.
-_INNER = 6
+_PARAMS = numba.types.Array(numba.int64, 1, "C")
 
 
 @functools.cache
-def _compiled(index_type: numba.types.Array, in_type: numba.types.Array, out_type: numba.types.Array, elements: bool) -> tuple[Callable, int]:
-    """_gather's compiled entry point for these buffer types, and the span it is to be given for
-    rows of one element (elements) or of any length."""
-    span = (_ELEMENT_SPAN if elements else _ROW_SPAN).task(index_type, in_type, out_type, *_SIZES[:12])
-    args = (numba.int64, index_type, in_type, out_type) + _SIZES
+def _compiled(index_type: numba.types.Array, in_type: numba.types.Array, out_type: numba.types.Array, elements: bool) -> tuple[Callable, int, int]:
+    """_gather's compiled entry point for these buffer types, and the index pass and span it is to
+    be given for rows of one element (elements) or of any length."""
+    index_pass = _INDEX_PASS.task(index_type, _PARAMS, returns=numba.int64)
+    span = (_ELEMENT_SPAN if elements else _ROW_SPAN).task(index_type, in_type, out_type, _PARAMS, numba.int64, numba.int64, numba.int64)
+    args = (numba.int64, numba.int64, index_type, in_type, out_type, _PARAMS)
     kernel = _KERNEL.parallel
     kernel.compile(args)
-    return kernel.overloads[args].entry_point, span
+    return kernel.overloads[args].entry_point, index_pass, span
 
 
 class _Entry:
-    """_compiled for 1-d C-contiguous buffers of one index dtype and one buffer dtype, which
-    launches of plain NumPy buffers call without Numba's dispatch; compiled on first use."""
+    """_compiled for 1-d C-contiguous buffers of one index dtype and one buffer dtype, and rows of one
+    element or not, which launches of plain NumPy buffers call without Numba's dispatch; compiled
+    on first use."""
 
     __slots__ = ("_types", "_compiled")
 
@@ -298,7 +306,7 @@ class _Entry:
         self._types = (numba.types.Array(numba.from_dtype(index_dtype), 1, "C"), array, array, elements)
         self._compiled = None
 
-    def get(self) -> tuple[Callable, int]:
+    def get(self) -> tuple[Callable, int, int]:
         if self._compiled is None:
             self._compiled = _compiled(*self._types)
         return self._compiled
@@ -308,18 +316,18 @@ _entry = functools.cache(_Entry)
 
 
 class _Plan(NamedTuple):
-    """A CPU launch's buffer counts, the kernel's size arguments and its entries."""
+    """A CPU launch's buffer counts, the kernel's parameters and its entries."""
 
     index_count: int
     in_count: int
     out_count: int
-    args: tuple
+    params: np.ndarray
     entry: _Entry
     # Rows move as raw bytes in the widest unsigned unit (8, 4 or 2 bytes) dividing a row, when it
-    # is wider than the element and both buffers are aligned to it: unit_args is then args with
-    # inner counted in units. None where the element is already the widest unit.
+    # is wider than the element and both buffers are aligned to it: unit_params is then params
+    # with inner counted in units. None where the element is already the widest unit.
     unit: np.dtype | None = None
-    unit_args: tuple = ()
+    unit_params: np.ndarray | None = None
     unit_entry: _Entry | None = None
 
 
@@ -356,10 +364,11 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
     width = next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)
     entry = _entry(index_dtype, dtype, sizes.inner == 1)
     if sizes.inner == 1 or width <= itemsize:
-        return _Plan(*counts, args, entry)
+        return _Plan(*counts, np.array(args, np.int64), entry)
     unit = np.dtype(f"uint{8 * width}")
     unit_args = args[:_INNER] + (row_bytes // width,) + args[_INNER + 1 :]
-    return _Plan(*counts, args, entry, unit, unit_args, _entry(index_dtype, unit, row_bytes == width))
+    unit_entry = _entry(index_dtype, unit, row_bytes == width)
+    return _Plan(*counts, np.array(args, np.int64), entry, unit, np.array(unit_args, np.int64), unit_entry)
 
 
 def _run(plan: _Plan, indices, in_, out, plain: bool) -> int:
@@ -369,14 +378,14 @@ def _run(plan: _Plan, indices, in_, out, plain: bool) -> int:
     if unit is not None and in_.ctypes.data % unit.itemsize == 0 and out.ctypes.data % unit.itemsize == 0:
         in_ = in_[: plan.in_count].view(unit)
         out = out[: plan.out_count].view(unit)
-        args, entry = plan.unit_args, plan.unit_entry
+        params, entry = plan.unit_params, plan.unit_entry
     else:
-        args, entry = plan.args, plan.entry
+        params, entry = plan.params, plan.entry
     if plain:
-        kernel, span = entry.get()
+        kernel, index_pass, span = entry.get()
     else:
-        kernel, span = _compiled(buffer_type(indices), buffer_type(in_), buffer_type(out), args[_INNER] == 1)
-    return kernel(span, indices, in_, out, *args)
+        kernel, index_pass, span = _compiled(buffer_type(indices), buffer_type(in_), buffer_type(out), params[_INNER] == 1)
+    return kernel(index_pass, span, indices, in_, out, params)
 
 
 class CpuGatherKernels(IndexedKernels):
@@ -419,7 +428,7 @@ class CpuGatherKernels(IndexedKernels):
         return _run(plan, *primitive.checked_buffers(sizes, indices, in_, out), False)
 
     def all_kernels(self):
-        return (_KERNEL, _ELEMENT_SPAN, _ROW_SPAN)
+        return (_KERNEL, _INDEX_PASS, _ELEMENT_SPAN, _ROW_SPAN)
 
 
 CPU_GATHER_KERNELS = CpuGatherKernels()
