@@ -20,7 +20,6 @@ from typing import Callable, NamedTuple
 import numba
 import numpy as np
 from numba import prange
-from numba.extending import overload
 
 from ep.common.jit import scalar_function, template
 from ep.common.math.intrinsics import prefetch, stream_fence, stream_store
@@ -60,27 +59,13 @@ _IN_RANGE, _CHECKED = 0, 1
 _INDEX_COUNT, _ROWS, _ROWS_PER_CHUNK, _NUM_INDICES, _OUTER, _GATHER, _INNER, _LO, _HI, _WRAP, _CHECK, _AHEAD, _PARALLEL = range(13)
 
 
+@scalar_function
 def _store(dst, d, value, stream):
     """dst[d] = value, with a streaming store when stream (only 4- and 8-byte numbers stream)."""
-
-
-@overload(_store, inline="always")
-def _store_overload(dst, d, value, stream):
-    # Typed per dtype: stream_store has no form for other elements (bool), which never stream.
-    if isinstance(dst.dtype, (numba.types.Integer, numba.types.Float)) and dst.dtype.bitwidth in (32, 64):
-
-        def store(dst, d, value, stream):
-            if stream:
-                stream_store(dst, d, value)
-            else:
-                dst[np.uint64(d)] = value
-
+    if stream:
+        stream_store(dst, d, value)
     else:
-
-        def store(dst, d, value, stream):
-            dst[np.uint64(d)] = value
-
-    return store
+        dst[np.uint64(d)] = value
 
 
 @scalar_function
@@ -147,12 +132,12 @@ def _gather_element_span(indices, in_, out, params, row, stop, mode):
         segment = indices[first_index : first_index + count]
         src = in_[batch_outer * gather : (batch_outer + 1) * gather]
         dst = out[row : row + count]
-        # The next slab is read while this one is worked on (ahead says it is dense), a line at a
-        # time spread over the elements: a steady stream of line fetches the loads never wait on,
-        # where a burst at the start would fill the miss queues.
-        next_lines = (gather + line - 1) // line if ahead and batch_outer + 1 < slabs else 0
-        next_src = in_[(batch_outer + 1) * gather : (batch_outer + 2) * gather] if next_lines else src
         if narrow:
+            # The next slab is read while this one is worked on (ahead says it is dense), a line at
+            # a time spread over the elements: a steady stream of line fetches the loads never wait
+            # on, where a burst at the start would fill the miss queues.
+            next_lines = (gather + line - 1) // line if ahead and batch_outer + 1 < slabs else 0
+            next_src = in_[(batch_outer + 1) * gather : (batch_outer + 2) * gather] if next_lines else src
             # The segment's indices as positions in its slab, converted once for every slab that
             # shares them (all the outer rows of a batch).
             if first_index != positions_of or count != positions_count:
@@ -167,23 +152,16 @@ def _gather_element_span(indices, in_, out, params, row, stop, mode):
             else:
                 _gather_elements(src, positions, dst, count, next_src, next_lines, line, False)
         else:
-            block = max(1, count // next_lines) if next_lines else max(1, count)
-            fetched = 0
-            for start in range(0, count, block):
-                if fetched < next_lines:
-                    prefetch(next_src, fetched * line)
-                    fetched += 1
-                end = min(start + block, count)
-                for i in range(start, end):
-                    r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
-                    # Statements, not `src[r] if r >= 0 else 0`: Numba types that expression of
-                    # uint64 and int as float64, which would round 64-bit units.
-                    if r >= 0:
-                        dst[i] = src[r]
-                    else:
-                        dst[i] = 0
-            for k in range(fetched, next_lines):
-                prefetch(next_src, k * line)
+            # Some index out of range (zeros for it) or a slab too long for 32-bit positions: rare,
+            # so a plain loop, quick to compile.
+            for i in range(count):
+                r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
+                # Statements, not `src[r] if r >= 0 else 0`: Numba types that expression of uint64
+                # and int as float64, which would round 64-bit units.
+                if r >= 0:
+                    dst[i] = src[r]
+                else:
+                    dst[i] = 0
         row += count
     if stream:
         stream_fence()
