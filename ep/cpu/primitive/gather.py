@@ -299,7 +299,7 @@ class _Plan(NamedTuple):
     index_count: int
     in_count: int
     out_count: int
-    params: np.ndarray
+    params: np.ndarray | None
     entry: _Entry
     # Rows move as raw bytes in the widest unsigned unit (8, 4 or 2 bytes) dividing a row, when it
     # is wider than the element and both buffers are aligned to it: unit_params is then params
@@ -314,7 +314,8 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
     if sizes.gathered_count == 0 and not check:
         return None
     counts = (sizes.index_count, sizes.params_count, sizes.gathered_count)
-    rows = sizes.batch * sizes.outer * sizes.num_indices
+    # No rows when they are empty: rows * inner (out's count) then bounds every size argument.
+    rows = sizes.batch * sizes.outer * sizes.num_indices if sizes.inner else 0
     parallel = int(sizes.gathered_count + sizes.index_count >= PARALLEL_THRESHOLD)
     itemsize = dtype.itemsize
     if sizes.inner == 1:
@@ -342,11 +343,17 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
     width = next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)
     entry = _entry(index_dtype, dtype, sizes.inner == 1)
     if sizes.inner == 1 or width <= itemsize:
-        return _Plan(*counts, np.array(args, np.int64), entry)
+        return _Plan(*counts, _params(args), entry)
     unit = np.dtype(f"uint{8 * width}")
     unit_args = args[:_INNER] + (row_bytes // width,) + args[_INNER + 1 :]
     unit_entry = _entry(index_dtype, unit, row_bytes == width)
-    return _Plan(*counts, np.array(args, np.int64), entry, unit, np.array(unit_args, np.int64), unit_entry)
+    return _Plan(*counts, _params(args), entry, unit, _params(unit_args), unit_entry)
+
+
+def _params(args: tuple) -> np.ndarray | None:
+    """args as the kernel's parameters, or None when one exceeds int64: a count (of indices or of
+    out) no buffer holds, so the launch's buffer checks refuse it before it would run."""
+    return np.array(args, np.int64) if max(args) <= INT64_MAX else None
 
 
 def _run(plan: _Plan, indices, in_, out, plain: bool) -> int:
