@@ -6,10 +6,12 @@ dtype (Numba compiles one specialization per storage and index dtype on first us
 launch makes no views. One pass over the indices first tells whether every index is in range as
 given or once negatives wrap (then the element loops need no range check), and with check_bounds
 which index is the first bad one, before anything is written. Reads from params too large for the
-caches are prefetched: rows a few ahead, or for an element gather the next slab, since their
-addresses come from indices and the hardware prefetcher cannot guess them. An element gather
-with every index in range reads through 32-bit positions in the slab, converted once for all the
-slabs that share the indices, and streams a large output past the caches. Launches of plain NumPy
+caches are prefetched: rows a few ahead, or for an element gather with every index in range the
+next slab, since their addresses come from indices and the hardware prefetcher cannot guess them.
+Such an element gather reads through 32-bit positions in the slab, converted once for all the
+slabs that share the indices, and streams a large output past the caches. The index pass and the
+copy (one span for element gathers, one for rows) are compiled on their own and called by address,
+so that a first launch compiles each once and only the span it needs. Launches of plain NumPy
 buffers call the kernel compiled for their types, without Numba's dispatch.
 """
 from __future__ import annotations
