@@ -300,11 +300,12 @@ def test_cpu_element_gather_compiles_to_streaming_stores(dtype):
     from numba import from_dtype, types
 
     from ep.common.jit import specialize
-    from ep.cpu.primitive.gather import _gather_span
+    from ep.cpu.primitive.gather import _gather_element_span
 
-    span = njit(specialize(_gather_span, "gather_span_probe"))  # compiled here, not loaded from the cache
+    span = njit(specialize(_gather_element_span, "gather_span_probe"))  # compiled here, not loaded from the cache
     array = types.Array(from_dtype(np.dtype(dtype)), 1, "C")
-    signature = (types.Array(types.int64, 1, "C"), array, array) + (types.int64,) * 12
+    params = types.Array(types.int64, 1, "C")
+    signature = (types.Array(types.int64, 1, "C"), array, array, params) + (types.int64,) * 3
     span.compile(signature)
     assert "!nontemporal" in span.inspect_llvm(signature)
 

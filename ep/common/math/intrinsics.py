@@ -225,12 +225,19 @@ def _nontemporal(builder, store) -> None:
 
 @intrinsic
 def stream_store(typingctx, dst, d, value):
-    """dst[d] = value with a streaming store (4- and 8-byte elements; dst[d] aligned to its size). CPU only."""
+    """dst[d] = value with a streaming store (4- and 8-byte numbers; dst[d] aligned to its size),
+    an ordinary store for other elements (so that one code path serves every dtype). CPU only."""
 
     def codegen(context, builder, signature, args):
+        dtype = signature.args[0].dtype
+        if not (isinstance(dtype, (types.Integer, types.Float)) and dtype.bitwidth in (32, 64)):
+            value = context.cast(builder, args[2], signature.args[2], dtype)
+            pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1], context.get_data_type(dtype))
+            builder.store(context.get_value_as_data(builder, dtype, value), pointer)
+            return context.get_dummy_value()
         # Stored as an integer of its bits: x86 streams a scalar only from an integer register
         # (MOVNTI); a float store would be an ordinary one, flushing the line being streamed.
-        bits = ir.IntType(signature.args[0].dtype.bitwidth)
+        bits = ir.IntType(dtype.bitwidth)
         pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1], bits)
         value = builder.bitcast(context.cast(builder, args[2], signature.args[2], signature.args[0].dtype), bits)
         _nontemporal(builder, builder.store(value, pointer, align=bits.width // 8))

@@ -6,10 +6,12 @@ dtype (Numba compiles one specialization per storage and index dtype on first us
 launch makes no views. One pass over the indices first tells whether every index is in range as
 given or once negatives wrap (then the element loops need no range check), and with check_bounds
 which index is the first bad one, before anything is written. Reads from params too large for the
-caches are prefetched: rows a few ahead, or for an element gather the next slab, since their
-addresses come from indices and the hardware prefetcher cannot guess them. An element gather
-with every index in range reads through 32-bit positions in the slab, converted once for all the
-slabs that share the indices, and streams a large output past the caches. Launches of plain NumPy
+caches are prefetched: rows a few ahead, or for an element gather with every index in range the
+next slab, since their addresses come from indices and the hardware prefetcher cannot guess them.
+Such an element gather reads through 32-bit positions in the slab, converted once for all the
+slabs that share the indices, and streams a large output past the caches. The index pass and the
+copy (one span for element gathers, one for rows) are compiled on their own and called by address,
+so that a first launch compiles each once and only the span it needs. Launches of plain NumPy
 buffers call the kernel compiled for their types, without Numba's dispatch.
 """
 from __future__ import annotations
@@ -20,7 +22,6 @@ from typing import Callable, NamedTuple
 import numba
 import numpy as np
 from numba import prange
-from numba.extending import overload
 
 from ep.common.jit import scalar_function, template
 from ep.common.math.intrinsics import prefetch, stream_fence, stream_store
@@ -28,7 +29,7 @@ from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKe
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, INT64_MIN
-from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel
+from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel, buffer_type, call_function, call_task
 from ep.cpu.primitive.copy_nd import STREAM_BYTES
 from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -56,52 +57,17 @@ _GROUP = 8
 # neither.
 _IN_RANGE, _CHECKED = 0, 1
 
-
-@scalar_function
-def _least_greatest(indices, count):
-    """The least and greatest of count indices, on the calling thread."""
-    low = INT64_MAX
-    high = INT64_MIN
-    for t in range(count):
-        value = np.int64(indices[t])
-        low = min(low, value)
-        high = max(high, value)
-    return low, high
+# The kernel's int64 parameters (one array: a parallel loop costs compile time per argument).
+_INDEX_COUNT, _ROWS, _ROWS_PER_CHUNK, _NUM_INDICES, _OUTER, _GATHER, _INNER, _LO, _HI, _WRAP, _CHECK, _AHEAD, _PARALLEL = range(13)
 
 
 @scalar_function
-def _index_mode(indices, count, low, high, lo, hi, size, wrap, check):
-    """What count indices between low and high (their least and greatest) are: _IN_RANGE (as
-    given, or once negatives wrap) or _CHECKED; and with check the position of the first bad one,
-    or -1."""
-    if lo <= low and high <= hi:
-        return _IN_RANGE, -1
-    if wrap and lo == 0 and -size <= low and high <= hi:
-        return _IN_RANGE, -1
-    return _CHECKED, first_bad_index(indices, count, lo, hi, size, wrap) if check else -1
-
-
 def _store(dst, d, value, stream):
     """dst[d] = value, with a streaming store when stream (only 4- and 8-byte numbers stream)."""
-
-
-@overload(_store, inline="always")
-def _store_overload(dst, d, value, stream):
-    # Typed per dtype: stream_store has no form for other elements (bool), which never stream.
-    if isinstance(dst.dtype, (numba.types.Integer, numba.types.Float)) and dst.dtype.bitwidth in (32, 64):
-
-        def store(dst, d, value, stream):
-            if stream:
-                stream_store(dst, d, value)
-            else:
-                dst[np.uint64(d)] = value
-
+    if stream:
+        stream_store(dst, d, value)
     else:
-
-        def store(dst, d, value, stream):
-            dst[np.uint64(d)] = value
-
-    return store
+        dst[np.uint64(d)] = value
 
 
 @scalar_function
@@ -128,17 +94,30 @@ def _gather_elements(src, positions, dst, count, next_src, next_lines, line, str
         prefetch(next_src, k * line)
 
 
+@scalar_function
+def _segment(row, stop, num_indices, outer):
+    """The segment of rows [row, stop) of out that starts at row and lies in one (batch, outer) slab:
+    that slab, the position of its first index and its length."""
+    batch_outer = row // num_indices
+    i0 = row - batch_outer * num_indices
+    count = min(num_indices - i0, stop - row)
+    return batch_outer, (batch_outer // outer) * num_indices + i0, count
+
+
 @template()
-def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs):
-    # Rows [row, stop) of out, cut into segments of rows of one (batch, outer) slab: the rows of
-    # the slab src that the segment's indices select, zeros for the others. Inside a segment the
-    # loops see plain views, which is what lets LLVM vectorize them.
+def _gather_element_span(indices, in_, out, params, row, stop, mode):
+    # Rows [row, stop) of out for inner == 1, cut into segments of one (batch, outer) slab each:
+    # the elements of the slab src that the segment's indices select, zeros for the others. Inside
+    # a segment the loops see plain views, which is what lets LLVM vectorize them.
+    num_indices, outer, gather = params[_NUM_INDICES], params[_OUTER], params[_GATHER]
+    lo, hi, wrap, ahead = params[_LO], params[_HI], params[_WRAP], params[_AHEAD]
+    slabs = params[_ROWS] // num_indices
     line = max(1, _LINE_BYTES // in_.itemsize)
     # In range once negatives wrap (mode _IN_RANGE with wrap): a negative index gains gather.
     wrap_add = gather if wrap else 0
-    # An element gather whose indices are all in range reads through 32-bit positions when they
-    # fit (gather <= 2**32): a few instructions an element and half the index bytes in L1.
-    narrow = inner == 1 and mode == _IN_RANGE and gather <= _NARROW_LIMIT
+    # With every index in range, positions are 32-bit when they fit (gather <= 2**32): a few
+    # instructions an element and half the index bytes in L1.
+    narrow = mode == _IN_RANGE and gather <= _NARROW_LIMIT
     positions = np.empty(min(num_indices, stop - row) if narrow else 0, np.uint32)
     positions_of = -1
     positions_count = 0
@@ -151,139 +130,184 @@ def _gather_span(indices, in_, out, row, stop, num_indices, outer, gather, inner
         and out.ctypes.data % out.itemsize == 0
     )
     while row < stop:
-        batch_outer = row // num_indices
-        i0 = row - batch_outer * num_indices
-        count = min(num_indices - i0, stop - row)
-        first_index = (batch_outer // outer) * num_indices + i0
+        batch_outer, first_index, count = _segment(row, stop, num_indices, outer)
         segment = indices[first_index : first_index + count]
-        src = in_[batch_outer * gather * inner : (batch_outer + 1) * gather * inner]
-        dst = out[row * inner : (row + count) * inner]
-        if inner == 1:
-            # An element gather reads its next slab while it works on this one (ahead says it is
-            # dense), a line at a time spread over its elements: a steady stream of line fetches
-            # the loads never wait on, where a burst at the start would fill the miss queues.
+        src = in_[batch_outer * gather : (batch_outer + 1) * gather]
+        dst = out[row : row + count]
+        if narrow:
+            # The next slab is read while this one is worked on (ahead says it is dense), a line at
+            # a time spread over the elements: a steady stream of line fetches the loads never wait
+            # on, where a burst at the start would fill the miss queues.
             next_lines = (gather + line - 1) // line if ahead and batch_outer + 1 < slabs else 0
             next_src = in_[(batch_outer + 1) * gather : (batch_outer + 2) * gather] if next_lines else src
-            if narrow:
-                # The segment's indices as positions in its slab, converted once for every slab
-                # that shares them (all the outer rows of a batch).
-                if first_index != positions_of or count != positions_count:
-                    for i in range(count):
-                        value = np.int64(segment[i])
-                        positions[i] = np.uint32(value - lo + (wrap_add if value < 0 else 0))
-                    positions_of, positions_count = first_index, count
-                # stream as a constant in each call: with a variable, LLVM merges the two stores
-                # of an element (streaming, ordinary) into one ordinary store.
-                if stream:
-                    _gather_elements(src, positions, dst, count, next_src, next_lines, line, True)
-                else:
-                    _gather_elements(src, positions, dst, count, next_src, next_lines, line, False)
+            # The segment's indices as positions in its slab, converted once for every slab that
+            # shares them (all the outer rows of a batch).
+            if first_index != positions_of or count != positions_count:
+                for i in range(count):
+                    value = np.int64(segment[i])
+                    positions[i] = np.uint32(value - lo + (wrap_add if value < 0 else 0))
+                positions_of, positions_count = first_index, count
+            # stream as a constant in each call: with a variable, LLVM merges the two stores of an
+            # element (streaming, ordinary) into one ordinary store.
+            if stream:
+                _gather_elements(src, positions, dst, count, next_src, next_lines, line, True)
             else:
-                block = max(1, count // next_lines) if next_lines else max(1, count)
-                fetched = 0
-                for start in range(0, count, block):
-                    if fetched < next_lines:
-                        prefetch(next_src, fetched * line)
-                        fetched += 1
-                    end = min(start + block, count)
-                    for i in range(start, end):
-                        r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
-                        # Statements, not `src[r] if r >= 0 else 0`: Numba types that expression
-                        # of uint64 and int as float64, which would round 64-bit units.
-                        if r >= 0:
-                            dst[i] = src[r]
-                        else:
-                            dst[i] = 0
-                for k in range(fetched, next_lines):
-                    prefetch(next_src, k * line)
+                _gather_elements(src, positions, dst, count, next_src, next_lines, line, False)
         else:
+            # Some index out of range (zeros for it) or a slab too long for 32-bit positions: rare,
+            # so a plain loop, quick to compile.
             for i in range(count):
-                if ahead and i + ahead < count:
-                    r = gather_row(np.int64(segment[i + ahead]), lo, hi, gather, wrap)
-                    if r >= 0:
-                        for k in range(0, inner, line):
-                            prefetch(src, r * inner + k)
                 r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
-                d = np.uint64(i * inner)
+                # Statements, not `src[r] if r >= 0 else 0`: Numba types that expression of uint64
+                # and int as float64, which would round 64-bit units.
                 if r >= 0:
-                    s = np.uint64(r * inner)
-                    for k in range(np.uint64(inner)):
-                        dst[d + k] = src[s + k]
+                    dst[i] = src[r]
                 else:
-                    for k in range(np.uint64(inner)):
-                        dst[d + k] = 0
+                    dst[i] = 0
         row += count
     if stream:
         stream_fence()
 
 
-# The copy itself, compiled once per buffer and index dtype as a function of its own that both
-# loops of _gather call: Numba's parallel passes then see a loop around one call, not the copy's
-# inlined branches (which made a first gather compile for seconds).
-_SPAN_KERNEL = CpuKernel(_gather_span, "gather_span")
-_SPAN = _SPAN_KERNEL.serial
+@template()
+def _gather_row_span(indices, in_, out, params, row, stop, mode):
+    # Rows [row, stop) of out for any inner, cut into segments of one (batch, outer) slab each: the
+    # rows of the slab src that the segment's indices select, zeros for the others, prefetching
+    # the row `ahead` further on when ahead.
+    num_indices, outer, gather, inner = params[_NUM_INDICES], params[_OUTER], params[_GATHER], params[_INNER]
+    lo, hi, wrap, ahead = params[_LO], params[_HI], params[_WRAP], params[_AHEAD]
+    line = max(1, _LINE_BYTES // in_.itemsize)
+    while row < stop:
+        batch_outer, first_index, count = _segment(row, stop, num_indices, outer)
+        segment = indices[first_index : first_index + count]
+        src = in_[batch_outer * gather * inner : (batch_outer + 1) * gather * inner]
+        dst = out[row * inner : (row + count) * inner]
+        for i in range(count):
+            if ahead and i + ahead < count:
+                r = gather_row(np.int64(segment[i + ahead]), lo, hi, gather, wrap)
+                if r >= 0:
+                    for k in range(0, inner, line):
+                        prefetch(src, r * inner + k)
+            r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
+            d = np.uint64(i * inner)
+            if r >= 0:
+                s = np.uint64(r * inner)
+                for k in range(np.uint64(inner)):
+                    dst[d + k] = src[s + k]
+            else:
+                for k in range(np.uint64(inner)):
+                    dst[d + k] = 0
+        row += count
+
+
+# The copies, each compiled on its own per buffer and index dtype, which both loops of _gather call
+# by its address: Numba's parallel passes then see a loop around one call, and a copy is compiled
+# once, not again inside the kernel and its parallel loop (which made a first gather take seconds).
+# A launch is given the one its inner needs, so a first launch compiles only that one.
+_ELEMENT_SPAN = CpuKernel(_gather_element_span, "gather_element_span")
+_ROW_SPAN = CpuKernel(_gather_row_span, "gather_row_span")
 
 
 @template()
-def _gather(indices, in_, out, index_count, rows, rows_per_chunk, num_indices, outer, gather, inner, lo, hi, wrap, check, ahead, parallel):
-    # One build for every size: parallel picks the prange over chunks of rows or one serial span.
-    # The least and greatest index decide the loops' mode; with check, a bad index ends the launch
-    # before any write. The pass over the indices runs on the calling thread: a parallel loop of
-    # its own would cost compiling a second one, for indices that are few next to the rows they move.
-    low, high = _least_greatest(indices, index_count)
-    mode, bad = _index_mode(indices, index_count, low, high, lo, hi, gather, wrap, check)
-    if bad >= 0:
-        return bad
-    if rows * inner == 0:
+def _index_pass(indices, params):
+    # The least and greatest index decide the loops' mode: _IN_RANGE when all are in range (as
+    # given, or once negatives wrap), else _CHECKED. Returns, with check, the position of the first
+    # bad index, else -1 - mode. Written out, not as scalar functions: inlining them costs compile time.
+    count, lo, hi, size, wrap = params[_INDEX_COUNT], params[_LO], params[_HI], params[_GATHER], params[_WRAP]
+    low = INT64_MAX
+    high = INT64_MIN
+    for t in range(count):
+        value = np.int64(indices[t])
+        low = min(low, value)
+        high = max(high, value)
+    if (lo <= low and high <= hi) or (wrap and lo == 0 and -size <= low and high <= hi):
+        return -1 - _IN_RANGE
+    if params[_CHECK]:
+        bad = first_bad_index(indices, count, lo, hi, size, wrap)
+        if bad >= 0:
+            return bad
+    return -1 - _CHECKED
+
+
+# The pass over the indices, compiled on its own per index dtype, which _gather calls by its address.
+_INDEX_PASS = CpuKernel(_index_pass, "gather_index_pass")
+
+
+@template()
+def _gather(index_pass, span, indices, in_, out, params):
+    # One build for every size: params[_PARALLEL] picks the prange over chunks of rows or one serial
+    # span. The index pass runs first, on the calling thread (a parallel loop of its own would
+    # cost compiling a second one, for indices that are few next to the rows they move): a bad
+    # index ends the launch before any write.
+    found = call_function(index_pass, (indices, params), np.int64)
+    if found >= 0:
+        return found
+    mode = -1 - found
+    rows = params[_ROWS]
+    if rows * params[_INNER] == 0:
         return -1
-    slabs = rows // num_indices
-    if parallel:
+    # np.int64: the span takes int64s (its build's types: _compiled), and prange's index is unsigned.
+    if params[_PARALLEL]:
+        rows_per_chunk = params[_ROWS_PER_CHUNK]
         for chunk in prange((rows + rows_per_chunk - 1) // rows_per_chunk):
-            start = chunk * rows_per_chunk
-            _SPAN(indices, in_, out, start, min(start + rows_per_chunk, rows), num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs)
+            start = np.int64(chunk) * rows_per_chunk
+            call_task(span, (indices, in_, out, params, start, min(start + rows_per_chunk, rows), mode))
     else:
-        # np.int64: a literal 0 would make Numba compile the span a second time, for Literal[int](0).
-        _SPAN(indices, in_, out, np.int64(0), rows, num_indices, outer, gather, inner, lo, hi, wrap, mode, ahead, slabs)
+        call_task(span, (indices, in_, out, params, np.int64(0), rows, mode))
     return -1
 
 
 # One kernel for every dtype and size: Numba compiles a specialization per buffer and index dtype.
 _KERNEL = CpuKernel(_gather, "gather")
+_PARAMS = numba.types.Array(numba.int64, 1, "C")
+
+
+@functools.cache
+def _compiled(index_type: numba.types.Array, in_type: numba.types.Array, out_type: numba.types.Array, elements: bool) -> tuple[Callable, int, int]:
+    """_gather's compiled entry point for these buffer types, and the index pass and span it is to
+    be given for rows of one element (elements) or of any length."""
+    index_pass = _INDEX_PASS.task(index_type, _PARAMS, returns=numba.int64)
+    span = (_ELEMENT_SPAN if elements else _ROW_SPAN).task(index_type, in_type, out_type, _PARAMS, numba.int64, numba.int64, numba.int64)
+    args = (numba.int64, numba.int64, index_type, in_type, out_type, _PARAMS)
+    kernel = _KERNEL.parallel
+    kernel.compile(args)
+    return kernel.overloads[args].entry_point, index_pass, span
 
 
 class _Entry:
-    """The kernel compiled for 1-d C-contiguous buffers of one index dtype and one buffer dtype,
-    which launches of plain NumPy buffers call without Numba's dispatch; compiled on first use."""
+    """_compiled for 1-d C-contiguous buffers of one index dtype and one buffer dtype, and rows of one
+    element or not, which launches of plain NumPy buffers call without Numba's dispatch; compiled
+    on first use."""
 
-    __slots__ = ("_signature", "_fn")
+    __slots__ = ("_types", "_compiled")
 
-    def __init__(self, index_dtype: np.dtype, dtype: np.dtype) -> None:
+    def __init__(self, index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> None:
         array = numba.types.Array(numba.from_dtype(dtype), 1, "C")
-        self._signature = (numba.types.Array(numba.from_dtype(index_dtype), 1, "C"), array, array) + (numba.int64,) * 13
-        self._fn = None
+        self._types = (numba.types.Array(numba.from_dtype(index_dtype), 1, "C"), array, array, elements)
+        self._compiled = None
 
-    def get(self) -> Callable:
-        if self._fn is None:
-            self._fn = _KERNEL.parallel.compile(self._signature)
-        return self._fn
+    def get(self) -> tuple[Callable, int, int]:
+        if self._compiled is None:
+            self._compiled = _compiled(*self._types)
+        return self._compiled
 
 
 _entry = functools.cache(_Entry)
 
 
 class _Plan(NamedTuple):
-    """A CPU launch's buffer counts, the kernel's size arguments and its entries."""
+    """A CPU launch's buffer counts, the kernel's parameters and its entries."""
 
     index_count: int
     in_count: int
     out_count: int
-    args: tuple
+    params: np.ndarray | None
     entry: _Entry
     # Rows move as raw bytes in the widest unsigned unit (8, 4 or 2 bytes) dividing a row, when it
-    # is wider than the element and both buffers are aligned to it: unit_args is then args with
-    # inner counted in units. None where the element is already the widest unit.
+    # is wider than the element and both buffers are aligned to it: unit_params is then params
+    # with inner counted in units. None where the element is already the widest unit.
     unit: np.dtype | None = None
-    unit_args: tuple = ()
+    unit_params: np.ndarray | None = None
     unit_entry: _Entry | None = None
 
 
@@ -292,7 +316,8 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
     if sizes.gathered_count == 0 and not check:
         return None
     counts = (sizes.index_count, sizes.params_count, sizes.gathered_count)
-    rows = sizes.batch * sizes.outer * sizes.num_indices
+    # No rows when they are empty: rows * inner (out's count) then bounds every size argument.
+    rows = sizes.batch * sizes.outer * sizes.num_indices if sizes.inner else 0
     parallel = int(sizes.gathered_count + sizes.index_count >= PARALLEL_THRESHOLD)
     itemsize = dtype.itemsize
     if sizes.inner == 1:
@@ -318,23 +343,36 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
     )
     row_bytes = sizes.inner * itemsize
     width = next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)
-    entry = _entry(index_dtype, dtype)
+    entry = _entry(index_dtype, dtype, sizes.inner == 1)
     if sizes.inner == 1 or width <= itemsize:
-        return _Plan(*counts, args, entry)
+        return _Plan(*counts, _params(args), entry)
     unit = np.dtype(f"uint{8 * width}")
-    unit_args = args[:6] + (row_bytes // width,) + args[7:]
-    return _Plan(*counts, args, entry, unit, unit_args, _entry(index_dtype, unit))
+    unit_args = args[:_INNER] + (row_bytes // width,) + args[_INNER + 1 :]
+    unit_entry = _entry(index_dtype, unit, row_bytes == width)
+    return _Plan(*counts, _params(args), entry, unit, _params(unit_args), unit_entry)
 
 
-def _run(plan: _Plan, indices, in_, out, kernel: Callable | None = None) -> int:
-    """Run plan on kernel (Numba's dispatcher) or, when None, on the entries compiled for 1-d
-    C-contiguous buffers; rows move in the plan's raw unit when both buffers are aligned to it."""
+def _params(args: tuple) -> np.ndarray | None:
+    """args as the kernel's parameters, or None when one exceeds int64: a count (of indices or of
+    out) no buffer holds, so the launch's buffer checks refuse it before it would run."""
+    return np.array(args, np.int64) if max(args) <= INT64_MAX else None
+
+
+def _run(plan: _Plan, indices, in_, out, plain: bool) -> int:
+    """Run plan on the entry compiled for 1-d C-contiguous buffers (plain) or else for the buffers'
+    own types; rows move in the plan's raw unit when both buffers are aligned to it."""
     unit = plan.unit
     if unit is not None and in_.ctypes.data % unit.itemsize == 0 and out.ctypes.data % unit.itemsize == 0:
-        in_units = in_[: plan.in_count].view(unit)
-        out_units = out[: plan.out_count].view(unit)
-        return (kernel or plan.unit_entry.get())(indices, in_units, out_units, *plan.unit_args)
-    return (kernel or plan.entry.get())(indices, in_, out, *plan.args)
+        in_ = in_[: plan.in_count].view(unit)
+        out = out[: plan.out_count].view(unit)
+        params, entry = plan.unit_params, plan.unit_entry
+    else:
+        params, entry = plan.params, plan.entry
+    if plain:
+        kernel, index_pass, span = entry.get()
+    else:
+        kernel, index_pass, span = _compiled(buffer_type(indices), buffer_type(in_), buffer_type(out), params[_INNER] == 1)
+    return kernel(index_pass, span, indices, in_, out, params)
 
 
 class CpuGatherKernels(IndexedKernels):
@@ -373,11 +411,11 @@ class CpuGatherKernels(IndexedKernels):
         ):
             # The buffers (and their unit views) have exactly the types the entry was compiled
             # for (read-only inputs are only read), so the call skips Numba's type dispatch.
-            return _run(plan, indices, in_, out)
-        return _run(plan, *primitive.checked_buffers(sizes, indices, in_, out), _KERNEL.parallel)
+            return _run(plan, indices, in_, out, True)
+        return _run(plan, *primitive.checked_buffers(sizes, indices, in_, out), False)
 
     def all_kernels(self):
-        return (_KERNEL, _SPAN_KERNEL)
+        return (_KERNEL, _INDEX_PASS, _ELEMENT_SPAN, _ROW_SPAN)
 
 
 CPU_GATHER_KERNELS = CpuGatherKernels()

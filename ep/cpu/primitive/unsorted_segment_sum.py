@@ -7,7 +7,7 @@ row whose segment id falls in them, in id order, so no two tasks write one eleme
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numba
 import numpy as np
@@ -19,7 +19,7 @@ from ep.common.primitive.gather import GatherSizes, IndexedKernels, first_bad_in
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES, UnsortedSegmentSumFactoryImpl, accumulator_dtype
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel
+from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel, buffer_type, call_task
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
 
@@ -47,35 +47,40 @@ def _segment_task(ids, data, acc, out, task, row_blocks, rows_per_block, num_ids
             out[k] = bound.store(acc[k])
 
 
-@template("task")
-def _segment_sum(ids, data, acc, out, index_count, tasks, row_blocks, rows_per_block, num_ids, outer, segments, inner, lo, hi, wrap, check, parallel):
+@template()
+def _segment_sum(task, ids, data, acc, out, index_count, tasks, row_blocks, rows_per_block, num_ids, outer, segments, inner, lo, hi, wrap, check, parallel):
     # One build for every size: parallel picks the prange over tasks or a serial loop; both call
-    # the task, compiled on its own, so Numba's parallel passes see a loop around one call.
-    # With check, a bad id ends the launch before any write.
+    # the task, compiled on its own, by its address: Numba's parallel passes see a loop around one
+    # call, and the task is compiled once, not again inside the kernel and its parallel loop.
+    # With check, a bad id ends the launch before any write. np.int64: prange's index is unsigned.
     if check:
         bad = first_bad_index(ids, index_count, lo, hi, segments, wrap)
         if bad >= 0:
             return bad
     if parallel:
-        for task in prange(tasks):
-            bound.task(ids, data, acc, out, task, row_blocks, rows_per_block, num_ids, outer, segments, inner, lo, hi, wrap)
+        for t in prange(tasks):
+            call_task(task, (ids, data, acc, out, np.int64(t), row_blocks, rows_per_block, num_ids, outer, segments, inner, lo, hi, wrap))
     else:
-        for task in range(tasks):
-            bound.task(ids, data, acc, out, task, row_blocks, rows_per_block, num_ids, outer, segments, inner, lo, hi, wrap)
+        for t in range(tasks):
+            call_task(task, (ids, data, acc, out, np.int64(t), row_blocks, rows_per_block, num_ids, outer, segments, inner, lo, hi, wrap))
     return -1
 
 
+_SIZES = (numba.int64,) * 13
+
+
 class _Plan(NamedTuple):
-    """The kernel of a launch and its size arguments after the buffers."""
+    """The kernel of a launch, the task it calls and its size arguments after the buffers."""
 
     kernel: CpuKernel
+    task: CpuKernel
     args: tuple
 
 
 class CpuUnsortedSegmentSumKernels(IndexedKernels):
     @functools.cache
-    def kernel(self, dtype: DataType) -> CpuKernel:
-        """The kernel summing dtype (Numba specializes it per ids dtype)."""
+    def kernel(self, dtype: DataType) -> tuple[CpuKernel, CpuKernel]:
+        """The kernel summing dtype and the task it calls (Numba specializes both per ids dtype)."""
         task = CpuKernel(
             _segment_task,
             f"unsorted_segment_task_{dtype.value}",
@@ -83,7 +88,7 @@ class CpuUnsortedSegmentSumKernels(IndexedKernels):
             store=store_fn(dtype),
             FINISH=accumulator_dtype(dtype) is not dtype,
         )
-        return CpuKernel(_segment_sum, f"unsorted_segment_sum_{dtype.value}", task=task.serial)
+        return CpuKernel(_segment_sum, f"unsorted_segment_sum_{dtype.value}"), task
 
     def plan(self, dtype, indices_dtype, sizes: GatherSizes, wrap, check) -> _Plan:
         slabs = sizes.batch * sizes.outer
@@ -95,7 +100,7 @@ class CpuUnsortedSegmentSumKernels(IndexedKernels):
         args = (sizes.index_count, tasks, row_blocks, rows_per_block, sizes.num_indices, sizes.outer, sizes.gather)
         parallel = int(sizes.params_count + sizes.gathered_count >= PARALLEL_THRESHOLD)
         args += (sizes.inner, sizes.lo, sizes.hi, int(wrap), int(check), parallel)
-        return _Plan(self.kernel(dtype), args)
+        return _Plan(*self.kernel(dtype), args)
 
     def run(self, primitive, plan, stream, ids, data, out) -> int:
         sizes, plan = plan
@@ -104,10 +109,22 @@ class CpuUnsortedSegmentSumKernels(IndexedKernels):
             return -1
         acc_dtype = accumulator_dtype(primitive.dtype)
         acc = out if acc_dtype is primitive.dtype else np.empty(sizes.params_count, acc_dtype.dtype)
-        return plan.kernel.parallel(ids, data, acc, out, *plan.args)
+        kernel, task = _compiled(plan.kernel, plan.task, buffer_type(ids), buffer_type(data), buffer_type(acc), buffer_type(out))
+        return kernel(task, ids, data, acc, out, *plan.args)
 
     def all_kernels(self):
-        return (self.kernel(dtype) for dtype in SUM_TYPES)
+        for dtype in SUM_TYPES:
+            yield from self.kernel(dtype)
+
+
+@functools.cache
+def _compiled(kernel: CpuKernel, task: CpuKernel, *buffer_types: numba.types.Array) -> tuple[Callable, int]:
+    """kernel's compiled entry point for these buffer types (ids, data, acc, out), and the address
+    of task compiled for the very types the kernel passes it."""
+    address = task.task(*buffer_types, *_SIZES[:10])
+    args = (numba.int64, *buffer_types) + _SIZES
+    kernel.parallel.compile(args)
+    return kernel.parallel.overloads[args].entry_point, address
 
 
 REGISTER_PRIMITIVE_FACTORY(
