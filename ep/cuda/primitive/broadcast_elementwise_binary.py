@@ -32,6 +32,7 @@ from ep.common.primitive.broadcast_elementwise_binary import (
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
+from ep.cuda.pack import aligned, pack_bindings, pack_lanes
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -40,24 +41,42 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 FLOAT64_FORMULAS = frozenset({BinaryOp.kDigammaBackwardWithDyX, BinaryOp.kLgammaBackwardWithDyX})
 
 
-@template("formula", "compute", "load", "store", "INDEX", "DIVMOD")
+@template("formula", "compute", "load", "store", "INDEX", "DIVMOD", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack")
 def _binary(
     src0, value0, is_value0, src1, value1, is_value1, dst, count, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1,
-    attr0, attr1,
+    attr0, attr1, unit, inner0, inner1,
 ):
-    i = bound.INDEX(cuda.grid(1))
+    # unit: PACK consecutive dst elements per work item where the buffers are aligned to their
+    # packs and no pack crosses a row, else 1; inner0/inner1: each operand's stride along the
+    # innermost dim (1, or 0 where it is broadcast: one element for the whole pack). The lane
+    # loop has a constant trip count: LLVM unrolls it and keeps the lanes in registers, and the
+    # formula is inlined once.
+    x0 = bound.pack_array(bound.SRC)
+    x1 = bound.pack_array(bound.SRC)
+    y = bound.pack_array(bound.DST)
+    w = bound.INDEX(cuda.grid(1))
     step = bound.INDEX(cuda.gridsize(1))
-    while i < count:
+    work = bound.INDEX((count + unit - 1) // unit)
+    while w < work:
+        i = bound.INDEX(w * unit)
+        lanes = min(unit, bound.INDEX(count - i))
         # ndim is the same for every thread: the unrolled dims' breaks never diverge.
         offset0, offset1 = split_offsets(
             i, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1, bound.DIVMOD
         )
-        # compute() is free when compiled; on the simulator, which runs this as Python, it keeps
-        # the operands' type (Numba returns a loaded int8 as a Python int).
-        x = bound.compute(value0 if is_value0 else bound.load(src0[offset0]))
-        y = bound.compute(value1 if is_value1 else bound.load(src1[offset1]))
-        dst[i] = bound.store(bound.formula(x, y, attr0, attr1))
-        i = bound.INDEX(i + step)
+        if not is_value0:
+            bound.load_pack(x0, src0, offset0, lanes, inner0)
+        if not is_value1:
+            bound.load_pack(x1, src1, offset1, lanes, inner1)
+        for k in range(bound.PACK):
+            if k < lanes:
+                # compute() is free when compiled; on the simulator, which runs this as Python, it
+                # keeps the operands' type (Numba returns a loaded int8 as a Python int).
+                x = bound.compute(value0 if is_value0 else bound.load(x0[k]))
+                z = bound.compute(value1 if is_value1 else bound.load(x1[k]))
+                y[k] = bound.store(bound.formula(x, z, attr0, attr1))
+        bound.store_pack(dst, i, y, lanes)
+        w = bound.INDEX(w + step)
 
 
 _INDEX = size_type(wide=False)
@@ -103,12 +122,14 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
         attr = numba.from_dtype(binary_attr_dtype(src_dtype))
         flag = types.boolean
         argtypes = (
-            src, compute, flag, src, compute, flag, dst, _INDEX, _INDEX, *([_DIMS] * 5), _INDEX, _INDEX, attr, attr
+            src, compute, flag, src, compute, flag, dst, _INDEX, _INDEX, *([_DIMS] * 5), _INDEX, _INDEX, attr, attr,
+            _INDEX, _INDEX, _INDEX,
         )
         # A float64 formula takes register pairs: under the 32-register cap of full occupancy some
         # would spill (the ptxas check found it), so they declare no launch bounds.
         in_float64 = op in FLOAT64_FORMULAS or src_dtype.compute_dtype == np.float64
-        return CudaKernel(
+        lanes = pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype)
+        kernel = CudaKernel(
             _binary,
             f"binary_{op.value}_{src_dtype.value}_{dst_dtype.value}",
             argtypes,
@@ -119,7 +140,10 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
             store=store_fn(dst_dtype),
             # Always 32-bit: a launch beyond is cut into boxes that fit (launch_parts).
             **index_bindings(wide=False),
+            **pack_bindings(lanes, src_dtype.storage_dtype, dst_dtype.storage_dtype),
         )
+        kernel.lanes = lanes
+        return kernel
 
     def combination_kernels(self, op, src_dtype, dst_dtype) -> Iterator[CudaKernel]:
         yield self.kernel(op, src_dtype, dst_dtype)
@@ -133,6 +157,13 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
         parts = launch_parts(plan, limit) if plan.count <= limit else None
         # The value argument of an operand that is a buffer (never read).
         zero = src_dtype.compute_dtype.type(0)
+        lanes = kernel.lanes
+        # Packs: where no pack crosses a row (one dim, or rows of whole packs), the operands that
+        # are buffers along the innermost dim (stride 1) are read a pack at a time, the others (stride
+        # 0: broadcast along it) an element for the pack.
+        inner0, inner1 = (plan.strides0[-1], plan.strides1[-1]) if plan.dims else (0, 0)
+        packable = len(plan.dims) <= 1 or plan.dims[-1] % lanes == 0
+        packed0, packed1 = inner0 == 1 and not value0, inner1 == 1 and not value1
 
         def run(stream, a, b, out, attr0, attr1) -> None:
             nonlocal parts
@@ -147,7 +178,12 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
                     box0, box1, box = src0[offset0:], src1[offset1:], out[offset : offset + count]
                 else:
                     box0, box1, box = src0, src1, out
-                kernel.launch(stream, count, box0, arg0, value0, box1, arg1, value1, box, count, *split, attr0, attr1)
+                packed = packable and aligned(lanes, box, *((box0,) if packed0 else ()), *((box1,) if packed1 else ()))
+                unit = lanes if packed else 1
+                kernel.launch(
+                    stream, -(-count // unit), box0, arg0, value0, box1, arg1, value1, box, count, *split, attr0, attr1,
+                    unit, inner0, inner1,
+                )
 
         return run
 

@@ -1,4 +1,4 @@
-"""ElementwiseUnary's CUDA kernel: one grid-stride kernel per (op, src dtype, dst dtype)."""
+"""ElementwiseUnary's CUDA kernel: one grid-stride kernel per (op, src dtype, dst dtype), moving packs (ep.cuda.pack)."""
 from __future__ import annotations
 
 import functools
@@ -11,6 +11,7 @@ from ep.common.jit import bound, template
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
+from ep.cuda.pack import aligned, pack_bindings, pack_lanes
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.unary_op import UnaryOp
@@ -19,13 +20,38 @@ from ep.include.primitive.unary_op import UnaryOp
 FLOAT64_FORMULAS = frozenset({UnaryOp.kDigamma, UnaryOp.kTrigamma, UnaryOp.kLgamma})
 
 
-@template("formula", "load", "store")
-def _unary(src, dst, count, attr0, attr1):
-    i = cuda.grid(1)
+@template("formula", "load", "store", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack")
+def _unary(src, dst, count, attr0, attr1, unit):
+    # unit: PACK elements per work item where both buffers are aligned to their packs, else 1. The
+    # lane loop has a constant trip count: LLVM unrolls it and keeps the lanes in registers, and
+    # the formula is inlined once.
+    x = bound.pack_array(bound.SRC)
+    y = bound.pack_array(bound.DST)
+    w = cuda.grid(1)
     step = cuda.gridsize(1)
-    while i < count:
-        dst[i] = bound.store(bound.formula(bound.load(src[i]), attr0, attr1))
-        i += step
+    work = (count + unit - 1) // unit
+    while w < work:
+        i = w * unit
+        lanes = min(unit, count - i)
+        bound.load_pack(x, src, i, lanes, 1)
+        for k in range(bound.PACK):
+            if k < lanes:
+                y[k] = bound.store(bound.formula(bound.load(x[k]), attr0, attr1))
+        bound.store_pack(dst, i, y, lanes)
+        w += step
+
+
+class PackedUnaryKernel(CudaKernel):
+    """A unary kernel launched as ElementwiseUnaryImpl launches a device's kernel; it moves packs
+    of `lanes` elements where the buffers are aligned to them."""
+
+    def __init__(self, name: str, argtypes, lanes: int, src_dtype, dst_dtype, **options: object) -> None:
+        super().__init__(_unary, name, argtypes, **options, **pack_bindings(lanes, src_dtype, dst_dtype))
+        self.lanes = lanes
+
+    def launch(self, stream, work: int, src, dst, count: int, attr0, attr1) -> None:
+        unit = self.lanes if aligned(self.lanes, src, dst) else 1
+        super().launch(stream, -(-work // unit), src, dst, count, attr0, attr1, unit)
 
 
 class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
@@ -38,12 +64,17 @@ class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
             numba.int64,
             compute,
             compute,
+            numba.int64,
         )
         name = f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}"
         # A float64 formula takes register pairs: under the 32-register cap of full occupancy most
         # would spill (the ptxas check found 33-60 registers), so they declare no launch bounds.
         in_float64 = op in FLOAT64_FORMULAS or np.float64 in (src_dtype.compute_dtype, dst_dtype.compute_dtype)
-        return CudaKernel(_unary, name, argtypes, full_occupancy=not in_float64, **unary_bindings(op, src_dtype, dst_dtype))
+        lanes = pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype)
+        return PackedUnaryKernel(
+            name, argtypes, lanes, src_dtype.storage_dtype, dst_dtype.storage_dtype,
+            full_occupancy=not in_float64, **unary_bindings(op, src_dtype, dst_dtype),
+        )
 
 
 REGISTER_PRIMITIVE_FACTORY(

@@ -1,0 +1,81 @@
+"""Packs: the consecutive elements an elementwise kernel moves per thread with one vector access.
+
+A kernel's work item is a pack of PACK elements where its buffers are aligned to their packs (one
+64- or 128-bit load or store per buffer: intrinsics.load_pack, store_pack), else one element; a pack cut short
+by the end of the buffers (the tail) moves its elements one by one. Which a launch takes is decided
+on the host from the buffers' addresses and passed as the kernel's `unit` argument.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import numpy as np
+from numba import config, cuda
+
+from ep.common.jit import scalar_function
+
+from ep.common.math.intrinsics import load_pack, store_pack
+from ep.common.runtime.buffer import address
+
+# The widest access a thread makes: one 128-bit load or store.
+PACK_BYTES = 16
+
+
+def pack_lanes(*dtypes: np.dtype, pack_bytes: int = PACK_BYTES) -> int:
+    """Elements per pack: as many as the widest of dtypes fits in pack_bytes (at least one)."""
+    return max(1, pack_bytes // max(np.dtype(dtype).itemsize for dtype in dtypes))
+
+
+@functools.cache
+def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable]:
+    """(pack_array(dtype): a thread's lanes, load(lanes_array, src, s, used, stride),
+    store(dst, d, lanes_array, used)) for packs of lanes elements (intrinsics.load_pack,
+    store_pack): scalar functions holding lanes as the constant that cuda.local.array and the
+    intrinsics require (a template's bound slots are not constants to Numba's typing)."""
+    if config.ENABLE_CUDASIM:
+        # The simulator runs kernels as Python, where neither compiles.
+        def simulated_array(dtype):
+            return np.empty(lanes, dtype)
+
+        def simulated_load(lanes_array, src, s, used, stride):
+            for k in range(used):
+                lanes_array[k] = src[s + k * stride]
+
+        def simulated_store(dst, d, lanes_array, used):
+            dst[d : d + used] = lanes_array[:used]
+
+        return simulated_array, simulated_load, simulated_store
+
+    @scalar_function
+    def pack_array(dtype):
+        return cuda.local.array(lanes, dtype, alignment=PACK_BYTES)
+
+    @scalar_function
+    def load(lanes_array, src, s, used, stride):
+        load_pack(lanes_array, src, s, used, stride, lanes)
+
+    @scalar_function
+    def store(dst, d, lanes_array, used):
+        store_pack(dst, d, lanes_array, used, lanes)
+
+    return pack_array, load, store
+
+
+def pack_bindings(lanes: int, src_dtype: np.dtype, dst_dtype: np.dtype) -> dict[str, object]:
+    """The pack slots of an elementwise template: PACK (lanes), the storage types of its lanes
+    (SRC, DST), pack_array, load_pack and store_pack (pack_functions)."""
+    pack_array, load, store = pack_functions(lanes)
+    return {
+        "PACK": lanes,
+        "SRC": np.dtype(src_dtype).type,
+        "DST": np.dtype(dst_dtype).type,
+        "pack_array": pack_array,
+        "load_pack": load,
+        "store_pack": store,
+    }
+
+
+def aligned(lanes: int, *arrays: object) -> bool:
+    """Whether every array's first element is aligned to a pack of lanes of its elements."""
+    return all(address(array) % (lanes * array.dtype.itemsize) == 0 for array in arrays)
