@@ -15,7 +15,7 @@ from numba import config, cuda
 
 from ep.common.jit import scalar_function
 
-from ep.common.math.intrinsics import load_pack, store_pack
+from ep.common.math.intrinsics import load_pack, opaque, store_pack
 from ep.common.runtime.buffer import address
 
 # The widest access a thread makes: one 128-bit load or store.
@@ -28,11 +28,12 @@ def pack_lanes(*dtypes: np.dtype, pack_bytes: int = PACK_BYTES) -> int:
 
 
 @functools.cache
-def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable]:
+def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable, Callable]:
     """(pack_array(dtype): a thread's lanes, load(lanes_array, src, s, used, stride),
-    store(dst, d, lanes_array, used)) for packs of lanes elements (intrinsics.load_pack,
-    store_pack): scalar functions holding lanes as the constant that cuda.local.array and the
-    intrinsics require (a template's bound slots are not constants to Numba's typing)."""
+    store(dst, d, lanes_array, used), step(i, s): i + s, the grid-stride loop's next work item)
+    for packs of lanes elements (intrinsics.load_pack, store_pack, opaque): scalar functions
+    holding lanes as the constant that cuda.local.array and the intrinsics require (a template's
+    bound slots are not constants to Numba's typing)."""
     if config.ENABLE_CUDASIM:
         # The simulator runs kernels as Python, where neither compiles.
         def simulated_array(dtype):
@@ -45,7 +46,10 @@ def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable]:
         def simulated_store(dst, d, lanes_array, used):
             dst[d : d + used] = lanes_array[:used]
 
-        return simulated_array, simulated_load, simulated_store
+        def simulated_step(i, s):
+            return i + s
+
+        return simulated_array, simulated_load, simulated_store, simulated_step
 
     @scalar_function
     def pack_array(dtype):
@@ -59,13 +63,18 @@ def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable]:
     def store(dst, d, lanes_array, used):
         store_pack(dst, d, lanes_array, used, lanes)
 
-    return pack_array, load, store
+    @scalar_function
+    def step(i, s):
+        # One loop body per thread: NVPTX would unroll a grid-stride loop four times.
+        return opaque(i + s)
+
+    return pack_array, load, store, step
 
 
 def pack_bindings(lanes: int, src_dtype: np.dtype, dst_dtype: np.dtype) -> dict[str, object]:
     """The pack slots of an elementwise template: PACK (lanes), the storage types of its lanes
-    (SRC, DST), pack_array, load_pack and store_pack (pack_functions)."""
-    pack_array, load, store = pack_functions(lanes)
+    (SRC, DST), pack_array, load_pack, store_pack and step (pack_functions)."""
+    pack_array, load, store, step = pack_functions(lanes)
     return {
         "PACK": lanes,
         "SRC": np.dtype(src_dtype).type,
@@ -73,6 +82,7 @@ def pack_bindings(lanes: int, src_dtype: np.dtype, dst_dtype: np.dtype) -> dict[
         "pack_array": pack_array,
         "load_pack": load,
         "store_pack": store,
+        "step": step,
     }
 
 

@@ -203,6 +203,14 @@ def _pack_words(context, builder, memory_type, memory, index, local_type, local,
     return pointer, ir.VectorType(word, words), slots, pack
 
 
+def _forget_lanes(builder, vector_type, slots):
+    """Zero all of a thread's lanes, word by word: what they held before is dead, so LLVM keeps no
+    lane in a register from one work item to the next (it would for lanes a short pack leaves
+    unwritten). Zeros, not undef: LLVM deletes a store of undef."""
+    for slot in slots:
+        builder.store(ir.Constant(vector_type.element, 0), slot)
+
+
 def _lane_pointers(context, builder, array_type, array, index, stride, pack_lanes):
     """Pointers to array[index + k * stride] for k < pack_lanes."""
     intp = context.get_value_type(types.intp)
@@ -234,10 +242,11 @@ def load_pack(typingctx, lanes_array, src, s, used, stride, pack_lanes):
         local, src, index, used, stride = args[:5]
         intp = context.get_value_type(types.intp)
         element = context.get_data_type(src_type.dtype)
+        pointer, vector_type, slots, pack = _pack_words(context, builder, src_type, src, index, local_type, local, lanes)
+        _forget_lanes(builder, vector_type, slots)
         full = builder.and_(builder.icmp_signed("==", used, ir.Constant(intp, lanes)), builder.icmp_signed("==", stride, ir.Constant(intp, 1)))
         with builder.if_else(full) as (vector, elements):
             with vector:
-                pointer, vector_type, slots, pack = _pack_words(context, builder, src_type, src, index, local_type, local, lanes)
                 value = builder.load(pointer, align=pack, typ=vector_type)
                 for w, slot in enumerate(slots):
                     builder.store(builder.extract_element(value, ir.Constant(ir.IntType(32), w)), slot)
@@ -265,9 +274,9 @@ def store_pack(typingctx, dst, d, lanes_array, used, pack_lanes):
         dst, index, local, used = args[:4]
         intp = context.get_value_type(types.intp)
         element = context.get_data_type(dst_type.dtype)
+        pointer, vector_type, slots, pack = _pack_words(context, builder, dst_type, dst, index, local_type, local, lanes)
         with builder.if_else(builder.icmp_signed("==", used, ir.Constant(intp, lanes))) as (vector, elements):
             with vector:
-                pointer, vector_type, slots, pack = _pack_words(context, builder, dst_type, dst, index, local_type, local, lanes)
                 value = ir.Constant(vector_type, None)
                 for w, slot in enumerate(slots):
                     word = vector_type.element
@@ -280,9 +289,33 @@ def store_pack(typingctx, dst, d, lanes_array, used, pack_lanes):
                 for k in range(lanes):
                     with builder.if_then(builder.icmp_signed(">", used, ir.Constant(intp, k))):
                         builder.store(builder.load(sources[k], typ=element), targets[k])
+        _forget_lanes(builder, vector_type, slots)
         return context.get_dummy_value()
 
     return types.none(dst, types.intp, lanes_array, types.intp, pack_lanes), codegen
+
+
+# NVPTX inline-asm constraints by integer width.
+_PTX_REGISTER = {16: "h", 32: "r", 64: "l"}
+
+
+@intrinsic
+def opaque(typingctx, value):
+    """The integer value, passed through an empty inline asm the optimizer cannot see through. CUDA only.
+
+    A grid-stride loop whose counter steps through it keeps one body: LLVM unrolls a loop only when
+    it can compute its trip count, and NVPTX otherwise unrolls it four times, which in a kernel
+    already moving a pack per iteration only adds code (and registers).
+    """
+    if not isinstance(value, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        integer = args[0].type
+        register = _PTX_REGISTER[integer.width]
+        return builder.asm(ir.FunctionType(integer, [integer]), "", f"={register},0", [args[0]], side_effect=False)
+
+    return value(value), codegen
 
 
 @intrinsic

@@ -41,7 +41,7 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 FLOAT64_FORMULAS = frozenset({BinaryOp.kDigammaBackwardWithDyX, BinaryOp.kLgammaBackwardWithDyX})
 
 
-@template("formula", "compute", "load", "store", "INDEX", "DIVMOD", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack")
+@template("formula", "compute", "load", "store", "INDEX", "DIVMOD", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "step")
 def _binary(
     src0, value0, is_value0, src1, value1, is_value1, dst, count, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1,
     attr0, attr1, unit, inner0, inner1,
@@ -76,7 +76,7 @@ def _binary(
                 z = bound.compute(value1 if is_value1 else bound.load(x1[k]))
                 y[k] = bound.store(bound.formula(x, z, attr0, attr1))
         bound.store_pack(dst, i, y, lanes)
-        w = bound.INDEX(w + step)
+        w = bound.step(w, step)
 
 
 _INDEX = size_type(wide=False)

@@ -20,7 +20,7 @@ from ep.include.primitive.unary_op import UnaryOp
 FLOAT64_FORMULAS = frozenset({UnaryOp.kDigamma, UnaryOp.kTrigamma, UnaryOp.kLgamma})
 
 
-@template("formula", "load", "store", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack")
+@template("formula", "load", "store", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "step")
 def _unary(src, dst, count, attr0, attr1, unit):
     # unit: PACK elements per work item where both buffers are aligned to their packs, else 1. The
     # lane loop has a constant trip count: LLVM unrolls it and keeps the lanes in registers, and
@@ -38,7 +38,7 @@ def _unary(src, dst, count, attr0, attr1, unit):
             if k < lanes:
                 y[k] = bound.store(bound.formula(bound.load(x[k]), attr0, attr1))
         bound.store_pack(dst, i, y, lanes)
-        w += step
+        w = bound.step(w, step)
 
 
 class PackedUnaryKernel(CudaKernel):
