@@ -15,6 +15,7 @@ import tempfile
 from typing import Iterable
 
 from numba import types
+from numba.np.numpy_support import as_dtype
 
 from ep.common.math.fast_divmod import fast_divmod
 from ep.common.math.intrinsics import move16
@@ -177,7 +178,7 @@ def traits(kernel) -> Traits:
         # An elementwise template's dst is the buffer it stores; its other buffers are loaded.
         names = kernel._fn.__code__.co_varnames[: kernel._fn.__code__.co_argcount]
         for name, argtype in zip(names, kernel.argtypes):
-            if isinstance(argtype, types.Array) and bindings["PACK"] * argtype.dtype.bitwidth == 128:
+            if isinstance(argtype, types.Array) and bindings["PACK"] * as_dtype(argtype.dtype).itemsize == 16:
                 if name == "dst":
                     stores += 1
                 else:

@@ -1,8 +1,8 @@
 """Every LLVM-level operation ep's kernels use that Numba's Python subset cannot express.
 
 Each is a numba `@intrinsic`: a typing rule and a few lines of LLVM IR, inlined where it is
-called. Those marked "CPU only" emit instructions NVVM does not accept; the rest compile for
-both targets. Everything else in ep/common/math is plain Python on top of these.
+called. Those marked "CPU only" emit instructions NVVM does not accept, and the one marked "CUDA
+only" PTX inline asm; the rest compile for both targets. Everything else in ep/common/math is plain Python on top of these.
 """
 from __future__ import annotations
 

@@ -9,15 +9,23 @@ from numba import cuda
 
 from ep.common.jit import bound, template
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
+from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
-from ep.cuda.pack import aligned, pack_bindings, pack_lanes
+from ep.cuda.pack import PACK_BYTES, aligned, pack_bindings, pack_lanes
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.unary_op import UnaryOp
 
 # Ops that compute in float64 at every dtype (ops/transcendental.py).
 FLOAT64_FORMULAS = frozenset({UnaryOp.kDigamma, UnaryOp.kTrigamma, UnaryOp.kLgamma})
+# Packs narrower than 16 bytes (ep.cuda.pack) for (op, src dtype): at 16 bytes these spill under
+# the 32 registers of full occupancy (the ptxas check): libdevice's sinf/cosf/tanf keep their
+# argument reduction's state per lane; int8 abs computes in int64.
+NARROW_PACKS = {
+    **{(op, dtype): 8 for op in (UnaryOp.kSin, UnaryOp.kCos, UnaryOp.kTan) for dtype in (DataType.kFloat16, DataType.kFloat)},
+    (UnaryOp.kAbs, DataType.kInt8): 8,
+}
 
 
 @template("formula", "load", "store", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "step")
@@ -70,7 +78,7 @@ class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
         # A float64 formula takes register pairs: under the 32-register cap of full occupancy most
         # would spill (the ptxas check found 33-60 registers), so they declare no launch bounds.
         in_float64 = op in FLOAT64_FORMULAS or np.float64 in (src_dtype.compute_dtype, dst_dtype.compute_dtype)
-        lanes = pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype)
+        lanes = pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype, pack_bytes=NARROW_PACKS.get((op, src_dtype), PACK_BYTES))
         return PackedUnaryKernel(
             name, argtypes, lanes, src_dtype.storage_dtype, dst_dtype.storage_dtype,
             full_occupancy=not in_float64, **unary_bindings(op, src_dtype, dst_dtype),
