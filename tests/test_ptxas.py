@@ -97,6 +97,10 @@ def test_16_byte_packs_need_a_128_bit_load_per_operand_and_a_128_bit_store():
     assert "1 of 2 loads" in _findings(f"{load}\n    {store}", binary)[0]
     assert "0 of 1 stores" in _findings(f"{load}\n    {load}\n    st.global.v2.u32 [%rd3], {{%r1, %r2}};", binary)[0]
     assert _findings(f"{load}\n    ld.global.v2.u64 {{%rd4, %rd5}}, [%rd2];\n    {store}", binary) == []
+    # A kernel whose formula reads nothing (is_nan of an integer) loads nothing: only its store is checked.
+    unary = ptxas.Traits(float64_data=False, index32=False, wide_loads=1, wide_stores=1)
+    assert ptxas.code_findings("k", store, unary) == []
+    assert "0 of 1 stores" in ptxas.code_findings("k", "st.global.v2.u32 [%rd3], {%r1, %r2};", unary)[0]
 
 
 SCRIPT = """

@@ -1,9 +1,10 @@
 """Packs: the consecutive elements an elementwise kernel moves per thread with one vector access.
 
 A kernel's work item is a pack of PACK elements where its buffers are aligned to their packs (one
-64- or 128-bit load or store per buffer: intrinsics.load_pack, store_pack), else one element; a pack cut short
-by the end of the buffers (the tail) moves its elements one by one. Which a launch takes is decided
-on the host from the buffers' addresses and passed as the kernel's `unit` argument.
+64- or 128-bit load or store per buffer: intrinsics.load_pack, store_pack), else one element; a
+pack cut short by the end of the buffers (the tail) moves its elements one by one. Which a launch
+takes is decided on the host from the buffers' addresses and passed as the kernel's `unit`
+argument.
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import numpy as np
 from numba import config, cuda
 
 from ep.common.jit import scalar_function
-
 from ep.common.math.intrinsics import load_pack, opaque, store_pack
 from ep.common.runtime.buffer import address
 

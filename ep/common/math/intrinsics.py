@@ -2,7 +2,8 @@
 
 Each is a numba `@intrinsic`: a typing rule and a few lines of LLVM IR, inlined where it is
 called. Those marked "CPU only" emit instructions NVVM does not accept, and the one marked "CUDA
-only" PTX inline asm; the rest compile for both targets. Everything else in ep/common/math is plain Python on top of these.
+only" PTX inline asm; the rest compile for both targets. Everything else in ep/common/math is
+plain Python on top of these.
 """
 from __future__ import annotations
 
@@ -196,11 +197,12 @@ def _pack_words(context, builder, memory_type, memory, index, local_type, local,
     pack = size * pack_lanes
     word = ir.IntType(8 * (size if size >= 4 or pack % 4 else 4))
     words = pack * 8 // word.width
-    pointer = _element_pointer(context, builder, memory_type, memory, index, ir.VectorType(word, words))
+    vector_type = ir.VectorType(word, words)
+    pointer = _element_pointer(context, builder, memory_type, memory, index, vector_type)
     zero = context.get_constant(types.intp, 0)
     lane_words = _element_pointer(context, builder, local_type, local, zero, word)
     slots = [builder.gep(lane_words, [ir.Constant(ir.IntType(32), w)], source_etype=word) for w in range(words)]
-    return pointer, ir.VectorType(word, words), slots, pack
+    return pointer, vector_type, slots, pack
 
 
 def _forget_lanes(builder, vector_type, slots):
@@ -244,7 +246,9 @@ def load_pack(typingctx, lanes_array, src, s, used, stride, pack_lanes):
         element = context.get_data_type(src_type.dtype)
         pointer, vector_type, slots, pack = _pack_words(context, builder, src_type, src, index, local_type, local, lanes)
         _forget_lanes(builder, vector_type, slots)
-        full = builder.and_(builder.icmp_signed("==", used, ir.Constant(intp, lanes)), builder.icmp_signed("==", stride, ir.Constant(intp, 1)))
+        full = builder.and_(
+            builder.icmp_signed("==", used, ir.Constant(intp, lanes)), builder.icmp_signed("==", stride, ir.Constant(intp, 1))
+        )
         with builder.if_else(full) as (vector, elements):
             with vector:
                 value = builder.load(pointer, align=pack, typ=vector_type)
@@ -279,8 +283,8 @@ def store_pack(typingctx, dst, d, lanes_array, used, pack_lanes):
             with vector:
                 value = ir.Constant(vector_type, None)
                 for w, slot in enumerate(slots):
-                    word = vector_type.element
-                    value = builder.insert_element(value, builder.load(slot, typ=word), ir.Constant(ir.IntType(32), w))
+                    word = builder.load(slot, typ=vector_type.element)
+                    value = builder.insert_element(value, word, ir.Constant(ir.IntType(32), w))
                 builder.store(value, pointer, align=pack)
             with elements:
                 one = ir.Constant(intp, 1)

@@ -7,6 +7,9 @@ but the outermost (one dim: none; row and column broadcast: one), unrolled over 
 that the rank is a uniform branch, not a tuple indexed at run time. Offsets are 32-bit: a dst of
 more than 2**31 - 1 elements runs as several launches of boxes that fit (launch_parts), so there is
 no 64-bit variant, and the formula is inlined once: the PTX check keeps one kernel per (op, dtype).
+A work item is a pack of 16 bytes of consecutive dst elements (ep.cuda.pack) where no pack crosses
+a row (one dim, or rows of whole packs) and the buffers read or written a pack at a time are
+aligned to it, else one element: split_offsets runs once per pack.
 """
 from __future__ import annotations
 
@@ -83,6 +86,11 @@ _INDEX = size_type(wide=False)
 _DIMS = types.UniTuple(_INDEX, SPLIT_DIMS)
 
 
+def binary_lanes(src_dtype: DataType, dst_dtype: DataType) -> int:
+    """Elements per pack of the kernels from src_dtype to dst_dtype: 16 bytes of the wider."""
+    return pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype)
+
+
 class _Part(NamedTuple):
     """One launch of a plan: where its box starts in src0, src1 and dst, its elements, and
     split_offsets' arguments."""
@@ -128,8 +136,7 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
         # A float64 formula takes register pairs: under the 32-register cap of full occupancy some
         # would spill (the ptxas check found it), so they declare no launch bounds.
         in_float64 = op in FLOAT64_FORMULAS or src_dtype.compute_dtype == np.float64
-        lanes = pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype)
-        kernel = CudaKernel(
+        return CudaKernel(
             _binary,
             f"binary_{op.value}_{src_dtype.value}_{dst_dtype.value}",
             argtypes,
@@ -140,10 +147,8 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
             store=store_fn(dst_dtype),
             # Always 32-bit: a launch beyond is cut into boxes that fit (launch_parts).
             **index_bindings(wide=False),
-            **pack_bindings(lanes, src_dtype.storage_dtype, dst_dtype.storage_dtype),
+            **pack_bindings(binary_lanes(src_dtype, dst_dtype), src_dtype.storage_dtype, dst_dtype.storage_dtype),
         )
-        kernel.lanes = lanes
-        return kernel
 
     def combination_kernels(self, op, src_dtype, dst_dtype) -> Iterator[CudaKernel]:
         yield self.kernel(op, src_dtype, dst_dtype)
@@ -157,7 +162,7 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
         parts = launch_parts(plan, limit) if plan.count <= limit else None
         # The value argument of an operand that is a buffer (never read).
         zero = src_dtype.compute_dtype.type(0)
-        lanes = kernel.lanes
+        lanes = binary_lanes(src_dtype, dst_dtype)
         # Packs: where no pack crosses a row (one dim, or rows of whole packs), the operands that
         # are buffers along the innermost dim (stride 1) are read a pack at a time, the others (stride
         # 0: broadcast along it) an element for the pack.
