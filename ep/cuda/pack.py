@@ -1,10 +1,10 @@
 """Packs: the consecutive elements an elementwise kernel moves per thread with one vector access.
 
-A kernel's work item is a pack of PACK elements where its buffers are aligned to their packs (one
-64- or 128-bit load or store per buffer: intrinsics.load_pack, store_pack), else one element; a
-pack cut short by the end of the buffers (the tail) moves its elements one by one. Which a launch
-takes is decided on the host from the buffers' addresses and passed as the kernel's `unit`
-argument.
+A launch's first work items are full packs of PACK elements where its buffers are aligned to their
+packs (one 64- or 128-bit load or store per buffer: intrinsics.load_pack, store_pack); the elements
+after them (the tail, or all of them where a buffer is not aligned) are work items of one element.
+The host decides from the buffers' addresses and passes the number of packs (`packs`, see
+`pack_count`) to the kernel.
 """
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def pack_lanes(*dtypes: np.dtype, pack_bytes: int = PACK_BYTES) -> int:
 
 @functools.cache
 def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable, Callable]:
-    """(pack_array(dtype): a thread's lanes, load(lanes_array, src, s, used, stride),
-    store(dst, d, lanes_array, used), step(i, s): i + s, the grid-stride loop's next work item)
+    """(pack_array(dtype): a thread's lanes, load(lanes_array, src, s, full, stride),
+    store(dst, d, lanes_array, full), step(i, s): i + s, the grid-stride loop's next work item)
     for packs of lanes elements (intrinsics.load_pack, store_pack, opaque): scalar functions
     holding lanes as the constant that cuda.local.array and the intrinsics require (a template's
     bound slots are not constants to Numba's typing)."""
@@ -39,11 +39,12 @@ def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable, Callable]:
         def simulated_array(dtype):
             return np.empty(lanes, dtype)
 
-        def simulated_load(lanes_array, src, s, used, stride):
-            for k in range(used):
+        def simulated_load(lanes_array, src, s, full, stride):
+            for k in range(lanes if full else 1):
                 lanes_array[k] = src[s + k * stride]
 
-        def simulated_store(dst, d, lanes_array, used):
+        def simulated_store(dst, d, lanes_array, full):
+            used = lanes if full else 1
             dst[d : d + used] = lanes_array[:used]
 
         def simulated_step(i, s):
@@ -56,12 +57,12 @@ def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable, Callable]:
         return cuda.local.array(lanes, dtype, alignment=PACK_BYTES)
 
     @scalar_function
-    def load(lanes_array, src, s, used, stride):
-        load_pack(lanes_array, src, s, used, stride, lanes)
+    def load(lanes_array, src, s, full, stride):
+        load_pack(lanes_array, src, s, full, stride, lanes)
 
     @scalar_function
-    def store(dst, d, lanes_array, used):
-        store_pack(dst, d, lanes_array, used, lanes)
+    def store(dst, d, lanes_array, full):
+        store_pack(dst, d, lanes_array, full, lanes)
 
     @scalar_function
     def step(i, s):
@@ -86,6 +87,11 @@ def pack_bindings(lanes: int, src_dtype: np.dtype, dst_dtype: np.dtype) -> dict[
     }
 
 
-def aligned(lanes: int, *arrays: object) -> bool:
-    """Whether every array's first element is aligned to a pack of lanes of its elements."""
-    return all(address(array) % (lanes * array.dtype.itemsize) == 0 for array in arrays)
+def pack_count(lanes: int, count: int, *arrays: object) -> tuple[int, int]:
+    """(packs, work items) of a launch over count elements of arrays: count // lanes full packs
+    where every array's first element is aligned to a pack of lanes of its elements, else none;
+    then one work item per element left."""
+    if all(address(array) % (lanes * array.dtype.itemsize) == 0 for array in arrays):
+        packs = count // lanes
+        return packs, count - packs * (lanes - 1)
+    return 0, count

@@ -213,73 +213,63 @@ def _forget_lanes(builder, vector_type, slots):
         builder.store(ir.Constant(vector_type.element, 0), slot)
 
 
-def _lane_pointers(context, builder, array_type, array, index, stride, pack_lanes):
-    """Pointers to array[index + k * stride] for k < pack_lanes."""
-    intp = context.get_value_type(types.intp)
-    return [
-        _element_pointer(context, builder, array_type, array, builder.add(index, builder.mul(stride, ir.Constant(intp, k))))
-        for k in range(pack_lanes)
-    ]
-
-
 # A pack moved between global memory and a thread's lanes (a local array of pack_lanes elements):
-# one vector access when all lanes are used (and, loading, the memory's stride is 1), else element
-# by element for the lanes used. Numba's array accesses carry only the element's alignment, so
-# element accesses are never fused into the 64- or 128-bit transactions a GPU moves fastest. The
-# lanes are read and written word by word (32-bit words, or the element where wider): LLVM then
-# keeps an int8 or float16 pack packed in four registers, not one register per lane.
+# one vector access for a full pack, else lane 0 alone (a work item of one element). Numba's array
+# accesses carry only the element's alignment, so element accesses are never fused into the 64- or
+# 128-bit transactions a GPU moves fastest. The lanes are read and written word by word (32-bit
+# words, or the element where wider): LLVM then keeps an int8 or float16 pack packed in four
+# registers, not one register per lane.
 
 
 @intrinsic
-def load_pack(typingctx, lanes_array, src, s, used, stride, pack_lanes):
-    """src[s + k * stride] into lanes_array[k] for k < used: with used == pack_lanes (a constant)
-    and stride 1 one vector load, aligned to the pack's bytes (pack_lanes times the element size, at
-    most 16)."""
+def load_pack(typingctx, lanes_array, src, s, full, stride, pack_lanes):
+    """A full pack (pack_lanes, a constant, of lanes_array's elements) from src[s] on: with stride 1
+    one vector load, aligned to the pack's bytes (pack_lanes times the element size, at most 16);
+    with stride 0 src[s] in every lane. Not full: src[s] into lane 0."""
     if not isinstance(pack_lanes, types.IntegerLiteral):
         return None
     lanes = pack_lanes.literal_value
 
     def codegen(context, builder, signature, args):
         local_type, src_type = signature.args[0], signature.args[1]
-        local, src, index, used, stride = args[:5]
-        intp = context.get_value_type(types.intp)
+        local, src, index, full, stride = args[:5]
         element = context.get_data_type(src_type.dtype)
         pointer, vector_type, slots, pack = _pack_words(context, builder, src_type, src, index, local_type, local, lanes)
         _forget_lanes(builder, vector_type, slots)
-        full = builder.and_(
-            builder.icmp_signed("==", used, ir.Constant(intp, lanes)), builder.icmp_signed("==", stride, ir.Constant(intp, 1))
-        )
-        with builder.if_else(full) as (vector, elements):
+        contiguous = builder.icmp_signed("==", stride, ir.Constant(stride.type, 1))
+        with builder.if_else(builder.and_(full, contiguous)) as (vector, elements):
             with vector:
                 value = builder.load(pointer, align=pack, typ=vector_type)
                 for w, slot in enumerate(slots):
                     builder.store(builder.extract_element(value, ir.Constant(ir.IntType(32), w)), slot)
             with elements:
-                sources = _lane_pointers(context, builder, src_type, src, index, stride, lanes)
-                targets = _lane_pointers(context, builder, local_type, local, ir.Constant(intp, 0), ir.Constant(intp, 1), lanes)
-                for k in range(lanes):
-                    with builder.if_then(builder.icmp_signed(">", used, ir.Constant(intp, k))):
-                        builder.store(builder.load(sources[k], typ=element), targets[k])
+                value = builder.load(_element_pointer(context, builder, src_type, src, index), typ=element)
+                zero = context.get_constant(types.intp, 0)
+                builder.store(value, _element_pointer(context, builder, local_type, local, zero))
+                with builder.if_then(full):
+                    for k in range(1, lanes):
+                        target = _element_pointer(context, builder, local_type, local, context.get_constant(types.intp, k))
+                        builder.store(value, target)
         return context.get_dummy_value()
 
-    return types.none(lanes_array, src, types.intp, types.intp, types.intp, pack_lanes), codegen
+    return types.none(lanes_array, src, types.intp, types.boolean, types.intp, pack_lanes), codegen
 
 
 @intrinsic
-def store_pack(typingctx, dst, d, lanes_array, used, pack_lanes):
-    """lanes_array[k] into dst[d + k] for k < used: with used == pack_lanes (a constant) one vector
-    store, aligned to the pack's bytes (pack_lanes times the element size, at most 16)."""
+def store_pack(typingctx, dst, d, lanes_array, full, pack_lanes):
+    """A full pack (pack_lanes, a constant, of lanes_array's elements) into dst[d] on with one
+    vector store, aligned to the pack's bytes (pack_lanes times the element size, at most 16). Not
+    full: lane 0 into dst[d]."""
     if not isinstance(pack_lanes, types.IntegerLiteral):
         return None
     lanes = pack_lanes.literal_value
 
     def codegen(context, builder, signature, args):
         dst_type, local_type = signature.args[0], signature.args[2]
-        dst, index, local, used = args[:4]
-        intp = context.get_value_type(types.intp)
+        dst, index, local, full = args[:4]
         element = context.get_data_type(dst_type.dtype)
         pointer, vector_type, slots, pack = _pack_words(context, builder, dst_type, dst, index, local_type, local, lanes)
-        with builder.if_else(builder.icmp_signed("==", used, ir.Constant(intp, lanes))) as (vector, elements):
+        with builder.if_else(full) as (vector, elements):
             with vector:
                 value = ir.Constant(vector_type, None)
                 for w, slot in enumerate(slots):
@@ -287,16 +277,13 @@ def store_pack(typingctx, dst, d, lanes_array, used, pack_lanes):
                     value = builder.insert_element(value, word, ir.Constant(ir.IntType(32), w))
                 builder.store(value, pointer, align=pack)
             with elements:
-                one = ir.Constant(intp, 1)
-                targets = _lane_pointers(context, builder, dst_type, dst, index, one, lanes)
-                sources = _lane_pointers(context, builder, local_type, local, ir.Constant(intp, 0), one, lanes)
-                for k in range(lanes):
-                    with builder.if_then(builder.icmp_signed(">", used, ir.Constant(intp, k))):
-                        builder.store(builder.load(sources[k], typ=element), targets[k])
+                zero = context.get_constant(types.intp, 0)
+                value = builder.load(_element_pointer(context, builder, local_type, local, zero), typ=element)
+                builder.store(value, _element_pointer(context, builder, dst_type, dst, index))
         _forget_lanes(builder, vector_type, slots)
         return context.get_dummy_value()
 
-    return types.none(dst, types.intp, lanes_array, types.intp, pack_lanes), codegen
+    return types.none(dst, types.intp, lanes_array, types.boolean, pack_lanes), codegen
 
 
 # NVPTX inline-asm constraints by integer width.

@@ -35,7 +35,7 @@ from ep.common.primitive.broadcast_elementwise_binary import (
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
-from ep.cuda.pack import aligned, pack_bindings, pack_lanes
+from ep.cuda.pack import pack_bindings, pack_count, pack_lanes
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -47,30 +47,32 @@ FLOAT64_FORMULAS = frozenset({BinaryOp.kDigammaBackwardWithDyX, BinaryOp.kLgamma
 @template("formula", "compute", "load", "store", "INDEX", "DIVMOD", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "step")
 def _binary(
     src0, value0, is_value0, src1, value1, is_value1, dst, count, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1,
-    attr0, attr1, unit, inner0, inner1,
+    attr0, attr1, packs, inner0, inner1,
 ):
-    # unit: PACK consecutive dst elements per work item where the buffers are aligned to their
-    # packs and no pack crosses a row, else 1; inner0/inner1: each operand's stride along the
-    # innermost dim (1, or 0 where it is broadcast: one element for the whole pack). The lane
-    # loop has a constant trip count: LLVM unrolls it and keeps the lanes in registers, and the
-    # formula is inlined once.
+    # packs: work items 0 to packs - 1 are full packs of PACK consecutive dst elements (the host
+    # found no pack crossing a row and the buffers read or written a pack at a time aligned to
+    # them), the rest one element each; inner0/inner1: each operand's stride along the innermost
+    # dim (1, or 0 where it is broadcast: one element for the whole pack). The lane loop has a
+    # constant trip count: LLVM unrolls it and keeps the lanes in registers, and the formula is
+    # inlined once.
     x0 = bound.pack_array(bound.SRC)
     x1 = bound.pack_array(bound.SRC)
     y = bound.pack_array(bound.DST)
     w = bound.INDEX(cuda.grid(1))
     step = bound.INDEX(cuda.gridsize(1))
-    work = bound.INDEX((count + unit - 1) // unit)
+    work = bound.INDEX(count - packs * (bound.PACK - 1))
     while w < work:
-        i = bound.INDEX(w * unit)
-        lanes = min(unit, bound.INDEX(count - i))
+        full = w < packs
+        i = bound.INDEX(w * bound.PACK if full else w + packs * (bound.PACK - 1))
+        lanes = bound.PACK if full else 1
         # ndim is the same for every thread: the unrolled dims' breaks never diverge.
         offset0, offset1 = split_offsets(
             i, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1, bound.DIVMOD
         )
         if not is_value0:
-            bound.load_pack(x0, src0, offset0, lanes, inner0)
+            bound.load_pack(x0, src0, offset0, full, inner0)
         if not is_value1:
-            bound.load_pack(x1, src1, offset1, lanes, inner1)
+            bound.load_pack(x1, src1, offset1, full, inner1)
         for k in range(bound.PACK):
             if k < lanes:
                 # compute() is free when compiled; on the simulator, which runs this as Python, it
@@ -78,7 +80,7 @@ def _binary(
                 x = bound.compute(value0 if is_value0 else bound.load(x0[k]))
                 z = bound.compute(value1 if is_value1 else bound.load(x1[k]))
                 y[k] = bound.store(bound.formula(x, z, attr0, attr1))
-        bound.store_pack(dst, i, y, lanes)
+        bound.store_pack(dst, i, y, full)
         w = bound.step(w, step)
 
 
@@ -183,11 +185,12 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
                     box0, box1, box = src0[offset0:], src1[offset1:], out[offset : offset + count]
                 else:
                     box0, box1, box = src0, src1, out
-                packed = packable and aligned(lanes, box, *((box0,) if packed0 else ()), *((box1,) if packed1 else ()))
-                unit = lanes if packed else 1
+                packs, work = 0, count
+                if packable:
+                    packs, work = pack_count(lanes, count, box, *((box0,) if packed0 else ()), *((box1,) if packed1 else ()))
                 kernel.launch(
-                    stream, -(-count // unit), box0, arg0, value0, box1, arg1, value1, box, count, *split, attr0, attr1,
-                    unit, inner0, inner1,
+                    stream, work, box0, arg0, value0, box1, arg1, value1, box, count, *split, attr0, attr1,
+                    packs, inner0, inner1,
                 )
 
         return run

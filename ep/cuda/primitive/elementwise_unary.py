@@ -12,7 +12,7 @@ from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, E
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
-from ep.cuda.pack import PACK_BYTES, aligned, pack_bindings, pack_lanes
+from ep.cuda.pack import PACK_BYTES, pack_bindings, pack_count, pack_lanes
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.unary_op import UnaryOp
@@ -29,23 +29,24 @@ NARROW_PACKS = {
 
 
 @template("formula", "load", "store", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "step")
-def _unary(src, dst, count, attr0, attr1, unit):
-    # unit: PACK elements per work item where both buffers are aligned to their packs, else 1. The
-    # lane loop has a constant trip count: LLVM unrolls it and keeps the lanes in registers, and
-    # the formula is inlined once.
+def _unary(src, dst, count, attr0, attr1, packs):
+    # packs: work items 0 to packs - 1 are full packs of PACK elements (the host found both buffers
+    # aligned to them), the rest one element each. The lane loop has a constant trip count: LLVM
+    # unrolls it and keeps the lanes in registers, and the formula is inlined once.
     x = bound.pack_array(bound.SRC)
     y = bound.pack_array(bound.DST)
     w = cuda.grid(1)
     step = cuda.gridsize(1)
-    work = (count + unit - 1) // unit
+    work = count - packs * (bound.PACK - 1)
     while w < work:
-        i = w * unit
-        lanes = min(unit, count - i)
-        bound.load_pack(x, src, i, lanes, 1)
+        full = w < packs
+        i = w * bound.PACK if full else w + packs * (bound.PACK - 1)
+        lanes = bound.PACK if full else 1
+        bound.load_pack(x, src, i, full, 1)
         for k in range(bound.PACK):
             if k < lanes:
                 y[k] = bound.store(bound.formula(bound.load(x[k]), attr0, attr1))
-        bound.store_pack(dst, i, y, lanes)
+        bound.store_pack(dst, i, y, full)
         w = bound.step(w, step)
 
 
@@ -58,8 +59,8 @@ class PackedUnaryKernel(CudaKernel):
         self.lanes = lanes
 
     def launch(self, stream, work: int, src, dst, count: int, attr0, attr1) -> None:
-        unit = self.lanes if aligned(self.lanes, src, dst) else 1
-        super().launch(stream, -(-work // unit), src, dst, count, attr0, attr1, unit)
+        packs, work = pack_count(self.lanes, count, src, dst)
+        super().launch(stream, work, src, dst, count, attr0, attr1, packs)
 
 
 class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
