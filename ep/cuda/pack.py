@@ -22,18 +22,18 @@ from ep.common.runtime.buffer import address
 PACK_BYTES = 16
 
 
-def pack_lanes(*dtypes: np.dtype, pack_bytes: int = PACK_BYTES) -> int:
-    """Elements per pack: as many as the widest of dtypes fits in pack_bytes (at least one)."""
-    return max(1, pack_bytes // max(np.dtype(dtype).itemsize for dtype in dtypes))
+def pack_lanes(*dtypes: np.dtype) -> int:
+    """Elements per pack: as many as the widest of dtypes fits in PACK_BYTES."""
+    return PACK_BYTES // max(np.dtype(dtype).itemsize for dtype in dtypes)
 
 
 @functools.cache
 def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable, Callable]:
     """(pack_array(dtype): a thread's lanes, load(lanes_array, src, s, full, stride),
-    store(dst, d, lanes_array, full), step(i, s): i + s, the grid-stride loop's next work item)
-    for packs of lanes elements (intrinsics.load_pack, store_pack, opaque): scalar functions
-    holding lanes as the constant that cuda.local.array and the intrinsics require (a template's
-    bound slots are not constants to Numba's typing)."""
+    store(dst, d, lanes_array, full), opaque) for packs of lanes elements (intrinsics.load_pack,
+    store_pack, opaque): scalar functions holding lanes as the constant that cuda.local.array and
+    the intrinsics require (a template's bound slots are not constants to Numba's typing). A
+    kernel steps its grid-stride loop through opaque: NVPTX would unroll it four times."""
     if config.ENABLE_CUDASIM:
         # The simulator runs kernels as Python, where neither compiles.
         def simulated_array(dtype):
@@ -47,10 +47,10 @@ def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable, Callable]:
             used = lanes if full else 1
             dst[d : d + used] = lanes_array[:used]
 
-        def simulated_step(i, s):
-            return i + s
+        def simulated_opaque(i):
+            return i
 
-        return simulated_array, simulated_load, simulated_store, simulated_step
+        return simulated_array, simulated_load, simulated_store, simulated_opaque
 
     @scalar_function
     def pack_array(dtype):
@@ -64,18 +64,13 @@ def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable, Callable]:
     def store(dst, d, lanes_array, full):
         store_pack(dst, d, lanes_array, full, lanes)
 
-    @scalar_function
-    def step(i, s):
-        # One loop body per thread: NVPTX would unroll a grid-stride loop four times.
-        return opaque(i + s)
-
-    return pack_array, load, store, step
+    return pack_array, load, store, opaque
 
 
 def pack_bindings(lanes: int, src_dtype: np.dtype, dst_dtype: np.dtype) -> dict[str, object]:
     """The pack slots of an elementwise template: PACK (lanes), the storage types of its lanes
-    (SRC, DST), pack_array, load_pack, store_pack and step (pack_functions)."""
-    pack_array, load, store, step = pack_functions(lanes)
+    (SRC, DST), pack_array, load_pack, store_pack and opaque (pack_functions)."""
+    pack_array, load, store, opaque_index = pack_functions(lanes)
     return {
         "PACK": lanes,
         "SRC": np.dtype(src_dtype).type,
@@ -83,7 +78,7 @@ def pack_bindings(lanes: int, src_dtype: np.dtype, dst_dtype: np.dtype) -> dict[
         "pack_array": pack_array,
         "load_pack": load,
         "store_pack": store,
-        "step": step,
+        "opaque": opaque_index,
     }
 
 

@@ -44,7 +44,7 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 FLOAT64_FORMULAS = frozenset({BinaryOp.kDigammaBackwardWithDyX, BinaryOp.kLgammaBackwardWithDyX})
 
 
-@template("formula", "compute", "load", "store", "INDEX", "DIVMOD", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "step")
+@template("formula", "compute", "load", "store", "INDEX", "DIVMOD", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "opaque")
 def _binary(
     src0, value0, is_value0, src1, value1, is_value1, dst, count, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1,
     attr0, attr1, packs, inner0, inner1,
@@ -81,7 +81,7 @@ def _binary(
                 z = bound.compute(value1 if is_value1 else bound.load(x1[k]))
                 y[k] = bound.store(bound.formula(x, z, attr0, attr1))
         bound.store_pack(dst, i, y, full)
-        w = bound.step(w, step)
+        w = bound.opaque(bound.INDEX(w + step))
 
 
 _INDEX = size_type(wide=False)

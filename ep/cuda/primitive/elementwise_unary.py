@@ -9,26 +9,18 @@ from numba import cuda
 
 from ep.common.jit import bound, template
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
-from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
-from ep.cuda.pack import PACK_BYTES, pack_bindings, pack_count, pack_lanes
+from ep.cuda.pack import pack_bindings, pack_count, pack_lanes
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.unary_op import UnaryOp
 
 # Ops that compute in float64 at every dtype (ops/transcendental.py).
 FLOAT64_FORMULAS = frozenset({UnaryOp.kDigamma, UnaryOp.kTrigamma, UnaryOp.kLgamma})
-# Packs narrower than 16 bytes (ep.cuda.pack) for (op, src dtype): at 16 bytes these spill under
-# the 32 registers of full occupancy (the ptxas check): libdevice's sinf/cosf/tanf keep their
-# argument reduction's state per lane; int8 abs computes in int64.
-NARROW_PACKS = {
-    **{(op, dtype): 8 for op in (UnaryOp.kSin, UnaryOp.kCos, UnaryOp.kTan) for dtype in (DataType.kFloat16, DataType.kFloat)},
-    (UnaryOp.kAbs, DataType.kInt8): 8,
-}
 
 
-@template("formula", "load", "store", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "step")
+@template("formula", "load", "store", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "opaque")
 def _unary(src, dst, count, attr0, attr1, packs):
     # packs: work items 0 to packs - 1 are full packs of PACK elements (the host found both buffers
     # aligned to them), the rest one element each. The lane loop has a constant trip count: LLVM
@@ -47,7 +39,7 @@ def _unary(src, dst, count, attr0, attr1, packs):
             if k < lanes:
                 y[k] = bound.store(bound.formula(bound.load(x[k]), attr0, attr1))
         bound.store_pack(dst, i, y, full)
-        w = bound.step(w, step)
+        w = bound.opaque(w + step)
 
 
 class PackedUnaryKernel(CudaKernel):
@@ -79,7 +71,7 @@ class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
         # A float64 formula takes register pairs: under the 32-register cap of full occupancy most
         # would spill (the ptxas check found 33-60 registers), so they declare no launch bounds.
         in_float64 = op in FLOAT64_FORMULAS or np.float64 in (src_dtype.compute_dtype, dst_dtype.compute_dtype)
-        lanes = pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype, pack_bytes=NARROW_PACKS.get((op, src_dtype), PACK_BYTES))
+        lanes = pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype)
         return PackedUnaryKernel(
             name, argtypes, lanes, src_dtype.storage_dtype, dst_dtype.storage_dtype,
             full_occupancy=not in_float64, **unary_bindings(op, src_dtype, dst_dtype),
