@@ -89,14 +89,18 @@ def test_16_byte_units_need_128_bit_loads_and_stores():
     assert _findings("ld.global.nc.v2.u64 {%rd5, %rd8}, [%rd6];\n    st.global.v2.u64 [%rd7], {%rd5, %rd8};", wide16) == []
 
 
-def test_16_byte_packs_need_a_128_bit_load_per_operand_and_a_128_bit_store():
-    # A binary kernel with 16-byte packs on both operands and dst.
+def test_16_byte_packs_need_a_128_bit_load_per_input_read_and_a_128_bit_store():
+    # A binary kernel with 16-byte packs on both operands and dst; each input it reads also has an
+    # element load (its single-element work items): the loop's ld.global.u32 and `element`.
     binary = ptxas.Traits(float64_data=False, index32=False, wide_loads=2, wide_stores=1)
     load = "ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd1];"
+    element = "ld.global.u32 %r5, [%rd2];"
     store = "st.global.v4.u32 [%rd3], {%r1, %r2, %r3, %r4};"
-    assert "1 of 2 loads" in _findings(f"{load}\n    {store}", binary)[0]
-    assert "0 of 1 stores" in _findings(f"{load}\n    {load}\n    st.global.v2.u32 [%rd3], {{%r1, %r2}};", binary)[0]
-    assert _findings(f"{load}\n    ld.global.v2.u64 {{%rd4, %rd5}}, [%rd2];\n    {store}", binary) == []
+    assert "1 of 2 loads" in _findings(f"{load}\n    {element}\n    {store}", binary)[0]
+    assert "0 of 1 stores" in _findings(f"{load}\n    {load}\n    {element}\n    st.global.v2.u32 [%rd3], {{%r1, %r2}};", binary)[0]
+    assert _findings(f"{load}\n    ld.global.v2.u64 {{%rd4, %rd5}}, [%rd2];\n    {element}\n    {store}", binary) == []
+    # An input the formula never reads (identity_backward's x) has no element load either.
+    assert _findings(f"{load}\n    {store}", binary) == []
     # A kernel whose formula reads nothing (is_nan of an integer) loads nothing: only its store is checked.
     unary = ptxas.Traits(float64_data=False, index32=False, wide_loads=1, wide_stores=1)
     assert ptxas.code_findings("k", store, unary) == []

@@ -22,9 +22,9 @@ from ep.common.runtime.buffer import address
 PACK_BYTES = 16
 
 
-def pack_lanes(*dtypes: np.dtype) -> int:
-    """Elements per pack: as many as the widest of dtypes fits in PACK_BYTES."""
-    return PACK_BYTES // max(np.dtype(dtype).itemsize for dtype in dtypes)
+def pack_lanes(*dtypes: np.dtype, pack_bytes: int = PACK_BYTES) -> int:
+    """Elements per pack: as many as the widest of dtypes fits in pack_bytes (at least one)."""
+    return max(1, pack_bytes // max(np.dtype(dtype).itemsize for dtype in dtypes))
 
 
 @functools.cache

@@ -35,13 +35,27 @@ from ep.common.primitive.broadcast_elementwise_binary import (
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
-from ep.cuda.pack import pack_bindings, pack_count, pack_lanes
+from ep.cuda.pack import PACK_BYTES, pack_bindings, pack_count, pack_lanes
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 # Derivatives computed in float64 at every dtype (digamma's and trigamma's, ops/transcendental.py).
 FLOAT64_FORMULAS = frozenset({BinaryOp.kDigammaBackwardWithDyX, BinaryOp.kLgammaBackwardWithDyX})
+_INTEGER_DIVISIONS = (BinaryOp.kDiv, BinaryOp.kFmod, BinaryOp.kFloorDiv, BinaryOp.kTruncDiv, BinaryOp.kFloorMod)
+_TRIGONOMETRIC_DERIVATIVES = (BinaryOp.kSinBackwardWithDyX, BinaryOp.kCosBackwardWithDyX, BinaryOp.kTanBackwardWithDyX)
+# Pack bytes below 16 for (op, src dtype), where 16 spill under the 32 registers of full occupancy
+# (the ptxas check): int8 and int32 divisions compute in int64, a 64-bit division routine per lane
+# (two lanes fit); the sin/cos/tan derivatives keep libdevice's argument reduction per lane; float16
+# gelu's derivative and uint8 max/min spilled a few bytes at 16.
+NARROW_PACKS = {
+    **{(op, DataType.kInt8): 2 for op in _INTEGER_DIVISIONS},
+    **{(op, DataType.kInt32): 8 for op in _INTEGER_DIVISIONS},
+    **{(op, dtype): 8 for op in _TRIGONOMETRIC_DERIVATIVES for dtype in (DataType.kFloat16, DataType.kFloat)},
+    (BinaryOp.kGeluBackwardWithDyX, DataType.kFloat16): 8,
+    (BinaryOp.kMax, DataType.kUInt8): 8,
+    (BinaryOp.kMin, DataType.kUInt8): 8,
+}
 
 
 @template("formula", "compute", "load", "store", "INDEX", "DIVMOD", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "opaque")
@@ -88,9 +102,11 @@ _INDEX = size_type(wide=False)
 _DIMS = types.UniTuple(_INDEX, SPLIT_DIMS)
 
 
-def binary_lanes(src_dtype: DataType, dst_dtype: DataType) -> int:
-    """Elements per pack of the kernels from src_dtype to dst_dtype: 16 bytes of the wider."""
-    return pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype)
+def binary_lanes(op, src_dtype: DataType, dst_dtype: DataType) -> int:
+    """Elements per pack of op's kernel from src_dtype to dst_dtype: 16 bytes of the wider, or
+    NARROW_PACKS' bytes."""
+    pack_bytes = NARROW_PACKS.get((op, src_dtype), PACK_BYTES)
+    return pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype, pack_bytes=pack_bytes)
 
 
 class _Part(NamedTuple):
@@ -149,7 +165,7 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
             store=store_fn(dst_dtype),
             # Always 32-bit: a launch beyond is cut into boxes that fit (launch_parts).
             **index_bindings(wide=False),
-            **pack_bindings(binary_lanes(src_dtype, dst_dtype), src_dtype.storage_dtype, dst_dtype.storage_dtype),
+            **pack_bindings(binary_lanes(op, src_dtype, dst_dtype), src_dtype.storage_dtype, dst_dtype.storage_dtype),
         )
 
     def combination_kernels(self, op, src_dtype, dst_dtype) -> Iterator[CudaKernel]:
@@ -164,7 +180,7 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
         parts = launch_parts(plan, limit) if plan.count <= limit else None
         # The value argument of an operand that is a buffer (never read).
         zero = src_dtype.compute_dtype.type(0)
-        lanes = binary_lanes(src_dtype, dst_dtype)
+        lanes = binary_lanes(op, src_dtype, dst_dtype)
         # Packs: where no pack crosses a row (one dim, or rows of whole packs), the operands that
         # are buffers along the innermost dim (stride 1) are read a pack at a time, the others (stride
         # 0: broadcast along it) an element for the pack.
