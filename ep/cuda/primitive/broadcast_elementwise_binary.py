@@ -58,7 +58,9 @@ NARROW_PACKS = {
 }
 
 
-@template("formula", "compute", "load", "store", "INDEX", "DIVMOD", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "opaque")
+@template(
+    "formula", "compute", "load", "store", "INDEX", "DIVMOD", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "opaque"
+)
 def _binary(
     src0, value0, is_value0, src1, value1, is_value1, dst, count, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1,
     attr0, attr1, packs, inner0, inner1,
@@ -203,7 +205,8 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
                     box0, box1, box = src0, src1, out
                 packs, work = 0, count
                 if packable:
-                    packs, work = pack_count(lanes, count, box, *((box0,) if packed0 else ()), *((box1,) if packed1 else ()))
+                    read = (box0,) * packed0 + (box1,) * packed1
+                    packs, work = pack_count(lanes, count, box, *read)
                 kernel.launch(
                     stream, work, box0, arg0, value0, box1, arg1, value1, box, count, *split, attr0, attr1,
                     packs, inner0, inner1,

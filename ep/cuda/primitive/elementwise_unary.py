@@ -1,4 +1,5 @@
-"""ElementwiseUnary's CUDA kernel: one grid-stride kernel per (op, src dtype, dst dtype), moving packs (ep.cuda.pack)."""
+"""ElementwiseUnary's CUDA kernel: one grid-stride kernel per (op, src dtype, dst dtype), moving
+packs (ep.cuda.pack)."""
 from __future__ import annotations
 
 import functools
@@ -9,15 +10,19 @@ from numba import cuda
 
 from ep.common.jit import bound, template
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
+from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
-from ep.cuda.pack import pack_bindings, pack_count, pack_lanes
+from ep.cuda.pack import PACK_BYTES, pack_bindings, pack_count, pack_lanes
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.unary_op import UnaryOp
 
 # Ops that compute in float64 at every dtype (ops/transcendental.py).
 FLOAT64_FORMULAS = frozenset({UnaryOp.kDigamma, UnaryOp.kTrigamma, UnaryOp.kLgamma})
+# Pack bytes below 16 for (op, src dtype): two lanes of libdevice's float64 erf take 90 registers
+# (one: 36), which would cut that kernel (no launch bounds) to 25% occupancy.
+NARROW_PACKS = {(UnaryOp.kErf, DataType.kDouble): 8}
 
 
 @template("formula", "load", "store", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "opaque")
@@ -71,7 +76,8 @@ class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
         # A float64 formula takes register pairs: under the 32-register cap of full occupancy most
         # would spill (the ptxas check found 33-60 registers), so they declare no launch bounds.
         in_float64 = op in FLOAT64_FORMULAS or np.float64 in (src_dtype.compute_dtype, dst_dtype.compute_dtype)
-        lanes = pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype)
+        pack_bytes = NARROW_PACKS.get((op, src_dtype), PACK_BYTES)
+        lanes = pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype, pack_bytes=pack_bytes)
         return PackedUnaryKernel(
             name, argtypes, lanes, src_dtype.storage_dtype, dst_dtype.storage_dtype,
             full_occupancy=not in_float64, **unary_bindings(op, src_dtype, dst_dtype),
