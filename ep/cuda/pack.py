@@ -30,12 +30,12 @@ def pack_lanes(*dtypes: np.dtype, pack_bytes: int = PACK_BYTES) -> int:
 @functools.cache
 def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable, Callable]:
     """(pack_array(dtype): a thread's lanes, load(lanes_array, src, s, full, stride),
-    store(dst, d, lanes_array, full), opaque) for packs of lanes elements (intrinsics.load_pack,
-    store_pack, opaque): scalar functions holding lanes as the constant that cuda.local.array and
-    the intrinsics require (a template's bound slots are not constants to Numba's typing). A
-    kernel steps its grid-stride loop through opaque: NVPTX would unroll it four times."""
+    store(dst, d, lanes_array, full), opaque) for packs of lanes elements. The first three are
+    scalar functions holding lanes as the constant that cuda.local.array and intrinsics.load_pack
+    and store_pack require (a template's bound slots are not constants to Numba's typing); a kernel
+    steps its grid-stride loop through intrinsics.opaque, as NVPTX would unroll it four times."""
     if config.ENABLE_CUDASIM:
-        # The simulator runs kernels as Python, where neither compiles.
+        # The simulator runs kernels as Python, where none of them compiles.
         def simulated_array(dtype):
             return np.empty(lanes, dtype)
 

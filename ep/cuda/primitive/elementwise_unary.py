@@ -20,8 +20,8 @@ from ep.include.primitive.unary_op import UnaryOp
 
 # Ops that compute in float64 at every dtype (ops/transcendental.py).
 FLOAT64_FORMULAS = frozenset({UnaryOp.kDigamma, UnaryOp.kTrigamma, UnaryOp.kLgamma})
-# Pack bytes below 16 for (op, src dtype): two lanes of libdevice's float64 erf take 90 registers
-# (one: 36), which would cut that kernel (no launch bounds) to 25% occupancy.
+# Pack bytes below 16 for (op, src dtype): two lanes of libdevice's float64 erf took 90 registers
+# on sm_90 (one lane: 18), cutting that kernel (no launch bounds) to 25% occupancy.
 NARROW_PACKS = {(UnaryOp.kErf, DataType.kDouble): 8}
 
 
@@ -56,6 +56,7 @@ class PackedUnaryKernel(CudaKernel):
         self.lanes = lanes
 
     def launch(self, stream, work: int, src, dst, count: int, attr0, attr1) -> None:
+        # work is count, as ElementwiseUnaryImpl passes it: packs make fewer work items.
         packs, work = pack_count(self.lanes, count, src, dst)
         super().launch(stream, work, src, dst, count, attr0, attr1, packs)
 
