@@ -44,7 +44,7 @@ def test_ptxas_report_is_read():
         ptxas.parse_resources("ptxas info    : 8 bytes gmem")
 
 
-PLAIN = ptxas.Traits(float64_data=False, index32=False, wide16=False)
+PLAIN = ptxas.Traits(float64_data=False, index32=False, wide_loads=0, wide_stores=0)
 
 LOOP = """
 .visible .entry k(
@@ -69,13 +69,13 @@ def _findings(body: str, traits: ptxas.Traits) -> list[str]:
 def test_float64_instructions_are_found_unless_the_kernel_has_float64_data():
     body = "cvt.f64.f32 %fd1, %f1;\n    mul.rn.f64 %fd1, %fd1, %fd1;"
     assert "2 f64 instructions" in _findings(body, PLAIN)[0]
-    assert _findings(body, ptxas.Traits(float64_data=True, index32=False, wide16=False)) == []
+    assert _findings(body, ptxas.Traits(float64_data=True, index32=False, wide_loads=0, wide_stores=0)) == []
     # Declarations of f64 registers are not instructions.
     assert _findings("add.f32 %f1, %f1, %f2;", PLAIN) == []
 
 
 def test_64_bit_division_is_found_inside_loops_of_32_bit_index_kernels_only():
-    index32 = ptxas.Traits(float64_data=False, index32=True, wide16=False)
+    index32 = ptxas.Traits(float64_data=False, index32=True, wide_loads=0, wide_stores=0)
     assert "64-bit div/rem" in _findings("rem.u64 %rd5, %rd6, %rd7;", index32)[0]
     # The div.s64 before the loop's label runs once per thread: no finding.
     assert _findings("mul.hi.u32 %r2, %r1, %r3;", index32) == []
@@ -83,10 +83,28 @@ def test_64_bit_division_is_found_inside_loops_of_32_bit_index_kernels_only():
 
 
 def test_16_byte_units_need_128_bit_loads_and_stores():
-    wide16 = ptxas.Traits(float64_data=False, index32=False, wide16=True)
+    wide16 = ptxas.Traits(float64_data=False, index32=False, wide_loads=1, wide_stores=1)
     assert _findings("ld.global.u64 %rd5, [%rd6];\n    st.global.u64 [%rd7], %rd5;", wide16)
     assert _findings("ld.global.v2.u64 {%rd5, %rd8}, [%rd6];\n    st.global.u64 [%rd7], %rd5;", wide16)
     assert _findings("ld.global.nc.v2.u64 {%rd5, %rd8}, [%rd6];\n    st.global.v2.u64 [%rd7], {%rd5, %rd8};", wide16) == []
+
+
+def test_16_byte_packs_need_a_128_bit_load_per_input_read_and_a_128_bit_store():
+    # A binary kernel with 16-byte packs on both operands and dst; each input it reads also has an
+    # element load (its single-element work items): the loop's ld.global.u32 and `element`.
+    binary = ptxas.Traits(float64_data=False, index32=False, wide_loads=2, wide_stores=1)
+    load = "ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd1];"
+    element = "ld.global.u32 %r5, [%rd2];"
+    store = "st.global.v4.u32 [%rd3], {%r1, %r2, %r3, %r4};"
+    assert "1 of 2 loads" in _findings(f"{load}\n    {element}\n    {store}", binary)[0]
+    assert "0 of 1 stores" in _findings(f"{load}\n    {load}\n    {element}\n    st.global.v2.u32 [%rd3], {{%r1, %r2}};", binary)[0]
+    assert _findings(f"{load}\n    ld.global.v2.u64 {{%rd4, %rd5}}, [%rd2];\n    {element}\n    {store}", binary) == []
+    # An input the formula never reads (identity_backward's x) has no element load either.
+    assert _findings(f"{load}\n    {store}", binary) == []
+    # A kernel whose formula reads nothing (is_nan of an integer) loads nothing: only its store is checked.
+    unary = ptxas.Traits(float64_data=False, index32=False, wide_loads=1, wide_stores=1)
+    assert ptxas.code_findings("k", store, unary) == []
+    assert "0 of 1 stores" in ptxas.code_findings("k", "st.global.v2.u32 [%rd3], {%r1, %r2};", unary)[0]
 
 
 SCRIPT = """
@@ -100,6 +118,9 @@ for family, kernel in ptx.kernels():
             row = ptxas.check(family.removesuffix("Factory"), kernel, code, cc)
             conversions = sorted(set(re.findall(r"cvt(?:\\.rn)?\\.f(?:16\\.f32|32\\.f16)", code)))
             print(kernel.name, cc, row.resources.registers, row.occupancy, row.findings, conversions, ptxas.traits(kernel))
+            # The same PTX with its 128-bit accesses' opcodes narrowed (v4.32 to v2, v2.64 to one): the check must flag it.
+            narrowed = re.sub(r"\\.v2\\.(\\w)64\\b", r".\\g<1>64", re.sub(r"\\.v4\\.(\\w)32\\b", r".v2.\\g<1>32", code))
+            print("narrowed", kernel.name, ptxas.code_findings(kernel.name, narrowed, ptxas.traits(kernel)))
 """
 KERNELS = [
     "unary_cast_float16_float32",
@@ -113,8 +134,11 @@ KERNELS = [
 @pytest.mark.ptx
 def test_real_kernels_assemble_clean_with_hardware_float16_conversion():
     stdout = run_without_simulator(["-c", SCRIPT.format(names=KERNELS)], timeout=1200)
-    lines = stdout.splitlines()
+    lines = [line for line in stdout.splitlines() if not line.startswith("narrowed ")]
+    narrowed = [line for line in stdout.splitlines() if line.startswith("narrowed ")]
     assert len(lines) == 2 * len(KERNELS), stdout
+    # Every kernel here moves 16-byte units or packs: narrowed, each is flagged.
+    assert len(narrowed) == 2 * len(KERNELS) and all("without 128-bit loads and stores" in line for line in narrowed), stdout
     for line in lines:
         # Registers reported, full occupancy, no finding.
         name, rest = line.split(" ", 1)
@@ -123,7 +147,9 @@ def test_real_kernels_assemble_clean_with_hardware_float16_conversion():
     assert "'cvt.f32.f16'" in by_name["unary_cast_float16_float32"]
     assert "'cvt.rn.f16.f32'" in by_name["unary_cast_float32_float16"]
     # The traits the check reads from a kernel's bindings.
-    assert "index32=True, wide16=True" in by_name["batch_gather_int32_u16_i32"]
-    # 32-bit-index copy and binary kernels: checked for 64-bit div/rem in their loops.
-    assert "index32=True, wide16=True" in by_name["strided_copy_u128_i32"]
-    assert "index32=True, wide16=False" in by_name["binary_add_float16_float16"]
+    assert "index32=True, wide_loads=1, wide_stores=1" in by_name["batch_gather_int32_u16_i32"]
+    # 32-bit-index copy and binary kernels: checked for 64-bit div/rem in their loops. Packs of
+    # 8 float16: 16 bytes in each operand and in dst; of 4 float32 to float16: 16 bytes loaded, 8 stored.
+    assert "index32=True, wide_loads=1, wide_stores=1" in by_name["strided_copy_u128_i32"]
+    assert "index32=True, wide_loads=2, wide_stores=1" in by_name["binary_add_float16_float16"]
+    assert "index32=False, wide_loads=1, wide_stores=0" in by_name["unary_cast_float32_float16"]

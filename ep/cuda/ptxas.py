@@ -15,6 +15,7 @@ import tempfile
 from typing import Iterable
 
 from numba import types
+from numba.np.numpy_support import as_dtype
 
 from ep.common.math.fast_divmod import fast_divmod
 from ep.common.math.intrinsics import move16
@@ -81,7 +82,10 @@ class Traits:
 
     float64_data: bool
     index32: bool
-    wide16: bool
+    # How many 128-bit loads and stores the PTX must hold at least: one each for 16-byte units
+    # (move16), one per buffer with 16-byte packs (ep.cuda.pack).
+    wide_loads: int
+    wide_stores: int
 
 
 @dataclasses.dataclass
@@ -167,11 +171,23 @@ def traits(kernel) -> Traits:
     """A CudaKernel's traits, from its argument types and template bindings."""
     bindings = vars(kernel._fn.__globals__["bound"])
     dtypes = [t.dtype if isinstance(t, types.Array) else t for t in kernel.argtypes]
+    # Copy and gather templates name their 16-byte switch differently; move16 is bound to both.
+    wide16 = bindings.get("move16") is move16 and (bindings.get("wide16") or bindings.get("WIDE16")) is True
+    loads = stores = int(wide16)
+    if "PACK" in bindings:
+        # An elementwise template's dst is the buffer it stores; its other buffers are loaded.
+        names = kernel._fn.__code__.co_varnames[: kernel._fn.__code__.co_argcount]
+        for name, argtype in zip(names, kernel.argtypes):
+            if isinstance(argtype, types.Array) and bindings["PACK"] * as_dtype(argtype.dtype).itemsize == 16:
+                if name == "dst":
+                    stores += 1
+                else:
+                    loads += 1
     return Traits(
         float64_data=any(t == types.float64 for t in dtypes),
         index32=bindings.get("DIVMOD") is fast_divmod,
-        # Copy and gather templates name their 16-byte switch differently; move16 is bound to both.
-        wide16=bindings.get("move16") is move16 and (bindings.get("wide16") or bindings.get("WIDE16")) is True,
+        wide_loads=loads,
+        wide_stores=stores,
     )
 
 
@@ -189,8 +205,9 @@ _LABEL = re.compile(r"^(\$\w+):$")
 _BRANCH = re.compile(r"\bbra(?:\.uni)?\s+(\$\w+);")
 _FLOAT64 = re.compile(r"^(?:@!?%p\d+\s+)?[\w.]*\.f64\b")
 _DIV64 = re.compile(r"^(?:@!?%p\d+\s+)?(?:div|rem)\.[su]64\b")
-_WIDE_LOAD = re.compile(r"\bld\.global(?:\.\w+)*\.v(?:2\.[bsu]64|4\.[bsuf]32)\b")
-_WIDE_STORE = re.compile(r"\bst\.global(?:\.\w+)*\.v(?:2\.[bsu]64|4\.[bsuf]32)\b")
+_ELEMENT_LOAD = re.compile(r"\bld\.global(?:\.(?!v\d)\w+)*\.[bsuf](?:8|16|32|64)\b")
+_WIDE_LOAD = re.compile(r"\bld\.global(?:\.\w+)*\.v(?:2\.[bsuf]64|4\.[bsuf]32)\b")
+_WIDE_STORE = re.compile(r"\bst\.global(?:\.\w+)*\.v(?:2\.[bsuf]64|4\.[bsuf]32)\b")
 
 
 def loop_bodies(lines: list[str]) -> list[list[str]]:
@@ -220,9 +237,18 @@ def code_findings(name: str, ptx: str, kernel_traits: Traits) -> list[str]:
         divisions = {line for body in loop_bodies(lines) for line in body if _DIV64.match(line)}
         if divisions:
             findings.append(f"64-bit div/rem in a loop of a 32-bit-index kernel: {sorted(divisions)[0]}")
-    if kernel_traits.wide16:
-        if not any(_WIDE_LOAD.search(line) for line in lines) or not any(_WIDE_STORE.search(line) for line in lines):
-            findings.append("16-byte units without 128-bit loads and stores")
+    loads = sum(1 for line in lines if _WIDE_LOAD.search(line))
+    stores = sum(1 for line in lines if _WIDE_STORE.search(line))
+    # A wide load per input buffer the kernel reads: each packed input also has an element load
+    # (its single-element work items), so a buffer the formula never reads (is_nan of an integer,
+    # identity_backward's x) is counted out with its element load.
+    element_loads = sum(1 for line in lines if _ELEMENT_LOAD.search(line))
+    wide_loads = min(kernel_traits.wide_loads, element_loads) if kernel_traits.wide_loads else 0
+    if loads < wide_loads or stores < kernel_traits.wide_stores:
+        findings.append(
+            f"16-byte units or packs without 128-bit loads and stores: {loads} of {wide_loads} loads,"
+            f" {stores} of {kernel_traits.wide_stores} stores"
+        )
     return findings
 
 

@@ -163,6 +163,41 @@ def test_comparison_on_every_path(device, dims0, dims1, path, dtype):
     assert_close(launch(device, "greater_equal", a, b, np.bool_), numpy_reference(np.greater_equal, a, b, dtype))
 
 
+# CUDA moves packs of up to 16 bytes per thread where no pack crosses a row and the buffers are
+# aligned to their packs, one element where not, and a pack cut short by the count element by
+# element; an operand broadcast along the innermost dim gives the whole pack one element
+# (ep/cuda/pack.py). Shapes with rows of whole packs (16, 32) and not (5), counts that leave tails.
+PACK_SHAPES = [
+    ((35,), (35,)), ((35,), None), (None, (17,)), ((33,), (1,)), ((3, 32), (32,)), ((3, 16), (3, 1)),
+    ((2, 3, 16), (2, 1, 16)), ((3, 5), (5,)),
+]
+
+
+def _offset_buffer(x, device, offset):
+    """x on device as a view offset elements into its buffer (misaligned for a pack where offset > 0)."""
+    flat = np.concatenate([np.zeros(offset, x.dtype), np.ravel(x)])
+    return to_device(flat, device)[offset:]
+
+
+@pytest.mark.parametrize("op, dtype, dst_dtype", [
+    ("sub", np.int8, np.int8), ("sub", np.bool_, np.bool_), ("sub", np.float16, np.float16),
+    ("sub", np.float64, np.float64), ("less", np.float32, np.bool_),
+])
+@pytest.mark.parametrize("dims0, dims1", PACK_SHAPES)
+def test_packs_tails_broadcasts_and_offset_buffers(device, op, dtype, dst_dtype, dims0, dims1):
+    a, b = operand(dims0, dtype, 6), operand(dims1, dtype, 7)
+    expected = numpy_reference({"sub": np.subtract, "less": np.less}[op], a, b, dtype)
+    primitive = ep.NewPrimitive(ep.BroadcastElementwiseBinaryFactory, device, op, dtype, dst_dtype, 8)
+    stream = ep.GetDevice(device).CreateStream()
+    for offset0, offset1, offset in ((0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1)):
+        src0 = a if dims0 is None else _offset_buffer(a, device, offset0)
+        src1 = b if dims1 is None else _offset_buffer(b, device, offset1)
+        dst = _offset_buffer(np.zeros(expected.shape, dst_dtype), device, offset)
+        primitive.Launch(stream, np.shape(a), src0, np.shape(b), src1, dst)
+        stream.Sync()
+        assert_close(to_numpy(dst).reshape(expected.shape), expected)
+
+
 @pytest.mark.parametrize("dims0, dims1, path", PATHS, ids=PATH_IDS)
 def test_attributes_reach_every_path(device, dims0, dims1, path):
     a, b = operand(dims0, np.float32, 4), operand(dims1, np.float32, 5)

@@ -451,6 +451,42 @@ def test_launch_leaves_src_unchanged_and_count_bounds_the_write(device):
     np.testing.assert_array_equal(to_numpy(src), x)
 
 
+# CUDA moves packs of up to 16 bytes per thread where both buffers are aligned to them, one element
+# where not, and a pack cut short by the count element by element (ep/cuda/pack.py).
+PACK_CASES = [
+    (U.kLeakyRelu, np.float16, np.float16, (0.25, None)),
+    (U.kLeakyRelu, np.float32, np.float32, (0.25, None)),
+    (U.kLeakyRelu, np.float64, np.float64, (0.25, None)),
+    (U.kNegative, np.int8, np.int8, (None, None)),
+    (U.kLogicalNot, np.bool_, np.bool_, (None, None)),
+    (U.kCast, np.int8, np.float64, (None, None)),
+    (U.kCast, np.float32, np.uint8, (None, None)),
+]
+
+
+@pytest.mark.parametrize("op, src_dtype, dst_dtype, attrs", PACK_CASES, ids=lambda c: getattr(c, "name", None))
+def test_packs_tails_and_offset_buffers(device, op, src_dtype, dst_dtype, attrs):
+    primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, op, src_dtype, dst_dtype, *attrs)
+    stream = ep.GetDevice(device).CreateStream()
+    # Values every dtype holds exactly (non-negative where a cast goes to uint8).
+    values = np.arange(41) - (0 if dst_dtype is np.uint8 else 20)
+    values = (values % 3 == 0) if src_dtype is np.bool_ else values.astype(src_dtype)
+    if op is U.kCast:
+        expected = values.astype(dst_dtype)
+    else:
+        expected = np.asarray(REFERENCES[op](values, 0.25, 0)).astype(dst_dtype)
+    for count in (1, 7, 16, 17, 35, 40):
+        for src_offset, dst_offset in ((0, 0), (1, 0), (0, 1), (1, 1)):
+            src = to_device(values, device)[src_offset : src_offset + count]
+            dst_buffer = to_device(np.zeros(41, dst_dtype), device)
+            primitive.Launch(stream, src, dst_buffer[dst_offset : dst_offset + count], count)
+            stream.Sync()
+            got = to_numpy(dst_buffer)
+            np.testing.assert_array_equal(got[dst_offset : dst_offset + count], expected[src_offset : src_offset + count])
+            # Nothing written around the count's elements.
+            assert not got[:dst_offset].any() and not got[dst_offset + count :].any(), (count, src_offset, dst_offset)
+
+
 # Bad input.
 
 def test_count_larger_than_a_buffer_is_refused(device):

@@ -1,8 +1,9 @@
 """Every LLVM-level operation ep's kernels use that Numba's Python subset cannot express.
 
 Each is a numba `@intrinsic`: a typing rule and a few lines of LLVM IR, inlined where it is
-called. Those marked "CPU only" emit instructions NVVM does not accept; the rest compile for
-both targets. Everything else in ep/common/math is plain Python on top of these.
+called. Those marked "CPU only" emit instructions NVVM does not accept, and the one marked "CUDA
+only" PTX inline asm; the rest compile for both targets. Everything else in ep/common/math is
+plain Python on top of these.
 """
 from __future__ import annotations
 
@@ -187,6 +188,125 @@ def move16(typingctx, dst, dst_word, src, src_word):
         return context.get_dummy_value()
 
     return types.none(dst, types.intp, src, types.intp), codegen
+
+
+def _pack_words(context, builder, memory_type, memory, index, local_type, local, pack_lanes):
+    """(pointer to the pack at memory[index], its type: a vector of words, pointers to the words of
+    the local lanes, alignment): words of 32 bits, or of the element where wider or the pack narrower."""
+    size = context.get_abi_sizeof(context.get_data_type(memory_type.dtype))
+    pack = size * pack_lanes
+    word = ir.IntType(8 * (size if size >= 4 or pack % 4 else 4))
+    words = pack * 8 // word.width
+    vector_type = ir.VectorType(word, words)
+    pointer = _element_pointer(context, builder, memory_type, memory, index, vector_type)
+    zero = context.get_constant(types.intp, 0)
+    lane_words = _element_pointer(context, builder, local_type, local, zero, word)
+    slots = [builder.gep(lane_words, [ir.Constant(ir.IntType(32), w)], source_etype=word) for w in range(words)]
+    return pointer, vector_type, slots, pack
+
+
+def _forget_lanes(builder, vector_type, slots):
+    """Zero all of a thread's lanes, word by word: what they held before is dead, so LLVM keeps no
+    lane in a register from one work item to the next (it would for lanes a short pack leaves
+    unwritten). Zeros, not undef: LLVM deletes a store of undef."""
+    for slot in slots:
+        builder.store(ir.Constant(vector_type.element, 0), slot)
+
+
+# A pack moved between global memory and a thread's lanes (a local array of pack_lanes elements):
+# one vector access for a full pack, else lane 0 alone (a work item of one element). Numba's array
+# accesses carry only the element's alignment, so element accesses are never fused into the 64- or
+# 128-bit transactions a GPU moves fastest. The lanes are read and written word by word (32-bit
+# words, or the element where wider): LLVM then keeps an int8 or float16 pack packed in four
+# registers, not one register per lane.
+
+
+@intrinsic
+def load_pack(typingctx, lanes_array, src, s, full, stride, pack_lanes):
+    """A full pack (pack_lanes, a constant, of lanes_array's elements) from src[s] on: with stride 1
+    one vector load, aligned to the pack's bytes (pack_lanes times the element size, at most 16);
+    with stride 0 src[s] in every lane. Not full: src[s] into lane 0."""
+    if not isinstance(pack_lanes, types.IntegerLiteral):
+        return None
+    lanes = pack_lanes.literal_value
+
+    def codegen(context, builder, signature, args):
+        local_type, src_type = signature.args[0], signature.args[1]
+        local, src, index, full, stride = args[:5]
+        element = context.get_data_type(src_type.dtype)
+        pointer, vector_type, slots, pack = _pack_words(context, builder, src_type, src, index, local_type, local, lanes)
+        _forget_lanes(builder, vector_type, slots)
+        contiguous = builder.icmp_signed("==", stride, ir.Constant(stride.type, 1))
+        with builder.if_else(builder.and_(full, contiguous)) as (vector, elements):
+            with vector:
+                value = builder.load(pointer, align=pack, typ=vector_type)
+                for w, slot in enumerate(slots):
+                    builder.store(builder.extract_element(value, ir.Constant(ir.IntType(32), w)), slot)
+            with elements:
+                value = builder.load(_element_pointer(context, builder, src_type, src, index), typ=element)
+                zero = context.get_constant(types.intp, 0)
+                builder.store(value, _element_pointer(context, builder, local_type, local, zero))
+                with builder.if_then(full):
+                    for k in range(1, lanes):
+                        target = _element_pointer(context, builder, local_type, local, context.get_constant(types.intp, k))
+                        builder.store(value, target)
+        return context.get_dummy_value()
+
+    return types.none(lanes_array, src, types.intp, types.boolean, types.intp, pack_lanes), codegen
+
+
+@intrinsic
+def store_pack(typingctx, dst, d, lanes_array, full, pack_lanes):
+    """A full pack (pack_lanes, a constant, of lanes_array's elements) into dst[d] on with one
+    vector store, aligned to the pack's bytes (pack_lanes times the element size, at most 16). Not
+    full: lane 0 into dst[d]."""
+    if not isinstance(pack_lanes, types.IntegerLiteral):
+        return None
+    lanes = pack_lanes.literal_value
+
+    def codegen(context, builder, signature, args):
+        dst_type, local_type = signature.args[0], signature.args[2]
+        dst, index, local, full = args[:4]
+        element = context.get_data_type(dst_type.dtype)
+        pointer, vector_type, slots, pack = _pack_words(context, builder, dst_type, dst, index, local_type, local, lanes)
+        with builder.if_else(full) as (vector, elements):
+            with vector:
+                value = ir.Constant(vector_type, None)
+                for w, slot in enumerate(slots):
+                    word = builder.load(slot, typ=vector_type.element)
+                    value = builder.insert_element(value, word, ir.Constant(ir.IntType(32), w))
+                builder.store(value, pointer, align=pack)
+            with elements:
+                zero = context.get_constant(types.intp, 0)
+                value = builder.load(_element_pointer(context, builder, local_type, local, zero), typ=element)
+                builder.store(value, _element_pointer(context, builder, dst_type, dst, index))
+        _forget_lanes(builder, vector_type, slots)
+        return context.get_dummy_value()
+
+    return types.none(dst, types.intp, lanes_array, types.boolean, pack_lanes), codegen
+
+
+# NVPTX inline-asm constraints by integer width.
+_PTX_REGISTER = {16: "h", 32: "r", 64: "l"}
+
+
+@intrinsic
+def opaque(typingctx, value):
+    """The integer value, passed through an empty inline asm the optimizer cannot see through. CUDA only.
+
+    A grid-stride loop whose counter steps through it keeps one body: LLVM unrolls a loop only when
+    it can compute its trip count, and NVPTX otherwise unrolls it four times, which in a kernel
+    already moving a pack per iteration only adds code (and registers).
+    """
+    if not isinstance(value, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        integer = args[0].type
+        register = _PTX_REGISTER[integer.width]
+        return builder.asm(ir.FunctionType(integer, [integer]), "", f"={register},0", [args[0]], side_effect=False)
+
+    return value(value), codegen
 
 
 @intrinsic

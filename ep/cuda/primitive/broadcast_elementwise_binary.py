@@ -7,6 +7,9 @@ but the outermost (one dim: none; row and column broadcast: one), unrolled over 
 that the rank is a uniform branch, not a tuple indexed at run time. Offsets are 32-bit: a dst of
 more than 2**31 - 1 elements runs as several launches of boxes that fit (launch_parts), so there is
 no 64-bit variant, and the formula is inlined once: the PTX check keeps one kernel per (op, dtype).
+A work item is a pack of 16 bytes of consecutive dst elements (ep.cuda.pack) where no pack crosses
+a row (one dim, or rows of whole packs) and the buffers read or written a pack at a time are
+aligned to it, else one element: split_offsets runs once per pack.
 """
 from __future__ import annotations
 
@@ -32,36 +35,80 @@ from ep.common.primitive.broadcast_elementwise_binary import (
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
+from ep.cuda.pack import PACK_BYTES, pack_bindings, pack_count, pack_lanes
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 # Derivatives computed in float64 at every dtype (digamma's and trigamma's, ops/transcendental.py).
 FLOAT64_FORMULAS = frozenset({BinaryOp.kDigammaBackwardWithDyX, BinaryOp.kLgammaBackwardWithDyX})
+_INTEGER_DIVISIONS = (BinaryOp.kDiv, BinaryOp.kFmod, BinaryOp.kFloorDiv, BinaryOp.kTruncDiv, BinaryOp.kFloorMod)
+_TRIGONOMETRIC_DERIVATIVES = (BinaryOp.kSinBackwardWithDyX, BinaryOp.kCosBackwardWithDyX, BinaryOp.kTanBackwardWithDyX)
+# Pack bytes below 16 for (op, src dtype), where 16 spill under the 32 registers of full occupancy
+# (the ptxas check): int8 and int32 divisions compute in int64, a 64-bit division routine per lane
+# (two lanes fit); the sin/cos/tan derivatives keep libdevice's argument reduction per lane; float16
+# gelu's derivative and uint8 max/min spilled a few bytes at 16.
+NARROW_PACKS = {
+    **{(op, DataType.kInt8): 2 for op in _INTEGER_DIVISIONS},
+    **{(op, DataType.kInt32): 8 for op in _INTEGER_DIVISIONS},
+    **{(op, dtype): 8 for op in _TRIGONOMETRIC_DERIVATIVES for dtype in (DataType.kFloat16, DataType.kFloat)},
+    (BinaryOp.kGeluBackwardWithDyX, DataType.kFloat16): 8,
+    (BinaryOp.kMax, DataType.kUInt8): 8,
+    (BinaryOp.kMin, DataType.kUInt8): 8,
+}
 
 
-@template("formula", "compute", "load", "store", "INDEX", "DIVMOD")
+@template(
+    "formula", "compute", "load", "store", "INDEX", "DIVMOD", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "opaque"
+)
 def _binary(
     src0, value0, is_value0, src1, value1, is_value1, dst, count, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1,
-    attr0, attr1,
+    attr0, attr1, packs, inner0, inner1,
 ):
-    i = bound.INDEX(cuda.grid(1))
+    # packs: work items 0 to packs - 1 are full packs of PACK consecutive dst elements (the host
+    # found no pack crossing a row and the buffers read or written a pack at a time aligned to
+    # them), the rest one element each; inner0/inner1: each operand's stride along the innermost
+    # dim (1, or 0 where it is broadcast: one element for the whole pack). The lane loop has a
+    # constant trip count: LLVM unrolls it and keeps the lanes in registers, and the formula is
+    # inlined once.
+    x0 = bound.pack_array(bound.SRC)
+    x1 = bound.pack_array(bound.SRC)
+    y = bound.pack_array(bound.DST)
+    w = bound.INDEX(cuda.grid(1))
     step = bound.INDEX(cuda.gridsize(1))
-    while i < count:
+    work = bound.INDEX(count - packs * (bound.PACK - 1))
+    while w < work:
+        full = w < packs
+        i = bound.INDEX(w * bound.PACK if full else w + packs * (bound.PACK - 1))
+        lanes = bound.PACK if full else 1
         # ndim is the same for every thread: the unrolled dims' breaks never diverge.
         offset0, offset1 = split_offsets(
             i, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1, bound.DIVMOD
         )
-        # compute() is free when compiled; on the simulator, which runs this as Python, it keeps
-        # the operands' type (Numba returns a loaded int8 as a Python int).
-        x = bound.compute(value0 if is_value0 else bound.load(src0[offset0]))
-        y = bound.compute(value1 if is_value1 else bound.load(src1[offset1]))
-        dst[i] = bound.store(bound.formula(x, y, attr0, attr1))
-        i = bound.INDEX(i + step)
+        if not is_value0:
+            bound.load_pack(x0, src0, offset0, full, inner0)
+        if not is_value1:
+            bound.load_pack(x1, src1, offset1, full, inner1)
+        for k in range(bound.PACK):
+            if k < lanes:
+                # compute() is free when compiled; on the simulator, which runs this as Python, it
+                # keeps the operands' type (Numba returns a loaded int8 as a Python int).
+                x = bound.compute(value0 if is_value0 else bound.load(x0[k]))
+                z = bound.compute(value1 if is_value1 else bound.load(x1[k]))
+                y[k] = bound.store(bound.formula(x, z, attr0, attr1))
+        bound.store_pack(dst, i, y, full)
+        w = bound.opaque(bound.INDEX(w + step))
 
 
 _INDEX = size_type(wide=False)
 _DIMS = types.UniTuple(_INDEX, SPLIT_DIMS)
+
+
+def binary_lanes(op, src_dtype: DataType, dst_dtype: DataType) -> int:
+    """Elements per pack of op's kernel from src_dtype to dst_dtype: 16 bytes of the wider, or
+    NARROW_PACKS' bytes."""
+    pack_bytes = NARROW_PACKS.get((op, src_dtype), PACK_BYTES)
+    return pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype, pack_bytes=pack_bytes)
 
 
 class _Part(NamedTuple):
@@ -103,7 +150,8 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
         attr = numba.from_dtype(binary_attr_dtype(src_dtype))
         flag = types.boolean
         argtypes = (
-            src, compute, flag, src, compute, flag, dst, _INDEX, _INDEX, *([_DIMS] * 5), _INDEX, _INDEX, attr, attr
+            src, compute, flag, src, compute, flag, dst, _INDEX, _INDEX, *([_DIMS] * 5), _INDEX, _INDEX, attr, attr,
+            _INDEX, _INDEX, _INDEX,
         )
         # A float64 formula takes register pairs: under the 32-register cap of full occupancy some
         # would spill (the ptxas check found it), so they declare no launch bounds.
@@ -119,6 +167,7 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
             store=store_fn(dst_dtype),
             # Always 32-bit: a launch beyond is cut into boxes that fit (launch_parts).
             **index_bindings(wide=False),
+            **pack_bindings(binary_lanes(op, src_dtype, dst_dtype), src_dtype.storage_dtype, dst_dtype.storage_dtype),
         )
 
     def combination_kernels(self, op, src_dtype, dst_dtype) -> Iterator[CudaKernel]:
@@ -133,6 +182,13 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
         parts = launch_parts(plan, limit) if plan.count <= limit else None
         # The value argument of an operand that is a buffer (never read).
         zero = src_dtype.compute_dtype.type(0)
+        lanes = binary_lanes(op, src_dtype, dst_dtype)
+        # Packs: where no pack crosses a row (one dim, or rows of whole packs), the operands that
+        # are buffers along the innermost dim (stride 1) are read a pack at a time, the others (stride
+        # 0: broadcast along it) an element for the pack.
+        inner0, inner1 = (plan.strides0[-1], plan.strides1[-1]) if plan.dims else (0, 0)
+        packable = len(plan.dims) <= 1 or plan.dims[-1] % lanes == 0
+        packed0, packed1 = inner0 == 1 and not value0, inner1 == 1 and not value1
 
         def run(stream, a, b, out, attr0, attr1) -> None:
             nonlocal parts
@@ -147,7 +203,14 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
                     box0, box1, box = src0[offset0:], src1[offset1:], out[offset : offset + count]
                 else:
                     box0, box1, box = src0, src1, out
-                kernel.launch(stream, count, box0, arg0, value0, box1, arg1, value1, box, count, *split, attr0, attr1)
+                packs, work = 0, count
+                if packable:
+                    read = (box0,) * packed0 + (box1,) * packed1
+                    packs, work = pack_count(lanes, count, box, *read)
+                kernel.launch(
+                    stream, work, box0, arg0, value0, box1, arg1, value1, box, count, *split, attr0, attr1,
+                    packs, inner0, inner1,
+                )
 
         return run
 

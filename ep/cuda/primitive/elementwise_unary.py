@@ -1,4 +1,5 @@
-"""ElementwiseUnary's CUDA kernel: one grid-stride kernel per (op, src dtype, dst dtype)."""
+"""ElementwiseUnary's CUDA kernel: one grid-stride kernel per (op, src dtype, dst dtype), moving
+packs (ep.cuda.pack)."""
 from __future__ import annotations
 
 import functools
@@ -9,23 +10,55 @@ from numba import cuda
 
 from ep.common.jit import bound, template
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
+from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
+from ep.cuda.pack import PACK_BYTES, pack_bindings, pack_count, pack_lanes
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.unary_op import UnaryOp
 
 # Ops that compute in float64 at every dtype (ops/transcendental.py).
 FLOAT64_FORMULAS = frozenset({UnaryOp.kDigamma, UnaryOp.kTrigamma, UnaryOp.kLgamma})
+# Pack bytes below 16 for (op, src dtype): two lanes of libdevice's float64 erf took 90 registers
+# on sm_90 (one lane: 18), cutting that kernel (no launch bounds) to 25% occupancy.
+NARROW_PACKS = {(UnaryOp.kErf, DataType.kDouble): 8}
 
 
-@template("formula", "load", "store")
-def _unary(src, dst, count, attr0, attr1):
-    i = cuda.grid(1)
+@template("formula", "load", "store", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "opaque")
+def _unary(src, dst, count, attr0, attr1, packs):
+    # packs: work items 0 to packs - 1 are full packs of PACK elements (the host found both buffers
+    # aligned to them), the rest one element each. The lane loop has a constant trip count: LLVM
+    # unrolls it and keeps the lanes in registers, and the formula is inlined once.
+    x = bound.pack_array(bound.SRC)
+    y = bound.pack_array(bound.DST)
+    w = cuda.grid(1)
     step = cuda.gridsize(1)
-    while i < count:
-        dst[i] = bound.store(bound.formula(bound.load(src[i]), attr0, attr1))
-        i += step
+    work = count - packs * (bound.PACK - 1)
+    while w < work:
+        full = w < packs
+        i = w * bound.PACK if full else w + packs * (bound.PACK - 1)
+        lanes = bound.PACK if full else 1
+        bound.load_pack(x, src, i, full, 1)
+        for k in range(bound.PACK):
+            if k < lanes:
+                y[k] = bound.store(bound.formula(bound.load(x[k]), attr0, attr1))
+        bound.store_pack(dst, i, y, full)
+        w = bound.opaque(w + step)
+
+
+class PackedUnaryKernel(CudaKernel):
+    """A unary kernel launched as ElementwiseUnaryImpl launches a device's kernel; it moves packs
+    of `lanes` elements where the buffers are aligned to them."""
+
+    def __init__(self, name: str, argtypes, lanes: int, src_dtype, dst_dtype, **options: object) -> None:
+        super().__init__(_unary, name, argtypes, **options, **pack_bindings(lanes, src_dtype, dst_dtype))
+        self.lanes = lanes
+
+    def launch(self, stream, work: int, src, dst, count: int, attr0, attr1) -> None:
+        # work is count, as ElementwiseUnaryImpl passes it: packs make fewer work items.
+        packs, work = pack_count(self.lanes, count, src, dst)
+        super().launch(stream, work, src, dst, count, attr0, attr1, packs)
 
 
 class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
@@ -38,12 +71,18 @@ class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
             numba.int64,
             compute,
             compute,
+            numba.int64,
         )
         name = f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}"
         # A float64 formula takes register pairs: under the 32-register cap of full occupancy most
         # would spill (the ptxas check found 33-60 registers), so they declare no launch bounds.
         in_float64 = op in FLOAT64_FORMULAS or np.float64 in (src_dtype.compute_dtype, dst_dtype.compute_dtype)
-        return CudaKernel(_unary, name, argtypes, full_occupancy=not in_float64, **unary_bindings(op, src_dtype, dst_dtype))
+        pack_bytes = NARROW_PACKS.get((op, src_dtype), PACK_BYTES)
+        lanes = pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype, pack_bytes=pack_bytes)
+        return PackedUnaryKernel(
+            name, argtypes, lanes, src_dtype.storage_dtype, dst_dtype.storage_dtype,
+            full_occupancy=not in_float64, **unary_bindings(op, src_dtype, dst_dtype),
+        )
 
 
 REGISTER_PRIMITIVE_FACTORY(

@@ -1,0 +1,92 @@
+"""Packs: the consecutive elements an elementwise kernel moves per thread with one vector access.
+
+A launch's first work items are full packs of PACK elements where its buffers are aligned to their
+packs (one 64- or 128-bit load or store per buffer: intrinsics.load_pack, store_pack); the elements
+after them (the tail, or all of them where a buffer is not aligned) are work items of one element.
+The host decides from the buffers' addresses and passes the number of packs (`packs`, see
+`pack_count`) to the kernel.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import numpy as np
+from numba import config, cuda
+
+from ep.common.jit import scalar_function
+from ep.common.math.intrinsics import load_pack, opaque, store_pack
+from ep.common.runtime.buffer import address
+
+# The widest access a thread makes: one 128-bit load or store.
+PACK_BYTES = 16
+
+
+def pack_lanes(*dtypes: np.dtype, pack_bytes: int = PACK_BYTES) -> int:
+    """Elements per pack: as many as the widest of dtypes fits in pack_bytes (at least one)."""
+    return max(1, pack_bytes // max(np.dtype(dtype).itemsize for dtype in dtypes))
+
+
+@functools.cache
+def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable, Callable]:
+    """(pack_array(dtype): a thread's lanes, load(lanes_array, src, s, full, stride),
+    store(dst, d, lanes_array, full), opaque) for packs of lanes elements. The first three are
+    scalar functions holding lanes as the constant that cuda.local.array and intrinsics.load_pack
+    and store_pack require (a template's bound slots are not constants to Numba's typing); a kernel
+    steps its grid-stride loop through intrinsics.opaque, as NVPTX would unroll it four times."""
+    if config.ENABLE_CUDASIM:
+        # The simulator runs kernels as Python, where none of them compiles.
+        def simulated_array(dtype):
+            return np.empty(lanes, dtype)
+
+        def simulated_load(lanes_array, src, s, full, stride):
+            for k in range(lanes if full else 1):
+                lanes_array[k] = src[s + k * stride]
+
+        def simulated_store(dst, d, lanes_array, full):
+            used = lanes if full else 1
+            dst[d : d + used] = lanes_array[:used]
+
+        def simulated_opaque(i):
+            return i
+
+        return simulated_array, simulated_load, simulated_store, simulated_opaque
+
+    @scalar_function
+    def pack_array(dtype):
+        return cuda.local.array(lanes, dtype, alignment=PACK_BYTES)
+
+    @scalar_function
+    def load(lanes_array, src, s, full, stride):
+        load_pack(lanes_array, src, s, full, stride, lanes)
+
+    @scalar_function
+    def store(dst, d, lanes_array, full):
+        store_pack(dst, d, lanes_array, full, lanes)
+
+    return pack_array, load, store, opaque
+
+
+def pack_bindings(lanes: int, src_dtype: np.dtype, dst_dtype: np.dtype) -> dict[str, object]:
+    """The pack slots of an elementwise template: PACK (lanes), the storage types of its lanes
+    (SRC, DST), pack_array, load_pack, store_pack and opaque (pack_functions)."""
+    pack_array, load, store, opaque_index = pack_functions(lanes)
+    return {
+        "PACK": lanes,
+        "SRC": np.dtype(src_dtype).type,
+        "DST": np.dtype(dst_dtype).type,
+        "pack_array": pack_array,
+        "load_pack": load,
+        "store_pack": store,
+        "opaque": opaque_index,
+    }
+
+
+def pack_count(lanes: int, count: int, *arrays: object) -> tuple[int, int]:
+    """(packs, work items) of a launch over count elements of arrays: count // lanes full packs
+    where every array's first element is aligned to a pack of lanes of its elements, else none;
+    then one work item per element left."""
+    if all(address(array) % (lanes * array.dtype.itemsize) == 0 for array in arrays):
+        packs = count // lanes
+        return packs, count - packs * (lanes - 1)
+    return 0, count
