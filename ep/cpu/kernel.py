@@ -1,15 +1,17 @@
-"""CpuKernel: a kernel template specialized and compiled with @njit, one build for every size."""
+"""CpuKernel: a kernel template specialized and compiled with @njit, one build for every size;
+SpanKernel: a serial span run in chunks by the one parallel driver."""
 from __future__ import annotations
 
 import functools
 from typing import Callable
 
 import numba
-from numba import njit
+import numpy as np
+from numba import njit, prange
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ep.common.jit import specialize
+from ep.common.jit import specialize, template
 from ep.cpu.target import hoist_loop_constants, prefer_full_vector_width
 from ep.cpu.threading_layer import choose_threading_layer
 
@@ -81,3 +83,65 @@ def call_task(typingctx, address, args):
         return context.get_dummy_value()
 
     return numba.types.none(address, args), codegen
+
+
+@template()
+def _drive(task, args, count, chunk, parallel):
+    # The spans [start, stop) of items [0, count): chunks in a prange, or all at once on the
+    # calling thread. np.int64: prange's index is unsigned, and the span takes signed positions.
+    if parallel:
+        for c in prange((count + chunk - 1) // chunk):
+            start = np.int64(c) * chunk
+            call_task(task, (args, start, min(start + chunk, count)))
+    else:
+        call_task(task, (args, np.int64(0), count))
+
+
+# One parallel build per type of args, shared by every span given such args: the parfor passes'
+# cost (most of a small kernel's compile) is paid per argument types, not per op.
+_DRIVER = CpuKernel(_drive, "span_driver")
+_POSITION = numba.int64
+# Chunks per thread of a parallel launch.
+CHUNKS_PER_THREAD = 4
+
+_ndarray = np.ndarray
+
+
+class SpanKernel:
+    """template(args, start, stop), a serial loop over items [start, stop) of a launch, compiled on
+    its own for the type of args; launches run it through the one parallel driver."""
+
+    def __init__(self, template: Callable, name: str, **bindings: object) -> None:
+        self.span = CpuKernel(template, name, **bindings)
+        # (driver entry point, task) for args whose arrays are all aligned and writable.
+        self._plain: tuple[Callable, int] | None = None
+
+    @functools.lru_cache(maxsize=None)
+    def compiled(self, args_type: numba.types.BaseTuple) -> tuple[Callable, int]:
+        """The driver's compiled entry point for args of args_type, and the span's task compiled
+        for exactly the types the driver passes it."""
+        task = self.span.task(args_type, _POSITION, _POSITION)
+        signature = (numba.int64, args_type, _POSITION, _POSITION, numba.boolean)
+        driver = _DRIVER.parallel
+        driver.compile(signature)
+        return driver.overloads[signature].entry_point, task
+
+    def run(self, args: tuple, count: int, work: int) -> None:
+        """The span over items [0, count) of args (its arrays flat NumPy storage), in parallel when
+        work (elements touched) reaches PARALLEL_THRESHOLD."""
+        plain = True
+        for arg in args:
+            if type(arg) is _ndarray and not ((flags := arg.flags).aligned and flags.writeable):
+                plain = False
+                break
+        compiled = self._plain if plain else None
+        if compiled is None:
+            compiled = self.compiled(numba.typeof(args))
+            if plain:
+                self._plain = compiled
+        entry, task = compiled
+        if work >= PARALLEL_THRESHOLD:
+            chunk = -(-count // (numba.get_num_threads() * CHUNKS_PER_THREAD))
+            entry(task, args, count, chunk, True)
+        else:
+            entry(task, args, count, count, False)
