@@ -104,42 +104,44 @@ _POSITION = numba.int64
 # Chunks per thread of a parallel launch.
 CHUNKS_PER_THREAD = 4
 
-_ndarray = np.ndarray
+
+def input_array(dtype: np.dtype, ndim: int = 1) -> numba.types.Array:
+    """The type of a launch's input storage of dtype: read-only and of any alignment, so one type
+    serves every such array (neither changes the code LLVM makes of a span)."""
+    return numba.types.Array(numba.from_dtype(dtype), ndim, "C", readonly=True, aligned=False)
+
+
+def output_array(dtype: np.dtype) -> numba.types.Array:
+    """The type of a launch's output storage of dtype (writable; of any alignment)."""
+    return numba.types.Array(numba.from_dtype(dtype), 1, "C", aligned=False)
 
 
 class SpanKernel:
     """template(args, start, stop), a serial loop over items [start, stop) of a launch, compiled on
-    its own for the type of args; launches run it through the one parallel driver."""
+    its own for args of arg_types; launches run it through the one parallel driver, compiled for
+    the same types.
 
-    def __init__(self, template: Callable, name: str, **bindings: object) -> None:
+    args must be of exactly arg_types (arrays: the dtype and dimensions of input_array or
+    output_array, any flags): the driver's entry point is called without Numba's type dispatch.
+    """
+
+    def __init__(self, template: Callable, name: str, arg_types: tuple[numba.types.Type, ...], **bindings: object) -> None:
         self.span = CpuKernel(template, name, **bindings)
-        # (driver entry point, task) for args whose arrays are all aligned and writable.
-        self._plain: tuple[Callable, int] | None = None
+        self.args_type = numba.types.Tuple(arg_types)
 
-    @functools.lru_cache(maxsize=None)
-    def compiled(self, args_type: numba.types.BaseTuple) -> tuple[Callable, int]:
-        """The driver's compiled entry point for args of args_type, and the span's task compiled
-        for exactly the types the driver passes it."""
-        task = self.span.task(args_type, _POSITION, _POSITION)
-        signature = (numba.int64, args_type, _POSITION, _POSITION, numba.boolean)
+    @functools.cached_property
+    def compiled(self) -> tuple[Callable, int]:
+        """The driver's compiled entry point, and the span's task compiled for what it passes."""
+        task = self.span.task(self.args_type, _POSITION, _POSITION)
+        signature = (numba.int64, self.args_type, _POSITION, _POSITION, numba.boolean)
         driver = _DRIVER.parallel
         driver.compile(signature)
         return driver.overloads[signature].entry_point, task
 
     def run(self, args: tuple, count: int, work: int) -> None:
-        """The span over items [0, count) of args (its arrays flat NumPy storage), in parallel when
-        work (elements touched) reaches PARALLEL_THRESHOLD."""
-        plain = True
-        for arg in args:
-            if type(arg) is _ndarray and not ((flags := arg.flags).aligned and flags.writeable):
-                plain = False
-                break
-        compiled = self._plain if plain else None
-        if compiled is None:
-            compiled = self.compiled(numba.typeof(args))
-            if plain:
-                self._plain = compiled
-        entry, task = compiled
+        """The span over items [0, count) of args, in parallel when work (elements touched) reaches
+        PARALLEL_THRESHOLD."""
+        entry, task = self.compiled
         if work >= PARALLEL_THRESHOLD:
             chunk = -(-count // (numba.get_num_threads() * CHUNKS_PER_THREAD))
             entry(task, args, count, chunk, True)

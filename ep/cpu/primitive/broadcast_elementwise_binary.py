@@ -11,10 +11,11 @@ from __future__ import annotations
 import functools
 from typing import Callable, Iterator
 
+import numba
 import numpy as np
 
 from ep.common.jit import bound, scalar_function, specialize, template
-from ep.common.math.binary_functor import binary_formula
+from ep.common.math.binary_functor import binary_attr_dtype, binary_formula
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.nd_index_offset_helper import offset_to_index
 from ep.common.primitive.broadcast_elementwise_binary import (
@@ -24,7 +25,7 @@ from ep.common.primitive.broadcast_elementwise_binary import (
 )
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import SpanKernel
+from ep.cpu.kernel import SpanKernel, input_array, output_array
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -124,6 +125,19 @@ _TEMPLATES = {"elementwise": _elementwise, "scalar": _scalar, "row": _row, "colu
 _SWAPPABLE = ("scalar", "row", "column")
 
 
+def _arg_types(src_dtype: DataType, dst_dtype: DataType, path: str) -> tuple[numba.types.Type, ...]:
+    """The types of the args launcher() gives path's span."""
+    src, dst = input_array(src_dtype.storage_dtype), output_array(dst_dtype.storage_dtype)
+    attr = numba.from_dtype(binary_attr_dtype(src_dtype))  # binary_attrs' scalars
+    if path == "scalar":
+        return src, numba.from_dtype(src_dtype.compute_dtype), dst, attr, attr
+    if path == "general":
+        return src, src, dst, input_array(np.dtype(np.int64), 2), numba.int64, attr, attr
+    if path in ("row", "column"):
+        return src, src, dst, numba.int64, attr, attr
+    return src, src, dst, attr, attr
+
+
 class CpuBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
     @functools.cache
     def formula(self, op, src_dtype: DataType, swap: bool) -> Callable:
@@ -136,7 +150,7 @@ class CpuBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
     def kernel(self, op, src_dtype: DataType, dst_dtype: DataType, path: str, swap: bool = False) -> SpanKernel:
         name = f"binary_{path}{'_swapped' if swap else ''}_{op.value}_{src_dtype.value}_{dst_dtype.value}"
         bindings = {"formula": self.formula(op, src_dtype, swap), "load": load_fn(src_dtype), "store": store_fn(dst_dtype)}
-        return SpanKernel(_TEMPLATES[path], name, **bindings)
+        return SpanKernel(_TEMPLATES[path], name, _arg_types(src_dtype, dst_dtype, path), **bindings)
 
     def combination_kernels(self, op, src_dtype, dst_dtype) -> Iterator[SpanKernel]:
         for path in _TEMPLATES:

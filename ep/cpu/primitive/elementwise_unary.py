@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 
+import numba
+
 from ep.common.jit import bound, template
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import SpanKernel
+from ep.cpu.kernel import SpanKernel, input_array, output_array
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -33,7 +35,9 @@ class CpuElementwiseUnaryKernels(ElementwiseUnaryKernels):
     @functools.cache
     def kernel(self, op, src_dtype, dst_dtype) -> CpuUnaryKernel:
         name = f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}"
-        return CpuUnaryKernel(_unary, name, **unary_bindings(op, src_dtype, dst_dtype))
+        attr = numba.from_dtype(src_dtype.compute_dtype)  # unary_attrs' scalars
+        arg_types = (input_array(src_dtype.storage_dtype), output_array(dst_dtype.storage_dtype), attr, attr)
+        return CpuUnaryKernel(_unary, name, arg_types, **unary_bindings(op, src_dtype, dst_dtype))
 
 
 REGISTER_PRIMITIVE_FACTORY(
