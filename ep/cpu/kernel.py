@@ -119,8 +119,9 @@ class SpanKernel:
     its own for args of arg_types; launches run it through the one parallel driver, compiled for
     the same types.
 
-    args must be of exactly arg_types (arrays: the dtype and dimensions of input_array or
-    output_array, any flags): the driver's entry point is called without Numba's type dispatch.
+    The driver's entry point is called without Numba's type dispatch: args must match arg_types
+    (arrays flat and C-contiguous, of exactly their dtype; any flags), as launches' checked storage
+    does.
     """
 
     def __init__(self, template: Callable, name: str, arg_types: tuple[numba.types.Type, ...], **bindings: object) -> None:
