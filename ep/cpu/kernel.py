@@ -120,7 +120,7 @@ class SpanKernel:
     the same types.
 
     The driver's entry point is called without Numba's type dispatch: args must match arg_types
-    (arrays flat and C-contiguous, of exactly their dtype; any flags), as launches' checked storage
+    (arrays C-contiguous, of exactly their dtype and dimensions; any flags), as launches' checked storage
     does.
     """
 
