@@ -120,8 +120,8 @@ class SpanKernel:
     the same types.
 
     The driver's entry point is called without Numba's type dispatch: args must match arg_types
-    (arrays C-contiguous, of exactly their dtype and dimensions; any flags), as launches' checked storage
-    does.
+    (arrays C-contiguous, of exactly their dtype and dimensions; any flags), as launches'
+    checked storage does.
     """
 
     def __init__(self, template: Callable, name: str, arg_types: tuple[numba.types.Type, ...], **bindings: object) -> None:
