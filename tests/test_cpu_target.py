@@ -39,15 +39,16 @@ def test_a_users_features_are_left_alone(monkeypatch):
 
 
 COMPILE_SCRIPT = """
+import numba
 import numpy as np
 from numba import types
 from ep.cpu import target
 target.get_host_cpu_features = lambda: {features!r}
 import ep
 primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cpu", ep.UnaryOp.kExp, np.float32, np.float32)
-kernel = primitive._kernel.serial
-array = types.Array(types.float32, 1, "C")
-kernel.compile((array, array, types.int64, types.none, types.none, types.boolean))
+kernel = primitive._kernel.span.serial
+x = np.ones(16, np.float32)
+kernel.compile((numba.typeof((x, x, *primitive.attrs)), types.int64, types.int64))
 asm = "\\n".join(kernel.inspect_asm().values())
 print("zmm" if "zmm" in asm else "no zmm")
 """
@@ -101,5 +102,24 @@ def test_prange_loop_keeps_its_constants_out_of_the_loop():
     # The prange's body is compiled into the gufunc; its vector loop must not reload the formula's
     # constants every iteration (without the option: 15 broadcasts of 8 elements each).
     loop = _innermost_vector_loop(asm[asm.index("\n__gufunc__"):])
+    reloads = [line for line in loop if "broadcast" in line or ".LCPI" in line]
+    assert not reloads, reloads
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86 machine code")
+def test_unary_span_loop_keeps_its_constants_out_of_the_loop():
+    # The loop a unary kernel's parallel chunks run: its span, compiled on its own.
+    import numba
+    import numpy as np
+    from numba import types
+
+    import ep
+
+    primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cpu", ep.UnaryOp.kSigmoid, np.float32, np.float32)
+    x = np.ones(16, np.float32)
+    signature = (numba.typeof((x, x, *primitive.attrs)), types.int64, types.int64)
+    span = primitive._kernel.span.serial
+    span.compile(signature)
+    loop = _innermost_vector_loop(span.inspect_asm(signature))
     reloads = [line for line in loop if "broadcast" in line or ".LCPI" in line]
     assert not reloads, reloads

@@ -1,4 +1,5 @@
-"""CpuKernel: a kernel template specialized and compiled with @njit, one build for every size."""
+"""CpuKernel: a kernel template specialized and compiled with @njit, one build for every size;
+SpanKernel: a serial span run in chunks by the one parallel driver."""
 from __future__ import annotations
 
 import functools
@@ -6,11 +7,11 @@ from typing import Callable
 
 import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ep.common.jit import specialize
+from ep.common.jit import specialize, template
 from ep.cpu.target import hoist_loop_constants, prefer_full_vector_width
 from ep.cpu.threading_layer import choose_threading_layer
 
@@ -113,3 +114,67 @@ def buffer_type(array) -> numba.types.Array:
 @functools.cache
 def _flat_type(dtype: np.dtype, writeable: bool) -> numba.types.Array:
     return numba.types.Array(numba.from_dtype(dtype), 1, "C", readonly=not writeable)
+
+
+@template()
+def _drive(task, args, count, chunk, parallel):
+    # The spans [start, stop) of items [0, count): chunks in a prange, or all at once on the
+    # calling thread. np.int64: prange's index is unsigned, and the span takes signed positions.
+    if parallel:
+        for c in prange((count + chunk - 1) // chunk):
+            start = np.int64(c) * chunk
+            call_task(task, (args, start, min(start + chunk, count)))
+    else:
+        call_task(task, (args, np.int64(0), count))
+
+
+# One parallel build per type of args, shared by every span given such args: the parfor passes'
+# cost (most of a small kernel's compile) is paid per argument types, not per op.
+_DRIVER = CpuKernel(_drive, "span_driver")
+_POSITION = numba.int64
+
+
+def input_array(dtype: np.dtype, ndim: int = 1) -> numba.types.Array:
+    """The type of a launch's input storage of dtype: read-only and of any alignment, so one type
+    serves every such array (neither changes the code LLVM makes of a span)."""
+    return numba.types.Array(numba.from_dtype(dtype), ndim, "C", readonly=True, aligned=False)
+
+
+def output_array(dtype: np.dtype) -> numba.types.Array:
+    """The type of a launch's output storage of dtype (writable; of any alignment)."""
+    return numba.types.Array(numba.from_dtype(dtype), 1, "C", aligned=False)
+
+
+class SpanKernel:
+    """template(args, start, stop), a serial loop over items [start, stop) of a launch, compiled on
+    its own for args of arg_types; launches run it through the one parallel driver, compiled for
+    the same types.
+
+    The driver's entry point is called without Numba's type dispatch: args must match arg_types
+    (arrays C-contiguous, of exactly their dtype and dimensions; any flags), as launches'
+    checked storage does.
+    """
+
+    def __init__(self, template: Callable, name: str, arg_types: tuple[numba.types.Type, ...], **bindings: object) -> None:
+        self.span = CpuKernel(template, name, **bindings)
+        self.args_type = numba.types.Tuple(arg_types)
+
+    @functools.cached_property
+    def compiled(self) -> tuple[Callable, int]:
+        """The driver's compiled entry point, and the span's task compiled for what it passes."""
+        task = self.span.task(self.args_type, _POSITION, _POSITION)
+        signature = (numba.int64, self.args_type, _POSITION, _POSITION, numba.boolean)
+        driver = _DRIVER.parallel
+        driver.compile(signature)
+        return driver.overloads[signature].entry_point, task
+
+    def run(self, args: tuple, count: int, work: int) -> None:
+        """The span over items [0, count) of args, in parallel when work (elements touched) reaches
+        PARALLEL_THRESHOLD."""
+        entry, task = self.compiled
+        if work >= PARALLEL_THRESHOLD:
+            # One contiguous chunk per thread: Numba's schedule would give each thread a
+            # contiguous block of the chunks anyway (more chunks measured no faster).
+            entry(task, args, count, -(-count // numba.get_num_threads()), True)
+        else:
+            entry(task, args, count, count, False)

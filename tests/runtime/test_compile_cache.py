@@ -182,8 +182,8 @@ def _run(root: pathlib.Path, cache: pathlib.Path) -> tuple[dict, set[str], set[s
     results = json.loads(out.split("RESULTS ", 1)[1])
 
     def kernels(event: str) -> set[str]:
-        # "[cache] data saved to '.../elementwise_unary._unary-16.unary_relu_float32_float32_parallel_<digest>...nbc'"
-        return set(re.findall(rf"\[cache\] data {event} .*?\.(unary_\w+?)_parallel_[0-9a-f]+", out))
+        # "[cache] data saved to '.../elementwise_unary._unary-16.unary_relu_float32_float32_serial_<digest>...nbc'"
+        return set(re.findall(rf"\[cache\] data {event} .*?\.(unary_\w+?)_serial_[0-9a-f]+", out))
 
     return results, kernels("saved to"), kernels("loaded from")
 

@@ -1,33 +1,43 @@
-"""ElementwiseUnary's CPU kernel: one build per (op, src dtype, dst dtype) for every size."""
+"""ElementwiseUnary's CPU kernel: one serial span per (op, src dtype, dst dtype), run in chunks by
+the shared parallel driver (ep.cpu.kernel.SpanKernel), one build for every size."""
 from __future__ import annotations
 
 import functools
 
-from numba import prange
+import numba
 
 from ep.common.jit import bound, template
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import CpuKernel
+from ep.cpu.kernel import SpanKernel, input_array, output_array
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 
 @template("formula", "load", "store")
-def _unary(src, dst, count, attr0, attr1, parallel):
-    if parallel:
-        for i in prange(count):
-            dst[i] = bound.store(bound.formula(bound.load(src[i]), attr0, attr1))
-    else:
-        for i in range(count):
-            dst[i] = bound.store(bound.formula(bound.load(src[i]), attr0, attr1))
+def _unary(args, start, stop):
+    # Slices indexed by the range variable alone: LLVM then knows every index is non-negative,
+    # drops Numba's wraparound checks and vectorizes.
+    src, dst, attr0, attr1 = args
+    x = src[start:stop]
+    out = dst[start:stop]
+    for i in range(stop - start):
+        out[i] = bound.store(bound.formula(bound.load(x[i]), attr0, attr1))
+
+
+class CpuUnaryKernel(SpanKernel):
+    def launch(self, stream, work: int, src, dst, count: int, attr0, attr1) -> None:
+        """ElementwiseUnaryKernels' launch: count elements of src into dst (a cpu stream runs it at once)."""
+        self.run((src, dst, attr0, attr1), count, work)
 
 
 class CpuElementwiseUnaryKernels(ElementwiseUnaryKernels):
     @functools.cache
-    def kernel(self, op, src_dtype, dst_dtype) -> CpuKernel:
+    def kernel(self, op, src_dtype, dst_dtype) -> CpuUnaryKernel:
         name = f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}"
-        return CpuKernel(_unary, name, **unary_bindings(op, src_dtype, dst_dtype))
+        attr = numba.from_dtype(src_dtype.compute_dtype)  # unary_attrs' scalars
+        arg_types = (input_array(src_dtype.storage_dtype), output_array(dst_dtype.storage_dtype), attr, attr)
+        return CpuUnaryKernel(_unary, name, arg_types, **unary_bindings(op, src_dtype, dst_dtype))
 
 
 REGISTER_PRIMITIVE_FACTORY(
