@@ -16,7 +16,6 @@ from numba import config, cuda
 
 from ep.common.jit import scalar_function
 from ep.common.math.intrinsics import load_pack, opaque, store_pack
-from ep.common.runtime.buffer import address
 
 # The widest access a thread makes: one 128-bit load or store.
 PACK_BYTES = 16
@@ -82,11 +81,12 @@ def pack_bindings(lanes: int, src_dtype: np.dtype, dst_dtype: np.dtype) -> dict[
     }
 
 
-def pack_count(lanes: int, count: int, *arrays: object) -> tuple[int, int]:
-    """(packs, work items) of a launch over count elements of arrays: count // lanes full packs
-    where every array's first element is aligned to a pack of lanes of its elements, else none;
+def pack_count(lanes: int, count: int, misaligned: int) -> tuple[int, int]:
+    """(packs, work items) of a launch over count elements: count // lanes full packs unless
+    misaligned (nonzero: some buffer's address is not a multiple of its pack's bytes, which the
+    caller computes from addresses it has at hand, as this is part of every Launch's host work),
     then one work item per element left."""
-    if all(address(array) % (lanes * array.dtype.itemsize) == 0 for array in arrays):
-        packs = count // lanes
-        return packs, count - packs * (lanes - 1)
-    return 0, count
+    if misaligned:
+        return 0, count
+    packs = count // lanes
+    return packs, count - packs * (lanes - 1)

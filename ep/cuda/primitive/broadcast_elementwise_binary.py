@@ -32,6 +32,7 @@ from ep.common.primitive.broadcast_elementwise_binary import (
     BroadcastElementwiseBinaryFactoryImpl,
     BroadcastElementwiseBinaryKernels,
 )
+from ep.common.runtime.buffer import address
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
@@ -189,6 +190,8 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
         inner0, inner1 = (plan.strides0[-1], plan.strides1[-1]) if plan.dims else (0, 0)
         packable = len(plan.dims) <= 1 or plan.dims[-1] % lanes == 0
         packed0, packed1 = inner0 == 1 and not value0, inner1 == 1 and not value1
+        # The bytes of a pack of each buffer, which its address must be a multiple of.
+        src_pack, dst_pack = lanes * src_dtype.storage_dtype.itemsize, lanes * dst_dtype.storage_dtype.itemsize
 
         def run(stream, a, b, out, attr0, attr1) -> None:
             nonlocal parts
@@ -203,10 +206,13 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
                     box0, box1, box = src0[offset0:], src1[offset1:], out[offset : offset + count]
                 else:
                     box0, box1, box = src0, src1, out
-                packs, work = 0, count
-                if packable:
-                    read = (box0,) * packed0 + (box1,) * packed1
-                    packs, work = pack_count(lanes, count, box, *read)
+                misaligned = (
+                    not packable
+                    or address(box) % dst_pack
+                    or (packed0 and address(box0) % src_pack)
+                    or (packed1 and address(box1) % src_pack)
+                )
+                packs, work = pack_count(lanes, count, misaligned)
                 kernel.launch(
                     stream, work, box0, arg0, value0, box1, arg1, value1, box, count, *split, attr0, attr1,
                     packs, inner0, inner1,

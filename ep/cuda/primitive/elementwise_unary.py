@@ -10,6 +10,7 @@ from numba import cuda
 
 from ep.common.jit import bound, template
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
+from ep.common.runtime.buffer import address
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
@@ -54,11 +55,14 @@ class PackedUnaryKernel(CudaKernel):
     def __init__(self, name: str, argtypes, lanes: int, src_dtype, dst_dtype, **options: object) -> None:
         super().__init__(_unary, name, argtypes, **options, **pack_bindings(lanes, src_dtype, dst_dtype))
         self.lanes = lanes
+        # The bytes of a pack of each buffer, which its address must be a multiple of.
+        self._src_pack = lanes * np.dtype(src_dtype).itemsize
+        self._dst_pack = lanes * np.dtype(dst_dtype).itemsize
 
     def launch(self, stream, work: int, src, dst, count: int, attr0, attr1) -> None:
         # work is count, as ElementwiseUnaryImpl passes it: packs make fewer work items.
-        packs, work = pack_count(self.lanes, count, src, dst)
-        super().launch(stream, work, src, dst, count, attr0, attr1, packs)
+        packs, work = pack_count(self.lanes, count, address(src) % self._src_pack or address(dst) % self._dst_pack)
+        CudaKernel.launch(self, stream, work, src, dst, count, attr0, attr1, packs)
 
 
 class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
