@@ -57,12 +57,18 @@ class CpuKernel:
         compiled = self.serial.get_compile_result(returns(*arg_types))
         return compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
 
+    @functools.lru_cache(maxsize=None)
+    def entry(self, *arg_types: numba.types.Type) -> Callable:
+        """The parallel build compiled for arg_types: its entry point, which a launch calls without
+        Numba's type dispatch, and so only with arguments of exactly those types."""
+        self.parallel.compile(arg_types)
+        return self.parallel.overloads[arg_types].entry_point
+
     def launch(self, stream, work: int, *args: object):
         """Run the parallel build on args and whether work (elements touched) reaches
         PARALLEL_THRESHOLD, from the calling thread (a cpu stream runs launches at once).
         Returns what the kernel returns."""
         return self.parallel(*args, work >= PARALLEL_THRESHOLD)
-
 
 
 @intrinsic
@@ -163,10 +169,7 @@ class SpanKernel:
     def compiled(self) -> tuple[Callable, int]:
         """The driver's compiled entry point, and the span's task compiled for what it passes."""
         task = self.span.task(self.args_type, _POSITION, _POSITION)
-        signature = (numba.int64, self.args_type, _POSITION, _POSITION, numba.boolean)
-        driver = _DRIVER.parallel
-        driver.compile(signature)
-        return driver.overloads[signature].entry_point, task
+        return _DRIVER.entry(numba.int64, self.args_type, _POSITION, _POSITION, numba.boolean), task
 
     def run(self, args: tuple, count: int, work: int) -> None:
         """The span over items [0, count) of args, in parallel when work (elements touched) reaches

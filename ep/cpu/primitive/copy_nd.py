@@ -175,10 +175,7 @@ _KERNEL = CpuKernel(_copy, "strided_copy")
 def _compiled(src_type: numba.types.Array, dst_type: numba.types.Array) -> tuple[Callable, int]:
     """_copy's compiled entry point for these buffer types, and the task it is to be given."""
     task = _TASK.task(src_type, dst_type, _PARAMS, numba.int64)
-    args = (numba.int64, src_type, dst_type, _PARAMS)
-    kernel = _KERNEL.parallel
-    kernel.compile(args)
-    return kernel.overloads[args].entry_point, task
+    return _KERNEL.entry(numba.int64, src_type, dst_type, _PARAMS), task
 
 
 @functools.cache

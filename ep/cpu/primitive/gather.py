@@ -268,10 +268,7 @@ def _compiled(index_type: numba.types.Array, in_type: numba.types.Array, out_typ
     be given for rows of one element (elements) or of any length."""
     index_pass = _INDEX_PASS.task(index_type, _PARAMS, returns=numba.int64)
     span = (_ELEMENT_SPAN if elements else _ROW_SPAN).task(index_type, in_type, out_type, _PARAMS, numba.int64, numba.int64, numba.int64)
-    args = (numba.int64, numba.int64, index_type, in_type, out_type, _PARAMS)
-    kernel = _KERNEL.parallel
-    kernel.compile(args)
-    return kernel.overloads[args].entry_point, index_pass, span
+    return _KERNEL.entry(numba.int64, numba.int64, index_type, in_type, out_type, _PARAMS), index_pass, span
 
 
 class _Entry:

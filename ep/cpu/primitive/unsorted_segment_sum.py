@@ -121,10 +121,7 @@ class CpuUnsortedSegmentSumKernels(IndexedKernels):
 def _compiled(kernel: CpuKernel, task: CpuKernel, *buffer_types: numba.types.Array) -> tuple[Callable, int]:
     """kernel's compiled entry point for these buffer types (ids, data, acc, out), and the address
     of task compiled for the very types the kernel passes it."""
-    address = task.task(*buffer_types, *_SIZES[:10])
-    args = (numba.int64, *buffer_types) + _SIZES
-    kernel.parallel.compile(args)
-    return kernel.parallel.overloads[args].entry_point, address
+    return kernel.entry(numba.int64, *buffer_types, *_SIZES), task.task(*buffer_types, *_SIZES[:10])
 
 
 REGISTER_PRIMITIVE_FACTORY(
