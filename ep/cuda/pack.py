@@ -26,6 +26,19 @@ def pack_lanes(*dtypes: np.dtype, pack_bytes: int = PACK_BYTES) -> int:
     return max(1, pack_bytes // max(np.dtype(dtype).itemsize for dtype in dtypes))
 
 
+def op_lanes(narrow_packs: dict, op, src_dtype, dst_dtype) -> int:
+    """Elements per pack of op's kernel from src_dtype to dst_dtype (DataTypes): PACK_BYTES of the
+    wider storage dtype, or the bytes narrow_packs gives (op, src_dtype), where 16 would spill."""
+    pack_bytes = narrow_packs.get((op, src_dtype), PACK_BYTES)
+    return pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype, pack_bytes=pack_bytes)
+
+
+def pack_bytes(lanes: int, dtype: np.dtype) -> int:
+    """The bytes of a pack of lanes elements of dtype: a buffer's address must be a multiple of
+    them for its packs to move as one access."""
+    return lanes * np.dtype(dtype).itemsize
+
+
 @functools.cache
 def pack_functions(lanes: int) -> tuple[Callable, Callable, Callable, Callable]:
     """(pack_array(dtype): a thread's lanes, load(lanes_array, src, s, full, stride),

@@ -36,7 +36,7 @@ from ep.common.runtime.buffer import address
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
-from ep.cuda.pack import PACK_BYTES, pack_bindings, pack_count, pack_lanes
+from ep.cuda.pack import op_lanes, pack_bindings, pack_bytes, pack_count
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -105,13 +105,6 @@ _INDEX = size_type(wide=False)
 _DIMS = types.UniTuple(_INDEX, SPLIT_DIMS)
 
 
-def binary_lanes(op, src_dtype: DataType, dst_dtype: DataType) -> int:
-    """Elements per pack of op's kernel from src_dtype to dst_dtype: 16 bytes of the wider, or
-    NARROW_PACKS' bytes."""
-    pack_bytes = NARROW_PACKS.get((op, src_dtype), PACK_BYTES)
-    return pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype, pack_bytes=pack_bytes)
-
-
 class _Part(NamedTuple):
     """One launch of a plan: where its box starts in src0, src1 and dst, its elements, and
     split_offsets' arguments."""
@@ -168,7 +161,7 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
             store=store_fn(dst_dtype),
             # Always 32-bit: a launch beyond is cut into boxes that fit (launch_parts).
             **index_bindings(wide=False),
-            **pack_bindings(binary_lanes(op, src_dtype, dst_dtype), src_dtype.storage_dtype, dst_dtype.storage_dtype),
+            **pack_bindings(op_lanes(NARROW_PACKS, op, src_dtype, dst_dtype), src_dtype.storage_dtype, dst_dtype.storage_dtype),
         )
 
     def combination_kernels(self, op, src_dtype, dst_dtype) -> Iterator[CudaKernel]:
@@ -183,15 +176,14 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
         parts = launch_parts(plan, limit) if plan.count <= limit else None
         # The value argument of an operand that is a buffer (never read).
         zero = src_dtype.compute_dtype.type(0)
-        lanes = binary_lanes(op, src_dtype, dst_dtype)
+        lanes = op_lanes(NARROW_PACKS, op, src_dtype, dst_dtype)
         # Packs: where no pack crosses a row (one dim, or rows of whole packs), the operands that
         # are buffers along the innermost dim (stride 1) are read a pack at a time, the others (stride
         # 0: broadcast along it) an element for the pack.
         inner0, inner1 = (plan.strides0[-1], plan.strides1[-1]) if plan.dims else (0, 0)
         packable = len(plan.dims) <= 1 or plan.dims[-1] % lanes == 0
         packed0, packed1 = inner0 == 1 and not value0, inner1 == 1 and not value1
-        # The bytes of a pack of each buffer, which its address must be a multiple of.
-        src_pack, dst_pack = lanes * src_dtype.storage_dtype.itemsize, lanes * dst_dtype.storage_dtype.itemsize
+        src_pack, dst_pack = pack_bytes(lanes, src_dtype.storage_dtype), pack_bytes(lanes, dst_dtype.storage_dtype)
 
         def run(stream, a, b, out, attr0, attr1) -> None:
             nonlocal parts

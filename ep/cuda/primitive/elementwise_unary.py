@@ -14,7 +14,7 @@ from ep.common.runtime.buffer import address
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
-from ep.cuda.pack import PACK_BYTES, pack_bindings, pack_count, pack_lanes
+from ep.cuda.pack import op_lanes, pack_bindings, pack_bytes, pack_count
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.unary_op import UnaryOp
@@ -55,9 +55,7 @@ class PackedUnaryKernel(CudaKernel):
     def __init__(self, name: str, argtypes, lanes: int, src_dtype, dst_dtype, **options: object) -> None:
         super().__init__(_unary, name, argtypes, **options, **pack_bindings(lanes, src_dtype, dst_dtype))
         self.lanes = lanes
-        # The bytes of a pack of each buffer, which its address must be a multiple of.
-        self._src_pack = lanes * np.dtype(src_dtype).itemsize
-        self._dst_pack = lanes * np.dtype(dst_dtype).itemsize
+        self._src_pack, self._dst_pack = pack_bytes(lanes, src_dtype), pack_bytes(lanes, dst_dtype)
 
     def launch(self, stream, work: int, src, dst, count: int, attr0, attr1) -> None:
         # work is count, as ElementwiseUnaryImpl passes it: packs make fewer work items.
@@ -81,8 +79,7 @@ class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
         # A float64 formula takes register pairs: under the 32-register cap of full occupancy most
         # would spill (the ptxas check found 33-60 registers), so they declare no launch bounds.
         in_float64 = op in FLOAT64_FORMULAS or np.float64 in (src_dtype.compute_dtype, dst_dtype.compute_dtype)
-        pack_bytes = NARROW_PACKS.get((op, src_dtype), PACK_BYTES)
-        lanes = pack_lanes(src_dtype.storage_dtype, dst_dtype.storage_dtype, pack_bytes=pack_bytes)
+        lanes = op_lanes(NARROW_PACKS, op, src_dtype, dst_dtype)
         return PackedUnaryKernel(
             name, argtypes, lanes, src_dtype.storage_dtype, dst_dtype.storage_dtype,
             full_occupancy=not in_float64, **unary_bindings(op, src_dtype, dst_dtype),
