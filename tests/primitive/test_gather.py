@@ -293,6 +293,26 @@ def test_cpu_element_gather_into_a_large_out_matches_numpy(dtype, index_dtype, l
     np.testing.assert_array_equal(out, expected)
 
 
+@pytest.mark.parametrize(
+    "dtype, outer, inner",
+    [
+        (np.float32, 3, 1),  # serial: chunks of rows cut the slabs' indices
+        (np.float64, 12, 1),  # parallel
+        (np.uint8, 2, 8),  # rows of one 8-byte unit: the element kernel too
+    ],
+)
+def test_cpu_element_gather_of_more_indices_than_a_span_converts_at_once(dtype, outer, inner):
+    # A span converts a slab's indices into a buffer of _POSITIONS on its stack: slabs of more
+    # indices run in chunks no longer than it, in range (converted) or not.
+    from ep.cpu.primitive.gather import _POSITIONS
+
+    rng = np.random.default_rng(outer)
+    num_indices, gather = _POSITIONS + 905, 700
+    params = random_array(rng, (outer, gather, inner), dtype)
+    for indices in (rng.integers(0, gather, num_indices), rng.integers(-3, gather + 3, num_indices)):
+        np.testing.assert_array_equal(launch("cpu", params, indices), reference(params, indices))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.int64])
 def test_cpu_element_gather_compiles_to_streaming_stores(dtype):
     # Its streamed outputs need streaming stores in the machine code: with `stream` a run-time flag

@@ -330,6 +330,30 @@ def prefetch(typingctx, array, index):
     return types.none(array, types.intp), codegen
 
 
+@intrinsic
+def stack_array(typingctx, count, dtype):
+    """A 1-d array of count (a constant) elements of dtype (a NumPy number class) in the calling
+    function's stack frame: scratch that costs no allocation, valid until that function returns.
+    CPU only."""
+    if not isinstance(count, types.IntegerLiteral) or not isinstance(dtype, types.NumberClass):
+        return None
+    array_type = types.Array(dtype.instance_type, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        from numba.np.arrayobj import populate_array
+
+        element = context.get_data_type(array_type.dtype)
+        # In the entry block (alloca_once): one frame slot, however often the call runs.
+        data = cgutils.alloca_once(builder, element, size=count.literal_value)
+        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(element))
+        array = context.make_array(array_type)(context, builder)
+        shape = (context.get_constant(types.intp, count.literal_value),)
+        populate_array(array, data=data, shape=shape, strides=(itemsize,), itemsize=itemsize, meminfo=None)
+        return array._getvalue()
+
+    return array_type(count, dtype), codegen
+
+
 # Streaming (non-temporal) stores, CPU only. An ordinary store first reads the destination's
 # cache line from memory (read for ownership); a streaming store writes whole lines through
 # write-combining buffers without reading them, and keeps the output from evicting what the

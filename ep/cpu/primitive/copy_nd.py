@@ -117,7 +117,8 @@ def _copy_task(src, dst, params, task):
     unit = dst.itemsize
     per_vector = VECTOR_BYTES // unit
     start = task * chunk
-    end = min(start + chunk, count)
+    # Conditional expressions, not min(): Numba compiles min's overload anew in each kernel.
+    end = start + chunk if start + chunk < count else count
     u = start
     row = u // row_units
     k = (u - row * row_units) // run
@@ -129,14 +130,15 @@ def _copy_task(src, dst, params, task):
             row += 1
         if k == 0 or u == start:
             base, dst_base = _row_offsets(params, num_row_dims, row)
-        n = min(run - j, end - u)
+        n = run - j if run - j < end - u else end - u
         s = base + k * run_stride + j * inner_stride
         d = dst_base + k * run_dst_stride + j
         if stream:
             # Whole vectors [lo, hi) of the run from a vector boundary of dst on, the elements
             # before and after them one by one: all streamed, since an ordinary store to a line
             # being streamed would flush it half written.
-            lo = min(((-(address + d * unit)) & (VECTOR_BYTES - 1)) // unit, n)
+            lo = ((-(address + d * unit)) & (VECTOR_BYTES - 1)) // unit
+            lo = lo if lo < n else n
             hi = lo + (n - lo) // per_vector * per_vector
             _stream_vectors(src, s + lo * inner_stride, inner_stride, dst, d + lo, hi - lo)
             for a, b in ((0, lo), (hi, n)):

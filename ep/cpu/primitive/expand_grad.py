@@ -50,7 +50,8 @@ def _expand_grad_task(
     r = task // pieces
     b0 = (task - r * pieces) * BLOCK
     first = r * row + b0
-    n = min(BLOCK, row - b0)
+    # Not min(): Numba compiles its overload anew in each kernel.
+    n = BLOCK if BLOCK < row - b0 else row - b0
     base = map_offset(first, dst_strides, src_strides)
     if n == 1:
         total = bound.accumulate(0)

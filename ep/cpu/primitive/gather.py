@@ -24,7 +24,7 @@ import numpy as np
 from numba import prange
 
 from ep.common.jit import scalar_function, template
-from ep.common.math.intrinsics import prefetch, stream_fence, stream_store
+from ep.common.math.intrinsics import prefetch, stack_array, stream_fence, stream_store
 from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, first_bad_index, gather_row
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
@@ -52,6 +52,9 @@ _LINE_BYTES = 64
 _NARROW_LIMIT = 1 << 32
 # It then copies elements in groups this large: unrolled, with one prefetch check a group.
 _GROUP = 8
+# Positions live in a buffer of this many on the span's stack (16 KB); an element gather whose
+# segments could be longer runs in chunks of at most this many rows.
+_POSITIONS = 4096
 
 # What the pass over the indices finds: all in [lo, hi] (or all in range once negatives wrap);
 # neither.
@@ -100,7 +103,7 @@ def _segment(row, stop, num_indices, outer):
     that slab, the position of its first index and its length."""
     batch_outer = row // num_indices
     i0 = row - batch_outer * num_indices
-    count = min(num_indices - i0, stop - row)
+    count = num_indices - i0 if num_indices - i0 < stop - row else stop - row
     return batch_outer, (batch_outer // outer) * num_indices + i0, count
 
 
@@ -112,13 +115,15 @@ def _gather_element_span(indices, in_, out, params, row, stop, mode):
     num_indices, outer, gather = params[_NUM_INDICES], params[_OUTER], params[_GATHER]
     lo, hi, wrap, ahead = params[_LO], params[_HI], params[_WRAP], params[_AHEAD]
     slabs = params[_ROWS] // num_indices
-    line = max(1, _LINE_BYTES // in_.itemsize)
+    line = _LINE_BYTES // in_.itemsize if in_.itemsize <= _LINE_BYTES else 1
     # In range once negatives wrap (mode _IN_RANGE with wrap): a negative index gains gather.
     wrap_add = gather if wrap else 0
     # With every index in range, positions are 32-bit when they fit (gather <= 2**32): a few
     # instructions an element and half the index bytes in L1.
-    narrow = mode == _IN_RANGE and gather <= _NARROW_LIMIT
-    positions = np.empty(min(num_indices, stop - row) if narrow else 0, np.uint32)
+    # Segments are at most _POSITIONS long, the positions' buffer (the host's chunks see to it).
+    short = num_indices <= _POSITIONS or stop - row <= _POSITIONS
+    narrow = mode == _IN_RANGE and gather <= _NARROW_LIMIT and short
+    positions = stack_array(_POSITIONS, np.uint32)
     positions_of = -1
     positions_count = 0
     # A large output is streamed past the caches (no read for ownership of its lines), when its
@@ -176,7 +181,7 @@ def _gather_row_span(indices, in_, out, params, row, stop, mode):
     # the row `ahead` further on when ahead.
     num_indices, outer, gather, inner = params[_NUM_INDICES], params[_OUTER], params[_GATHER], params[_INNER]
     lo, hi, wrap, ahead = params[_LO], params[_HI], params[_WRAP], params[_AHEAD]
-    line = max(1, _LINE_BYTES // in_.itemsize)
+    line = _LINE_BYTES // in_.itemsize if in_.itemsize <= _LINE_BYTES else 1
     while row < stop:
         batch_outer, first_index, count = _segment(row, stop, num_indices, outer)
         segment = indices[first_index : first_index + count]
@@ -218,8 +223,10 @@ def _index_pass(indices, params):
     high = INT64_MIN
     for t in range(count):
         value = np.int64(indices[t])
-        low = min(low, value)
-        high = max(high, value)
+        if value < low:
+            low = value
+        if value > high:
+            high = value
     if (lo <= low and high <= hi) or (wrap and lo == 0 and -size <= low and high <= hi):
         return -1 - _IN_RANGE
     if params[_CHECK]:
@@ -247,13 +254,19 @@ def _gather(index_pass, span, indices, in_, out, params):
     if rows * params[_INNER] == 0:
         return -1
     # np.int64: the span takes int64s (its build's types: _compiled), and prange's index is unsigned.
+    # Conditional expressions, not min(): Numba compiles min's overload anew in each kernel.
+    rows_per_chunk = params[_ROWS_PER_CHUNK]
+    chunks = (rows + rows_per_chunk - 1) // rows_per_chunk
     if params[_PARALLEL]:
-        rows_per_chunk = params[_ROWS_PER_CHUNK]
-        for chunk in prange((rows + rows_per_chunk - 1) // rows_per_chunk):
+        for chunk in prange(chunks):
             start = np.int64(chunk) * rows_per_chunk
-            call_task(span, (indices, in_, out, params, start, min(start + rows_per_chunk, rows), mode))
+            stop = start + rows_per_chunk
+            call_task(span, (indices, in_, out, params, start, stop if stop < rows else rows, mode))
     else:
-        call_task(span, (indices, in_, out, params, np.int64(0), rows, mode))
+        for chunk in range(chunks):
+            start = np.int64(chunk) * rows_per_chunk
+            stop = start + rows_per_chunk
+            call_task(span, (indices, in_, out, params, start, stop if stop < rows else rows, mode))
     return -1
 
 
@@ -323,10 +336,14 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
         ahead = int(sizes.params_count * itemsize >= _PREFETCH_BYTES and slab_bytes <= _SLAB_PREFETCH_BYTES and dense)
     else:
         ahead = _AHEAD if sizes.params_count * itemsize >= _PREFETCH_BYTES else 0
+    rows_per_chunk = max(1, -(-rows // _CHUNKS) if parallel else rows)
+    if sizes.num_indices > _POSITIONS:
+        # An element gather's segment (rows of one slab in one chunk) fits its positions' buffer.
+        rows_per_chunk = min(rows_per_chunk, _POSITIONS)
     args = (
         sizes.index_count,
         rows,
-        max(1, -(-rows // _CHUNKS)),
+        rows_per_chunk,
         sizes.num_indices,
         sizes.outer,
         sizes.gather,

@@ -30,7 +30,8 @@ def _segment_task(ids, data, acc, out, task, row_blocks, rows_per_block, num_ids
     # whose id falls in them added, in id order.
     batch_outer = task // row_blocks
     r0 = (task - batch_outer * row_blocks) * rows_per_block
-    r1 = min(r0 + rows_per_block, segments)
+    # Not min(): Numba compiles its overload anew in each kernel.
+    r1 = r0 + rows_per_block if r0 + rows_per_block < segments else segments
     b = batch_outer // outer
     slab = batch_outer * segments * inner
     for k in range(slab + r0 * inner, slab + r1 * inner):
