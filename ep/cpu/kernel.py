@@ -12,6 +12,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ep.common.jit import specialize, template
+from ep.cpu.compiler import KernelCompiler
 from ep.cpu.target import hoist_loop_constants, prefer_full_vector_width
 from ep.cpu.threading_layer import choose_threading_layer
 
@@ -43,12 +44,12 @@ class CpuKernel:
     @functools.cached_property
     def parallel(self) -> Callable:
         fn = specialize(self._template, self._name + "_parallel", **self._bindings)
-        return njit(parallel=True, cache=True)(fn)
+        return njit(parallel=True, cache=True, pipeline_class=KernelCompiler)(fn)
 
     @functools.cached_property
     def serial(self) -> Callable:
         fn = specialize(self._template, self._name + "_serial", **self._bindings)
-        return njit(cache=True)(fn)
+        return njit(cache=True, pipeline_class=KernelCompiler)(fn)
 
     @functools.lru_cache(maxsize=None)
     def task(self, *arg_types: numba.types.Type, returns: numba.types.Type = numba.types.none) -> int:
@@ -129,7 +130,9 @@ def _drive(task, args, count, chunk, parallel):
     if parallel:
         for c in prange((count + chunk - 1) // chunk):
             start = np.int64(c) * chunk
-            call_task(task, (args, start, min(start + chunk, count)))
+            stop = start + chunk
+            # Not min(): Numba compiles its overload anew in each kernel (time a first launch waits).
+            call_task(task, (args, start, stop if stop < count else count))
     else:
         call_task(task, (args, np.int64(0), count))
 
