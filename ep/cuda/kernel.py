@@ -17,7 +17,7 @@ THREADS_PER_BLOCK = 256
 # ptxas trades registers for spills: 40 and 16 bytes of spill against 48 and none for a float64 exp).
 FULL_OCCUPANCY = (THREADS_PER_BLOCK, 8)
 # The simulator runs every thread as a Python thread: keep its grids tiny.
-_SIM_THREADS, _SIM_MAX_BLOCKS = 16, 2
+_SIM_THREADS, _SIM_MAX_BLOCKS = 8, 2
 # Threads per block of every launch in this process (the simulator is chosen at import).
 _THREADS = _SIM_THREADS if config.ENABLE_CUDASIM else THREADS_PER_BLOCK
 # Launches kept per stream (CudaStream.launches): configured ones by (kernel, blocks the work asks
