@@ -48,7 +48,8 @@ def test_shared_inlined_ir_gives_the_same_machine_code():
     # One build of each family's serial kernels: a test worker may hold hundreds.
     builds = {}
     for kernel in gc.get_objects():
-        if isinstance(kernel, CpuKernel) and "serial" in vars(kernel) and kernel.serial.signatures:
+        # type(), not isinstance(): gc also lists weak proxies, which raise once their object is gone.
+        if type(kernel) is CpuKernel and "serial" in vars(kernel) and kernel.serial.signatures:
             name = kernel.serial.py_func.__qualname__
             family = next((prefix for prefix in _FAMILIES if name.startswith(prefix)), None)
             if family is not None:
