@@ -9,9 +9,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
-from ep.common.jit import specialize, template
+from ep.common.jit import bound, scalar_function, specialize, template
 from ep.cpu.compiler import KernelCompiler
 from ep.cpu.target import hoist_loop_constants, prefer_full_vector_width
 from ep.cpu.threading_layer import choose_threading_layer
@@ -52,18 +53,19 @@ class CpuKernel:
         return njit(cache=True, pipeline_class=KernelCompiler)(fn)
 
     @functools.lru_cache(maxsize=None)
-    def task(self, *arg_types: numba.types.Type, returns: numba.types.Type = numba.types.none) -> int:
-        """The address of the serial build compiled for arg_types and returning returns, which a
-        kernel calls with call_task (call_function when it returns a value)."""
-        compiled = self.serial.get_compile_result(returns(*arg_types))
+    def task(self, *arg_types: numba.types.Type, returns: numba.types.Type = numba.types.none, parallel: bool = False) -> int:
+        """The address of the serial (or parallel) build compiled for arg_types and returning
+        returns, which a kernel calls with call_task (call_function when it returns a value)."""
+        compiled = (self.parallel if parallel else self.serial).get_compile_result(returns(*arg_types))
         return compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
 
     @functools.lru_cache(maxsize=None)
-    def entry(self, *arg_types: numba.types.Type) -> Callable:
-        """The parallel build compiled for arg_types: its entry point, which a launch calls without
-        Numba's type dispatch, and so only with arguments of exactly those types."""
-        self.parallel.compile(arg_types)
-        return self.parallel.overloads[arg_types].entry_point
+    def entry(self, *arg_types: numba.types.Type, parallel: bool = True) -> Callable:
+        """The parallel (or serial) build compiled for arg_types: its entry point, which a launch
+        calls without Numba's type dispatch, and so only with arguments of exactly those types."""
+        build = self.parallel if parallel else self.serial
+        build.compile(arg_types)
+        return build.overloads[arg_types].entry_point
 
     def launch(self, stream, work: int, *args: object):
         """Run the parallel build on args and whether work (elements touched) reaches
@@ -124,23 +126,62 @@ def _flat_type(dtype: np.dtype, writeable: bool) -> numba.types.Array:
 
 
 @template()
-def _drive(task, args, count, chunk, parallel):
-    # The spans [start, stop) of items [0, count): chunks in a prange, or all at once on the
-    # calling thread. np.int64: prange's index is unsigned, and the span takes signed positions.
+def _drive(task, address, count, chunk, parallel):
+    # The spans [start, stop) of items [0, count) of the arguments at address: chunks in a prange,
+    # or all at once on the calling thread. np.int64: prange's index is unsigned, and the span
+    # takes signed positions.
     if parallel:
         for c in prange((count + chunk - 1) // chunk):
             start = np.int64(c) * chunk
             stop = start + chunk
             # Not min(): Numba compiles its overload anew in each kernel (time a first launch waits).
-            call_task(task, (args, start, stop if stop < count else count))
+            call_task(task, (address, start, stop if stop < count else count))
     else:
-        call_task(task, (args, np.int64(0), count))
+        call_task(task, (address, np.int64(0), count))
 
 
-# One parallel build per type of args, shared by every span given such args: the parfor passes'
-# cost (most of a small kernel's compile) is paid per argument types, not per op.
+@template()
+def _enter(driver, task, args, count, chunk, parallel):
+    # The launch's arguments in this frame, their address to the driver: a serial build per
+    # argument types, a few calls, where a parallel loop over them would cost a parfor's compile.
+    call_task(driver, (task, address_of(args), count, chunk, parallel))
+
+
+@template("span", "ARGS")
+def _span_at(address, start, stop):
+    # The span on the arguments at address (of type ARGS), inlined: one build per op and types.
+    bound.span(load_from(address, bound.ARGS), start, stop)
+
+
+# The one parallel build: every span reaches it through _enter with its arguments' address, so
+# the parfor passes' cost (most of a small kernel's compile) is paid once per process.
 _DRIVER = CpuKernel(_drive, "span_driver")
+_ENTER = CpuKernel(_enter, "span_entry")
 _POSITION = numba.int64
+
+
+@intrinsic
+def address_of(typingctx, value):
+    """The address of a copy of value in the calling function's stack frame, valid until it returns."""
+
+    def codegen(context, builder, signature, args):
+        slot = cgutils.alloca_once_value(builder, args[0])
+        return builder.ptrtoint(slot, context.get_value_type(numba.int64))
+
+    return numba.int64(value), codegen
+
+
+@intrinsic
+def load_from(typingctx, address, value_type):
+    """The value of type value_type (a type as a value) at address, as address_of stored it."""
+    loaded = value_type.instance_type
+
+    def codegen(context, builder, signature, args):
+        pointer = builder.inttoptr(args[0], context.get_value_type(loaded).as_pointer())
+        # A reference of its own: Numba releases the value at the end of its life in the caller.
+        return impl_ret_borrowed(context, builder, loaded, builder.load(pointer))
+
+    return loaded(address, value_type), codegen
 
 
 def input_array(dtype: np.dtype, ndim: int = 1) -> numba.types.Array:
@@ -156,31 +197,34 @@ def output_array(dtype: np.dtype) -> numba.types.Array:
 
 class SpanKernel:
     """template(args, start, stop), a serial loop over items [start, stop) of a launch, compiled on
-    its own for args of arg_types; launches run it through the one parallel driver, compiled for
-    the same types.
+    its own for args of arg_types; launches run it through the one parallel driver, handed the
+    arguments' address by a serial entry compiled for their types.
 
-    The driver's entry point is called without Numba's type dispatch: args must match arg_types
-    (arrays C-contiguous, of exactly their dtype and dimensions; any flags), as launches'
-    checked storage does.
+    The entry point is called without Numba's type dispatch: args must match arg_types (arrays
+    C-contiguous, of exactly their dtype and dimensions; any flags), as launches' checked storage
+    does.
     """
 
     def __init__(self, template: Callable, name: str, arg_types: tuple[numba.types.Type, ...], **bindings: object) -> None:
-        self.span = CpuKernel(template, name, **bindings)
         self.args_type = numba.types.Tuple(arg_types)
+        span = scalar_function(specialize(template, name + "_body", **bindings))
+        self.span = CpuKernel(_span_at, name, span=span, ARGS=self.args_type)
 
     @functools.cached_property
-    def compiled(self) -> tuple[Callable, int]:
-        """The driver's compiled entry point, and the span's task compiled for what it passes."""
-        task = self.span.task(self.args_type, _POSITION, _POSITION)
-        return _DRIVER.entry(numba.int64, self.args_type, _POSITION, _POSITION, numba.boolean), task
+    def compiled(self) -> tuple[Callable, int, int]:
+        """The entry's compiled entry point, the driver's address and the span's task."""
+        task = self.span.task(_POSITION, _POSITION, _POSITION)
+        driver = _DRIVER.task(_POSITION, _POSITION, _POSITION, _POSITION, numba.boolean, parallel=True)
+        entry = _ENTER.entry(numba.int64, numba.int64, self.args_type, _POSITION, _POSITION, numba.boolean, parallel=False)
+        return entry, driver, task
 
     def run(self, args: tuple, count: int, work: int) -> None:
         """The span over items [0, count) of args, in parallel when work (elements touched) reaches
         PARALLEL_THRESHOLD."""
-        entry, task = self.compiled
+        entry, driver, task = self.compiled
         if work >= PARALLEL_THRESHOLD:
             # One contiguous chunk per thread: Numba's schedule would give each thread a
             # contiguous block of the chunks anyway (more chunks measured no faster).
-            entry(task, args, count, -(-count // numba.get_num_threads()), True)
+            entry(driver, task, args, count, -(-count // numba.get_num_threads()), True)
         else:
-            entry(task, args, count, count, False)
+            entry(driver, task, args, count, count, False)
