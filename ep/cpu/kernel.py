@@ -34,7 +34,8 @@ class CpuKernel:
     `parallel` is the build for templates with a prange: one for every size, the template's last
     argument saying whether to run the prange or, below PARALLEL_THRESHOLD, the same loop on the
     calling thread (so a small first launch warms every size). `serial` builds templates without
-    a prange, such as the tasks a parallel kernel calls.
+    a prange: the tasks a parallel kernel calls, and the span entries that hand a launch's
+    arguments to the one span driver.
     """
 
     def __init__(self, template: Callable, name: str, **bindings: object) -> None:

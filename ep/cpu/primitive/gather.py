@@ -1,5 +1,6 @@
 """Gather on the CPU, and the kernels BatchGather shares: one kernel for both and for every size,
-a prange over chunks of output rows (or, below PARALLEL_THRESHOLD, one serial pass).
+a prange over chunks of output rows (or, below PARALLEL_THRESHOLD, the chunks one after another
+on the calling thread).
 
 Each row is one contiguous copy of inner elements. The kernel runs on the buffers' own storage
 dtype (Numba compiles one specialization per storage and index dtype on first use), so that a
