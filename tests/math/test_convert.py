@@ -8,6 +8,7 @@ from numba import njit
 
 from ep.common.math.convert import store_fn
 from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
 from nvvm import run_without_simulator
 
 INTS = (np.int8, np.uint8, np.int32, np.int64)
@@ -40,7 +41,7 @@ def _loop(store, dst):
 @pytest.mark.parametrize("src", [np.float32, np.float64])
 @pytest.mark.parametrize("dst", INTS)
 def test_float_to_integer_saturates_in_loops_of_every_length_and_from_python(src, dst):
-    store = store_fn(DataType(dst))
+    store = store_fn(DataType(dst), DeviceType.kCPU)
     run = _loop(store, dst)
     values = np.array(VALUES, src)
     for count in range(1, 71):
@@ -53,7 +54,7 @@ def test_float_to_integer_saturates_in_loops_of_every_length_and_from_python(src
 
 @pytest.mark.parametrize("dst", INTS)
 def test_integers_wrap_to_the_storage_dtype_compiled_and_from_python(dst):
-    store = store_fn(DataType(dst))
+    store = store_fn(DataType(dst), DeviceType.kCPU)
     wide = np.array([-(2**63), -129, -128, -1, 0, 127, 128, 255, 256, 40000, 2**31, 2**63 - 1], np.int64)
     np.testing.assert_array_equal(_loop(store, dst)(wide), wide.astype(dst))
     # A formula run from Python computes an int8 in int64 (a Python int): the store wraps it.
@@ -62,7 +63,7 @@ def test_integers_wrap_to_the_storage_dtype_compiled_and_from_python(dst):
 
 def test_float_to_bool_is_nonzero_with_nan_true_as_numpy():
     x = np.array([0.0, -0.0, math.nan, math.inf, 1e-30, -2.5], np.float32)
-    np.testing.assert_array_equal(_loop(store_fn(DataType.kBool), np.bool_)(x), x.astype(np.bool_))
+    np.testing.assert_array_equal(_loop(store_fn(DataType.kBool, DeviceType.kCPU), np.bool_)(x), x.astype(np.bool_))
 
 
 PTX_SCRIPT = """
@@ -71,6 +72,7 @@ import numba
 from numba import cuda
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
 
 def kernel_for(load, store):
     def kernel(src, dst):
@@ -82,7 +84,7 @@ def kernel_for(load, store):
 for src, dst in {pairs!r}:
     src, dst = DataType(src), DataType(dst)
     argtypes = (numba.from_dtype(src.storage_dtype)[::1], numba.from_dtype(dst.storage_dtype)[::1])
-    ptx, _ = cuda.compile_ptx(kernel_for(load_fn(src), store_fn(dst, src.compute_dtype)), argtypes, cc=(9, 0))
+    ptx, _ = cuda.compile_ptx(kernel_for(load_fn(src, DeviceType.kCUDA), store_fn(dst, DeviceType.kCUDA, src.compute_dtype)), argtypes, cc=(9, 0))
     body = ptx.split(".entry", 1)[1]
     # Truncating conversion, then the clamps and NaN as selects: no branch, no call.
     assert re.search(r"cvt\\.rzi\\.[su]\\d+\\.f(16|32|64)", body) and "selp" in body and "call" not in body, (src, dst)

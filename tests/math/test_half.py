@@ -1,5 +1,5 @@
 """float16 conversions of ep.common.math.half against NumPy and the exact routine: every bit
-pattern, every float32 rounding boundary, and float64 values at ties."""
+pattern, every float32 rounding boundary, and float64 values at ties; each device's choice of routine."""
 import os
 
 import numpy as np
@@ -9,6 +9,7 @@ from numba.core.registry import cpu_target
 
 import ep
 from ep.common.math import half
+from ep.common.runtime.device import DeviceType
 from ep.testing import to_device, to_numpy
 
 ALL_HALVES = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
@@ -25,11 +26,14 @@ def _loop(fn, out_dtype):
     return run
 
 
-half_to_float = _loop(half.half_to_float, np.float32)
-float_to_half = _loop(half.float_to_half, np.uint16)
-double_to_half = _loop(half.double_to_half, np.uint16)
-half_to_float_exact = _loop(half.half_to_float_exact, np.float32)
-float_to_half_exact = _loop(half.float_to_half_exact, np.uint16)
+# The CPU kernels' routines (the hardware's with F16C), and the exact ones as the reference.
+CPU = half.half_routines(DeviceType.kCPU)
+half_to_float = _loop(CPU.half_to_float, np.float32)
+float_to_half = _loop(CPU.float_to_half, np.uint16)
+double_to_half = _loop(CPU.double_to_half, np.uint16)
+half_to_float_exact = _loop(half.EXACT.half_to_float, np.float32)
+float_to_half_exact = _loop(half.EXACT.float_to_half, np.uint16)
+exact_double_to_half = _loop(half.EXACT.double_to_half, np.uint16)
 FINITE_HALVES = np.arange(0x7C00, dtype=np.uint16)  # +0 up to the largest finite float16
 
 
@@ -110,6 +114,7 @@ def test_cast_float64_to_float16_rounds_once(device):
 def test_cpu_kernels_convert_by_f16c_exactly_where_the_cpu_target_has_it():
     """The routine is chosen by the features Numba compiles for, and the choice reaches the machine code."""
     has_f16c = "+f16c" in cpu_target.target_context.codegen().magic_tuple()[2].split(",")
+    assert CPU is (half.HARDWARE if has_f16c else half.EXACT)
     # Compiled here: this test may run alone, or on an xdist worker that ran none of the others.
     half_to_float(ALL_HALVES[:1])
     float_to_half(np.zeros(1, np.float32))
@@ -151,14 +156,15 @@ def test_random_float32_bit_patterns_match_the_exact_routine():
     np.testing.assert_array_equal(float_to_half(x), float_to_half_exact(x))
 
 
-def test_every_float64_tie_rounds_once():
+@pytest.mark.parametrize("narrow", [double_to_half, exact_double_to_half], ids=["cpu", "exact"])
+def test_every_float64_tie_rounds_once(narrow):
     """float64 just off every float16 tie, closer than float32 resolves: rounded once, as NumPy does."""
     low = FINITE_HALVES.view(np.float16).astype(np.float64)
     high = np.append(low[1:], 65536.0)
     mid, step = (low + high) / 2, high - low
     x = np.concatenate([mid, mid + step * 2.0**-30, mid - step * 2.0**-30])
     x = np.concatenate([x, -x])
-    np.testing.assert_array_equal(double_to_half(x).view(np.float16), to_half(x))
+    np.testing.assert_array_equal(narrow(x).view(np.float16), to_half(x))
 
 
 @pytest.mark.parametrize("src", [np.float32, np.float64])

@@ -6,9 +6,10 @@ from typing import Callable
 import numpy as np
 
 from ep.common.jit import scalar_function
-from ep.common.math.half import double_to_half, float_to_half, half_to_float
+from ep.common.math.half import half_routines
 from ep.common.math.special import as_type
 from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
 
 
 @scalar_function
@@ -34,13 +35,14 @@ def _integer_store(np_type: type) -> Callable:
 _INTEGER_STORES = {dtype: _integer_store(dtype.dtype.type) for dtype in DataType if dtype.is_integer}
 
 
-def load_fn(dtype: DataType) -> Callable:
-    """Storage element -> compute value (float16 bits -> float32)."""
-    return half_to_float if dtype is DataType.kFloat16 else _same
+def load_fn(dtype: DataType, device: DeviceType) -> Callable:
+    """Storage element -> compute value (float16 bits -> float32) in device's kernels."""
+    return half_routines(device).half_to_float if dtype is DataType.kFloat16 else _same
 
 
-def store_fn(dtype: DataType, compute_dtype: np.dtype | None = None) -> Callable:
-    """Compute value -> storage element, the same on every device (the CUDA simulator included).
+def store_fn(dtype: DataType, device: DeviceType, compute_dtype: np.dtype | None = None) -> Callable:
+    """Compute value -> storage element in device's kernels (the same values on every device, the
+    CUDA simulator included).
 
     float32 -> float16 bits; anything -> bool as != 0; integers wrap to an integer dtype; floats
     go to an integer dtype truncated toward zero, saturated to its range, NaN to 0 (as_type).
@@ -48,7 +50,8 @@ def store_fn(dtype: DataType, compute_dtype: np.dtype | None = None) -> Callable
     to float16 rounded once (through float32 it would be rounded twice).
     """
     if dtype is DataType.kFloat16:
-        return double_to_half if compute_dtype == np.float64 else float_to_half
+        routines = half_routines(device)
+        return routines.double_to_half if compute_dtype == np.float64 else routines.float_to_half
     if dtype is DataType.kBool:
         return _nonzero
     return _INTEGER_STORES.get(dtype, _same)

@@ -1,8 +1,8 @@
 """float16 <-> float32 (and float64 -> float16) conversion on 16-bit patterns, for kernels that
 move float16 as uint16.
 
-Two routines per direction; which one a kernel gets is chosen here, per target, when the kernel
-is compiled (`_half_routine`):
+Two routines (HalfRoutines), bit-identical; which one a device's kernels get is chosen here, on
+the host, when they are specialized (`half_routines`):
 
 - exact: branch-light integer formulations (F. Giesen's, round to nearest even) that LLVM can
   vectorize, shared by the CPU and CUDA kernels; the reference, and the routine everywhere the
@@ -13,6 +13,10 @@ is compiled (`_half_routine`):
   every GPU. Made bit-identical to the exact routine, NaN included (see `_half_to_float_hardware`,
   `_float_to_half_hardware`).
 """
+import dataclasses
+import functools
+from typing import Callable
+
 import numpy as np
 from llvmlite import ir
 from numba import types
@@ -21,39 +25,7 @@ from numba.extending import intrinsic
 from ep.common.math.intrinsics import float32_from_uint32 as _float32_from_bits
 from ep.common.math.intrinsics import uint32_from_float32 as _float32_to_bits
 from ep.common.jit import scalar_function
-
-# The routines `_half_routine()` names: one code per target-specific routine.
-EXACT = 0
-HARDWARE = 1
-
-
-def _cpu_routine(context) -> int:
-    """F16C where the CPU target's features (host, or NUMBA_CPU_FEATURES) include it."""
-    features = context.codegen().magic_tuple()[2].split(",")
-    return HARDWARE if "+f16c" in features else EXACT
-
-
-def _cuda_routine(context) -> int:
-    """Every GPU converts float16 with cvt instructions."""
-    return HARDWARE
-
-
-_ROUTINES = {"cpu": _cpu_routine, "cuda": _cuda_routine}
-
-
-@intrinsic
-def _half_routine(typingctx):
-    """The routine (EXACT, HARDWARE) the compiling target converts float16 with, as a constant.
-
-    The optimizer folds the branch on it, so a kernel holds only the chosen routine's code; the
-    other's (an fptrunc to half, which LLVM would make a library call without F16C) is dropped.
-    """
-
-    def codegen(context, builder, signature, args):
-        routine = _ROUTINES.get(context.target_name, _cuda_routine)(context)
-        return context.get_constant(types.int64, routine)
-
-    return types.int64(), codegen
+from ep.common.runtime.device import DeviceType
 
 
 @intrinsic
@@ -74,7 +46,6 @@ def _fptrunc_half(typingctx, value):
         return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
 
     return types.uint16(types.float32), codegen
-
 
 
 @scalar_function
@@ -144,23 +115,6 @@ def _float_to_half_hardware(value):
 
 
 @scalar_function
-def half_to_float(h):
-    """The float32 value of a float16 bit pattern (exact; by the hardware where the target has a conversion)."""
-    if _half_routine() == HARDWARE:
-        return _half_to_float_hardware(h)
-    return half_to_float_exact(h)
-
-
-@scalar_function
-def float_to_half(value):
-    """The float16 bit pattern nearest to a float32 value (ties to even; a NaN becomes the quiet
-    NaN 0x7E00 of its sign), by the hardware where the target has it, bit-identical to float_to_half_exact."""
-    if _half_routine() == HARDWARE:
-        return _float_to_half_hardware(value)
-    return float_to_half_exact(value)
-
-
-@scalar_function
 def double_to_float_round_to_odd(value):
     """float64 -> float32 rounded to odd: truncated toward zero, low bit set when inexact.
 
@@ -179,7 +133,43 @@ def double_to_float_round_to_odd(value):
     return float32_from_bits(bits)
 
 
-@scalar_function
-def double_to_half(value):
-    """The float16 bit pattern nearest to a float64 value (ties to even, rounded once; a NaN becomes 0x7E00 of its sign)."""
-    return float_to_half(double_to_float_round_to_odd(value))
+def _double_to_half(float_to_half: Callable) -> Callable:
+    @scalar_function
+    def double_to_half(value):
+        """The float16 bit pattern nearest to a float64 value (ties to even, rounded once; a NaN becomes 0x7E00 of its sign)."""
+        return float_to_half(double_to_float_round_to_odd(value))
+
+    return double_to_half
+
+
+@dataclasses.dataclass(frozen=True)
+class HalfRoutines:
+    """One routine's conversions, bit-identical to the other's: float16 bits -> float32, and
+    float32 or float64 -> float16 bits (nearest even; a NaN becomes 0x7E00 of its sign)."""
+
+    half_to_float: Callable
+    float_to_half: Callable
+    double_to_half: Callable
+
+
+EXACT = HalfRoutines(half_to_float_exact, float_to_half_exact, _double_to_half(float_to_half_exact))
+HARDWARE = HalfRoutines(_half_to_float_hardware, _float_to_half_hardware, _double_to_half(_float_to_half_hardware))
+
+
+@functools.cache
+def half_routines(device: DeviceType) -> HalfRoutines:
+    """The conversions for kernels of device: the hardware's where its target has conversion
+    instructions (every GPU; a CPU with F16C, among the features Numba's CPU target compiles for:
+    the host's, or NUMBA_CPU_FEATURES), else the exact ones.
+
+    Chosen on the host, so that a kernel types and lowers only one routine (with both, and a
+    branch the optimizer folds, a float16 kernel took twice as long to compile). The simulator
+    runs CUDA kernels' scalar functions compiled for the CPU: there it is the CPU's choice.
+    """
+    from numba import config
+    from numba.core.registry import cpu_target
+
+    if device is DeviceType.kCUDA and not config.ENABLE_CUDASIM:
+        return HARDWARE
+    features = cpu_target.target_context.codegen().magic_tuple()[2].split(",")
+    return HARDWARE if "+f16c" in features else EXACT

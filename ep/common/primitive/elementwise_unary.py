@@ -15,12 +15,12 @@ from ep.common.runtime.validate import INT64_MAX, count as check_count
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
 
 
-def unary_bindings(op, src_dtype: DataType, dst_dtype: DataType) -> dict[str, object]:
-    """The slots of a device's unary template for (op, src, dst): formula, load and store."""
+def unary_bindings(device: DeviceType, op, src_dtype: DataType, dst_dtype: DataType) -> dict[str, object]:
+    """The slots of device's unary template for (op, src, dst): formula, load and store."""
     return {
         "formula": UNARY_FUNCTORS[op].formula_for(src_dtype),
-        "load": load_fn(src_dtype),
-        "store": store_fn(dst_dtype, src_dtype.compute_dtype),
+        "load": load_fn(src_dtype, device),
+        "store": store_fn(dst_dtype, device, src_dtype.compute_dtype),
     }
 
 

@@ -149,7 +149,7 @@ class CpuBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
     @functools.cache
     def kernel(self, op, src_dtype: DataType, dst_dtype: DataType, path: str, swap: bool = False) -> SpanKernel:
         name = f"binary_{path}{'_swapped' if swap else ''}_{op.value}_{src_dtype.value}_{dst_dtype.value}"
-        bindings = {"formula": self.formula(op, src_dtype, swap), "load": load_fn(src_dtype), "store": store_fn(dst_dtype)}
+        bindings = {"formula": self.formula(op, src_dtype, swap), "load": load_fn(src_dtype, DeviceType.kCPU), "store": store_fn(dst_dtype, DeviceType.kCPU)}
         return SpanKernel(_TEMPLATES[path], name, _arg_types(src_dtype, dst_dtype, path), **bindings)
 
     def combination_kernels(self, op, src_dtype, dst_dtype) -> Iterator[SpanKernel]:

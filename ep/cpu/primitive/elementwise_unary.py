@@ -37,7 +37,7 @@ class CpuElementwiseUnaryKernels(ElementwiseUnaryKernels):
         name = f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}"
         attr = numba.from_dtype(src_dtype.compute_dtype)  # unary_attrs' scalars
         arg_types = (input_array(src_dtype.storage_dtype), output_array(dst_dtype.storage_dtype), attr, attr)
-        return CpuUnaryKernel(_unary, name, arg_types, **unary_bindings(op, src_dtype, dst_dtype))
+        return CpuUnaryKernel(_unary, name, arg_types, **unary_bindings(DeviceType.kCPU, op, src_dtype, dst_dtype))
 
 
 REGISTER_PRIMITIVE_FACTORY(

@@ -95,9 +95,9 @@ class CpuExpandGradKernels(ExpandGradKernels):
     @functools.cache
     def kernel(self, dtype: DataType) -> tuple[CpuKernel, CpuKernel]:
         """dtype's kernel and the task it calls."""
-        accumulate, load = ACCUMULATE_DTYPES[dtype], load_fn(dtype)
+        accumulate, load = ACCUMULATE_DTYPES[dtype], load_fn(dtype, DeviceType.kCPU)
         sum_view = scalar_function(specialize(_sum_view, f"sum_view_{dtype.value}", accumulate=accumulate, load=load))
-        bindings = {"accumulate": accumulate, "load": load, "store": store_fn(dtype), "sum_view": sum_view}
+        bindings = {"accumulate": accumulate, "load": load, "store": store_fn(dtype, DeviceType.kCPU), "sum_view": sum_view}
         task = CpuKernel(_expand_grad_task, f"expand_grad_task_{dtype.value}", **bindings)
         return CpuKernel(_expand_grad, f"expand_grad_{dtype.value}"), task
 

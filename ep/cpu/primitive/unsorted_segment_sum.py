@@ -85,8 +85,8 @@ class CpuUnsortedSegmentSumKernels(IndexedKernels):
         task = CpuKernel(
             _segment_task,
             f"unsorted_segment_task_{dtype.value}",
-            load=load_fn(dtype),
-            store=store_fn(dtype),
+            load=load_fn(dtype, DeviceType.kCPU),
+            store=store_fn(dtype, DeviceType.kCPU),
             FINISH=accumulator_dtype(dtype) is not dtype,
         )
         return CpuKernel(_segment_sum, f"unsorted_segment_sum_{dtype.value}"), task

@@ -157,8 +157,8 @@ class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
             full_occupancy=not in_float64,
             formula=binary_formula(op, src_dtype),
             compute=src_dtype.compute_dtype.type,
-            load=load_fn(src_dtype),
-            store=store_fn(dst_dtype),
+            load=load_fn(src_dtype, DeviceType.kCUDA),
+            store=store_fn(dst_dtype, DeviceType.kCUDA),
             # Always 32-bit: a launch beyond is cut into boxes that fit (launch_parts).
             **index_bindings(wide=False),
             **pack_bindings(op_lanes(NARROW_PACKS, op, src_dtype, dst_dtype), src_dtype.storage_dtype, dst_dtype.storage_dtype),

@@ -82,7 +82,7 @@ class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
         lanes = op_lanes(NARROW_PACKS, op, src_dtype, dst_dtype)
         return PackedUnaryKernel(
             name, argtypes, lanes, src_dtype.storage_dtype, dst_dtype.storage_dtype,
-            full_occupancy=not in_float64, **unary_bindings(op, src_dtype, dst_dtype),
+            full_occupancy=not in_float64, **unary_bindings(DeviceType.kCUDA, op, src_dtype, dst_dtype),
         )
 
 

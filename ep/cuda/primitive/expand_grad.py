@@ -290,12 +290,12 @@ class CudaExpandGradKernels(ExpandGradKernels):
         """The kernel of dtype, index width and summed-dim count. stage: "whole" sums dtype into
         dtype; float16 adds "partial" (float16 into float32 partials) and "final" (those into float16)."""
         size = fast_divmod.size_type(wide)
-        load, store = load_fn(dtype), store_fn(dtype)
+        load, store = load_fn(dtype, DeviceType.kCUDA), store_fn(dtype, DeviceType.kCUDA)
         src_type = dst_type = numba.from_dtype(dtype.storage_dtype)[::1]
         if stage == "partial":
-            dst_type, store = numba.float32[::1], store_fn(DataType.kFloat)
+            dst_type, store = numba.float32[::1], store_fn(DataType.kFloat, DeviceType.kCUDA)
         elif stage == "final":
-            src_type, load = numba.float32[::1], load_fn(DataType.kFloat)
+            src_type, load = numba.float32[::1], load_fn(DataType.kFloat, DeviceType.kCUDA)
         # Every kernel takes MAX_SUMMED summed dims; one for 2 reads only the first two.
         dims = numba.types.UniTuple(size, MAX_KEPT)
         argtypes = (src_type, dst_type, *([size] * 12), *([dims] * 9))

@@ -10,8 +10,7 @@ from numba import cuda
 
 from ep.common.jit import bound, template
 from ep.common.math import fast_divmod
-from ep.common.math.convert import load_fn
-from ep.common.math.half import float_to_half
+from ep.common.math.convert import load_fn, store_fn
 from ep.common.primitive.gather import IndexedKernels, gather_row
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES, UnsortedSegmentSumFactoryImpl, accumulator_dtype
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
@@ -31,12 +30,12 @@ def _fill_zero(array, count):
         t += step
 
 
-@template()
+@template("store")
 def _to_half(src, dst, count):
     t = cuda.grid(1)
     step = cuda.gridsize(1)
     while t < count:
-        dst[t] = float_to_half(src[t])
+        dst[t] = bound.store(src[t])
         t += step
 
 
@@ -67,7 +66,7 @@ def _sum_kernel(ids_dtype: DataType, dtype: DataType, wide: bool) -> CudaKernel:
         *([numba.int64] * 3),
     )
     name = f"unsorted_segment_sum_{ids_dtype.value}_{dtype.value}_{'i64' if wide else 'i32'}"
-    return CudaKernel(_segment_sum, name, argtypes, load=load_fn(dtype), **fast_divmod.index_bindings(wide))
+    return CudaKernel(_segment_sum, name, argtypes, load=load_fn(dtype, DeviceType.kCUDA), **fast_divmod.index_bindings(wide))
 
 
 @functools.cache
@@ -77,7 +76,12 @@ def _fill_kernel(dtype: DataType) -> CudaKernel:
 
 @functools.cache
 def _to_half_kernel() -> CudaKernel:
-    return CudaKernel(_to_half, "unsorted_segment_sum_to_half", (numba.float32[::1], numba.uint16[::1], numba.int64))
+    return CudaKernel(
+        _to_half,
+        "unsorted_segment_sum_to_half",
+        (numba.float32[::1], numba.uint16[::1], numba.int64),
+        store=store_fn(DataType.kFloat16, DeviceType.kCUDA),
+    )
 
 
 class CudaUnsortedSegmentSumKernels(IndexedKernels):
