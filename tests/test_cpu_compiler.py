@@ -21,7 +21,7 @@ _FAMILIES = (
     "gather_row_span",
     "gather_index_pass",
     "strided_copy_task",
-    "expand_grad_task_float32",
+    "expand_grad_float32",
     "unsorted_segment_task_float32",
 )
 

@@ -1,7 +1,7 @@
 """NdIndexOffsetHelper: flat offset <-> n-d index over C-contiguous dims, inside CPU and CUDA kernels.
 
-Kernels get dims and strides as tuples (UniTuple) of integers; the functions here are scalar
-functions, so the same code runs in @njit and numba.cuda kernels.
+Kernels get dims and strides as tuples (UniTuple) of integers, or on the CPU as rows of an int64
+array; the functions here are scalar functions, so the same code runs in @njit and numba.cuda kernels.
 
 split_offsets is the form for kernels of any rank up to MAX_NUM_DIMS with divisions by invariant
 sizes (fast_divmod in 32 bits): split_args lays out its arguments on the host, and boxes cuts a

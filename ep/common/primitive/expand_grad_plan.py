@@ -58,19 +58,6 @@ class ExpandGradPlan:
     def dst_count(self) -> int:
         return self.count
 
-    def args(self) -> tuple:
-        """The kernel's arguments after src and dst."""
-        return (
-            self.count,
-            self.dst_strides,
-            self.src_strides,
-            self.outer_strides,
-            self.outer_src_strides,
-            self.num_outer,
-            self.inner,
-            self.inner_stride,
-        )
-
 
 def expand_grad_plan(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> ExpandGradPlan:
     """The plan for summing src of src_dims into dst of dst_dims (dst_dims broadcasts to src_dims)."""
