@@ -12,7 +12,7 @@ from numba.core import cgutils
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
-from ep.common.jit import bound, scalar_function, specialize, template
+from ep.common.jit import specialize, template
 from ep.cpu.compiler import KernelCompiler
 from ep.cpu.target import hoist_loop_constants, prefer_full_vector_width
 from ep.cpu.threading_layer import choose_threading_layer
@@ -128,17 +128,21 @@ def _flat_type(dtype: np.dtype, writeable: bool) -> numba.types.Array:
 
 @template()
 def _drive(task, address, count, chunk, parallel):
-    # The spans [start, stop) of items [0, count) of the arguments at address: chunks in a prange,
-    # or all at once on the calling thread. np.int64: prange's index is unsigned, and the span
-    # takes signed positions.
+    # The spans [start, stop) of items [0, count) of the arguments at address, chunk items each:
+    # in a prange, or one after another on the calling thread. np.int64: prange's index is
+    # unsigned, and the span takes signed positions.
+    chunks = (count + chunk - 1) // chunk
     if parallel:
-        for c in prange((count + chunk - 1) // chunk):
+        for c in prange(chunks):
             start = np.int64(c) * chunk
             stop = start + chunk
             # Not min(): Numba compiles its overload anew in each kernel (time a first launch waits).
             call_task(task, (address, start, stop if stop < count else count))
     else:
-        call_task(task, (address, np.int64(0), count))
+        for c in range(chunks):
+            start = np.int64(c) * chunk
+            stop = start + chunk
+            call_task(task, (address, start, stop if stop < count else count))
 
 
 @template()
@@ -148,17 +152,18 @@ def _enter(driver, task, args, count, chunk, parallel):
     call_task(driver, (task, address_of(args), count, chunk, parallel))
 
 
-@template("span", "ARGS")
-def _span_at(address, start, stop):
-    # The span on the arguments at address (of type ARGS), inlined: one build per op and types.
-    bound.span(load_from(address, bound.ARGS), start, stop)
-
-
-# The one parallel build: every span reaches it through _enter with its arguments' address, so
-# the parfor passes' cost (most of a small kernel's compile) is paid once per process.
+# The one parallel build: every span reaches it through an entry (_enter, or a family's own) with
+# its arguments' address, so the parfor passes' cost (most of a small kernel's compile) is paid
+# once per process.
 _DRIVER = CpuKernel(_drive, "span_driver")
 _ENTER = CpuKernel(_enter, "span_entry")
 _POSITION = numba.int64
+
+
+def span_driver() -> int:
+    """The address of the one parallel driver, which an entry calls with (a span's task, its
+    arguments' address, item count, items per chunk, parallel)."""
+    return _DRIVER.task(_POSITION, _POSITION, _POSITION, _POSITION, numba.boolean, parallel=True)
 
 
 @intrinsic
@@ -197,8 +202,9 @@ def output_array(dtype: np.dtype) -> numba.types.Array:
 
 
 class SpanKernel:
-    """template(args, start, stop), a serial loop over items [start, stop) of a launch, compiled on
-    its own for args of arg_types; launches run it through the one parallel driver, handed the
+    """template(address, start, stop), a serial loop over items [start, stop) of a launch whose
+    arguments, of arg_types, it reads with load_from(address, bound.ARGS); compiled on its own, one
+    build per op and types. Launches run it through the one parallel driver, handed the
     arguments' address by a serial entry compiled for their types.
 
     The entry point is called without Numba's type dispatch: args must match arg_types (arrays
@@ -208,16 +214,18 @@ class SpanKernel:
 
     def __init__(self, template: Callable, name: str, arg_types: tuple[numba.types.Type, ...], **bindings: object) -> None:
         self.args_type = numba.types.Tuple(arg_types)
-        span = scalar_function(specialize(template, name + "_body", **bindings))
-        self.span = CpuKernel(_span_at, name, span=span, ARGS=self.args_type)
+        self.span = CpuKernel(template, name, ARGS=self.args_type, **bindings)
+
+    @functools.cached_property
+    def task(self) -> int:
+        """The address of the span's build, which the driver calls with (arguments' address, start, stop)."""
+        return self.span.task(_POSITION, _POSITION, _POSITION)
 
     @functools.cached_property
     def compiled(self) -> tuple[Callable, int, int]:
         """The entry's compiled entry point, the driver's address and the span's task."""
-        task = self.span.task(_POSITION, _POSITION, _POSITION)
-        driver = _DRIVER.task(_POSITION, _POSITION, _POSITION, _POSITION, numba.boolean, parallel=True)
         entry = _ENTER.entry(numba.int64, numba.int64, self.args_type, _POSITION, _POSITION, numba.boolean, parallel=False)
-        return entry, driver, task
+        return entry, span_driver(), self.task
 
     def run(self, args: tuple, count: int, work: int) -> None:
         """The span over items [0, count) of args, in parallel when work (elements touched) reaches

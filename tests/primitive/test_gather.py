@@ -322,10 +322,12 @@ def test_cpu_element_gather_compiles_to_streaming_stores(dtype):
     from ep.common.jit import specialize
     from ep.cpu.primitive.gather import _gather_element_span
 
-    span = njit(specialize(_gather_element_span, "gather_span_probe"))  # compiled here, not loaded from the cache
     array = types.Array(from_dtype(np.dtype(dtype)), 1, "C")
     params = types.Array(types.int64, 1, "C")
-    signature = (types.Array(types.int64, 1, "C"), array, array, params) + (types.int64,) * 3
+    args = types.Tuple((types.Array(types.int64, 1, "C"), array, array, params, types.int64))
+    # Compiled here, not loaded from the cache; it reads its arguments (of type args) from an address.
+    span = njit(specialize(_gather_element_span, "gather_span_probe", ARGS=args))
+    signature = (types.int64, types.int64, types.int64)
     span.compile(signature)
     assert "!nontemporal" in span.inspect_llvm(signature)
 
@@ -402,7 +404,7 @@ def test_cpu_rows_move_in_the_widest_raw_unit():
 
 def test_cpu_gather_has_one_build_for_every_size():
     # A warm-up at one size warms every size: launches below and above the parallel threshold run
-    # one compiled kernel (its parallel argument picks the loop), never a second, serial build.
+    # one compiled entry and span (the driver's parallel argument picks the loop), never a second build.
     from ep.cpu.kernel import PARALLEL_THRESHOLD
     from ep.cpu.primitive import gather as cpu_gather
 
@@ -411,7 +413,9 @@ def test_cpu_gather_has_one_build_for_every_size():
         params = random_array(rng, (2, gather, 3), np.uint8)
         indices = rng.integers(-1, gather + 1, gather).astype(np.int64)
         np.testing.assert_array_equal(launch("cpu", params, indices), reference(params, indices))
-    assert "serial" not in vars(cpu_gather._KERNEL)
+    entry, span = cpu_gather._ENTRY, cpu_gather._span(np.dtype(np.int64), np.dtype(np.uint8), False).span
+    for kernel in (entry, span):
+        assert "parallel" not in vars(kernel) and len(kernel.serial.signatures) == 1
 
 
 def launch_with(device, params, indices, offset=0, **options):

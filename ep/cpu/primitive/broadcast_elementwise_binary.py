@@ -25,7 +25,7 @@ from ep.common.primitive.broadcast_elementwise_binary import (
 )
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import SpanKernel, input_array, output_array
+from ep.cpu.kernel import SpanKernel, input_array, load_from, output_array
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -34,9 +34,9 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 # drops Numba's wraparound checks and vectorizes (base + c defeated that).
 
 
-@template("formula", "load", "store")
-def _elementwise(args, start, stop):
-    src0, src1, dst, attr0, attr1 = args
+@template("formula", "load", "store", "ARGS")
+def _elementwise(address, start, stop):
+    src0, src1, dst, attr0, attr1 = load_from(address, bound.ARGS)
     a = src0[start:stop]
     b = src1[start:stop]
     out = dst[start:stop]
@@ -44,19 +44,19 @@ def _elementwise(args, start, stop):
         out[i] = bound.store(bound.formula(bound.load(a[i]), bound.load(b[i]), attr0, attr1))
 
 
-@template("formula", "load", "store")
-def _scalar(args, start, stop):
-    src, value, dst, attr0, attr1 = args
+@template("formula", "load", "store", "ARGS")
+def _scalar(address, start, stop):
+    src, value, dst, attr0, attr1 = load_from(address, bound.ARGS)
     x = src[start:stop]
     out = dst[start:stop]
     for i in range(stop - start):
         out[i] = bound.store(bound.formula(bound.load(x[i]), value, attr0, attr1))
 
 
-@template("formula", "load", "store")
-def _row(args, start, stop):
+@template("formula", "load", "store", "ARGS")
+def _row(address, start, stop):
     # Rows [start, stop) of src, each with the one row.
-    src, row, dst, cols, attr0, attr1 = args
+    src, row, dst, cols, attr0, attr1 = load_from(address, bound.ARGS)
     for r in range(start, stop):
         base = r * cols
         x = src[base:base + cols]
@@ -65,10 +65,10 @@ def _row(args, start, stop):
             out[c] = bound.store(bound.formula(bound.load(x[c]), bound.load(row[c]), attr0, attr1))
 
 
-@template("formula", "load", "store")
-def _column(args, start, stop):
+@template("formula", "load", "store", "ARGS")
+def _column(address, start, stop):
     # Rows [start, stop) of src, row r with column[r].
-    src, column, dst, cols, attr0, attr1 = args
+    src, column, dst, cols, attr0, attr1 = load_from(address, bound.ARGS)
     for r in range(start, stop):
         base = r * cols
         y = bound.load(column[r])
@@ -78,14 +78,14 @@ def _column(args, start, stop):
             out[c] = bound.store(bound.formula(bound.load(x[c]), y, attr0, attr1))
 
 
-@template("formula", "load", "store")
-def _general(args, start, stop):
+@template("formula", "load", "store", "ARGS")
+def _general(address, start, stop):
     # dst is rows x cols, cols its innermost dim: each row's start is mapped to the operands once,
     # then the row runs contiguously. After simplification the innermost dim is broadcast in at
     # most one operand; a loop per case keeps each one contiguous (and vectorizable). strides holds
     # the element strides of src0, src1 and dst, one row each (an array: the parallel driver passes
     # no tuple nested in args).
-    src0, src1, dst, strides, cols, attr0, attr1 = args
+    src0, src1, dst, strides, cols, attr0, attr1 = load_from(address, bound.ARGS)
     strides0, strides1, dst_strides = strides[0], strides[1], strides[2]
     ndim = strides.shape[1]
     for r in range(start, stop):

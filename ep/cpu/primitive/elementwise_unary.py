@@ -9,16 +9,16 @@ import numba
 from ep.common.jit import bound, template
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import SpanKernel, input_array, output_array
+from ep.cpu.kernel import SpanKernel, input_array, load_from, output_array
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 
-@template("formula", "load", "store")
-def _unary(args, start, stop):
+@template("formula", "load", "store", "ARGS")
+def _unary(address, start, stop):
     # Slices indexed by the range variable alone: LLVM then knows every index is non-negative,
     # drops Numba's wraparound checks and vectorizes.
-    src, dst, attr0, attr1 = args
+    src, dst, attr0, attr1 = load_from(address, bound.ARGS)
     x = src[start:stop]
     out = dst[start:stop]
     for i in range(stop - start):

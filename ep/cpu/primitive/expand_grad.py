@@ -16,7 +16,7 @@ from ep.common.primitive.expand_grad import ExpandGradFactoryImpl, ExpandGradKer
 from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import SpanKernel, input_array, output_array
+from ep.cpu.kernel import SpanKernel, input_array, load_from, output_array
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -39,14 +39,14 @@ def _sum_view(view, n):
     return (t0 + t1) + (t2 + t3)
 
 
-@template("accumulate", "load", "store", "sum_view")
-def _expand_grad(args, start, stop):
+@template("accumulate", "load", "store", "sum_view", "ARGS")
+def _expand_grad(address, start, stop):
     # Tasks [start, stop). A task is a block of dst elements along dst's innermost dim. When that
     # dim is kept, the block is contiguous in src too, and adding whole src rows into `sums`
     # (host-allocated accumulators) reads src in order; otherwise the block is one element summing
     # runs of its innermost summed dim. Loops index slices, whose indices Numba knows are not
     # negative, so that LLVM vectorizes them.
-    src, dst, sums, strides, pieces, row, num_outer, inner, inner_stride = args
+    src, dst, sums, strides, pieces, row, num_outer, inner, inner_stride = load_from(address, bound.ARGS)
     # The plan's four stride tuples, one row each (an array: the driver passes no tuple nested in args).
     dst_strides, src_strides = strides[0], strides[1]
     outer_strides, outer_src_strides = strides[2], strides[3]

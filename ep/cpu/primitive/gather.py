@@ -1,19 +1,20 @@
-"""Gather on the CPU, and the kernels BatchGather shares: one kernel for both and for every size,
-a prange over chunks of output rows (or, below PARALLEL_THRESHOLD, the chunks one after another
-on the calling thread).
+"""Gather on the CPU, and the kernels BatchGather shares: one build for both and for every size,
+chunks of output rows run by the shared parallel driver (ep.cpu.kernel.span_driver), in a
+prange or, below PARALLEL_THRESHOLD, one after another on the calling thread.
 
-Each row is one contiguous copy of inner elements. The kernel runs on the buffers' own storage
-dtype (Numba compiles one specialization per storage and index dtype on first use), so that a
-launch makes no views. One pass over the indices first tells whether every index is in range as
-given or once negatives wrap (then the element loops need no range check), and with check_bounds
-which index is the first bad one, before anything is written. Reads from params too large for the
+Each row is one contiguous copy of inner elements. The kernels run on the buffers' own storage
+dtype (an entry and a span compiled per storage and index dtype on first use), so that a launch
+makes no views. One pass over the indices first
+tells whether every index is in range as given or once negatives wrap (then the element loops
+need no range check), and with check_bounds which index is the first bad one, before anything is
+written. Reads from params too large for the
 caches are prefetched: rows a few ahead, or for an element gather with every index in range the
 next slab, since their addresses come from indices and the hardware prefetcher cannot guess them.
 Such an element gather reads through 32-bit positions in the slab, converted once for all the
 slabs that share the indices, and streams a large output past the caches. The index pass and the
 copy (one span for element gathers, one for rows) are compiled on their own and called by address,
-so that a first launch compiles each once and only the span it needs. Launches of plain NumPy
-buffers call the kernel compiled for their types, without Numba's dispatch.
+so that a first launch compiles each once and only the span it needs. Launches call the entry
+compiled for their types without Numba's dispatch.
 """
 from __future__ import annotations
 
@@ -22,15 +23,25 @@ from typing import Callable, NamedTuple
 
 import numba
 import numpy as np
-from numba import prange
 
-from ep.common.jit import scalar_function, template
+from ep.common.jit import bound, scalar_function, template
 from ep.common.math.intrinsics import prefetch, stack_array, stream_fence, stream_store
 from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, first_bad_index, gather_row
-from ep.common.runtime.data_type import DataType
+from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, INT64_MIN
-from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel, buffer_type, call_function, call_task
+from ep.cpu.kernel import (
+    PARALLEL_THRESHOLD,
+    CpuKernel,
+    SpanKernel,
+    address_of,
+    call_function,
+    call_task,
+    input_array,
+    load_from,
+    output_array,
+    span_driver,
+)
 from ep.cpu.primitive.copy_nd import STREAM_BYTES
 from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -108,11 +119,12 @@ def _segment(row, stop, num_indices, outer):
     return batch_outer, (batch_outer // outer) * num_indices + i0, count
 
 
-@template()
-def _gather_element_span(indices, in_, out, params, row, stop, mode):
+@template("ARGS")
+def _gather_element_span(address, row, stop):
     # Rows [row, stop) of out for inner == 1, cut into segments of one (batch, outer) slab each:
     # the elements of the slab src that the segment's indices select, zeros for the others. Inside
     # a segment the loops see plain views, which is what lets LLVM vectorize them.
+    indices, in_, out, params, mode = load_from(address, bound.ARGS)
     num_indices, outer, gather = params[_NUM_INDICES], params[_OUTER], params[_GATHER]
     lo, hi, wrap, ahead = params[_LO], params[_HI], params[_WRAP], params[_AHEAD]
     slabs = params[_ROWS] // num_indices
@@ -175,11 +187,12 @@ def _gather_element_span(indices, in_, out, params, row, stop, mode):
         stream_fence()
 
 
-@template()
-def _gather_row_span(indices, in_, out, params, row, stop, mode):
+@template("ARGS")
+def _gather_row_span(address, row, stop):
     # Rows [row, stop) of out for any inner, cut into segments of one (batch, outer) slab each: the
     # rows of the slab src that the segment's indices select, zeros for the others, prefetching
     # the row `ahead` further on when ahead.
+    indices, in_, out, params, mode = load_from(address, bound.ARGS)
     num_indices, outer, gather, inner = params[_NUM_INDICES], params[_OUTER], params[_GATHER], params[_INNER]
     lo, hi, wrap, ahead = params[_LO], params[_HI], params[_WRAP], params[_AHEAD]
     line = _LINE_BYTES // in_.itemsize if in_.itemsize <= _LINE_BYTES else 1
@@ -206,14 +219,6 @@ def _gather_row_span(indices, in_, out, params, row, stop, mode):
         row += count
 
 
-# The copies, each compiled on its own per buffer and index dtype, which both loops of _gather call
-# by its address: Numba's parallel passes then see a loop around one call, and a copy is compiled
-# once, not again inside the kernel and its parallel loop (which made a first gather take seconds).
-# A launch is given the one its inner needs, so a first launch compiles only that one.
-_ELEMENT_SPAN = CpuKernel(_gather_element_span, "gather_element_span")
-_ROW_SPAN = CpuKernel(_gather_row_span, "gather_row_span")
-
-
 @template()
 def _index_pass(indices, params):
     # The least and greatest index decide the loops' mode: _IN_RANGE when all are in range (as
@@ -237,69 +242,62 @@ def _index_pass(indices, params):
     return -1 - _CHECKED
 
 
-# The pass over the indices, compiled on its own per index dtype, which _gather calls by its address.
+# The pass over the indices, compiled on its own per index dtype, which the entry calls by its address.
 _INDEX_PASS = CpuKernel(_index_pass, "gather_index_pass")
-
-
-@template()
-def _gather(index_pass, span, indices, in_, out, params):
-    # One build for every size: params[_PARALLEL] picks the prange over chunks of rows or one serial
-    # span. The index pass runs first, on the calling thread (a parallel loop of its own would
-    # cost compiling a second one, for indices that are few next to the rows they move): a bad
-    # index ends the launch before any write.
-    found = call_function(index_pass, (indices, params), np.int64)
-    if found >= 0:
-        return found
-    mode = -1 - found
-    rows = params[_ROWS]
-    if rows * params[_INNER] == 0:
-        return -1
-    # np.int64: the span takes int64s (its build's types: _compiled), and prange's index is unsigned.
-    # Conditional expressions, not min(): Numba compiles min's overload anew in each kernel.
-    rows_per_chunk = params[_ROWS_PER_CHUNK]
-    chunks = (rows + rows_per_chunk - 1) // rows_per_chunk
-    if params[_PARALLEL]:
-        for chunk in prange(chunks):
-            start = np.int64(chunk) * rows_per_chunk
-            stop = start + rows_per_chunk
-            call_task(span, (indices, in_, out, params, start, stop if stop < rows else rows, mode))
-    else:
-        for chunk in range(chunks):
-            start = np.int64(chunk) * rows_per_chunk
-            stop = start + rows_per_chunk
-            call_task(span, (indices, in_, out, params, start, stop if stop < rows else rows, mode))
-    return -1
-
-
-# One kernel for every dtype and size: Numba compiles a specialization per buffer and index dtype.
-_KERNEL = CpuKernel(_gather, "gather")
 _PARAMS = numba.types.Array(numba.int64, 1, "C")
 
 
+@template()
+def _enter(driver, index_pass, span, indices, in_, out, params):
+    # The index pass first, on the calling thread (a parallel loop of its own would cost compiling
+    # a second one, for indices that are few next to the rows they move): a bad index ends the
+    # launch before any write. Then the span over the rows, by the driver.
+    found = call_function(index_pass, (indices, params), np.int64)
+    if found >= 0:
+        return found
+    rows = params[_ROWS]
+    if rows * params[_INNER] > 0:
+        args = (indices, in_, out, params, -1 - found)
+        call_task(driver, (span, address_of(args), rows, params[_ROWS_PER_CHUNK], params[_PARALLEL] != 0))
+    return -1
+
+
+_ENTRY = CpuKernel(_enter, "gather_entry")
+
+
 @functools.cache
-def _compiled(index_type: numba.types.Array, in_type: numba.types.Array, out_type: numba.types.Array, elements: bool) -> tuple[Callable, int, int]:
-    """_gather's compiled entry point for these buffer types, and the index pass and span it is to
-    be given for rows of one element (elements) or of any length."""
+def _span(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> SpanKernel:
+    """The span over rows of one element (elements) or of any length, for indices of index_dtype
+    and buffers of dtype: the entry's arguments (indices, in, out, params, the index pass's mode)."""
+    args = (input_array(index_dtype), input_array(dtype), output_array(dtype), _PARAMS, numba.int64)
+    template, kind = (_gather_element_span, "element") if elements else (_gather_row_span, "row")
+    return SpanKernel(template, f"gather_{kind}_span_{dtype}_{index_dtype}", args)
+
+
+@functools.cache
+def _compiled(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> tuple[Callable, int, int, int]:
+    """The entry point compiled for 1-d C-contiguous indices of index_dtype and buffers of dtype
+    (any flags), and the driver, index pass and span (for rows of one element or not) it is given."""
+    index_type = input_array(index_dtype)
     index_pass = _INDEX_PASS.task(index_type, _PARAMS, returns=numba.int64)
-    span = (_ELEMENT_SPAN if elements else _ROW_SPAN).task(index_type, in_type, out_type, _PARAMS, numba.int64, numba.int64, numba.int64)
-    return _KERNEL.entry(numba.int64, numba.int64, index_type, in_type, out_type, _PARAMS), index_pass, span
+    buffers = (index_type, input_array(dtype), output_array(dtype), _PARAMS)
+    entry = _ENTRY.entry(numba.int64, numba.int64, numba.int64, *buffers, parallel=False)
+    return entry, span_driver(), index_pass, _span(index_dtype, dtype, elements).task
 
 
 class _Entry:
-    """_compiled for 1-d C-contiguous buffers of one index dtype and one buffer dtype, and rows of one
-    element or not, which launches of plain NumPy buffers call without Numba's dispatch; compiled
-    on first use."""
+    """_compiled for one index dtype, one buffer dtype and rows of one element or not, compiled on
+    first use; a plan holds it, so that a launch finds its entry without a lookup."""
 
-    __slots__ = ("_types", "_compiled")
+    __slots__ = ("_key", "_compiled")
 
     def __init__(self, index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> None:
-        array = numba.types.Array(numba.from_dtype(dtype), 1, "C")
-        self._types = (numba.types.Array(numba.from_dtype(index_dtype), 1, "C"), array, array, elements)
+        self._key = (index_dtype, dtype, elements)
         self._compiled = None
 
-    def get(self) -> tuple[Callable, int, int]:
+    def get(self) -> tuple[Callable, int, int, int]:
         if self._compiled is None:
-            self._compiled = _compiled(*self._types)
+            self._compiled = _compiled(*self._key)
         return self._compiled
 
 
@@ -373,9 +371,9 @@ def _params(args: tuple) -> np.ndarray | None:
     return np.array(args, np.int64) if max(args) <= INT64_MAX else None
 
 
-def _run(plan: _Plan, indices, in_, out, plain: bool) -> int:
-    """Run plan on the entry compiled for 1-d C-contiguous buffers (plain) or else for the buffers'
-    own types; rows move in the plan's raw unit when both buffers are aligned to it."""
+def _run(plan: _Plan, indices, in_, out) -> int:
+    """Run plan on 1-d C-contiguous buffers of its dtypes; rows move in the plan's raw unit when
+    both buffers are aligned to it."""
     unit = plan.unit
     if unit is not None and in_.ctypes.data % unit.itemsize == 0 and out.ctypes.data % unit.itemsize == 0:
         in_ = in_[: plan.in_count].view(unit)
@@ -383,11 +381,8 @@ def _run(plan: _Plan, indices, in_, out, plain: bool) -> int:
         params, entry = plan.unit_params, plan.unit_entry
     else:
         params, entry = plan.params, plan.entry
-    if plain:
-        kernel, index_pass, span = entry.get()
-    else:
-        kernel, index_pass, span = _compiled(buffer_type(indices), buffer_type(in_), buffer_type(out), params[_INNER] == 1)
-    return kernel(index_pass, span, indices, in_, out, params)
+    kernel, driver, index_pass, span = entry.get()
+    return kernel(driver, index_pass, span, indices, in_, out, params)
 
 
 class CpuGatherKernels(IndexedKernels):
@@ -400,9 +395,8 @@ class CpuGatherKernels(IndexedKernels):
             return -1
         dtype = primitive.plain_dtype
         # The common case in a few attribute reads (they are most of what a tiny launch costs):
-        # 1-d C-contiguous aligned NumPy buffers of the primitive's dtypes and long enough.
-        # Anything else goes through storage(), which also reshapes, views float16 and names
-        # what is wrong.
+        # 1-d C-contiguous NumPy buffers of the primitive's dtypes and long enough. Anything else
+        # goes through storage(), which also reshapes, views float16 and names what is wrong.
         if (
             type(indices) is np.ndarray
             and type(in_) is np.ndarray
@@ -416,21 +410,21 @@ class CpuGatherKernels(IndexedKernels):
             and indices.size >= plan.index_count
             and in_.size >= plan.in_count
             and out.size >= plan.out_count
-            and (index_flags := indices.flags).c_contiguous
-            and index_flags.aligned
-            and (in_flags := in_.flags).c_contiguous
-            and in_flags.aligned
+            and indices.flags.c_contiguous
+            and in_.flags.c_contiguous
             and (out_flags := out.flags).c_contiguous
-            and out_flags.aligned
             and out_flags.writeable
         ):
-            # The buffers (and their unit views) have exactly the types the entry was compiled
-            # for (read-only inputs are only read), so the call skips Numba's type dispatch.
-            return _run(plan, indices, in_, out, True)
-        return _run(plan, *primitive.checked_buffers(sizes, indices, in_, out), False)
+            return _run(plan, indices, in_, out)
+        return _run(plan, *primitive.checked_buffers(sizes, indices, in_, out))
 
     def all_kernels(self):
-        return (_KERNEL, _INDEX_PASS, _ELEMENT_SPAN, _ROW_SPAN)
+        yield _INDEX_PASS
+        yield _ENTRY
+        for dtype in sorted({dtype.storage_dtype for dtype in DataType}, key=str):
+            for index_dtype in INDEX_TYPES:
+                for elements in (True, False):
+                    yield _span(index_dtype.dtype, dtype, elements)
 
 
 CPU_GATHER_KERNELS = CpuGatherKernels()
