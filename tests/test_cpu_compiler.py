@@ -19,7 +19,7 @@ _FAMILIES = (
     "binary_",
     "gather_element_span",
     "gather_row_span",
-    "gather_index_pass",
+    "gather_entry",
     "strided_copy_task",
     "expand_grad_float32",
     "unsorted_segment_task_float32",

@@ -54,10 +54,10 @@ class CpuKernel:
         return njit(cache=True, pipeline_class=KernelCompiler)(fn)
 
     @functools.lru_cache(maxsize=None)
-    def task(self, *arg_types: numba.types.Type, returns: numba.types.Type = numba.types.none, parallel: bool = False) -> int:
-        """The address of the serial (or parallel) build compiled for arg_types and returning
-        returns, which a kernel calls with call_task (call_function when it returns a value)."""
-        compiled = (self.parallel if parallel else self.serial).get_compile_result(returns(*arg_types))
+    def task(self, *arg_types: numba.types.Type, parallel: bool = False) -> int:
+        """The address of the serial (or parallel) build compiled for arg_types, which a kernel
+        calls with call_task."""
+        compiled = (self.parallel if parallel else self.serial).get_compile_result(numba.types.none(*arg_types))
         return compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
 
     @functools.lru_cache(maxsize=None)
@@ -83,34 +83,21 @@ def call_task(typingctx, address, args):
     first launch); through an address it is compiled once, and the kernel knows only its types."""
 
     def codegen(context, builder, signature, llvm_args):
-        _call(context, builder, numba.types.none, signature.args[1], llvm_args)
+        _call(context, builder, signature.args[1], llvm_args)
         return context.get_dummy_value()
 
     return numba.types.none(address, args), codegen
 
 
-@intrinsic
-def call_function(typingctx, address, args, returns):
-    """call_task of a function returning a number of type returns (a number class, such as np.int64;
-    CpuKernel.task(..., returns=the type)); returns its value."""
-    restype = returns.instance_type
-
-    def codegen(context, builder, signature, llvm_args):
-        return _call(context, builder, restype, signature.args[1], llvm_args)
-
-    return restype(address, args, returns), codegen
-
-
-def _call(context, builder, restype, args_type, llvm_args):
-    # The call through the address, an error status propagated; the function's value.
+def _call(context, builder, args_type, llvm_args):
+    # The call through the address, an error status propagated.
     arg_types = tuple(args_type)
-    function_type = context.call_conv.get_function_type(restype, arg_types)
+    function_type = context.call_conv.get_function_type(numba.types.none, arg_types)
     pointer = builder.inttoptr(llvm_args[0], function_type.as_pointer())
     values = cgutils.unpack_tuple(builder, llvm_args[1])
-    status, value = context.call_conv.call_function(builder, pointer, restype, arg_types, values)
+    status, _ = context.call_conv.call_function(builder, pointer, numba.types.none, arg_types, values)
     with cgutils.if_unlikely(builder, status.is_error):
         context.call_conv.return_status_propagate(builder, status)
-    return value
 
 
 def buffer_type(array) -> numba.types.Array:

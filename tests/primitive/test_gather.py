@@ -504,8 +504,8 @@ def test_new_takes_the_options_by_keyword_only_and_caches_per_options(device):
 
 
 @pytest.mark.parametrize("options", [{}, {"wrap_negative": True}, {"wrap_negative": True, "check_bounds": True}])
-def test_cpu_index_pass_over_many_indices_runs_in_parallel_chunks(options):
-    # Above the kernel's 2**18 indices its least/greatest pass is a prange over chunks.
+def test_cpu_index_pass_over_many_indices_picks_the_loops_and_the_first_bad_one(options):
+    # The least/greatest pass over 2**18 indices, on the calling thread before the rows' chunks.
     rng = np.random.default_rng(13)
     params = random_array(rng, (1, 50, 2), np.float32)
     indices = rng.integers(-50, 50, (1 << 18) + 7).astype(np.int64)

@@ -24,7 +24,7 @@ from typing import Callable, NamedTuple
 import numba
 import numpy as np
 
-from ep.common.jit import bound, scalar_function, template
+from ep.common.jit import bound, scalar_function, specialize, template
 from ep.common.math.intrinsics import prefetch, stack_array, stream_fence, stream_store
 from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, first_bad_index, gather_row
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
@@ -35,7 +35,6 @@ from ep.cpu.kernel import (
     CpuKernel,
     SpanKernel,
     address_of,
-    call_function,
     call_task,
     input_array,
     load_from,
@@ -77,18 +76,19 @@ _INDEX_COUNT, _ROWS, _ROWS_PER_CHUNK, _NUM_INDICES, _OUTER, _GATHER, _INNER, _LO
 
 
 @scalar_function
-def _store(dst, d, value, stream):
-    """dst[d] = value, with a streaming store when stream (only 4- and 8-byte numbers stream)."""
-    if stream:
-        stream_store(dst, d, value)
-    else:
-        dst[np.uint64(d)] = value
+def _plain_store(dst, d, value):
+    dst[np.uint64(d)] = value
 
 
 @scalar_function
-def _gather_elements(src, positions, dst, count, next_src, next_lines, line, stream):
-    """dst[i] = src[positions[i]] for i < count (streaming stores with stream), in groups of
-    _GROUP elements with the next_lines line prefetches of next_src spread evenly over them."""
+def _streaming_store(dst, d, value):
+    stream_store(dst, d, value)
+
+
+@template("store")
+def _gather_elements(src, positions, dst, count, next_src, next_lines, line):
+    # dst[i] = src[positions[i]] for i < count, stored by store, in groups of _GROUP elements with
+    # the next_lines line prefetches of next_src spread evenly over them.
     groups = count // _GROUP
     # Bresenham's spread: after group g, (g + 1) * next_lines // groups lines are fetched.
     due = 0
@@ -102,11 +102,16 @@ def _gather_elements(src, positions, dst, count, next_src, next_lines, line, str
         base = g * _GROUP
         # Unsigned positions: Numba then skips its negative-index wraparound.
         for j in range(_GROUP):
-            _store(dst, base + j, src[positions[np.uint64(base + j)]], stream)
+            bound.store(dst, base + j, src[positions[np.uint64(base + j)]])
     for i in range(groups * _GROUP, count):
-        _store(dst, i, src[positions[np.uint64(i)]], stream)
+        bound.store(dst, i, src[positions[np.uint64(i)]])
     for k in range(fetched, next_lines):
         prefetch(next_src, k * line)
+
+
+# Only 4- and 8-byte numbers stream.
+_copy_elements = scalar_function(specialize(_gather_elements, "copy_elements", store=_plain_store))
+_stream_elements = scalar_function(specialize(_gather_elements, "stream_elements", store=_streaming_store))
 
 
 @scalar_function
@@ -165,12 +170,12 @@ def _gather_element_span(address, row, stop):
                     value = np.int64(segment[i])
                     positions[i] = np.uint32(value - lo + (wrap_add if value < 0 else 0))
                 positions_of, positions_count = first_index, count
-            # stream as a constant in each call: with a variable, LLVM merges the two stores of an
+            # A copy of the loop per store: with one loop and a flag, LLVM merges the two stores of an
             # element (streaming, ordinary) into one ordinary store.
             if stream:
-                _gather_elements(src, positions, dst, count, next_src, next_lines, line, True)
+                _stream_elements(src, positions, dst, count, next_src, next_lines, line)
             else:
-                _gather_elements(src, positions, dst, count, next_src, next_lines, line, False)
+                _copy_elements(src, positions, dst, count, next_src, next_lines, line)
         else:
             # Some index out of range (zeros for it) or a slab too long for 32-bit positions: rare,
             # so a plain loop, quick to compile.
@@ -219,11 +224,11 @@ def _gather_row_span(address, row, stop):
         row += count
 
 
-@template()
+@scalar_function
 def _index_pass(indices, params):
-    # The least and greatest index decide the loops' mode: _IN_RANGE when all are in range (as
-    # given, or once negatives wrap), else _CHECKED. Returns, with check, the position of the first
-    # bad index, else -1 - mode. Written out, not as scalar functions: inlining them costs compile time.
+    """The least and greatest index decide the loops' mode: _IN_RANGE when all are in range (as
+    given, or once negatives wrap), else _CHECKED. Returns, with check, the position of the first
+    bad index, else -1 - mode."""
     count, lo, hi, size, wrap = params[_INDEX_COUNT], params[_LO], params[_HI], params[_GATHER], params[_WRAP]
     low = INT64_MAX
     high = INT64_MIN
@@ -242,17 +247,15 @@ def _index_pass(indices, params):
     return -1 - _CHECKED
 
 
-# The pass over the indices, compiled on its own per index dtype, which the entry calls by its address.
-_INDEX_PASS = CpuKernel(_index_pass, "gather_index_pass")
 _PARAMS = numba.types.Array(numba.int64, 1, "C")
 
 
 @template()
-def _enter(driver, index_pass, span, indices, in_, out, params):
+def _enter(driver, span, indices, in_, out, params):
     # The index pass first, on the calling thread (a parallel loop of its own would cost compiling
     # a second one, for indices that are few next to the rows they move): a bad index ends the
     # launch before any write. Then the span over the rows, by the driver.
-    found = call_function(index_pass, (indices, params), np.int64)
+    found = _index_pass(indices, params)
     if found >= 0:
         return found
     rows = params[_ROWS]
@@ -278,11 +281,9 @@ def _span(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> SpanKernel:
 def _compiled(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> tuple[Callable, int, int, int]:
     """The entry point compiled for 1-d C-contiguous indices of index_dtype and buffers of dtype
     (any flags), and the driver, index pass and span (for rows of one element or not) it is given."""
-    index_type = input_array(index_dtype)
-    index_pass = _INDEX_PASS.task(index_type, _PARAMS, returns=numba.int64)
-    buffers = (index_type, input_array(dtype), output_array(dtype), _PARAMS)
-    entry = _ENTRY.entry(numba.int64, numba.int64, numba.int64, *buffers, parallel=False)
-    return entry, span_driver(), index_pass, _span(index_dtype, dtype, elements).task
+    buffers = (input_array(index_dtype), input_array(dtype), output_array(dtype), _PARAMS)
+    entry = _ENTRY.entry(numba.int64, numba.int64, *buffers, parallel=False)
+    return entry, span_driver(), _span(index_dtype, dtype, elements).task
 
 
 class _Entry:
@@ -381,8 +382,8 @@ def _run(plan: _Plan, indices, in_, out) -> int:
         params, entry = plan.unit_params, plan.unit_entry
     else:
         params, entry = plan.params, plan.entry
-    kernel, driver, index_pass, span = entry.get()
-    return kernel(driver, index_pass, span, indices, in_, out, params)
+    kernel, driver, span = entry.get()
+    return kernel(driver, span, indices, in_, out, params)
 
 
 class CpuGatherKernels(IndexedKernels):
@@ -419,7 +420,6 @@ class CpuGatherKernels(IndexedKernels):
         return _run(plan, *primitive.checked_buffers(sizes, indices, in_, out))
 
     def all_kernels(self):
-        yield _INDEX_PASS
         yield _ENTRY
         for dtype in sorted({dtype.storage_dtype for dtype in DataType}, key=str):
             for index_dtype in INDEX_TYPES:
