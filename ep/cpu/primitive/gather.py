@@ -4,17 +4,16 @@ prange or, below PARALLEL_THRESHOLD, one after another on the calling thread.
 
 Each row is one contiguous copy of inner elements. The kernels run on the buffers' own storage
 dtype (an entry and a span compiled per storage and index dtype on first use), so that a launch
-makes no views. One pass over the indices first
-tells whether every index is in range as given or once negatives wrap (then the element loops
-need no range check), and with check_bounds which index is the first bad one, before anything is
-written. Reads from params too large for the
+makes no views. The entry's pass over the indices first tells whether every index is in range as
+given or once negatives wrap (then the element loops need no range check), and with check_bounds
+which index is the first bad one, before anything is written. Reads from params too large for the
 caches are prefetched: rows a few ahead, or for an element gather with every index in range the
 next slab, since their addresses come from indices and the hardware prefetcher cannot guess them.
 Such an element gather reads through 32-bit positions in the slab, converted once for all the
-slabs that share the indices, and streams a large output past the caches. The index pass and the
-copy (one span for element gathers, one for rows) are compiled on their own and called by address,
-so that a first launch compiles each once and only the span it needs. Launches call the entry
-compiled for their types without Numba's dispatch.
+slabs that share the indices, and streams a large output past the caches. The copies (one span
+for element gathers, one for rows) are compiled on their own and called by address, so that a
+first launch compiles only the one it needs. Launches call the entry compiled for their types
+without Numba's dispatch.
 """
 from __future__ import annotations
 
@@ -109,7 +108,7 @@ def _gather_elements(src, positions, dst, count, next_src, next_lines, line):
         prefetch(next_src, k * line)
 
 
-# Only 4- and 8-byte numbers stream.
+# The element loop with ordinary stores, and with streaming ones (only 4- and 8-byte numbers stream).
 _copy_elements = scalar_function(specialize(_gather_elements, "copy_elements", store=_plain_store))
 _stream_elements = scalar_function(specialize(_gather_elements, "stream_elements", store=_streaming_store))
 
