@@ -28,7 +28,7 @@ from ep.common.math.intrinsics import prefetch, stack_array, stream_fence, strea
 from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, first_bad_index, gather_row
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
-from ep.common.runtime.validate import INT64_MAX, INT64_MIN
+from ep.common.runtime.validate import INT64_MAX
 from ep.cpu.kernel import (
     PARALLEL_THRESHOLD,
     CpuKernel,
@@ -225,19 +225,16 @@ def _gather_row_span(address, row, stop):
 
 @scalar_function
 def _index_pass(indices, params):
-    """The least and greatest index decide the loops' mode: _IN_RANGE when all are in range (as
-    given, or once negatives wrap), else _CHECKED. Returns, with check, the position of the first
-    bad index, else -1 - mode."""
+    """The loops' mode: _IN_RANGE when every index is in range (as given, or once negatives wrap),
+    else _CHECKED. Returns, with check, the position of the first bad index, else -1 - mode."""
     count, lo, hi, size, wrap = params[_INDEX_COUNT], params[_LO], params[_HI], params[_GATHER], params[_WRAP]
-    low = INT64_MAX
-    high = INT64_MIN
+    # Where negatives wrap, a device holding the axis from 0 takes [-size, hi]: it contains [lo, hi].
+    least = -size if wrap and lo == 0 else lo
+    outside = False
     for t in range(count):
         value = np.int64(indices[t])
-        if value < low:
-            low = value
-        if value > high:
-            high = value
-    if (lo <= low and high <= hi) or (wrap and lo == 0 and -size <= low and high <= hi):
+        outside |= (value < least) | (value > hi)
+    if not outside:
         return -1 - _IN_RANGE
     if params[_CHECK]:
         bad = first_bad_index(indices, count, lo, hi, size, wrap)
