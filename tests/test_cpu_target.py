@@ -110,15 +110,16 @@ def test_prange_loop_keeps_its_constants_out_of_the_loop():
 def test_unary_span_loop_keeps_its_constants_out_of_the_loop():
     # The loop a unary kernel's parallel chunks run: its span, compiled on its own.
     import numpy as np
-    from numba import types
+    from numba import njit, types
 
     import ep
+    from ep.cpu.compiler import KernelCompiler
 
     primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cpu", ep.UnaryOp.kSigmoid, np.float32, np.float32)
-    # The span takes its launch's arguments by address, and its item range.
+    # The span takes its launch's arguments by address, and its item range. Compiled here, uncached:
+    # Numba shows no machine code of a build it loaded from the disk cache.
     signature = (types.int64, types.int64, types.int64)
-    span = primitive._kernel.span.serial
-    span.compile(signature)
+    span = njit(signature, cache=False, pipeline_class=KernelCompiler)(primitive._kernel.span.serial.py_func)
     loop = _innermost_vector_loop(span.inspect_asm(signature))
     reloads = [line for line in loop if "broadcast" in line or ".LCPI" in line]
     assert not reloads, reloads

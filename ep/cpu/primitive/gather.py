@@ -70,7 +70,7 @@ _POSITIONS = 4096
 # neither.
 _IN_RANGE, _CHECKED = 0, 1
 
-# The kernel's int64 parameters (one array: a parallel loop costs compile time per argument).
+# The kernels' int64 parameters (one array: each argument costs compile time).
 _INDEX_COUNT, _ROWS, _ROWS_PER_CHUNK, _NUM_INDICES, _OUTER, _GATHER, _INNER, _LO, _HI, _WRAP, _CHECK, _AHEAD, _PARALLEL = range(13)
 
 
@@ -274,9 +274,9 @@ def _span(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> SpanKernel:
 
 
 @functools.cache
-def _compiled(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> tuple[Callable, int, int, int]:
+def _compiled(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> tuple[Callable, int, int]:
     """The entry point compiled for 1-d C-contiguous indices of index_dtype and buffers of dtype
-    (any flags), and the driver, index pass and span (for rows of one element or not) it is given."""
+    (any flags), and the driver and span (for rows of one element or not) it is given."""
     buffers = (input_array(index_dtype), input_array(dtype), output_array(dtype), _PARAMS)
     entry = _ENTRY.entry(numba.int64, numba.int64, *buffers, parallel=False)
     return entry, span_driver(), _span(index_dtype, dtype, elements).task
@@ -292,7 +292,7 @@ class _Entry:
         self._key = (index_dtype, dtype, elements)
         self._compiled = None
 
-    def get(self) -> tuple[Callable, int, int, int]:
+    def get(self) -> tuple[Callable, int, int]:
         if self._compiled is None:
             self._compiled = _compiled(*self._key)
         return self._compiled
