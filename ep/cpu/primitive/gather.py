@@ -5,8 +5,9 @@ prange or, below PARALLEL_THRESHOLD, one after another on the calling thread.
 Each row is one contiguous copy of inner elements. The kernels run on the buffers' own storage
 dtype (an entry and a span compiled per storage and index dtype on first use), so that a launch
 makes no views. The entry's pass over the indices first tells whether every index is in range as
-given or once negatives wrap (then the element loops need no range check), and with check_bounds
-which index is the first bad one, before anything is written. Reads from params too large for the
+given or once negatives wrap (then the element loops need no range check); with check_bounds an
+index out of range ends the launch before anything is written, and the host finds the first such
+index (an error path, not worth compiling). Reads from params too large for the
 caches are prefetched: rows a few ahead, or for an element gather with every index in range the
 next slab, since their addresses come from indices and the hardware prefetcher cannot guess them.
 Such an element gather reads through 32-bit positions in the slab, converted once for all the
@@ -25,7 +26,7 @@ import numpy as np
 
 from ep.common.jit import bound, scalar_function, specialize, template
 from ep.common.math.intrinsics import prefetch, stack_array, stream_fence, stream_store
-from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, first_bad_index, gather_row
+from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, gather_row
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX
@@ -67,8 +68,8 @@ _GROUP = 8
 _POSITIONS = 4096
 
 # What the pass over the indices finds: all in [lo, hi] (or all in range once negatives wrap);
-# neither.
-_IN_RANGE, _CHECKED = 0, 1
+# some not, which the loops check; some not, with check (the launch runs nothing).
+_IN_RANGE, _CHECKED, _REFUSED = 0, 1, 2
 
 # The kernels' int64 parameters (one array: each argument costs compile time).
 _INDEX_COUNT, _ROWS, _ROWS_PER_CHUNK, _NUM_INDICES, _OUTER, _GATHER, _INNER, _LO, _HI, _WRAP, _CHECK, _AHEAD, _PARALLEL = range(13)
@@ -224,23 +225,29 @@ def _gather_row_span(address, row, stop):
 
 
 @scalar_function
+def _least(params):
+    """The least index in range: where negatives wrap (then offset is 0), -size."""
+    return -params[_GATHER] if params[_WRAP] else params[_LO]
+
+
+@scalar_function
 def _index_pass(indices, params):
-    """The loops' mode: _IN_RANGE when every index is in range (as given, or once negatives wrap),
-    else _CHECKED. Returns, with check, the position of the first bad index, else -1 - mode."""
-    count, lo, hi, size, wrap = params[_INDEX_COUNT], params[_LO], params[_HI], params[_GATHER], params[_WRAP]
-    # Where negatives wrap, a device holding the axis from 0 takes [-size, hi]: it contains [lo, hi].
-    least = -size if wrap and lo == 0 else lo
+    """The loops' mode: _IN_RANGE when every index is in [_least(params), hi] (in range, as given
+    or once negatives wrap), else _REFUSED with check, else _CHECKED."""
+    least, hi = _least(params), params[_HI]
     outside = False
-    for t in range(count):
+    for t in range(params[_INDEX_COUNT]):
         value = np.int64(indices[t])
         outside |= (value < least) | (value > hi)
     if not outside:
-        return -1 - _IN_RANGE
-    if params[_CHECK]:
-        bad = first_bad_index(indices, count, lo, hi, size, wrap)
-        if bad >= 0:
-            return bad
-    return -1 - _CHECKED
+        return _IN_RANGE
+    return _REFUSED if params[_CHECK] else _CHECKED
+
+
+def _first_bad(indices: np.ndarray, params: np.ndarray) -> int:
+    """The position of the first index out of range, of a launch the entry refused."""
+    values = indices[: params[_INDEX_COUNT]].astype(np.int64)
+    return int(np.flatnonzero((values < _least.py_func(params)) | (values > params[_HI]))[0])
 
 
 _PARAMS = numba.types.Array(numba.int64, 1, "C")
@@ -249,16 +256,14 @@ _PARAMS = numba.types.Array(numba.int64, 1, "C")
 @template()
 def _enter(driver, span, indices, in_, out, params):
     # The index pass first, on the calling thread (a parallel loop of its own would cost compiling
-    # a second one, for indices that are few next to the rows they move): a bad index ends the
-    # launch before any write. Then the span over the rows, by the driver.
-    found = _index_pass(indices, params)
-    if found >= 0:
-        return found
+    # a second one, for indices that are few next to the rows they move): with check, a bad index
+    # ends the launch before any write. Then the span over the rows, by the driver. Returns the mode.
+    mode = _index_pass(indices, params)
     rows = params[_ROWS]
-    if rows * params[_INNER] > 0:
-        args = (indices, in_, out, params, -1 - found)
+    if mode != _REFUSED and rows * params[_INNER] > 0:
+        args = (indices, in_, out, params, mode)
         call_task(driver, (span, address_of(args), rows, params[_ROWS_PER_CHUNK], params[_PARALLEL] != 0))
-    return -1
+    return mode
 
 
 _ENTRY = CpuKernel(_enter, "gather_entry")
@@ -379,7 +384,9 @@ def _run(plan: _Plan, indices, in_, out) -> int:
     else:
         params, entry = plan.params, plan.entry
     kernel, driver, span = entry.get()
-    return kernel(driver, span, indices, in_, out, params)
+    if kernel(driver, span, indices, in_, out, params) == _REFUSED:
+        return _first_bad(indices, params)
+    return -1
 
 
 class CpuGatherKernels(IndexedKernels):
