@@ -4,7 +4,8 @@ run in chunks by the shared parallel driver (ep.cpu.kernel.SpanKernel), one buil
 Paths: elementwise and scalar are flat loops; row and column loop over rows with a contiguous
 inner loop; general maps each row's first element through the NdIndexOffsetHelper
 strides (0 on broadcast dims) and then runs along the innermost dim. A broadcast operand on the
-left reuses the right-hand kernels with the formula's arguments swapped.
+left reuses the right-hand kernels with the formula's arguments swapped, or as they are for a
+commutative op.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numba
 import numpy as np
 
 from ep.common.jit import bound, scalar_function, specialize, template
-from ep.common.math.binary_functor import binary_attr_dtype, binary_formula
+from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_attr_dtype, binary_formula
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.nd_index_offset_helper import offset_to_index
 from ep.common.primitive.broadcast_elementwise_binary import (
@@ -121,8 +122,14 @@ def _swapped(x, y, attr0, attr1):
 
 # Per path: its span, over elements (elementwise, scalar) or rows (the others).
 _TEMPLATES = {"elementwise": _elementwise, "scalar": _scalar, "row": _row, "column": _column, "general": _general}
-# The paths whose kernels take the broadcast operand on the right, and so have a swapped build.
+# The paths whose kernels take the broadcast operand on the right, and so have a swapped build
+# (but for a commutative op).
 _SWAPPABLE = ("scalar", "row", "column")
+
+
+def _swaps(op) -> bool:
+    """Whether op's kernels for a broadcast operand on the left swap the formula's arguments."""
+    return not BINARY_FUNCTORS[op].commutative
 
 
 def _arg_types(src_dtype: DataType, dst_dtype: DataType, path: str) -> tuple[numba.types.Type, ...]:
@@ -154,12 +161,12 @@ class CpuBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
 
     def combination_kernels(self, op, src_dtype, dst_dtype) -> Iterator[SpanKernel]:
         for path in _TEMPLATES:
-            for swap in (False, True) if path in _SWAPPABLE else (False,):
+            for swap in (False, True) if path in _SWAPPABLE and _swaps(op) else (False,):
                 yield self.kernel(op, src_dtype, dst_dtype, path, swap)
 
     def launcher(self, op, src_dtype, dst_dtype, plan: BinaryPlan) -> Callable[..., None]:
         swap = plan.path in _SWAPPABLE and plan.side == 0
-        run = self.kernel(op, src_dtype, dst_dtype, plan.path, swap).run
+        run = self.kernel(op, src_dtype, dst_dtype, plan.path, swap and _swaps(op)).run
         count = plan.count
         if plan.path == "general":
             strides = np.array((plan.strides0, plan.strides1, plan.dst_strides), np.int64)

@@ -179,12 +179,15 @@ def int_divmod(a, b):
     return a // b, a % b
 
 
-ADD = BinaryFunctor(BinaryOp.kAdd, of_a_b_in_type(operator.add), ALL_TYPES, doc="a + b; integers wrap")
+ADD = BinaryFunctor(
+    BinaryOp.kAdd, of_a_b_in_type(operator.add), ALL_TYPES, doc="a + b; integers wrap", commutative=True
+)
 SUB = BinaryFunctor(
     BinaryOp.kSub, of_a_b_in_type(operator.sub), ALL_TYPES, doc="a - b; integers wrap", aliases=("subtract",)
 )
 MUL = BinaryFunctor(
-    BinaryOp.kMul, of_a_b_in_type(operator.mul), ALL_TYPES, doc="a * b; integers wrap", aliases=("multiply",)
+    BinaryOp.kMul, of_a_b_in_type(operator.mul), ALL_TYPES, doc="a * b; integers wrap", aliases=("multiply",),
+    commutative=True,
 )
 
 

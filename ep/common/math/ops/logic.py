@@ -19,9 +19,11 @@ from ep.include.primitive.unary_op import UnaryOp
 
 
 # A comparison is its operator on a and b, in the operands' type.
-EQUAL = BinaryFunctor(BinaryOp.kEqual, of_a_b(operator.eq), ALL_TYPES, to_bool=True, doc="a == b", aliases=("eq",))
+EQUAL = BinaryFunctor(
+    BinaryOp.kEqual, of_a_b(operator.eq), ALL_TYPES, to_bool=True, doc="a == b", aliases=("eq",), commutative=True
+)
 NOT_EQUAL = BinaryFunctor(
-    BinaryOp.kNotEqual, of_a_b(operator.ne), ALL_TYPES, to_bool=True, doc="a != b", aliases=("ne",)
+    BinaryOp.kNotEqual, of_a_b(operator.ne), ALL_TYPES, to_bool=True, doc="a != b", aliases=("ne",), commutative=True
 )
 LESS_THAN = BinaryFunctor(
     BinaryOp.kLessThan, of_a_b(operator.lt), ALL_TYPES, to_bool=True, doc="a < b", aliases=("less", "lt")
@@ -114,13 +116,16 @@ def _of_truth(fn):
 
 
 LOGICAL_AND = BinaryFunctor(
-    BinaryOp.kLogicalAnd, _of_truth(operator.and_), ALL_TYPES, to_bool=True, doc="a and b, nonzero being true"
+    BinaryOp.kLogicalAnd, _of_truth(operator.and_), ALL_TYPES, to_bool=True, doc="a and b, nonzero being true",
+    commutative=True,
 )
 LOGICAL_OR = BinaryFunctor(
-    BinaryOp.kLogicalOr, _of_truth(operator.or_), ALL_TYPES, to_bool=True, doc="a or b, nonzero being true"
+    BinaryOp.kLogicalOr, _of_truth(operator.or_), ALL_TYPES, to_bool=True, doc="a or b, nonzero being true",
+    commutative=True,
 )
 LOGICAL_XOR = BinaryFunctor(
-    BinaryOp.kLogicalXor, _of_truth(operator.ne), ALL_TYPES, to_bool=True, doc="a xor b, nonzero being true"
+    BinaryOp.kLogicalXor, _of_truth(operator.ne), ALL_TYPES, to_bool=True, doc="a xor b, nonzero being true",
+    commutative=True,
 )
 
 
@@ -135,9 +140,9 @@ LOGICAL_NOT = UnaryFunctor(UnaryOp.kLogicalNot, logical_not, ALL_TYPES, to_bool=
 # bitwise
 
 
-BITWISE_AND = BinaryFunctor(BinaryOp.kBitwiseAnd, of_a_b_in_type(operator.and_), BITS, doc="a & b")
-BITWISE_OR = BinaryFunctor(BinaryOp.kBitwiseOr, of_a_b_in_type(operator.or_), BITS, doc="a | b")
-BITWISE_XOR = BinaryFunctor(BinaryOp.kBitwiseXor, of_a_b_in_type(operator.xor), BITS, doc="a ^ b")
+BITWISE_AND = BinaryFunctor(BinaryOp.kBitwiseAnd, of_a_b_in_type(operator.and_), BITS, doc="a & b", commutative=True)
+BITWISE_OR = BinaryFunctor(BinaryOp.kBitwiseOr, of_a_b_in_type(operator.or_), BITS, doc="a | b", commutative=True)
+BITWISE_XOR = BinaryFunctor(BinaryOp.kBitwiseXor, of_a_b_in_type(operator.xor), BITS, doc="a ^ b", commutative=True)
 
 
 @scalar_function

@@ -42,9 +42,14 @@ class _Record:
 
 @dataclass(frozen=True)
 class BinaryFunctor(_Record):
-    """One BroadcastElementwiseBinary op; int_formula, when given, replaces formula for the integer dtypes and bool."""
+    """One BroadcastElementwiseBinary op; int_formula, when given, replaces formula for the integer dtypes and bool.
+
+    commutative: formula(a, b) == formula(b, a) for every a and b (a NaN's payload aside), so that a
+    broadcast operand on the left runs the kernels built for it on the right.
+    """
 
     int_formula: Callable | None = None
+    commutative: bool = False
 
     def records(self) -> Iterator[BinaryFunctor]:
         """The records this one defines: itself."""
