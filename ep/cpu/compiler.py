@@ -5,7 +5,8 @@ Every kernel inlines its scalar functions (`inline="always"`) at the IR level: f
 Numba's InlineWorker runs the frontend and the untyped passes on the callee (and, through them, on
 every function it inlines), then inline_ir inlines a deep copy. That IR depends only on the
 function, so over the hundreds of kernels a process may compile most of it was rebuilt from the
-same bytecode: about a quarter of a small kernel's compile time. numba-cuda keeps an inlined
+same bytecode: about a quarter of a small kernel's compile time. inline_ir then copies that IR as
+one graph (ep.common.ir_copy). numba-cuda keeps an inlined
 overload's IR the same way (typing/templates.py, `_inline_overloads`); inline_ir never mutates the
 IR it is given. Private API of Numba (InlineWorker.run_untyped_passes, the module attribute
 InlineInlinables looks the worker up by), swapped only while ep's own kernels are inlined: a
@@ -19,6 +20,8 @@ from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import register_pass
 from numba.core.untyped_passes import InlineInlinables
 
+from ep.common.ir_copy import blocks_copied_as_one_graph
+
 # An inlined function's untyped IR, per function and the flags that change it.
 _untyped_ir: dict = {}
 
@@ -30,6 +33,10 @@ class _SharedIRInlineWorker(inline_closurecall.InlineWorker):
         if found is None:
             found = _untyped_ir[key] = super().run_untyped_passes(func, enable_ssa)
         return found
+
+    def inline_ir(self, *args, **kwargs):
+        with blocks_copied_as_one_graph(inline_closurecall):
+            return super().inline_ir(*args, **kwargs)
 
 
 @register_pass(mutates_CFG=True, analysis_only=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ep.common.ir_copy import blocks_copied_as_one_graph
 from ep.common.runtime.device import DeviceType
 from ep.cuda import ptxas
 from ep.include.primitive.primitive import RegisteredFactories
@@ -28,6 +29,7 @@ def share_inlined_ir() -> None:
     Private API of numba-cuda (InlineWorker.inline_function, run_untyped_passes, inline_ir), used
     only by this check: the PTX is the same (tests/test_ptx.py compares a kernel of every family).
     """
+    from numba.cuda.core import inline_closurecall
     from numba.cuda.core.inline_closurecall import InlineWorker
 
     if getattr(InlineWorker.inline_function, "shares_ir", False):
@@ -39,7 +41,8 @@ def share_inlined_ir() -> None:
             callee_ir = untyped_ir[function]
         except KeyError:
             callee_ir = untyped_ir[function] = self.run_untyped_passes(function)
-        return self.inline_ir(caller_ir, block, i, callee_ir, function.__code__.co_freevars, arg_typs=arg_typs)
+        with blocks_copied_as_one_graph(inline_closurecall):
+            return self.inline_ir(caller_ir, block, i, callee_ir, function.__code__.co_freevars, arg_typs=arg_typs)
 
     inline_function.shares_ir = True
     InlineWorker.inline_function = inline_function
