@@ -36,22 +36,26 @@ class CpuKernel:
     calling thread (so a small first launch warms every size). `serial` builds templates without
     a prange: the tasks a parallel kernel calls, and the span entries that hand a launch's
     arguments to the one span driver.
+
+    by_address: the builds are tasks, called only through their address (task()), so they have
+    no CPython wrapper, which is about a tenth of a small build's compile time.
     """
 
-    def __init__(self, template: Callable, name: str, **bindings: object) -> None:
+    def __init__(self, template: Callable, name: str, *, by_address: bool = False, **bindings: object) -> None:
         self._template = template
         self._name = name
         self._bindings = bindings
+        self._options = {"cache": True, "pipeline_class": KernelCompiler, "no_cpython_wrapper": by_address}
 
     @functools.cached_property
     def parallel(self) -> Callable:
         fn = specialize(self._template, self._name + "_parallel", **self._bindings)
-        return njit(parallel=True, cache=True, pipeline_class=KernelCompiler)(fn)
+        return njit(parallel=True, **self._options)(fn)
 
     @functools.cached_property
     def serial(self) -> Callable:
         fn = specialize(self._template, self._name + "_serial", **self._bindings)
-        return njit(cache=True, pipeline_class=KernelCompiler)(fn)
+        return njit(**self._options)(fn)
 
     @functools.lru_cache(maxsize=None)
     def task(self, *arg_types: numba.types.Type, parallel: bool = False) -> int:
@@ -142,7 +146,7 @@ def _enter(driver, task, args, count, chunk, parallel):
 # The one parallel build: every span reaches it through an entry (_enter, or a family's own) with
 # its arguments' address, so the parfor passes' cost (most of a small kernel's compile) is paid
 # once per process.
-_DRIVER = CpuKernel(_drive, "span_driver")
+_DRIVER = CpuKernel(_drive, "span_driver", by_address=True)
 _ENTER = CpuKernel(_enter, "span_entry")
 _POSITION = numba.int64
 
@@ -201,7 +205,7 @@ class SpanKernel:
 
     def __init__(self, template: Callable, name: str, arg_types: tuple[numba.types.Type, ...], **bindings: object) -> None:
         self.args_type = numba.types.Tuple(arg_types)
-        self.span = CpuKernel(template, name, ARGS=self.args_type, **bindings)
+        self.span = CpuKernel(template, name, by_address=True, ARGS=self.args_type, **bindings)
 
     @functools.cached_property
     def task(self) -> int:

@@ -154,7 +154,7 @@ def _copy_task(src, dst, params, task):
 
 
 # The task, compiled on its own per pair of buffer types, which _copy calls by its address.
-_TASK = CpuKernel(_copy_task, "strided_copy_task")
+_TASK = CpuKernel(_copy_task, "strided_copy_task", by_address=True)
 _PARAMS = numba.types.Array(numba.int64, 1, "C")
 
 

@@ -85,6 +85,7 @@ class CpuUnsortedSegmentSumKernels(IndexedKernels):
         task = CpuKernel(
             _segment_task,
             f"unsorted_segment_task_{dtype.value}",
+            by_address=True,
             load=load_fn(dtype, DeviceType.kCPU),
             store=store_fn(dtype, DeviceType.kCPU),
             FINISH=accumulator_dtype(dtype) is not dtype,
