@@ -37,15 +37,21 @@ class CpuKernel:
     a prange: the tasks a parallel kernel calls, and the span entries that hand a launch's
     arguments to the one span driver.
 
-    by_address: the builds are tasks, called only through their address (task()), so they have
-    no CPython wrapper, which is about a tenth of a small build's compile time.
+    No build has a cfunc wrapper (nothing calls them as C functions), and by_address builds are
+    tasks, called only through their address (task()), so they have no CPython wrapper either:
+    each wrapper is a few percent of a small build's compile time.
     """
 
     def __init__(self, template: Callable, name: str, *, by_address: bool = False, **bindings: object) -> None:
         self._template = template
         self._name = name
         self._bindings = bindings
-        self._options = {"cache": True, "pipeline_class": KernelCompiler, "no_cpython_wrapper": by_address}
+        self._options = {
+            "cache": True,
+            "pipeline_class": KernelCompiler,
+            "no_cfunc_wrapper": True,
+            "no_cpython_wrapper": by_address,
+        }
 
     @functools.cached_property
     def parallel(self) -> Callable:
