@@ -141,9 +141,10 @@ def _copy_task(src, dst, params, task):
             lo = lo if lo < n else n
             hi = lo + (n - lo) // per_vector * per_vector
             _stream_vectors(src, s + lo * inner_stride, inner_stride, dst, d + lo, hi - lo)
-            for a, b in ((0, lo), (hi, n)):
-                for e in range(a, b):
-                    stream_store(dst, d + e, src[s + e * inner_stride])
+            # One loop over both ends (a loop per end, or over the pair of ranges, compiles slower).
+            for i in range(lo + n - hi):
+                e = i if i < lo else i - lo + hi
+                stream_store(dst, d + e, src[s + e * inner_stride])
         else:
             _move(src, s, inner_stride, dst, d, n)
         u += n
