@@ -6,11 +6,11 @@ Numba's InlineWorker runs the frontend and the untyped passes on the callee (and
 every function it inlines), then inline_ir inlines a deep copy. That IR depends only on the
 function, so over the hundreds of kernels a process may compile most of it was rebuilt from the
 same bytecode: about a quarter of a small kernel's compile time. inline_ir then copies that IR as
-one graph (ep.common.ir_copy). numba-cuda keeps an inlined
-overload's IR the same way (typing/templates.py, `_inline_overloads`); inline_ir never mutates the
-IR it is given. Private API of Numba (InlineWorker.run_untyped_passes, the module attribute
-InlineInlinables looks the worker up by), swapped only while ep's own kernels are inlined: a
-compile holds Numba's compiler lock, so no other compile sees it. The code is the same
+one graph (ep.common.ir_copy). numba-cuda keeps an inlined overload's IR the same way
+(typing/templates.py, `_inline_overloads`); inline_ir never mutates the IR it is given. Private API
+of Numba (InlineWorker.run_untyped_passes, the module attribute InlineInlinables looks the worker
+up by), swapped only while ep's own kernels are inlined: a compile holds Numba's compiler lock, so
+no other compile sees it. The code is the same
 (tests/test_cpu_compiler.py compares kernels of every family).
 """
 from __future__ import annotations
