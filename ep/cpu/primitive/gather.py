@@ -7,9 +7,9 @@ dtype (an entry and a span compiled per storage and index dtype on first use), s
 makes no views. The entry's pass over the indices first tells whether every index is in range as
 given or once negatives wrap (then the element loops need no range check); with check_bounds an
 index out of range ends the launch before anything is written, and the host finds the first such
-index (an error path, not worth compiling). Reads from params too large for the
-caches are prefetched: rows a few ahead, or for an element gather with every index in range the
-next slab, since their addresses come from indices and the hardware prefetcher cannot guess them.
+index (an error path, not worth compiling). Reads from params too large for the caches are
+prefetched: rows a few ahead, or for an element gather with every index in range the next slab,
+since their addresses come from indices and the hardware prefetcher cannot guess them.
 Such an element gather reads through 32-bit positions in the slab, converted once for all the
 slabs that share the indices, and streams a large output past the caches. The copies (one span
 for element gathers, one for rows) are compiled on their own and called by address, so that a
