@@ -709,12 +709,12 @@ def test_expand_grad_primitive_refuses_bad_dims(device):
 REDUCTION_PATHS = [
     ((1, 4), (700, 4), 2, False),
     ((1,), (1500,), 2, True),
-    ((1, 2, 1), (50, 2, 8), 2, True),
+    ((1, 2, 1), (50, 2, 4), 2, True),
     ((3, 1), (3, 700), 1, True),
     ((40, 1), (40, 3), 1, True),
     ((2, 1, 3, 1, 1), (2, 4, 3, 5, 7), 1, True),
     ((1, 2, 1, 3, 1, 2, 1), (3, 2, 5, 3, 2, 2, 3), 1, True),
-    ((1, 2, 1, 2, 1), (7, 2, 5, 2, 4), 2, True),
+    ((1, 2, 1, 2, 1), (7, 2, 5, 2, 2), 2, True),
 ]
 
 
@@ -755,8 +755,9 @@ def reduction_geometry(input_shape, dy_shape, threads, target):
 
 @pytest.mark.parametrize("input_shape, dy_shape, passes, along_sum", REDUCTION_PATHS)
 def test_expand_grad_paths_on_the_simulators_grid(input_shape, dy_shape, passes, along_sum):
-    # The simulator's launches: blocks of 16 threads, at most 2 blocks (kernel.launch_config).
-    geometry = reduction_geometry(input_shape, dy_shape, 16, 2)
+    # The simulator's launches (kernel.launch_config): blocks of _SIM_THREADS, at most _SIM_MAX_BLOCKS.
+    kernel = pytest.importorskip("ep.cuda.kernel")
+    geometry = reduction_geometry(input_shape, dy_shape, kernel._SIM_THREADS, kernel._SIM_MAX_BLOCKS)
     assert len(geometry.passes) == passes
     assert geometry.passes[0].layout.along_sum == along_sum
 
