@@ -515,3 +515,15 @@ def test_cpu_index_pass_over_many_indices_picks_the_loops_and_the_first_bad_one(
         indices[[200000, 250000]] = [50, -51]
         with pytest.raises(IndexError, match=r"indices\[200000\] = 50 is out of range"):
             launch_with("cpu", params, indices, **options)
+
+
+@pytest.mark.parametrize("gather, offset, wrap", [(0, 0, False), (0, 0, True), (5, 0, False), (5, 0, True), (5, 7, False), (1, -3, False)])
+def test_index_range_is_the_index_rule(gather, offset, wrap):
+    # The CPU's index pass tests [least, hi]; gather_row is the rule every kernel applies per index.
+    from ep.common.primitive.gather import gather_row, gather_sizes, index_range
+
+    sizes = gather_sizes(1, 1, 1, gather, 1, offset, wrap)
+    least, hi = index_range(sizes, wrap)
+    for value in range(offset - 2 * gather - 3, offset + 2 * gather + 3):
+        selects = gather_row.py_func(value, sizes.lo, sizes.hi, gather, wrap) >= 0
+        assert selects == (least <= value <= hi), (value, least, hi)

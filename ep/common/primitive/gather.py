@@ -92,6 +92,12 @@ def gather_sizes(num_indices, batch, outer, gather, inner, offset, wrap: bool, n
     )
 
 
+def index_range(sizes: GatherSizes, wrap: bool) -> tuple[int, int]:
+    """gather_row's rule as one inclusive range: the index values that select a row are exactly
+    [least, sizes.hi], least being -gather where negatives wrap (offset is then 0), else lo."""
+    return (-sizes.gather if wrap else sizes.lo), sizes.hi
+
+
 def resolve_indexed(dtype: object, indices_dtype: object, wrap_negative: object, check_bounds: object, dtypes, name: str):
     """New's key (dtype, indices dtype, wrap, check), or None unless dtype is one of dtypes and the
     indices are int32 or int64."""

@@ -26,7 +26,7 @@ import numpy as np
 
 from ep.common.jit import bound, scalar_function, specialize, template
 from ep.common.math.intrinsics import prefetch, stack_array, stream_fence, stream_store
-from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, gather_row
+from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, gather_row, index_range
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX
@@ -72,7 +72,23 @@ _POSITIONS = 4096
 _IN_RANGE, _CHECKED, _REFUSED = 0, 1, 2
 
 # The kernels' int64 parameters (one array: each argument costs compile time).
-_INDEX_COUNT, _ROWS, _ROWS_PER_CHUNK, _NUM_INDICES, _OUTER, _GATHER, _INNER, _LO, _HI, _WRAP, _CHECK, _AHEAD, _PARALLEL = range(13)
+# _LEAST and _HI bound the index values in range (index_range).
+(
+    _INDEX_COUNT,
+    _ROWS,
+    _ROWS_PER_CHUNK,
+    _NUM_INDICES,
+    _OUTER,
+    _GATHER,
+    _INNER,
+    _LO,
+    _HI,
+    _WRAP,
+    _CHECK,
+    _AHEAD,
+    _PARALLEL,
+    _LEAST,
+) = range(14)
 
 
 @scalar_function
@@ -225,16 +241,10 @@ def _gather_row_span(address, row, stop):
 
 
 @scalar_function
-def _least(params):
-    """The least index in range: where negatives wrap (then offset is 0), -size."""
-    return -params[_GATHER] if params[_WRAP] else params[_LO]
-
-
-@scalar_function
 def _index_pass(indices, params):
-    """The loops' mode: _IN_RANGE when every index is in [_least(params), hi] (in range, as given
-    or once negatives wrap), else _REFUSED with check, else _CHECKED."""
-    least, hi = _least(params), params[_HI]
+    """The loops' mode: _IN_RANGE when every index is in range (in [least, hi]: as given, or once
+    negatives wrap), else _REFUSED with check, else _CHECKED."""
+    least, hi = params[_LEAST], params[_HI]
     outside = False
     for t in range(params[_INDEX_COUNT]):
         value = np.int64(indices[t])
@@ -247,7 +257,7 @@ def _index_pass(indices, params):
 def _first_bad(indices: np.ndarray, params: np.ndarray) -> int:
     """The position of the first index out of range, of a launch the entry refused."""
     values = indices[: params[_INDEX_COUNT]].astype(np.int64)
-    return int(np.flatnonzero((values < _least.py_func(params)) | (values > params[_HI]))[0])
+    return int(np.flatnonzero((values < params[_LEAST]) | (values > params[_HI]))[0])
 
 
 _PARAMS = numba.types.Array(numba.int64, 1, "C")
@@ -355,6 +365,7 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
         check,
         ahead,
         parallel,
+        index_range(sizes, bool(wrap))[0],
     )
     row_bytes = sizes.inner * itemsize
     width = next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)
