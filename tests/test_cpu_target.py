@@ -113,13 +113,13 @@ def test_unary_span_loop_keeps_its_constants_out_of_the_loop():
     from numba import njit, types
 
     import ep
-    from ep.cpu.compiler import KernelCompiler
 
     primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cpu", ep.UnaryOp.kSigmoid, np.float32, np.float32)
-    # The span takes its launch's arguments by address, and its item range. Compiled here, uncached:
-    # Numba shows no machine code of a build it loaded from the disk cache.
+    # The span takes its launch's arguments by address, and its item range. Compiled here with the
+    # span's own options, uncached: Numba shows no machine code of a build it loaded from the disk cache.
+    span_kernel = primitive._kernel.span
     signature = (types.int64, types.int64, types.int64)
-    span = njit(signature, cache=False, pipeline_class=KernelCompiler)(primitive._kernel.span.serial.py_func)
+    span = njit(signature, **{**span_kernel._options, "cache": False})(span_kernel.serial.py_func)
     loop = _innermost_vector_loop(span.inspect_asm(signature))
     reloads = [line for line in loop if "broadcast" in line or ".LCPI" in line]
     assert not reloads, reloads
