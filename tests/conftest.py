@@ -7,49 +7,19 @@ import fcntl
 import json
 import os
 import pathlib
-import sys
-import threading
 from typing import Callable
 
 import compile_once
-import numpy as np
 import pytest
+import simulator
 
 if "NUMBA_ENABLE_CUDASIM" not in os.environ:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0" if ctypes.util.find_library("cuda") else "1"
 
 
-def _lock_simulated_shared_arrays() -> None:
-    """The simulator makes a block's cuda.shared.array on its first call, check-then-set without a
-    lock, so two threads of the block can each make one and then sum into different arrays (seen
-    once threads switch often). Here one lock makes it atomic: one array per block and call site."""
-    from numba.core.types import Type
-    from numba.cuda.simulator.kernelapi import FakeCUDAShared
-    from numba.np.numpy_support import as_dtype
-
-    dynamic = FakeCUDAShared.array
-    lock = threading.Lock()
-
-    def array(self, shape, dtype, alignment=None):
-        if shape == 0 or alignment is not None:  # dynamic shared memory, or refused: no table
-            return dynamic(self, shape, dtype, alignment)
-        caller = sys._getframe(1)
-        dtype = as_dtype(dtype) if isinstance(dtype, Type) else dtype
-        with lock:
-            found = self._allocations.get((caller.f_code.co_filename, caller.f_lineno))
-            if found is None:
-                found = self._allocations[caller.f_code.co_filename, caller.f_lineno] = np.empty(shape, dtype)
-        return found
-
-    FakeCUDAShared.array = array
-
-
 if os.environ["NUMBA_ENABLE_CUDASIM"] == "1":
-    # The simulator runs a block's threads as Python threads, which its block manager polls in a
-    # busy loop: at the default 5 ms switch interval, each hand-over of the GIL between them waits
-    # out most of an interval (a simulated launch took ~10x longer).
-    sys.setswitchinterval(1e-4)
-    _lock_simulated_shared_arrays()
+    simulator.lock_shared_arrays()
+    simulator.block_without_polling()
 
 # This suite's tests take ep's device as `device`.
 pytest_plugins = ["ep.testing.device"]

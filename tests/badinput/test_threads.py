@@ -1,4 +1,5 @@
 """One primitive launched from 8 threads at once: every thread gets its own correct result."""
+import sys
 import threading
 
 import numpy as np
@@ -9,8 +10,17 @@ from launch_specs import SPECS, launch
 THREADS = 8
 
 
+@pytest.fixture
+def threads_switch_often():
+    # Python's default 5 ms between GIL hand-overs would let each thread run all its launches alone.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)
+    yield
+    sys.setswitchinterval(interval)
+
+
 @pytest.mark.parametrize("name", SPECS)
-def test_concurrent_launches_of_one_primitive(device, name):
+def test_concurrent_launches_of_one_primitive(device, name, threads_switch_often):
     if device != "cpu":
         pytest.skip("Numba's CUDA simulator runs one kernel at a time (its threads share one block state)")
     spec = SPECS[name]
