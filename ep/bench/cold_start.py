@@ -68,18 +68,10 @@ def _run_once(device: str, op: str, cache_dir: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def _cold(device: str, op: str) -> dict:
-    cache_dir = tempfile.mkdtemp(prefix="ep-cold-")
-    try:
-        return _run_once(device, op, cache_dir)
-    finally:
-        shutil.rmtree(cache_dir, ignore_errors=True)
-
-
 def cold_start(device: str, repeats: int) -> dict:
     """Median seconds, over `repeats` fresh processes each, of `import ep` and of each op's first
     call in wall time (cold_s, warm_s) and CPU time (cold_cpu_s, warm_cpu_s): "cold" with an empty
-    Numba cache directory per process, "warm" with one that a process before them filled."""
+    Numba cache directory per process, "warm" with the one that the op's first cold process filled."""
     imports = []
     result = {"cold_s": {}, "warm_s": {}, "cold_cpu_s": {}, "warm_cpu_s": {}}
 
@@ -89,12 +81,11 @@ def cold_start(device: str, repeats: int) -> dict:
         result[f"{cache}_cpu_s"][op] = statistics.median(r["first_call_cpu_s"] for r in runs)
 
     for op in CALLS:
-        record("cold", op, [_cold(device, op) for _ in range(repeats)])
-    cache_dir = tempfile.mkdtemp(prefix="ep-warm-")
-    try:
-        for op in CALLS:
-            _run_once(device, op, cache_dir)
-            record("warm", op, [_run_once(device, op, cache_dir) for _ in range(repeats)])
-    finally:
-        shutil.rmtree(cache_dir, ignore_errors=True)
+        cache_dirs = [tempfile.mkdtemp(prefix="ep-cold-") for _ in range(repeats)]
+        try:
+            record("cold", op, [_run_once(device, op, cache_dir) for cache_dir in cache_dirs])
+            record("warm", op, [_run_once(device, op, cache_dirs[0]) for _ in range(repeats)])
+        finally:
+            for cache_dir in cache_dirs:
+                shutil.rmtree(cache_dir, ignore_errors=True)
     return {"import_s": statistics.median(imports), **result, "repeats": repeats, "calls": CALLS}
