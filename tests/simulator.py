@@ -42,7 +42,7 @@ class _Block:
         self.generation = 0
         self.failed = None
 
-    def _release_if_all_wait(self) -> None:
+    def release_if_all_wait(self) -> None:
         if self.live and self.waiting == self.live:
             self.waiting = 0
             self.generation += 1
@@ -77,7 +77,7 @@ def block_without_polling() -> None:
                     for thread in block.threads:
                         thread.abort = True
                 elif block.failed is None:
-                    block._release_if_all_wait()
+                    block.release_if_all_wait()
                 block.condition.notify_all()
 
     def syncthreads(self):
@@ -87,7 +87,7 @@ def block_without_polling() -> None:
         with block.condition:
             generation = block.generation
             block.waiting += 1
-            block._release_if_all_wait()
+            block.release_if_all_wait()
             block.condition.wait_for(lambda: block.generation != generation or self.abort)
         if self.abort:
             raise RuntimeError("abort flag set on syncthreads clear")
