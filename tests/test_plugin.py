@@ -30,6 +30,32 @@ DOWNSTREAM = {
         def test_own(device):
             assert device == "my own device"
     """,
+    "test_own_ep_device.py": """
+        import pytest
+
+        @pytest.mark.parametrize("ep_device", ["mine"])
+        def test_own(ep_device):
+            assert ep_device == "mine"
+
+        @pytest.mark.parametrize("size, ep_device", [(1, "mine_a"), (2, "mine_b")])
+        def test_own_among_others(size, ep_device):
+            assert ep_device.startswith("mine_")
+
+        @pytest.mark.parametrize(argnames=["ep_device"], argvalues=[["mine"]])
+        class TestOwn:
+            def test_in_class(self, ep_device):
+                assert ep_device == "mine"
+    """,
+    "opt_in/test_own_device.py": """
+        import pytest
+
+        @pytest.mark.parametrize("device", ["mine"])
+        def test_own(device):
+            assert device == "mine"
+
+        def test_plugins(device):
+            assert device in ("cpu", "cuda")
+    """,
     "test_ep_device.py": """
         import numpy as np
         import ep
@@ -93,6 +119,19 @@ def test_own_device_fixture_and_parametrize_are_left_alone(downstream):
     result = _pytest(downstream, "test_own_parametrize.py", "fixture")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "3 passed" in result.stdout
+
+
+def test_own_ep_device_parametrize_overrides_the_plugin(downstream):
+    # pytest's rule: a test's direct parametrization overrides a fixture of the same name.
+    result = _pytest(downstream, "test_own_ep_device.py")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "4 passed" in result.stdout
+
+
+def test_own_device_parametrize_overrides_the_opt_in_plugin(downstream):
+    result = _pytest(downstream, "-p", "ep.testing.device", "opt_in")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "3 passed" in result.stdout  # its own, then cpu and the simulator
 
 
 def test_ep_device_runs_on_every_available_device(downstream):

@@ -1,6 +1,8 @@
 """The pytest plugin: every test that takes `ep_device` runs once per selected ep device.
 
-It touches nothing else: a suite's own `device` fixture or parametrization is left alone.
+It touches nothing else: a suite's own `device` fixture or parametrization is left alone, and a
+test's own `@pytest.mark.parametrize("ep_device", ...)` overrides the plugin's, as pytest's direct
+parametrization overrides a fixture.
 """
 from __future__ import annotations
 
@@ -32,6 +34,22 @@ def selected_devices(config) -> list:
     return [pytest.param(chosen, marks=pytest.mark.skip(reason=f"--ep-device {chosen}: {why}"))]
 
 
+def parametrize_devices(metafunc, argname: str) -> None:
+    """Parametrize argname by the selected ep devices, unless the test parametrizes it itself."""
+    if argname in metafunc.fixturenames and not _parametrized_by_test(metafunc, argname):
+        metafunc.parametrize(argname, selected_devices(metafunc.config))
+
+
+def _parametrized_by_test(metafunc, argname: str) -> bool:
+    """Whether a parametrize mark of the test (or its class or module) names argname."""
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        argnames = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if isinstance(argnames, str):
+            argnames = [name.strip() for name in argnames.split(",")]
+        if argname in argnames:
+            return True
+    return False
+
+
 def pytest_generate_tests(metafunc) -> None:
-    if "ep_device" in metafunc.fixturenames:
-        metafunc.parametrize("ep_device", selected_devices(metafunc.config))
+    parametrize_devices(metafunc, "ep_device")
