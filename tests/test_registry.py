@@ -35,6 +35,15 @@ def test_device_tags_and_streams(device):
     stream.Sync()
 
 
+def test_an_index_given_twice_must_agree(device):
+    # PyTorch refuses torch.device("cpu:0", 3) likewise; an index named once is taken.
+    tagged = ep.GetDevice(f"{device}:0")
+    assert ep.GetDevice(f"{device}:0", 0) is tagged and ep.GetDevice(tagged) is tagged and ep.GetDevice(tagged, 0) is tagged
+    for named in (f"{device}:0", tagged):
+        with pytest.raises(ValueError, match=rf"device, index: device .*{device}:0.* names index 0 but index is 3; expected one index"):
+            ep.GetDevice(named, 3)
+
+
 def test_new_primitive_reuses_a_combination(device):
     first = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, ep.UnaryOp.kRelu, ep.DataType.kFloat, ep.DataType.kFloat)
     again = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "relu", np.float32, "float32")

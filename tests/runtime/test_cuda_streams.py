@@ -106,10 +106,24 @@ def test_handle_zero_is_the_default_stream_and_ep_streams_pass_through(cuda_devi
     assert cuda_device.WrapStream(created) is created
 
 
-@pytest.mark.parametrize("bad", [None, "stream", -3, 2.5, True, StreamProtocol("x")])
+@pytest.mark.parametrize("bad", [None, "stream", 2.5, True, StreamProtocol("x")])
 def test_what_is_no_stream_is_refused_naming_it(cuda_device, bad):
     with pytest.raises(TypeError, match="stream: .* is not a stream; expected an ep Stream"):
         cuda_device.WrapStream(bad)
+
+
+@pytest.mark.parametrize("handle", [-3, -1, 2**64, 2**64 + 5, 2**70])
+@pytest.mark.parametrize("make", [int, StreamProtocol], ids=["int", "protocol"])
+def test_a_handle_outside_64_bits_is_refused(cuda_device, handle, make):
+    # A CUstream is a 64-bit pointer: nothing outside [0, 2**64) names one.
+    with pytest.raises(OverflowError, match=rf"stream: {handle} .*expected a 64-bit pointer, 0 <= handle < 2\*\*64"):
+        cuda_device.WrapStream(make(handle))
+    with pytest.raises(OverflowError, match=rf"stream: {handle} "):
+        ep.ops.unary("relu", to_device(np.ones(3, np.float32), "cuda"), stream=make(handle))
+
+
+def test_the_largest_handle_is_taken(cuda_device):
+    assert cuda_device.WrapStream(2**64 - 1).handle == 2**64 - 1
 
 
 def test_a_stream_of_another_device_is_refused(cuda_device):

@@ -100,19 +100,29 @@ def cuda_device_count() -> int:
     return len(cuda.gpus)
 
 
-def GetDevice(device: object, index: int = 0) -> Device:
-    """The Device for a device type or tag ("cpu", "cuda", "cuda:1") and an index.
+def GetDevice(device: object, index: int | None = None) -> Device:
+    """The Device for a device type, a Device or a tag ("cpu", "cuda", "cuda:1") and an index
+    (default 0; a Device or a tag with an index names it, and an index given besides must agree).
 
     ValueError names the device when this machine has no such device.
     """
     device_type = as_device_type(device)
-    if isinstance(device, str) and ":" in device:
+    if index is not None and (type(index) is not int or index < 0):
+        raise ValueError(f"index: {index!r} is not a device index; expected an int >= 0")
+    named = None
+    if isinstance(device, Device):
+        named = device.index
+    elif isinstance(device, str) and ":" in device:
         tag = device.split(":", 1)[1]
         if not tag.isdecimal():
             raise ValueError(f"device: {device!r} has no valid index; expected e.g. '{device_type.value}:0'")
-        index = int(tag)
-    if type(index) is not int or index < 0:
-        raise ValueError(f"index: {index!r} is not a device index; expected an int >= 0")
+        named = int(tag)
+    if named is not None:
+        if index is not None and index != named:
+            raise ValueError(f"device, index: device {device!r} names index {named} but index is {index}; expected one index")
+        index = named
+    elif index is None:
+        index = 0
     if device_type is DeviceType.kCPU and index != 0:
         raise ValueError(f"device: cpu:{index} does not exist; expected index 0")
     if device_type is DeviceType.kCUDA:

@@ -176,6 +176,7 @@ def foreign_handle(obj: object) -> int | None:
 
     Accepts objects with __cuda_stream__ (a method or attribute giving (version, handle): CuPy,
     numba, cuda.core), PyTorch's streams (cuda_stream), CuPy's older ones (ptr), and ints.
+    OverflowError for a handle outside [0, 2**64): a CUstream is a 64-bit pointer.
     """
     protocol = getattr(obj, "__cuda_stream__", None)
     if protocol is not None:
@@ -187,8 +188,10 @@ def foreign_handle(obj: object) -> int | None:
         handle = obj.ptr
     else:
         handle = obj
-    if type(handle) is not int or handle < 0:
+    if type(handle) is not int:
         return None
+    if not 0 <= handle < 2**64:
+        raise OverflowError(f"stream: {handle} (from {obj!r}) is no CUstream handle; expected a 64-bit pointer, 0 <= handle < 2**64")
     # Handle 0 names the (legacy) default stream, as numba's and CUDA's APIs read it.
     return handle or LEGACY_DEFAULT_STREAM
 
