@@ -11,6 +11,7 @@ from ep.common.math.ops.record import document_ops
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType, GetDevice
+from ep.common.runtime.keys import exact_key
 from ep.common.runtime.validate import INT64_MAX, INT64_MIN
 from ep.common.runtime.scalar import integer_out_of_range, is_scalar, result_dtype, scalar_value
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
@@ -72,13 +73,11 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
         # Two CPU arrays of one dtype: everything but the buffers comes from the cache.
         try:
             primitive, dst_dtype, shape, dims0, dims1 = _cached_array_plan(
-                op, a.dtype, a.shape, b.shape, type(attr0), attr0, type(attr1), attr1
+                op, a.dtype, a.shape, b.shape, attr0, attr1, exact_key((attr0, attr1))
             )
         except TypeError:
             # An unhashable argument, or a bad one: the uncached plan raises the error that names it.
-            primitive, dst_dtype, shape, dims0, dims1 = _array_plan(
-                op, a.dtype, a.shape, b.shape, type(attr0), attr0, type(attr1), attr1
-            )
+            primitive, dst_dtype, shape, dims0, dims1 = _array_plan(op, a.dtype, a.shape, b.shape, attr0, attr1)
         stream = stream_for(_CPU, stream)
         if not a.flags.c_contiguous:
             a = contiguous(a, _CPU)
@@ -136,8 +135,12 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
     return out
 
 
-def _array_plan(op, dtype, a_shape, b_shape, attr0_type, attr0, attr1_type, attr1):
-    """(primitive, dst dtype, shape, dims0, dims1) of two CPU arrays of one dtype."""
+def _array_plan(op, dtype, a_shape, b_shape, attr0, attr1, exact=None):
+    """(primitive, dst dtype, shape, dims0, dims1) of two CPU arrays of one dtype.
+
+    exact (exact_key of the attributes) only keys the cache, where 1.0 would pass for 1 and True,
+    and -0.0 for 0.0.
+    """
     op = as_binary_op(op)
     src_dtype = as_data_type(dtype, "a, b")
     dst_dtype = binary_dst_dtype(op, src_dtype)
@@ -151,8 +154,8 @@ def _array_plan(op, dtype, a_shape, b_shape, attr0_type, attr0, attr1_type, attr
     return primitive, dst_dtype, shape, dims0, dims1
 
 
-# Keyed by the caller's own arguments (attribute types included, since 1 == 1.0 == True), so a
-# repeated call skips every normalization; bounded, since attribute values are caller data.
+# Keyed by the caller's own arguments (the attributes by exact_key), so a repeated call skips
+# every normalization; bounded, since attribute values are caller data.
 _cached_array_plan = functools.lru_cache(maxsize=4096)(_array_plan)
 
 

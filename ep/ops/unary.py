@@ -6,6 +6,7 @@ import functools
 import numpy as np
 
 from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.keys import exact_key
 from ep.common.math.ops.record import document_ops
 from ep.common.math.unary_functor import UNARY_FUNCTORS, unary_dst_dtypes, unary_keyword_attrs
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
@@ -31,15 +32,17 @@ def unary_result_dtype(op: UnaryOp, src_dtype: DataType, dtype: object = None) -
     return choices[0]
 
 
-def _primitive(op, device_type, x_dtype, attr0, attr1, dtype):
+def _primitive(op, device_type, x_dtype, attr0, attr1, dtype, exact=None):
+    # exact (exact_key of the attributes) only keys the cache, where -0.0 would pass for 0.0.
     op = as_unary_op(op)
     src_dtype = as_data_type(x_dtype, "x")
     dst_dtype = unary_result_dtype(op, src_dtype, dtype)
     return NewPrimitive(ElementwiseUnaryFactory, device_type, op, src_dtype, dst_dtype, attr0, attr1), dst_dtype.dtype
 
 
-# Keyed by the caller's own arguments (typed, so True never passes for 1): a repeated call skips
-# every normalization. Unhashable arguments take _primitive, whose error names them.
+# Keyed by the caller's own arguments (typed, so True never passes for 1, and the attributes by
+# exact_key, so -0.0 never passes for 0.0): a repeated call skips every normalization. Unhashable
+# arguments take _primitive, whose error names them.
 _cached_primitive = functools.lru_cache(maxsize=4096, typed=True)(_primitive)
 
 
@@ -60,7 +63,7 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, *
         attr0, attr1 = unary_keyword_attrs(op, attrs, attr0, attr1)
     device = device_of(x, "x")
     try:
-        primitive, dst_dtype = _cached_primitive(op, device, x.dtype, attr0, attr1, dtype)
+        primitive, dst_dtype = _cached_primitive(op, device, x.dtype, attr0, attr1, dtype, exact_key((attr0, attr1)))
     except TypeError:
         primitive, dst_dtype = _primitive(op, device, x.dtype, attr0, attr1, dtype)
     stream = device.default_stream if stream is None else stream_for(device, stream)

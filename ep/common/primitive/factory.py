@@ -13,6 +13,7 @@ import threading
 from typing import Callable, Hashable, Iterator
 
 from ep.common.runtime.device import DeviceType
+from ep.common.runtime.keys import exact_key
 from ep.include.primitive.primitive import Factory, Primitive
 
 # Primitives kept per factory; attribute values are part of a key, so the count is unbounded
@@ -21,7 +22,10 @@ MAX_CACHED_PRIMITIVES = 4096
 
 
 class PrimitiveCache:
-    """A bounded, thread-safe map from resolved New arguments to the one primitive made for them."""
+    """A bounded, thread-safe map from resolved New arguments to the one primitive made for them.
+
+    Keyed by exact_key: attributes that compare equal but differ (-0.0 and 0.0) get their own.
+    """
 
     def __init__(self, make: Callable[..., Primitive], maxsize: int = MAX_CACHED_PRIMITIVES) -> None:
         self._make = make
@@ -31,13 +35,14 @@ class PrimitiveCache:
 
     def get(self, key: tuple) -> Primitive:
         """The primitive for key, made by make(*key) on first use."""
+        exact = exact_key(key)
         try:
-            return self._entries[key]
+            return self._entries[exact]
         except KeyError:
             pass
         primitive = self._make(*key)
         with self._lock:
-            found = self._entries.setdefault(key, primitive)
+            found = self._entries.setdefault(exact, primitive)
             if len(self._entries) > self._maxsize:
                 self._entries.popitem(last=False)
         return found

@@ -1,0 +1,54 @@
+"""exact_key: the one rule by which caches tell apart values that compare equal.
+
+Python's dicts (and so lru_cache) take -0.0 for 0.0, 1 for 1.0 and True, and a NaN for another,
+yet a kernel given one computes something else than given the other (softplus with beta -0.0
+gives -inf where 0.0 gives +inf). Every cache whose key can hold a caller's value keys it by
+exact_key(value).
+"""
+from __future__ import annotations
+
+import enum
+import struct
+from typing import Callable, Hashable
+
+import numpy as np
+
+_DOUBLE = struct.Struct("d")
+
+
+def exact_key(value: object) -> Hashable:
+    """A key equal for two values only when they have one type and the same bits.
+
+    A float (Python's or NumPy's) is keyed by its type and bit pattern, so -0.0 differs from 0.0
+    and NaNs by their payloads; a tuple element by element; anything else by its type and value,
+    so 1, 1.0, True and np.int64(1) are four keys.
+    """
+    kind = type(value)
+    rule = _RULES.get(kind)
+    if rule is None:
+        rule = _RULES.setdefault(kind, _rule(kind))
+    return rule(value)
+
+
+def _rule(kind: type) -> Callable[[object], Hashable]:
+    """How exact_key keys a value of kind (kept per type: a program meets a few types)."""
+    if kind in (str, bytes, type(None)) or (issubclass(kind, enum.Enum) and not issubclass(kind, (int, float, str))):
+        return _itself  # == already means the same type and value
+    if kind is tuple:
+        return lambda value: tuple(map(exact_key, value))
+    if issubclass(kind, float):  # np.float64 too
+        return lambda value: (kind, _DOUBLE.pack(value))
+    if issubclass(kind, np.inexact):
+        return lambda value: (kind, value.tobytes())
+    if issubclass(kind, complex):
+        return lambda value: (kind, _DOUBLE.pack(value.real), _DOUBLE.pack(value.imag))
+    if issubclass(kind, tuple):
+        return lambda value: (kind, tuple(map(exact_key, value)))
+    return lambda value: (kind, value)
+
+
+def _itself(value: object) -> Hashable:
+    return value
+
+
+_RULES: dict[type, Callable[[object], Hashable]] = {}
