@@ -15,10 +15,8 @@ def overlaps(x, out, elementwise: bool = False) -> bool:
     if x is out:
         return not elementwise
     if type(out) is _ndarray:
-        owner = x if x.base is None else _owner(x)
-        if owner is not None and owner is not (out if out.base is None else _owner(out)):
-            # Views of two arrays that own their memory lie in two allocations: the common case, first.
-            return False
+        # From memory ranges, whoever owns the memory: a view another library made (torch.from_numpy,
+        # np.from_dlpack, as_strided, ctypes) of an ndarray's memory overlaps it all the same.
         return _host_overlap(x, out, elementwise)
     # Pointer ranges serve every other array (a CPU subclass too, by its __array_interface__).
     return _device_overlap(x, out, elementwise)
@@ -26,17 +24,6 @@ def overlaps(x, out, elementwise: bool = False) -> bool:
 
 # np.shares_memory's work bound: past it the answer is "maybe", and the input is copied.
 _MAX_OVERLAP_WORK = 1 << 12
-
-
-def _owner(x: np.ndarray) -> np.ndarray | None:
-    """The ndarray that owns x's memory (x, or the root of its views); None for other memory."""
-    while True:
-        base = x.base
-        if base is None:
-            return x
-        if not isinstance(base, _ndarray):
-            return None
-        x = base
 
 
 def _host_overlap(x: np.ndarray, out: np.ndarray, elementwise: bool) -> bool:
