@@ -368,3 +368,40 @@ def test_sbp_with_another_librarys_array_is_a_clear_error(device):
     x = Boxed(np.ones(3, np.float32)) if device == "cpu" else to_device(np.ones(3, np.float32), device)
     with pytest.raises(TypeError, match="sbp: unary takes sbp= only with global tensors"):
         ep.ops.unary("relu", x, sbp=ep.sbp.broadcast)
+
+
+
+def test_tensors_with_the_negative_bit_are_refused(device):
+    # c.conj().imag reads -2, 4 but its memory holds 2, -4: read as memory, every op saw the wrong
+    # sign, and an out= was written unsigned. Refused, naming the argument, as tensor.numpy() does.
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    on = "cpu" if device == "cpu" else "cuda"
+    if on == "cuda" and not _cuda_torch():
+        pytest.skip("needs PyTorch with CUDA and a GPU")
+    c = torch.tensor([1 + 2j, 3 - 4j], device=on)
+    neg = c.conj().imag
+    assert neg.is_neg() and neg.dtype == torch.float32
+    ones = torch.ones(2, device=on)
+    calls = [
+        ("x", lambda: ep.ops.unary("relu", neg)),
+        ("b", lambda: ep.ops.binary("add", ones, neg)),
+        ("a", lambda: ep.ops.binary("mul", neg, 2.0)),
+        ("params", lambda: ep.ops.gather(neg, torch.zeros(2, dtype=torch.int64, device=on))),
+        ("x", lambda: ep.ops.expand(neg, (2, 2))),
+        ("dy", lambda: ep.ops.expand_grad(neg, (2,))),
+        ("out", lambda: ep.ops.expand(ones[:1], (2,), out=neg)),
+        ("out", lambda: ep.ops.binary("add", ones, ones, out=neg)),
+        ("y", lambda: ep.from_dlpack(neg, "y")),
+    ]
+    if on == "cpu":
+        primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "relu", np.float32, np.float32)
+        stream = ep.GetDevice(device).default_stream
+        calls.append(("src", lambda: primitive.Launch(stream, neg, torch.empty(2), 2)))
+        calls.append(("dst", lambda: primitive.Launch(stream, ones, neg, 2)))
+    for name, call in calls:
+        with pytest.raises(ValueError, match=rf"{name}: the tensor has PyTorch's negative bit set .* pass {name}\.resolve_neg\(\)"):
+            call()
+    # Nothing was written through it, and resolved it gives PyTorch's answers.
+    np.testing.assert_array_equal(c.cpu().numpy(), [1 + 2j, 3 - 4j])
+    np.testing.assert_array_equal(to_numpy(ep.ops.unary("relu", neg.resolve_neg())), [0, 4])
+    np.testing.assert_array_equal(to_numpy(ep.ops.binary("add", ones, neg.resolve_neg())), [-1, 5])

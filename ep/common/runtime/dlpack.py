@@ -30,8 +30,9 @@ def host_array(obj: object, name: str, device_type: int | None = None) -> np.nda
     TypeError naming name for an array elsewhere or of a dtype NumPy lacks (bfloat16);
     ValueError for a tensor that requires grad: ep records no gradients, and PyTorch itself
     refuses to hand such a tensor's memory out (tensor.numpy(), __dlpack__), so the caller
-    detaches it, as for NumPy. device_type is obj's DLPack device type when the caller has it
-    (PyTorch computes it in Python, at some cost).
+    detaches it, as for NumPy; likewise for PyTorch's negative bit (resolve_neg()). device_type
+    is obj's DLPack device type when the caller has it (PyTorch computes it in Python, at some
+    cost).
     """
     _check_exportable(obj, name)
     if device_type is None:
@@ -68,9 +69,18 @@ def from_dlpack(obj: object, name: str = "x"):
 
 
 def _check_exportable(obj: object, name: str) -> None:
-    # The two refusals a PyTorch user meets, said in ep's terms before DLPack says them in its own.
+    # The refusals a PyTorch user meets, said in ep's terms before DLPack says them in its own.
     if getattr(obj, "requires_grad", False) is True:
         raise ValueError(f"{name}: the tensor requires grad and ep records no gradients; pass {name}.detach() (it shares the memory)")
+    is_neg = getattr(obj, "is_neg", None)
+    if callable(is_neg) and is_neg():
+        # PyTorch's lazy negation (c.conj().imag): a bit on the tensor, not its memory, which DLPack
+        # and __cuda_array_interface__ hand out unsigned. Refused as tensor.numpy() refuses it: an
+        # input resolved here would be a hidden copy, and an out= could not be written through it.
+        raise ValueError(
+            f"{name}: the tensor has PyTorch's negative bit set (its memory holds the negated values); "
+            f"pass {name}.resolve_neg()"
+        )
     dtype = str(getattr(obj, "dtype", ""))
     if "bfloat16" in dtype:
         names = ", ".join(t.value for t in ALL_TYPES)
