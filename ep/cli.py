@@ -1,10 +1,15 @@
-"""The `python -m ep` command line: list the registry, self-check every device, run the benchmarks."""
+"""The `python -m ep` command line: list the registry, self-check every device, warm the compile
+cache, run the benchmarks."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
+from typing import Callable
+
+from ep.common.runtime.names import did_you_mean
 
 
 def registry_rows(device: str | None = None, primitive: str | None = None, op: str | None = None) -> list[dict]:
@@ -56,16 +61,38 @@ def _summary(rows: list[dict]) -> list[tuple]:
     return table
 
 
+@functools.cache
+def _registry_names() -> dict[str, list[str]]:
+    """The names the command line accepts: devices, primitives, ops (OneFlow's names and values), dtypes."""
+    from ep import BinaryOp, DataType, DeviceType, UnaryOp
+
+    rows = registry_rows()
+    listed = {r["op"] for r in rows if r["op"]}
+    ops = [op for enum_type in (UnaryOp, BinaryOp) for op in enum_type if op.name in listed]
+    return {
+        "device": [d.value for d in DeviceType],
+        "primitive": sorted({r["primitive"] for r in rows}),
+        "op": sorted({op.value for op in ops}) + sorted({op.name for op in ops}),
+        "dtype": [d.value for d in DataType],
+    }
+
+
+def _name(kind: str, what: str) -> Callable[[str], str]:
+    """An argparse type: value itself when it is a name of kind ("device", "primitive", "op",
+    "dtype"), else an error saying it is not what, with the closest names (or all of them)."""
+
+    def parse(value: str) -> str:
+        valid = _registry_names()[kind]
+        if value in valid:
+            return value
+        hint = did_you_mean(value, valid) or f"expected one of {', '.join(valid)}"
+        raise argparse.ArgumentTypeError(f"{value!r} is not {what}; {hint}")
+
+    parse.__name__ = kind  # argparse names the type in its own errors
+    return parse
+
+
 def _list(args: argparse.Namespace) -> int:
-    everything = registry_rows()
-    primitives = sorted({r["primitive"] for r in everything})
-    if args.primitive is not None and args.primitive not in primitives:
-        print(f"ep list: --primitive {args.primitive!r} is not a primitive; expected one of {', '.join(primitives)}", file=sys.stderr)
-        return 2
-    if args.op is not None and not registry_rows(op=args.op):
-        ops = sorted({r["op"] for r in everything if r["op"]})
-        print(f"ep list: --op {args.op!r} is not an op; expected one of {', '.join(ops)}", file=sys.stderr)
-        return 2
     rows = registry_rows(args.device, args.primitive, args.op)
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
@@ -83,6 +110,21 @@ def _check(args: argparse.Namespace) -> int:
     from ep.selfcheck import run_self_check
 
     return run_self_check(args.device)
+
+
+def _warmup(args: argparse.Namespace) -> int:
+    from ep.common.runtime.device import available_device_types
+    from ep.warmup import chosen_rows, warm
+
+    available = [d.value for d in available_device_types()]
+    if args.device is not None and args.device not in available:
+        print(f"ep warmup: --device {args.device!r} is not available here; expected one of {', '.join(available)}", file=sys.stderr)
+        return 2
+    rows = chosen_rows([args.device] if args.device else available, args.ops, args.dtypes, args.primitives)
+    if not rows:
+        print("ep warmup: no registered combination matches these --ops, --dtypes and --primitives", file=sys.stderr)
+        return 2
+    return warm(rows)
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -103,19 +145,26 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     list_parser = commands.add_parser("list", help="summarize the primitive registry (--all: every combination)")
-    list_parser.add_argument("--device", choices=("cpu", "cuda"))
-    list_parser.add_argument("--primitive", help="e.g. Gather, ElementwiseUnary")
-    list_parser.add_argument("--op", help="e.g. relu or kRelu")
+    list_parser.add_argument("--device", type=_name("device", "a device"), metavar="{cpu,cuda}")
+    list_parser.add_argument("--primitive", type=_name("primitive", "a primitive"), help="e.g. Gather, ElementwiseUnary")
+    list_parser.add_argument("--op", type=_name("op", "an op"), help="e.g. relu or kRelu")
     list_parser.add_argument("--all", action="store_true", help="print every combination, not the summary")
     list_parser.add_argument("--json", action="store_true", help="print a JSON list of rows")
     list_parser.set_defaults(run=_list)
 
     check_parser = commands.add_parser("check", help="launch each primitive family once on each available device")
-    check_parser.add_argument("--device", choices=("cpu", "cuda"))
+    check_parser.add_argument("--device", type=_name("device", "a device"), metavar="{cpu,cuda}")
     check_parser.set_defaults(run=_check)
 
+    warmup_parser = commands.add_parser("warmup", help="compile kernels into the disk cache before the first launch")
+    warmup_parser.add_argument("--device", type=_name("device", "a device"), metavar="{cpu,cuda}", help="default: every available device")
+    warmup_parser.add_argument("--ops", nargs="+", type=_name("op", "an op"), metavar="OP", help="e.g. relu add (default: every op, and the primitives without one)")
+    warmup_parser.add_argument("--dtypes", nargs="+", type=_name("dtype", "a data type"), metavar="DTYPE", help="the data's dtypes, e.g. float32 (default: all)")
+    warmup_parser.add_argument("--primitives", nargs="+", type=_name("primitive", "a primitive"), metavar="PRIMITIVE", help="e.g. Gather (default: all)")
+    warmup_parser.set_defaults(run=_warmup)
+
     bench_parser = commands.add_parser("bench", help="time ep against NumPy and PyTorch")
-    bench_parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    bench_parser.add_argument("--device", type=_name("device", "a device"), metavar="{cpu,cuda}", default="cpu")
     bench_parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     bench_parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     bench_parser.add_argument("--compare", nargs="+", metavar="OLD_JSON", help="print this run's time over these reports'")

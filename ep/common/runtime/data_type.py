@@ -5,7 +5,7 @@ import functools
 
 import numpy as np
 
-from ep.common.runtime.names import NamedEnum
+from ep.common.runtime.names import NamedEnum, did_you_mean
 
 
 class DataType(NamedEnum):
@@ -80,5 +80,6 @@ def as_data_type(value: object, name: str = "dtype") -> DataType:
         found = None
     if found is None:
         names = ", ".join(dt.value for dt in DataType)
-        raise TypeError(f"{name}: {value!r} is not a supported data type; expected one of {names}")
+        hint = did_you_mean(value, [dt.value for dt in DataType])
+        raise TypeError(f"{name}: {value!r} is not a supported data type; {hint + ' ' if hint else ''}expected one of {names}")
     return found

@@ -56,6 +56,18 @@ def alias_table(enum_type: type[NamedEnum]) -> dict[str, enum.Enum]:
     return table
 
 
+def did_you_mean(value: object, choices: Iterable[str], n: int = 3) -> str:
+    """"did you mean 'relu'?" naming the choices closest to value (difflib, ignoring case and
+    underscores), best first; "" when value is not a string or no choice is close."""
+    if not isinstance(value, str):
+        return ""
+    folded: dict[str, str] = {}
+    for choice in choices:
+        folded.setdefault(_fold(choice), choice)
+    close = difflib.get_close_matches(_fold(value), list(folded), n=n)
+    return f"did you mean {', '.join(repr(folded[c]) for c in close)}?" if close else ""
+
+
 def lookup(enum_type: type[E], value: object, name: str, what: str, example: str) -> E:
     """The member of enum_type that value is or names: TypeError naming name and value for a value of
     another type, ValueError (with the closest names, aliases included) for a string that names no member.
@@ -73,9 +85,8 @@ def lookup(enum_type: type[E], value: object, name: str, what: str, example: str
             found = alias_table(enum_type).get(_fold(value))
         if found is not None:
             return found
-        valid = [m.value for m in enum_type] + [alias for alias, _ in enum_type.aliases()]
-        close = difflib.get_close_matches(value, valid, n=3)
-        if close:
-            raise ValueError(f"{name}: {value!r} is not {what}; did you mean {', '.join(map(repr, close))}?")
+        hint = did_you_mean(value, [m.value for m in enum_type] + [alias for alias, _ in enum_type.aliases()])
+        if hint:
+            raise ValueError(f"{name}: {value!r} is not {what}; {hint}")
         raise ValueError(f"{name}: {value!r} is not {what}; expected a {enum_type.__name__} or a name such as {example!r}")
     raise TypeError(f"{name}: {value!r} is not {what}; expected a {enum_type.__name__} or a name such as {example!r}")

@@ -1,0 +1,71 @@
+"""`python -m ep warmup`: compiles the chosen kernels into NUMBA_CACHE_DIR, and a second run finds them there."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+SUMMARY = re.compile(r"warmup: (\d+) combinations in ([\d.]+) s: (\d+) compiled \((\d+) functions\), (\d+) cached .*, (\d+) failed; cache: NUMBA_CACHE_DIR=(\S+)")
+
+# Real ep.ops calls whose kernels the warmup below compiles: after it they compile nothing.
+CALLS = """
+import numpy as np, numba.core.event as event, ep
+with event.install_recorder("numba:compile") as recorder:
+    x = np.random.randn(300, 200).astype(np.float32)
+    ep.ops.unary("relu", x), ep.ops.unary("relu", np.ones(1 << 20, np.float32))
+    ep.ops.binary("add", x, x), ep.ops.binary("add", 2.0, x), ep.ops.binary("add", x[:1], x)
+    ep.ops.binary("add", x[:, :1], x), ep.ops.binary("add", x.reshape(300, 1, 200), x.reshape(1, 300, 200))
+    ep.ops.gather(x, np.array([[3, -1], [7, 0]]), axis=0), ep.ops.gather(x, np.array([5], np.int32), axis=1)
+print(sum(e.is_start for _, e in recorder.buffer))
+"""
+
+
+def _run(cache_dir, *args):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    result = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def _warmup(cache_dir, *args):
+    result = _run(cache_dir, "-m", "ep", "warmup", "--device", "cpu", *args)
+    found = SUMMARY.search(result.stdout)
+    assert found, result.stdout
+    rows, seconds, compiled, functions, cached, failed, where = found.groups()
+    assert where == str(cache_dir) and failed == "0"
+    assert "warmup 1/" in result.stderr  # the progress counter (or tqdm's bar)
+    return int(rows), int(compiled), int(functions), int(cached), float(seconds)
+
+
+def test_warmup_compiles_once_then_finds_the_cache(tmp_path):
+    first = _warmup(tmp_path, "--ops", "relu", "--dtypes", "float32")
+    assert first[:2] == (1, 1) and first[2] > 0 and first[3] == 0
+    assert any(tmp_path.rglob("*.nbc")), "nothing written to NUMBA_CACHE_DIR"
+    second = _warmup(tmp_path, "--ops", "relu", "--dtypes", "float32")
+    assert second[:4] == (1, 0, 0, 1)
+    assert second[4] < first[4]
+
+
+def test_warmup_leaves_nothing_for_real_calls_to_compile(tmp_path):
+    _warmup(tmp_path, "--ops", "relu", "add", "--dtypes", "float32")
+    # CopyNd: ep.ops copies a non-contiguous input (x[:, :1] below) with it.
+    rows, *_ = _warmup(tmp_path, "--primitives", "Gather", "BatchGather", "CopyNd", "--dtypes", "float32")
+    assert rows == 5  # Gather and BatchGather with int32 and int64 indices, CopyNd
+    result = _run(tmp_path, "-c", CALLS)
+    assert result.stdout.split()[-1] == "0"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--ops", "gather"), "'gather' is not an op"),
+        (("--ops", "exp", "--dtypes", "int8"), "no registered combination matches"),
+    ],
+)
+def test_warmup_refuses_what_it_cannot_choose(tmp_path, args, message):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    result = subprocess.run([sys.executable, "-m", "ep", "warmup", "--device", "cpu", *args], capture_output=True, text=True, env=env)
+    assert result.returncode == 2 and message in result.stderr
+    assert not any(tmp_path.iterdir())  # nothing compiled
