@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ep.common.math.aliases import alias_dtype, checks_negative_powers, refuse_alias
 from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_dst_dtype, binary_keyword_attrs
 from ep.common.math.ops.record import document_ops
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
@@ -60,7 +61,8 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
     on the device to np.result_type first; comparison and logical ops give bool.
 
     op is a BinaryOp or a name: its own ("less_than"), OneFlow's ("kLessThan") or NumPy's and
-    PyTorch's ("less", "lt", "remainder"). attr0 and attr1 are the op's attributes in order; each may
+    PyTorch's ("less", "lt", "remainder"), which compute what that library computes (NumPy's true_divide
+    of ints gives float64, OneFlow's div ints). attr0 and attr1 are the op's attributes in order; each may
     instead be given by its keyword (rtol=1e-3), not both; one left out takes its default. Integer
     dtypes wrap on overflow, as NumPy's, and no integer op traps: the lines below say what a zero
     divisor or a negative exponent gives.
@@ -78,31 +80,33 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
         except TypeError:
             # An unhashable argument, or a bad one: the uncached plan raises the error that names it.
             primitive, dst_dtype, shape, dims0, dims1 = _array_plan(op, a.dtype, a.shape, b.shape, attr0, attr1)
-        stream = stream_for(_CPU, stream)
-        if not a.flags.c_contiguous:
-            a = contiguous(a, _CPU)
-        if not b.flags.c_contiguous:
-            b = contiguous(b, _CPU)
-        if out is None:
-            out = np.empty(shape, dst_dtype.dtype)
-        else:
-            if not (
-                type(out) is np.ndarray and out.dtype is dst_dtype.dtype and out.shape == shape
-                and (flags := out.flags).c_contiguous and flags.writeable
-            ):
-                check_out(out, "out", shape, dst_dtype, _CPU)
-            # Arrays that own their memory cannot overlap out: only views need the overlap test.
-            if a is not out and (a.base is not None or out.base is not None):
-                a = unaliased(a, out, _CPU, stream, elementwise=True)
-            if b is not out and (b.base is not None or out.base is not None):
-                b = unaliased(b, out, _CPU, stream, elementwise=True)
-        primitive.Launch(stream, dims0, a, dims1, b, out)
-        return out
-    op = as_binary_op(op)
+        # None: a NumPy alias that computes in another dtype, which the general path below casts to.
+        if primitive is not None:
+            stream = stream_for(_CPU, stream)
+            if not a.flags.c_contiguous:
+                a = contiguous(a, _CPU)
+            if not b.flags.c_contiguous:
+                b = contiguous(b, _CPU)
+            if out is None:
+                out = np.empty(shape, dst_dtype.dtype)
+            else:
+                if not (
+                    type(out) is np.ndarray and out.dtype is dst_dtype.dtype and out.shape == shape
+                    and (flags := out.flags).c_contiguous and flags.writeable
+                ):
+                    check_out(out, "out", shape, dst_dtype, _CPU)
+                # Arrays that own their memory cannot overlap out: only views need the overlap test.
+                if a is not out and (a.base is not None or out.base is not None):
+                    a = unaliased(a, out, _CPU, stream, elementwise=True)
+                if b is not out and (b.base is not None or out.base is not None):
+                    b = unaliased(b, out, _CPU, stream, elementwise=True)
+            primitive.Launch(stream, dims0, a, dims1, b, out)
+            return out
+    name, op = op, as_binary_op(op)
     if is_scalar(a) and is_scalar(b):
         raise TypeError("a, b: both are scalars; at least one must be an array")
-    arrays = [(name, x) for name, x in (("a", a), ("b", b)) if not is_scalar(x)]
-    devices = {name: device_of(x, name) for name, x in arrays}
+    arrays = [(operand, x) for operand, x in (("a", a), ("b", b)) if not is_scalar(x)]
+    devices = {operand: device_of(x, operand) for operand, x in arrays}
     device = next(iter(devices.values()))
     if len({d.device_type for d in devices.values()}) > 1:
         raise TypeError(f"a, b: a is on {devices['a'].device_type.value} and b on {devices['b'].device_type.value}")
@@ -111,6 +115,12 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
         a, src_dtype = _exact_scalar(op, a, "a", src_dtype, b)
     elif is_scalar(b):
         b, src_dtype = _exact_scalar(op, b, "b", src_dtype, a)
+    computed = alias_dtype(name, src_dtype)
+    if computed is None:
+        raise refuse_alias(name, src_dtype, "a, b")
+    if checks_negative_powers(name, computed):
+        _refuse_negative_powers(b)
+    src_dtype = computed
     dst_dtype = binary_dst_dtype(op, src_dtype)
     if dst_dtype is None:
         raise TypeError(f"op: {op.name} does not support dtype {src_dtype.value}")
@@ -119,11 +129,11 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
     if out is not None:
         check_out(out, "out", shape, dst_dtype, device)
     operands = []
-    for name, x in (("a", a), ("b", b)):
+    for operand, x in (("a", a), ("b", b)):
         if is_scalar(x):
-            operands.append(scalar_value(x, name, src_dtype))
+            operands.append(scalar_value(x, operand, src_dtype))
             continue
-        if as_data_type(x.dtype, name) is not src_dtype:
+        if as_data_type(x.dtype, operand) is not src_dtype:
             x = unary("cast", x, dtype=src_dtype, stream=stream)
         else:
             x = contiguous(x, device, stream)
@@ -141,8 +151,10 @@ def _array_plan(op, dtype, a_shape, b_shape, attr0, attr1, exact=None):
     exact (exact_key of the attributes) only keys the cache, where 1.0 would pass for 1 and True,
     and -0.0 for 0.0.
     """
-    op = as_binary_op(op)
+    name, op = op, as_binary_op(op)
     src_dtype = as_data_type(dtype, "a, b")
+    if alias_dtype(name, src_dtype) is not src_dtype or checks_negative_powers(name, src_dtype):
+        return None, None, None, None, None
     dst_dtype = binary_dst_dtype(op, src_dtype)
     if dst_dtype is None:
         raise TypeError(f"op: {op.name} does not support dtype {src_dtype.value}")
@@ -157,6 +169,17 @@ def _array_plan(op, dtype, a_shape, b_shape, attr0, attr1, exact=None):
 # Keyed by the caller's own arguments (the attributes by exact_key), so a repeated call skips
 # every normalization; bounded, since attribute values are caller data.
 _cached_array_plan = functools.lru_cache(maxsize=4096)(_array_plan)
+
+
+def _refuse_negative_powers(b) -> None:
+    """NumPy's power of integers: ValueError for a negative exponent (b's values are read on the host)."""
+    if is_scalar(b):
+        negative = b < 0
+    else:
+        host = b.copy_to_host() if hasattr(b, "copy_to_host") else np.asarray(b)
+        negative = bool((host < 0).any())
+    if negative:
+        raise ValueError("b: integers to negative integer powers are not allowed (NumPy's power); use pow for OneFlow's rule or a float dtype")
 
 
 def _array_dims(a_shape: tuple[int, ...], b_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple:

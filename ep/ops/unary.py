@@ -5,6 +5,7 @@ import functools
 
 import numpy as np
 
+from ep.common.math.aliases import alias_dtype, refuse_alias
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.keys import exact_key
 from ep.common.math.ops.record import document_ops
@@ -33,11 +34,17 @@ def unary_result_dtype(op: UnaryOp, src_dtype: DataType, dtype: object = None) -
 
 
 def _primitive(op, device_type, x_dtype, attr0, attr1, dtype, exact=None):
-    # exact (exact_key of the attributes) only keys the cache, where -0.0 would pass for 0.0.
-    op = as_unary_op(op)
-    src_dtype = as_data_type(x_dtype, "x")
+    """(primitive, result dtype, the dtype x is cast to first or None): a NumPy or PyTorch alias
+    computes in its library's dtype. exact (exact_key of the attributes) only keys the cache, where
+    -0.0 would pass for 0.0."""
+    name, op = op, as_unary_op(op)
+    x_dtype = as_data_type(x_dtype, "x")
+    src_dtype = alias_dtype(name, x_dtype)
+    if src_dtype is None:
+        raise refuse_alias(name, x_dtype, "x")
     dst_dtype = unary_result_dtype(op, src_dtype, dtype)
-    return NewPrimitive(ElementwiseUnaryFactory, device_type, op, src_dtype, dst_dtype, attr0, attr1), dst_dtype.dtype
+    primitive = NewPrimitive(ElementwiseUnaryFactory, device_type, op, src_dtype, dst_dtype, attr0, attr1)
+    return primitive, dst_dtype.dtype, None if src_dtype is x_dtype else src_dtype
 
 
 # Keyed by the caller's own arguments (typed, so True never passes for 1, and the attributes by
@@ -51,7 +58,8 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, *
     """op applied to every element of x; a new array of x's shape, or out.
 
     op is a UnaryOp or a name: its own ("leaky_relu"), OneFlow's ("kLeakyRelu") or NumPy's and
-    PyTorch's ("arccos", "neg", "expit"). attr0 and attr1 are the op's attributes in order; each may
+    PyTorch's ("arccos", "neg", "expit"), which compute what that library computes (arccos of int32
+    gives float64). attr0 and attr1 are the op's attributes in order; each may
     instead be given by its keyword, PyTorch's parameter name (negative_slope=0.2), not both. An
     attribute left out takes PyTorch's default. dtype is kCast's destination; out receives the result
     (x's shape, the result dtype, x's device); stream defaults to the device's default stream. A
@@ -63,10 +71,12 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, *
         attr0, attr1 = unary_keyword_attrs(op, attrs, attr0, attr1)
     device = device_of(x, "x")
     try:
-        primitive, dst_dtype = _cached_primitive(op, device, x.dtype, attr0, attr1, dtype, exact_key((attr0, attr1)))
+        primitive, dst_dtype, cast = _cached_primitive(op, device, x.dtype, attr0, attr1, dtype, exact_key((attr0, attr1)))
     except TypeError:
-        primitive, dst_dtype = _primitive(op, device, x.dtype, attr0, attr1, dtype)
+        primitive, dst_dtype, cast = _primitive(op, device, x.dtype, attr0, attr1, dtype)
     stream = device.default_stream if stream is None else stream_for(device, stream)
+    if cast is not None:
+        x = unary("cast", x, dtype=cast, stream=stream)
     shape = x.shape
     if type(x) is not np.ndarray or not x.flags.c_contiguous:
         # contiguous() copies; taken after the shape, since a copy of a 0-d array may be 1-d.

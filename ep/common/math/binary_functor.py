@@ -10,6 +10,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from ep.common.math.aliases import alias_dtype, checks_negative_powers
 from ep.common.math.ops import FAMILIES
 from ep.common.math.ops.record import BinaryFunctor, collect
 from ep.common.math.unary_functor import fill_attrs, keyword_attrs
@@ -60,10 +61,13 @@ def binary_keyword_attrs(op: object, keywords: dict, attr0: object, attr1: objec
 
 
 def resolve_binary(op: object, src_dtype: object, dst_dtype: object, attr0: object, attr1: object):
-    """(op, src, dst, attrs) normalized for a factory's New, or None for an unsupported combination."""
-    op = as_binary_op(op)
+    """(op, src, dst, attrs) normalized for a factory's New, or None for an unsupported combination
+    (a NumPy or PyTorch alias on a dtype its library computes otherwise included)."""
+    name, op = op, as_binary_op(op)
     src_dtype = as_data_type(src_dtype, "src_dtype")
     dst_dtype = as_data_type(dst_dtype, "dst_dtype")
-    if binary_dst_dtype(op, src_dtype) is not dst_dtype:
+    if binary_dst_dtype(op, src_dtype) is not dst_dtype or alias_dtype(name, src_dtype) is not src_dtype:
         return None
+    if checks_negative_powers(name, src_dtype):
+        return None  # a Launch cannot raise NumPy's error for a negative exponent
     return op, src_dtype, dst_dtype, binary_attrs(op, src_dtype, attr0, attr1)

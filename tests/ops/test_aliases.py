@@ -1,0 +1,119 @@
+"""NumPy's and PyTorch's names of ep's ops compute what the named library computes: each alias over
+every dtype, against NumPy or PyTorch (torch.special, torch.nn.functional) computed here. OneFlow's
+own names (div, pow) keep OneFlow's rules and are tested elsewhere."""
+import warnings
+
+import numpy as np
+import pytest
+
+import ep
+import ep.ops
+from ep.testing import to_device, to_numpy
+
+torch = pytest.importorskip("torch")
+F, special = torch.nn.functional, torch.special
+
+# The library each alias is taken from: NumPy where NumPy has the name, else PyTorch.
+UNARY = {
+    "positive": np.positive, "absolute": np.absolute, "fix": np.fix, "invert": np.invert,
+    "arccos": np.arccos, "arccosh": np.arccosh, "arcsin": np.arcsin, "arcsinh": np.arcsinh, "arctan": np.arctan,
+    "arctanh": np.arctanh, "isinf": np.isinf, "isnan": np.isnan, "isfinite": np.isfinite,
+    "hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid, "hardshrink": F.hardshrink, "hardtanh": F.hardtanh,
+    "softshrink": F.softshrink, "softsign": F.softsign, "softplus": F.softplus, "logsigmoid": F.logsigmoid,
+    "neg": torch.neg, "psi": special.psi, "gammaln": special.gammaln, "expit": special.expit,
+}
+BINARY = {
+    "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide, "true_divide": np.true_divide,
+    "maximum": np.maximum, "minimum": np.minimum, "power": np.power, "floor_divide": np.floor_divide,
+    "remainder": np.remainder, "mod": np.mod, "less": np.less, "greater": np.greater, "isclose": np.isclose,
+    "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
+}
+DTYPES = [np.dtype(t.value) for t in ep.DataType]
+INTS = ("int8", "uint8", "int32", "int64")
+# Where the library computes and ep refuses (TypeError naming the dtype): ops ep has for floats only.
+NOT_IMPLEMENTED = {
+    "hardtanh": INTS, "softsign": INTS, "absolute": ("bool",), "fix": ("bool",) + INTS,
+}
+
+
+def test_every_alias_has_its_reference():
+    aliases = {alias for enum in (ep.UnaryOp, ep.BinaryOp) for alias, _ in enum.aliases()}
+    assert aliases == set(UNARY) | set(BINARY)
+
+
+def _values(dtype: np.dtype) -> np.ndarray:
+    if dtype == np.bool_:
+        return np.array([True, False])
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return np.array([v for v in (0, 1, -1, 2, 3, -7, 7, 100, info.min, info.max) if info.min <= v <= info.max], dtype)
+    return np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 7.0, 20.0, 1e4, -0.25, np.inf, -np.inf, np.nan], dtype)
+
+
+def _reference(function, *arrays):
+    """function's result, or the exception it raises; a torch function gets tensors."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if function is getattr(np, function.__name__, None):
+                return np.asarray(function(*arrays))
+            return function(*(torch.from_numpy(np.ascontiguousarray(x)) for x in arrays)).numpy()
+    except Exception as error:  # noqa: BLE001 - the library's refusal is the expected result
+        return error
+
+
+def _check(name, dtype, got_call, want) -> None:
+    if isinstance(want, Exception):
+        with pytest.raises((TypeError, ValueError)):
+            got_call()
+        return
+    if dtype.name in NOT_IMPLEMENTED.get(name, ()):
+        with pytest.raises(TypeError, match=f"does not support dtype {dtype.name}"):
+            got_call()
+        return
+    got = to_numpy(got_call())
+    assert got.dtype == want.dtype, (name, dtype)
+    if want.dtype.kind == "f":
+        rtol = 2e-3 if dtype.itemsize <= 2 or want.dtype.itemsize <= 2 else 1e-5
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=0, equal_nan=True, err_msg=f"{name} {dtype}")
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} {dtype}")
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_alias_computes_as_its_library(device, name):
+    for dtype in DTYPES:
+        x = _values(dtype)
+        _check(name, dtype, lambda: ep.ops.unary(name, to_device(x, device)), _reference(UNARY[name], x))
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_alias_computes_as_its_library(device, name):
+    for dtype in DTYPES:
+        x = _values(dtype)
+        a, b = np.repeat(x, len(x)), np.tile(x, len(x))
+        # Every pair, then only non-negative b (NumPy's power refuses negative integer exponents).
+        for a, b in ((a, b), (a[~(b < 0)], b[~(b < 0)])):
+            call = lambda: ep.ops.binary(name, to_device(a, device), to_device(b, device))  # noqa: E731
+            _check(name, dtype, call, _reference(BINARY[name], a, b))
+
+
+def test_new_primitive_has_no_alias_computed_otherwise(device):
+    # NewPrimitive takes the source and destination dtypes: an alias has no primitive where its
+    # library would compute in another dtype (or raise on values), while OneFlow's name has.
+    binary = ep.BroadcastElementwiseBinaryFactory
+    assert ep.NewPrimitive(binary, device, "true_divide", "int32", "int32", 4) is None
+    assert ep.NewPrimitive(binary, device, "power", "int64", "int64", 4) is None
+    assert ep.NewPrimitive(binary, device, "subtract", "bool", "bool", 4) is None
+    assert ep.NewPrimitive(binary, device, "div", "int32", "int32", 4) is not None
+    assert ep.NewPrimitive(binary, device, "true_divide", "float32", "float32", 4) is not None
+    unary = ep.ElementwiseUnaryFactory
+    assert ep.NewPrimitive(unary, device, "arccos", "float32", "float32") is not None
+    assert ep.NewPrimitive(unary, device, "expit", "int32", "int32") is None
+
+
+def test_a_refused_dtype_is_named():
+    with pytest.raises(TypeError, match="a, b: 'subtract' .* does not support dtype bool"):
+        ep.ops.binary("subtract", np.array([True]), np.array([False]))
+    with pytest.raises(TypeError, match="x: 'positive' .* does not support dtype bool"):
+        ep.ops.unary("positive", np.array([True]))
