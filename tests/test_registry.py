@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 import ep
+import ep.ops
+import ep.testing
 from ep.common.math.unary_functor import unary_combinations
 
 
@@ -20,6 +22,24 @@ def test_import_ep_compiles_nothing_and_skips_numba():
 def test_data_type_converts_to_numpy(data_type):
     assert np.dtype(data_type) == np.dtype(data_type.value)
     assert ep.common.runtime.data_type.as_data_type(np.dtype(data_type.value)) is data_type
+
+
+@pytest.mark.parametrize("data_type", list(ep.DataType))
+def test_pytorch_dtypes_are_data_types(device, data_type):
+    torch = pytest.importorskip("torch")
+    dtype = getattr(torch, data_type.value)
+    assert ep.common.runtime.data_type.as_data_type(dtype) is data_type
+    x = np.array([0.0, 1.0, 2.5, 3.0])  # no negative: its uint8 cast is undefined in C
+    got = ep.testing.to_numpy(ep.ops.unary("cast", ep.testing.to_device(x, device), dtype=dtype))
+    np.testing.assert_array_equal(got, torch.from_numpy(x).to(dtype).numpy())
+    assert ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "cast", torch.float64, dtype) is not None
+
+
+def test_pytorch_dtypes_without_a_data_type_are_named():
+    torch = pytest.importorskip("torch")
+    for dtype in (torch.bfloat16, torch.int16, torch.complex64):
+        with pytest.raises(TypeError, match=f"src_dtype: {dtype} is not a supported data type"):
+            ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cpu", "relu", dtype, dtype)
 
 
 def test_bad_data_type_names_the_argument():

@@ -70,12 +70,15 @@ _BY_DTYPE = {dt.dtype: dt for dt in DataType}
 
 
 def as_data_type(value: object, name: str = "dtype") -> DataType:
-    """A DataType from a DataType, a NumPy dtype or anything np.dtype accepts but None; TypeError
-    naming name otherwise (np.dtype(None) is float64, which no caller means)."""
+    """A DataType from a DataType, a NumPy dtype, anything np.dtype accepts but None, or a PyTorch
+    dtype (torch.float16); TypeError naming name otherwise (np.dtype(None) is float64, which no
+    caller means)."""
     if isinstance(value, DataType):
         return value
     try:
-        found = None if value is None else _BY_DTYPE.get(np.dtype(value))
+        # A torch.dtype prints as torch.<NumPy's name>; read so, torch is never imported here.
+        key = str(value).removeprefix("torch.") if type(value).__module__ == "torch" else value
+        found = None if value is None else _BY_DTYPE.get(np.dtype(key))
     except (TypeError, ValueError):
         found = None
     if found is None:
