@@ -9,43 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ep.common.ir_copy import blocks_copied_as_one_graph
 from ep.common.runtime.device import DeviceType
 from ep.cuda import ptxas
 from ep.include.primitive.primitive import RegisteredFactories
 
 CAPABILITIES = ((8, 0), (9, 0))
-
-
-def share_inlined_ir() -> None:
-    """Make numba-cuda build each inlined scalar function's untyped IR once per process, not once per call site.
-
-    Every kernel inlines its scalar functions (`inline="always"`) at the IR level: for each call
-    numba-cuda's InlineWorker.inline_function runs the frontend and the untyped passes on the callee
-    (and, through them, on every function the callee inlines), then inline_ir inlines a deep copy. That
-    IR depends only on the function, so over hundreds of kernels most of it is rebuilt from the same
-    bytecode. This keeps it per function, as numba-cuda itself keeps an inlined overload's IR
-    (typing/templates.py, `_inline_overloads`); inline_ir never mutates the IR it is given.
-    Private API of numba-cuda (InlineWorker.inline_function, run_untyped_passes, inline_ir), used
-    only by this check: the PTX is the same (tests/test_ptx.py compares a kernel of every family).
-    """
-    from numba.cuda.core import inline_closurecall
-    from numba.cuda.core.inline_closurecall import InlineWorker
-
-    if getattr(InlineWorker.inline_function, "shares_ir", False):
-        return
-    untyped_ir = {}
-
-    def inline_function(self, caller_ir, block, i, function, arg_typs=None):
-        try:
-            callee_ir = untyped_ir[function]
-        except KeyError:
-            callee_ir = untyped_ir[function] = self.run_untyped_passes(function)
-        with blocks_copied_as_one_graph(inline_closurecall):
-            return self.inline_ir(caller_ir, block, i, callee_ir, function.__code__.co_freevars, arg_typs=arg_typs)
-
-    inline_function.shares_ir = True
-    InlineWorker.inline_function = inline_function
 
 
 def kernels(factory_names: list[str] | None = None):
@@ -76,7 +44,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ptxas", action="store_true", help="assemble each PTX with ptxas and check the code")
     args = parser.parse_args(argv)
     index, shards = args.shard
-    share_inlined_ir()
     count = 0
     failures = []
     rows = []

@@ -11,7 +11,7 @@ import ep
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.primitive.strided_copy import copy_plan
 from ep.common.runtime.validate import MAX_NUM_DIMS
-from ep.cpu.kernel import PARALLEL_THRESHOLD
+from ep.cpu.parallel_for import PARALLEL_THRESHOLD
 from ep.cpu.primitive.copy_nd import STREAM_BYTES
 from ep.ops.arrays import contiguous
 from ep.ops.expand import expand_shape

@@ -325,9 +325,9 @@ def test_cpu_element_gather_compiles_to_streaming_stores(dtype):
     array = types.Array(from_dtype(np.dtype(dtype)), 1, "C")
     params = types.Array(types.int64, 1, "C")
     args = types.Tuple((types.Array(types.int64, 1, "C"), array, array, params, types.int64))
-    # Compiled here, not loaded from the cache; it reads its arguments (of type args) from an address.
-    span = njit(specialize(_gather_element_span, "gather_span_probe", ARGS=args))
-    signature = (types.int64, types.int64, types.int64)
+    # Compiled here, not loaded from the cache: the span over rows [start, stop) of args.
+    span = njit(specialize(_gather_element_span, "gather_span_probe"))
+    signature = (types.int64, types.int64, args)
     span.compile(signature)
     assert "!nontemporal" in span.inspect_llvm(signature)
 
@@ -404,12 +404,12 @@ def test_cpu_rows_move_in_the_widest_raw_unit():
 
 def test_cpu_gather_has_one_build_for_every_size():
     # A warm-up at one size warms every size: launches below and above the parallel threshold run
-    # one compiled entry and span (the driver's parallel argument picks the loop), never a second build.
-    from ep.cpu.kernel import PARALLEL_THRESHOLD
+    # one compiled index pass and span (ParallelFor's parallel argument picks the loop), never a second build.
+    from ep.cpu.parallel_for import PARALLEL_THRESHOLD
     from ep.cpu.primitive import gather as cpu_gather
 
     rng = np.random.default_rng(12)
-    kernels = (cpu_gather._ENTRY, cpu_gather._span(np.dtype(np.int64), np.dtype(np.uint8), False).span)
+    kernels = (cpu_gather._INDEX_PASS, cpu_gather._span(np.dtype(np.int64), np.dtype(np.uint8), False).span)
     builds = []
     for gather in (5, PARALLEL_THRESHOLD):
         params = random_array(rng, (2, gather, 3), np.uint8)

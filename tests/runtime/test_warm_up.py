@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ep.cpu.kernel import PARALLEL_THRESHOLD
+from ep.cpu.parallel_for import PARALLEL_THRESHOLD
 
 # Each case runs a small call, then records what Numba compiles during a large one of the same
 # dtypes and op, in a fresh process with an empty cache; results are checked against NumPy.

@@ -33,15 +33,6 @@ def gather_row(value, lo, hi, size, wrap):
     return value - lo if lo <= value <= hi else -1
 
 
-@scalar_function
-def first_bad_index(indices, count, lo, hi, size, wrap):
-    """The position of the first of count indices that selects no row, or -1."""
-    for t in range(count):
-        if gather_row(np.int64(indices[t]), lo, hi, size, wrap) < 0:
-            return t
-    return -1
-
-
 class GatherSizes(NamedTuple):
     """Checked sizes of a launch, the element counts of its buffers, and offset as the inclusive
     range [lo, hi] of index values a device holds (empty when hi < lo)."""
@@ -98,11 +89,20 @@ def index_range(sizes: GatherSizes, wrap: bool) -> tuple[int, int]:
     return (-sizes.gather if wrap else sizes.lo), sizes.hi
 
 
-def resolve_indexed(dtype: object, indices_dtype: object, wrap_negative: object, check_bounds: object, dtypes, name: str):
+def first_bad_index(indices: np.ndarray, sizes: GatherSizes, wrap: bool) -> int:
+    """The position of the first of a launch's indices (flat storage) that selects no row, or -1:
+    gather_row's rule on the host, with NumPy."""
+    least, hi = index_range(sizes, wrap)
+    values = indices[: sizes.index_count].astype(np.int64, copy=False)
+    bad = np.flatnonzero((values < least) | (values > hi))
+    return int(bad[0]) if bad.size else -1
+
+
+def resolve_indexed(dtype: object, indices_dtype: object, wrap_negative: object, check_bounds: object, dtypes, names: tuple[str, str]):
     """New's key (dtype, indices dtype, wrap, check), or None unless dtype is one of dtypes and the
-    indices are int32 or int64."""
-    dtype = as_data_type(dtype, name)
-    indices_dtype = as_data_type(indices_dtype, "indices_dtype")
+    indices are int32 or int64. names: New's names of the two dtype parameters, for errors."""
+    dtype = as_data_type(dtype, names[0])
+    indices_dtype = as_data_type(indices_dtype, names[1])
     if dtype not in dtypes or indices_dtype not in INDEX_TYPES:
         return None
     return dtype, indices_dtype, bool(wrap_negative), bool(check_bounds)
@@ -214,7 +214,7 @@ class _GatherFactories(GenericFactory):
     """New and Combinations of Gather and BatchGather, alike but for the primitive they make."""
 
     def New(self, params_dtype, indices_dtype, *, wrap_negative=False, check_bounds=False):
-        return self._new(resolve_indexed(params_dtype, indices_dtype, wrap_negative, check_bounds, ALL_TYPES, "params_dtype"))
+        return self._new(resolve_indexed(params_dtype, indices_dtype, wrap_negative, check_bounds, ALL_TYPES, ("params_dtype", "indices_dtype")))
 
     def Combinations(self):
         return indexed_combinations(ALL_TYPES)

@@ -1,5 +1,5 @@
 """BroadcastElementwiseBinary's CPU kernels: one serial span per (op, src dtype, dst dtype, path),
-run in chunks by the shared parallel driver (ep.cpu.kernel.SpanKernel), one build for every size.
+run by ParallelFor, one build for every size.
 
 Paths: elementwise and scalar are flat loops; row and column loop over rows with a contiguous
 inner loop; general maps each row's first element through the NdIndexOffsetHelper
@@ -26,7 +26,7 @@ from ep.common.primitive.broadcast_elementwise_binary import (
 )
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import SpanKernel, input_array, load_from, output_array
+from ep.cpu.parallel_for import ParallelFor, input_array, output_array
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -35,9 +35,9 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 # drops Numba's wraparound checks and vectorizes (base + c defeated that).
 
 
-@template("formula", "load", "store", "ARGS")
-def _elementwise(address, start, stop):
-    src0, src1, dst, attr0, attr1 = load_from(address, bound.ARGS)
+@template("formula", "load", "store")
+def _elementwise(start, stop, args):
+    src0, src1, dst, attr0, attr1 = args
     a = src0[start:stop]
     b = src1[start:stop]
     out = dst[start:stop]
@@ -45,19 +45,19 @@ def _elementwise(address, start, stop):
         out[i] = bound.store(bound.formula(bound.load(a[i]), bound.load(b[i]), attr0, attr1))
 
 
-@template("formula", "load", "store", "ARGS")
-def _scalar(address, start, stop):
-    src, value, dst, attr0, attr1 = load_from(address, bound.ARGS)
+@template("formula", "load", "store")
+def _scalar(start, stop, args):
+    src, value, dst, attr0, attr1 = args
     x = src[start:stop]
     out = dst[start:stop]
     for i in range(stop - start):
         out[i] = bound.store(bound.formula(bound.load(x[i]), value, attr0, attr1))
 
 
-@template("formula", "load", "store", "ARGS")
-def _row(address, start, stop):
+@template("formula", "load", "store")
+def _row(start, stop, args):
     # Rows [start, stop) of src, each with the one row.
-    src, row, dst, cols, attr0, attr1 = load_from(address, bound.ARGS)
+    src, row, dst, cols, attr0, attr1 = args
     for r in range(start, stop):
         base = r * cols
         x = src[base:base + cols]
@@ -66,10 +66,10 @@ def _row(address, start, stop):
             out[c] = bound.store(bound.formula(bound.load(x[c]), bound.load(row[c]), attr0, attr1))
 
 
-@template("formula", "load", "store", "ARGS")
-def _column(address, start, stop):
+@template("formula", "load", "store")
+def _column(start, stop, args):
     # Rows [start, stop) of src, row r with column[r].
-    src, column, dst, cols, attr0, attr1 = load_from(address, bound.ARGS)
+    src, column, dst, cols, attr0, attr1 = args
     for r in range(start, stop):
         base = r * cols
         y = bound.load(column[r])
@@ -79,14 +79,14 @@ def _column(address, start, stop):
             out[c] = bound.store(bound.formula(bound.load(x[c]), y, attr0, attr1))
 
 
-@template("formula", "load", "store", "ARGS")
-def _general(address, start, stop):
+@template("formula", "load", "store")
+def _general(start, stop, args):
     # dst is rows x cols, cols its innermost dim: each row's start is mapped to the operands once,
     # then the row runs contiguously. After simplification the innermost dim is broadcast in at
     # most one operand; a loop per case keeps each one contiguous (and vectorizable). strides holds
-    # the element strides of src0, src1 and dst, one row each (an array: the parallel driver passes
-    # no tuple nested in args).
-    src0, src1, dst, strides, cols, attr0, attr1 = load_from(address, bound.ARGS)
+    # the element strides of src0, src1 and dst, one row each (an array: ParallelFor passes no
+    # tuple nested in args).
+    src0, src1, dst, strides, cols, attr0, attr1 = args
     strides0, strides1, dst_strides = strides[0], strides[1], strides[2]
     ndim = strides.shape[1]
     for r in range(start, stop):
@@ -154,19 +154,19 @@ class CpuBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
         return scalar_function(specialize(_swapped, f"swapped_{op.value}_{src_dtype.value}", formula=formula))
 
     @functools.cache
-    def kernel(self, op, src_dtype: DataType, dst_dtype: DataType, path: str, swap: bool = False) -> SpanKernel:
+    def kernel(self, op, src_dtype: DataType, dst_dtype: DataType, path: str, swap: bool = False) -> ParallelFor:
         name = f"binary_{path}{'_swapped' if swap else ''}_{op.value}_{src_dtype.value}_{dst_dtype.value}"
         bindings = {"formula": self.formula(op, src_dtype, swap), "load": load_fn(src_dtype, DeviceType.kCPU), "store": store_fn(dst_dtype, DeviceType.kCPU)}
-        return SpanKernel(_TEMPLATES[path], name, _arg_types(src_dtype, dst_dtype, path), **bindings)
+        return ParallelFor(_TEMPLATES[path], name, _arg_types(src_dtype, dst_dtype, path), **bindings)
 
-    def combination_kernels(self, op, src_dtype, dst_dtype) -> Iterator[SpanKernel]:
+    def combination_kernels(self, op, src_dtype, dst_dtype) -> Iterator[ParallelFor]:
         for path in _TEMPLATES:
             for swap in (False, True) if path in _SWAPPABLE and _swaps(op) else (False,):
                 yield self.kernel(op, src_dtype, dst_dtype, path, swap)
 
     def launcher(self, op, src_dtype, dst_dtype, plan: BinaryPlan) -> Callable[..., None]:
         swap = plan.path in _SWAPPABLE and plan.side == 0
-        run = self.kernel(op, src_dtype, dst_dtype, plan.path, swap and _swaps(op)).run
+        run = self.kernel(op, src_dtype, dst_dtype, plan.path, swap and _swaps(op))
         count = plan.count
         if plan.path == "general":
             strides = np.array((plan.strides0, plan.strides1, plan.dst_strides), np.int64)

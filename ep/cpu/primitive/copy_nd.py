@@ -1,30 +1,28 @@
 """CopyNd's and Expand's CPU kernel: one copy of elements, driven by a plan's parameters.
 
-One build per element dtype serves every size and shape: from PARALLEL_THRESHOLD elements on, its
-tasks (TASK_BYTES each) run in a prange, below it one after another on the calling thread. The
-buffers are moved as their own dtype, so a launch makes no views (bools aside) and, for flat
-aligned writable arrays, calls the compiled kernel without Numba's type dispatch. Outputs from
-STREAM_BYTES on are written with streaming stores.
+One span per element dtype serves every size and shape, run by ParallelFor in chunks of
+TASK_BYTES. The buffers are moved as their own dtype, so a launch makes no views (bools aside).
+Outputs from STREAM_BYTES on are written with streaming stores.
 """
 from __future__ import annotations
 
 import functools
-from typing import Callable, Iterator
+from typing import Iterator
 
 import numba
 import numpy as np
-from numba import prange
 
 from ep.common.jit import scalar_function, template
 from ep.common.math.intrinsics import VECTOR_BYTES, stream_copy_vector, stream_fence, stream_fill_vector, stream_store
 from ep.common.primitive.copy_nd import CopyNdFactoryImpl
 from ep.common.primitive.strided_copy import CopyLaunch, CopyPlan, StridedCopyKernels
+from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import PARALLEL_THRESHOLD, CpuKernel, call_task
+from ep.cpu.parallel_for import PARALLEL_THRESHOLD, ParallelFor, input_array, output_array
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
-# Bytes copied per parallel task: every core gets many tasks, and a task's start costs a few divisions.
+# Bytes copied per parallel chunk: every core gets many chunks, and a chunk's start costs a few divisions.
 TASK_BYTES = 1 << 16
 # Outputs at least this large are written with streaming stores: they would not stay in the
 # caches anyway, and ordinary stores would read every line first.
@@ -32,19 +30,15 @@ STREAM_BYTES = 8 << 20
 
 # The kernel's int64 parameters: these scalars, then the row dims and their src and dst strides.
 (
-    _COUNT,
-    _CHUNK,
-    _NUM_TASKS,
     _RUN,
     _INNER_STRIDE,
     _RUNS_PER_ROW,
     _RUN_STRIDE,
     _RUN_DST_STRIDE,
     _STREAM,
-    _PARALLEL,
     _NUM_ROW_DIMS,
     _ROW_DIMS,
-) = range(12)
+) = range(8)
 
 
 @scalar_function
@@ -96,13 +90,12 @@ def _row_offsets(params, num_row_dims, row):
 
 
 @template()
-def _copy_task(src, dst, params, task):
+def _copy_span(start, end, args):
     # The copy is rows of runs_per_row runs of `run` elements; run k of a row reads from its src
     # offset + k * run_stride, stepping inner_stride, and writes from its dst offset + k *
-    # run_dst_stride. A task copies the elements [task * chunk, ...) in that order, dividing only
-    # where it starts and once per row it enters.
-    count = params[_COUNT]
-    chunk = params[_CHUNK]
+    # run_dst_stride. A span copies the elements [start, end) in that order, dividing only where
+    # it starts and once per row it enters.
+    src, dst, params = args
     run = params[_RUN]
     inner_stride = params[_INNER_STRIDE]
     runs_per_row = params[_RUNS_PER_ROW]
@@ -116,9 +109,6 @@ def _copy_task(src, dst, params, task):
     stream = params[_STREAM] != 0 and address % dst.itemsize == 0
     unit = dst.itemsize
     per_vector = VECTOR_BYTES // unit
-    start = task * chunk
-    # Conditional expressions, not min(): Numba compiles min's overload anew in each kernel.
-    end = start + chunk if start + chunk < count else count
     u = start
     row = u // row_units
     k = (u - row * row_units) // run
@@ -154,43 +144,15 @@ def _copy_task(src, dst, params, task):
         stream_fence()
 
 
-# The task, compiled on its own per pair of buffer types, which _copy calls by its address.
-_TASK = CpuKernel(_copy_task, "strided_copy_task", by_address=True)
-_PARAMS = numba.types.Array(numba.int64, 1, "C")
-
-
-@template()
-def _copy(task, src, dst, params):
-    # One build for every size: params says whether the tasks run in a prange or one by one.
-    # np.int64: prange's index is unsigned, and the task takes a signed one.
-    if params[_PARALLEL]:
-        for t in prange(params[_NUM_TASKS]):
-            call_task(task, (src, dst, params, np.int64(t)))
-    else:
-        for t in range(params[_NUM_TASKS]):
-            call_task(task, (src, dst, params, np.int64(t)))
-
-
-_KERNEL = CpuKernel(_copy, "strided_copy")
+_PARAMS = input_array(np.dtype(np.int64))
 
 
 @functools.cache
-def _compiled(src_type: numba.types.Array, dst_type: numba.types.Array) -> tuple[Callable, int]:
-    """_copy's compiled entry point for these buffer types, and the task it is to be given."""
-    task = _TASK.task(src_type, dst_type, _PARAMS, numba.int64)
-    return _KERNEL.entry(numba.int64, src_type, dst_type, _PARAMS), task
+def _span(dtype: np.dtype) -> ParallelFor:
+    """The copy of elements of dtype."""
+    return ParallelFor(_copy_span, f"strided_copy_{dtype}", (input_array(dtype), output_array(dtype), _PARAMS))
 
 
-@functools.cache
-def _entry(element_dtype: np.dtype) -> tuple[Callable, int]:
-    # For flat, aligned, writable arrays of element_dtype. Calling the entry point directly skips
-    # Numba's per-call type dispatch (a third of a tiny launch); launch() calls it only with arrays
-    # of exactly these types.
-    array = numba.types.Array(numba.from_dtype(element_dtype), 1, "C")
-    return _compiled(array, array)
-
-
-_ndarray = np.ndarray
 _BOOL = np.dtype(np.bool_)
 _UINT8 = np.dtype(np.uint8)
 
@@ -205,8 +167,8 @@ class CpuStridedCopyKernels(StridedCopyKernels):
         # as any type.
         return True
 
-    def prepare(self, plan: CopyPlan, elements: bool) -> np.ndarray:
-        """plan as the kernel's parameters; a parallel launch is split into tasks of TASK_BYTES."""
+    def prepare(self, plan: CopyPlan, elements: bool) -> tuple[np.ndarray, int, int]:
+        """plan as the span's parameters, its element count and its grain (TASK_BYTES)."""
         dims, strides, dst_strides = plan.dims, plan.src_strides, plan.dst_strides
         if len(dims) > 1:
             runs_per_row, run_stride, run_dst_stride = dims[-2], strides[-2], dst_strides[-2]
@@ -215,26 +177,20 @@ class CpuStridedCopyKernels(StridedCopyKernels):
         row_dims = dims[:-2]
         count = plan.count
         parallel = count >= PARALLEL_THRESHOLD
-        chunk = max(TASK_BYTES // plan.unit, 1) if parallel else max(count, 1)
         stream = parallel and plan.unit >= 4 and plan.inner_stride in (0, 1) and count * plan.unit >= STREAM_BYTES
-        scalars = (count, chunk, -(-count // chunk), plan.run, plan.inner_stride, runs_per_row, run_stride, run_dst_stride)
-        scalars += (int(stream), int(parallel), len(row_dims))
-        return np.array(scalars + row_dims + strides[:-2] + dst_strides[:-2], np.int64)
+        scalars = (plan.run, plan.inner_stride, runs_per_row, run_stride, run_dst_stride, int(stream), len(row_dims))
+        params = np.array(scalars + row_dims + strides[:-2] + dst_strides[:-2], np.int64)
+        return params, count, max(TASK_BYTES // plan.unit, 1) if parallel else 0
 
     def launch(self, stream, launch: CopyLaunch, src, dst) -> None:
-        params = launch.prepared
+        params, count, grain = launch.prepared
         if src.dtype is _BOOL:  # Numba would normalize bools to 0 or 1: move their bytes
             src, dst = src.view(_UINT8), dst.view(_UINT8)
-        # Exactly the types _entry compiled for: skip the dispatch.
-        if type(src) is _ndarray and type(dst) is _ndarray and (f := src.flags).aligned and f.writeable and dst.flags.aligned:
-            kernel, task = _entry(src.dtype)
-        else:
-            kernel, task = _compiled(numba.typeof(src), numba.typeof(dst))
-        kernel(task, src, dst, params)
+        _span(src.dtype)((src, dst, params), count, count, grain)
 
     def all_kernels(self) -> Iterator[object]:
-        yield _KERNEL
-        yield _TASK
+        for dtype in sorted({dtype.storage_dtype for dtype in DataType} - {_BOOL}, key=str):
+            yield _span(dtype)
 
 
 KERNELS = CpuStridedCopyKernels()

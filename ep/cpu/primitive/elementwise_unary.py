@@ -1,5 +1,5 @@
-"""ElementwiseUnary's CPU kernel: one serial span per (op, src dtype, dst dtype), run in chunks by
-the shared parallel driver (ep.cpu.kernel.SpanKernel), one build for every size."""
+"""ElementwiseUnary's CPU kernel: one span per (op, src dtype, dst dtype), run by ParallelFor, one
+build for every size."""
 from __future__ import annotations
 
 import functools
@@ -9,26 +9,26 @@ import numba
 from ep.common.jit import bound, template
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import SpanKernel, input_array, load_from, output_array
+from ep.cpu.parallel_for import ParallelFor, input_array, output_array
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 
-@template("formula", "load", "store", "ARGS")
-def _unary(address, start, stop):
+@template("formula", "load", "store")
+def _unary(start, stop, args):
     # Slices indexed by the range variable alone: LLVM then knows every index is non-negative,
     # drops Numba's wraparound checks and vectorizes.
-    src, dst, attr0, attr1 = load_from(address, bound.ARGS)
+    src, dst, attr0, attr1 = args
     x = src[start:stop]
     out = dst[start:stop]
     for i in range(stop - start):
         out[i] = bound.store(bound.formula(bound.load(x[i]), attr0, attr1))
 
 
-class CpuUnaryKernel(SpanKernel):
+class CpuUnaryKernel(ParallelFor):
     def launch(self, stream, work: int, src, dst, count: int, attr0, attr1) -> None:
         """ElementwiseUnaryKernels' launch: count elements of src into dst (a cpu stream runs it at once)."""
-        self.run((src, dst, attr0, attr1), count, work)
+        self((src, dst, attr0, attr1), count, work)
 
 
 class CpuElementwiseUnaryKernels(ElementwiseUnaryKernels):

@@ -1,6 +1,5 @@
 """ExpandGrad's CPU kernel: tasks of blocks of dst elements, each summing its strided set of src; one
-serial span over the tasks per dtype, run in chunks by the shared parallel driver
-(ep.cpu.kernel.SpanKernel), one build for every size."""
+span over the tasks per dtype, run by ParallelFor, one build for every size."""
 from __future__ import annotations
 
 import functools
@@ -16,7 +15,7 @@ from ep.common.primitive.expand_grad import ExpandGradFactoryImpl, ExpandGradKer
 from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.cpu.kernel import SpanKernel, input_array, load_from, output_array
+from ep.cpu.parallel_for import ParallelFor, input_array, output_array
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -39,15 +38,15 @@ def _sum_view(view, n):
     return (t0 + t1) + (t2 + t3)
 
 
-@template("accumulate", "load", "store", "sum_view", "ARGS")
-def _expand_grad(address, start, stop):
+@template("accumulate", "load", "store", "sum_view")
+def _expand_grad(start, stop, args):
     # Tasks [start, stop). A task is a block of dst elements along dst's innermost dim. When that
     # dim is kept, the block is contiguous in src too, and adding whole src rows into `sums`
     # (host-allocated accumulators) reads src in order; otherwise the block is one element summing
     # runs of its innermost summed dim. Loops index slices, whose indices Numba knows are not
     # negative, so that LLVM vectorizes them.
-    src, dst, sums, strides, pieces, row, num_outer, inner, inner_stride = load_from(address, bound.ARGS)
-    # The plan's four stride tuples, one row each (an array: the driver passes no tuple nested in args).
+    src, dst, sums, strides, pieces, row, num_outer, inner, inner_stride = args
+    # The plan's four stride tuples, one row each (an array: ParallelFor passes no tuple nested in args).
     dst_strides, src_strides = strides[0], strides[1]
     outer_strides, outer_src_strides = strides[2], strides[3]
     for task in range(start, stop):
@@ -84,7 +83,7 @@ def _expand_grad(address, start, stop):
 
 class CpuExpandGradKernels(ExpandGradKernels):
     @functools.cache
-    def kernel(self, dtype: DataType) -> SpanKernel:
+    def kernel(self, dtype: DataType) -> ParallelFor:
         """dtype's span over the tasks."""
         accumulate, load = ACCUMULATE_DTYPES[dtype], load_fn(dtype, DeviceType.kCPU)
         sum_view = scalar_function(specialize(_sum_view, f"sum_view_{dtype.value}", accumulate=accumulate, load=load))
@@ -97,7 +96,7 @@ class CpuExpandGradKernels(ExpandGradKernels):
             input_array(int64, 2),
             *(numba.int64,) * 5,
         )
-        return SpanKernel(_expand_grad, f"expand_grad_{dtype.value}", arg_types, **bindings)
+        return ParallelFor(_expand_grad, f"expand_grad_{dtype.value}", arg_types, **bindings)
 
     def launch(self, stream, dtype: DataType, plan: ExpandGradPlan, src, dst) -> None:
         pieces = -(-plan.row // BLOCK)
@@ -105,7 +104,7 @@ class CpuExpandGradKernels(ExpandGradKernels):
         strides = np.array((plan.dst_strides, plan.src_strides, plan.outer_strides, plan.outer_src_strides), np.int64)
         args = (src, dst, sums, strides, pieces, plan.row, plan.num_outer, plan.inner, plan.inner_stride)
         work = plan.count * plan.num_outer * plan.inner
-        self.kernel(dtype).run(args, plan.count // plan.row * pieces, work)
+        self.kernel(dtype)(args, plan.count // plan.row * pieces, work)
 
     def all_kernels(self) -> Iterator[object]:
         for dtype in ACCUMULATE_DTYPES:

@@ -1,10 +1,9 @@
 """Gather on the CPU, and the kernels BatchGather shares: one build for both and for every size,
-chunks of output rows run by the shared parallel driver (ep.cpu.kernel.span_driver), in a
-prange or, below PARALLEL_THRESHOLD, one after another on the calling thread.
+chunks of output rows run by ParallelFor.
 
 Each row is one contiguous copy of inner elements. The kernels run on the buffers' own storage
 dtype (an entry and a span compiled per storage and index dtype on first use), so that a launch
-makes no views. The entry's pass over the indices first tells whether every index is in range as
+makes no views. A compiled pass over the indices first tells whether every index is in range as
 given or once negatives wrap (then the element loops need no range check); with check_bounds an
 index out of range ends the launch before anything is written, and the host finds the first such
 index (an error path, not worth compiling). Reads from params too large for the caches are
@@ -12,9 +11,8 @@ prefetched: rows a few ahead, or for an element gather with every index in range
 since their addresses come from indices and the hardware prefetcher cannot guess them.
 Such an element gather reads through 32-bit positions in the slab, converted once for all the
 slabs that share the indices, and streams a large output past the caches. The copies (one span
-for element gathers, one for rows) are compiled on their own and called by address, so that a
-first launch compiles only the one it needs. Launches call the entry compiled for their types
-without Numba's dispatch.
+for element gathers, one for rows) are compiled on their own, so that a first launch compiles
+only the one it needs.
 """
 from __future__ import annotations
 
@@ -26,21 +24,12 @@ import numpy as np
 
 from ep.common.jit import bound, scalar_function, specialize, template
 from ep.common.math.intrinsics import prefetch, stack_array, stream_fence, stream_store
-from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, gather_row, index_range
+from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, first_bad_index, gather_row, index_range
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX
-from ep.cpu.kernel import (
-    PARALLEL_THRESHOLD,
-    CpuKernel,
-    SpanKernel,
-    address_of,
-    call_task,
-    input_array,
-    load_from,
-    output_array,
-    span_driver,
-)
+from ep.cpu.kernel import CpuKernel
+from ep.cpu.parallel_for import PARALLEL_THRESHOLD, ParallelFor, input_array, output_array
 from ep.cpu.primitive.copy_nd import STREAM_BYTES
 from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -76,7 +65,6 @@ _IN_RANGE, _CHECKED, _REFUSED = 0, 1, 2
 (
     _INDEX_COUNT,
     _ROWS,
-    _ROWS_PER_CHUNK,
     _NUM_INDICES,
     _OUTER,
     _GATHER,
@@ -86,9 +74,8 @@ _IN_RANGE, _CHECKED, _REFUSED = 0, 1, 2
     _WRAP,
     _CHECK,
     _AHEAD,
-    _PARALLEL,
     _LEAST,
-) = range(14)
+) = range(12)
 
 
 @scalar_function
@@ -140,12 +127,12 @@ def _segment(row, stop, num_indices, outer):
     return batch_outer, (batch_outer // outer) * num_indices + i0, count
 
 
-@template("ARGS")
-def _gather_element_span(address, row, stop):
+@template()
+def _gather_element_span(row, stop, args):
     # Rows [row, stop) of out for inner == 1, cut into segments of one (batch, outer) slab each:
     # the elements of the slab src that the segment's indices select, zeros for the others. Inside
     # a segment the loops see plain views, which is what lets LLVM vectorize them.
-    indices, in_, out, params, mode = load_from(address, bound.ARGS)
+    indices, in_, out, params, mode = args
     num_indices, outer, gather = params[_NUM_INDICES], params[_OUTER], params[_GATHER]
     lo, hi, wrap, ahead = params[_LO], params[_HI], params[_WRAP], params[_AHEAD]
     slabs = params[_ROWS] // num_indices
@@ -208,12 +195,12 @@ def _gather_element_span(address, row, stop):
         stream_fence()
 
 
-@template("ARGS")
-def _gather_row_span(address, row, stop):
+@template()
+def _gather_row_span(row, stop, args):
     # Rows [row, stop) of out for any inner, cut into segments of one (batch, outer) slab each: the
     # rows of the slab src that the segment's indices select, zeros for the others, prefetching
     # the row `ahead` further on when ahead.
-    indices, in_, out, params, mode = load_from(address, bound.ARGS)
+    indices, in_, out, params, mode = args
     num_indices, outer, gather, inner = params[_NUM_INDICES], params[_OUTER], params[_GATHER], params[_INNER]
     lo, hi, wrap, ahead = params[_LO], params[_HI], params[_WRAP], params[_AHEAD]
     line = _LINE_BYTES // in_.itemsize if in_.itemsize <= _LINE_BYTES else 1
@@ -240,7 +227,7 @@ def _gather_row_span(address, row, stop):
         row += count
 
 
-@scalar_function
+@template()
 def _index_pass(indices, params):
     """The loops' mode: _IN_RANGE when every index is in range (in [least, hi]: as given, or once
     negatives wrap), else _REFUSED with check, else _CHECKED."""
@@ -254,47 +241,26 @@ def _index_pass(indices, params):
     return _REFUSED if params[_CHECK] else _CHECKED
 
 
-def _first_bad(indices: np.ndarray, params: np.ndarray) -> int:
-    """The position of the first index out of range, of a launch the entry refused."""
-    values = indices[: params[_INDEX_COUNT]].astype(np.int64)
-    return int(np.flatnonzero((values < params[_LEAST]) | (values > params[_HI]))[0])
-
-
-_PARAMS = numba.types.Array(numba.int64, 1, "C")
-
-
-@template()
-def _enter(driver, span, indices, in_, out, params):
-    # The index pass first, on the calling thread (a parallel loop of its own would cost compiling
-    # a second one, for indices that are few next to the rows they move): with check, a bad index
-    # ends the launch before any write. Then the span over the rows, by the driver. Returns the mode.
-    mode = _index_pass(indices, params)
-    rows = params[_ROWS]
-    if mode != _REFUSED and rows * params[_INNER] > 0:
-        args = (indices, in_, out, params, mode)
-        call_task(driver, (span, address_of(args), rows, params[_ROWS_PER_CHUNK], params[_PARALLEL] != 0))
-    return mode
-
-
-_ENTRY = CpuKernel(_enter, "gather_entry")
+_PARAMS = input_array(np.dtype(np.int64))
+# The index pass, a serial build per index dtype (a parallel loop of its own would cost compiling a
+# second one, for indices that are few next to the rows they move).
+_INDEX_PASS = CpuKernel(_index_pass, "gather_index_pass")
 
 
 @functools.cache
-def _span(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> SpanKernel:
+def _span(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> ParallelFor:
     """The span over rows of one element (elements) or of any length, for indices of index_dtype
-    and buffers of dtype: the entry's arguments (indices, in, out, params, the index pass's mode)."""
+    and buffers of dtype: (indices, in, out, params, the index pass's mode)."""
     args = (input_array(index_dtype), input_array(dtype), output_array(dtype), _PARAMS, numba.int64)
     template, kind = (_gather_element_span, "element") if elements else (_gather_row_span, "row")
-    return SpanKernel(template, f"gather_{kind}_span_{dtype}_{index_dtype}", args)
+    return ParallelFor(template, f"gather_{kind}_span_{dtype}_{index_dtype}", args)
 
 
 @functools.cache
-def _compiled(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> tuple[Callable, int, int]:
-    """The entry point compiled for 1-d C-contiguous indices of index_dtype and buffers of dtype
-    (any flags), and the driver and span (for rows of one element or not) it is given."""
-    buffers = (input_array(index_dtype), input_array(dtype), output_array(dtype), _PARAMS)
-    entry = _ENTRY.entry(numba.int64, numba.int64, *buffers, parallel=False)
-    return entry, span_driver(), _span(index_dtype, dtype, elements).task
+def _compiled(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> tuple[Callable, ParallelFor]:
+    """The index pass's entry point for 1-d C-contiguous indices of index_dtype, and the span over
+    rows (of one element or not) of buffers of dtype."""
+    return _INDEX_PASS.entry(input_array(index_dtype), _PARAMS, parallel=False), _span(index_dtype, dtype, elements)
 
 
 class _Entry:
@@ -307,7 +273,7 @@ class _Entry:
         self._key = (index_dtype, dtype, elements)
         self._compiled = None
 
-    def get(self) -> tuple[Callable, int, int]:
+    def get(self) -> tuple[Callable, ParallelFor]:
         if self._compiled is None:
             self._compiled = _compiled(*self._key)
         return self._compiled
@@ -317,11 +283,15 @@ _entry = functools.cache(_Entry)
 
 
 class _Plan(NamedTuple):
-    """A CPU launch's buffer counts, the kernel's parameters and its entries."""
+    """A CPU launch's buffer counts, its rows, ParallelFor's grain and work, the kernel's parameters
+    and its entries."""
 
     index_count: int
     in_count: int
     out_count: int
+    rows: int
+    grain: int
+    work: int
     params: np.ndarray | None
     entry: _Entry
     # Rows move as raw bytes in the widest unsigned unit (8, 4 or 2 bytes) dividing a row, when it
@@ -339,7 +309,8 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
     counts = (sizes.index_count, sizes.params_count, sizes.gathered_count)
     # No rows when they are empty: rows * inner (out's count) then bounds every size argument.
     rows = sizes.batch * sizes.outer * sizes.num_indices if sizes.inner else 0
-    parallel = int(sizes.gathered_count + sizes.index_count >= PARALLEL_THRESHOLD)
+    work = sizes.gathered_count + sizes.index_count
+    parallel = work >= PARALLEL_THRESHOLD
     itemsize = dtype.itemsize
     if sizes.inner == 1:
         slab_bytes = sizes.gather * itemsize
@@ -354,7 +325,6 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
     args = (
         sizes.index_count,
         rows,
-        rows_per_chunk,
         sizes.num_indices,
         sizes.outer,
         sizes.gather,
@@ -364,12 +334,12 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
         wrap,
         check,
         ahead,
-        parallel,
         index_range(sizes, bool(wrap))[0],
     )
     row_bytes = sizes.inner * itemsize
     width = next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)
     entry = _entry(index_dtype, dtype, sizes.inner == 1)
+    counts += (rows, rows_per_chunk, work)
     if sizes.inner == 1 or width <= itemsize:
         return _Plan(*counts, _params(args), entry)
     unit = np.dtype(f"uint{8 * width}")
@@ -384,9 +354,9 @@ def _params(args: tuple) -> np.ndarray | None:
     return np.array(args, np.int64) if max(args) <= INT64_MAX else None
 
 
-def _run(plan: _Plan, indices, in_, out) -> int:
-    """Run plan on 1-d C-contiguous buffers of its dtypes; rows move in the plan's raw unit when
-    both buffers are aligned to it."""
+def _run(plan: _Plan, indices, in_, out) -> bool:
+    """Run plan on 1-d C-contiguous buffers of its dtypes, or nothing where the index pass refuses
+    it (False); rows move in the plan's raw unit when both buffers are aligned to it."""
     unit = plan.unit
     if unit is not None and in_.ctypes.data % unit.itemsize == 0 and out.ctypes.data % unit.itemsize == 0:
         in_ = in_[: plan.in_count].view(unit)
@@ -394,10 +364,12 @@ def _run(plan: _Plan, indices, in_, out) -> int:
         params, entry = plan.unit_params, plan.unit_entry
     else:
         params, entry = plan.params, plan.entry
-    kernel, driver, span = entry.get()
-    if kernel(driver, span, indices, in_, out, params) == _REFUSED:
-        return _first_bad(indices, params)
-    return -1
+    index_pass, span = entry.get()
+    mode = index_pass(indices, params)
+    if mode == _REFUSED:
+        return False
+    span((indices, in_, out, params, mode), plan.rows, plan.work, plan.grain)
+    return True
 
 
 class CpuGatherKernels(IndexedKernels):
@@ -430,11 +402,13 @@ class CpuGatherKernels(IndexedKernels):
             and (out_flags := out.flags).c_contiguous
             and out_flags.writeable
         ):
-            return _run(plan, indices, in_, out)
-        return _run(plan, *primitive.checked_buffers(sizes, indices, in_, out))
+            buffers = indices, in_, out
+        else:
+            buffers = primitive.checked_buffers(sizes, indices, in_, out)
+        return -1 if _run(plan, *buffers) else first_bad_index(buffers[0], sizes, primitive.wrap)
 
     def all_kernels(self):
-        yield _ENTRY
+        yield _INDEX_PASS
         for dtype in sorted({dtype.storage_dtype for dtype in DataType}, key=str):
             for index_dtype in INDEX_TYPES:
                 for elements in (True, False):

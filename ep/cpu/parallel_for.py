@@ -1,0 +1,156 @@
+"""ParallelFor, OneFlow's CpuStream::ParallelFor: a serial span run over items [0, count) in
+chunks on the threading layer or, below PARALLEL_THRESHOLD, on the calling thread. Every CPU
+primitive runs its kernels with it.
+
+A span is a kernel template `span(start, stop, args)`: a serial loop over items [start, stop) of a
+launch whose arguments are the tuple args. How it gets there is private to this module: the span
+is compiled on its own (one build per op and argument types), wrapped to read args from an
+address; one parallel driver, compiled once per process, calls it by address on each chunk; and a
+serial entry per argument types stores the launch's arguments in its frame and hands their
+address to the driver. So no primitive compiles a parfor of its own (the parallel passes were most
+of a small kernel's compile time), and the driver never links and recompiles a span. Launches call
+the entry without Numba's type dispatch (a third of a tiny launch), so args must have exactly
+the declared types: arrays 1-d and C-contiguous, of exactly their dtype (as checked storage is).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import numba
+import numpy as np
+from numba import prange
+from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+
+from ep.common.jit import bound, scalar_function, specialize, template
+from ep.cpu.kernel import CpuKernel
+
+# Below this much work (elements touched) a launch runs on the calling thread: waking the thread
+# pool costs more than the loop.
+PARALLEL_THRESHOLD = 1 << 15
+
+
+def input_array(dtype: np.dtype, ndim: int = 1) -> numba.types.Array:
+    """The type of a launch's input storage of dtype: read-only and of any alignment, so one type
+    serves every such array (neither changes the code LLVM makes of a span)."""
+    return numba.types.Array(numba.from_dtype(dtype), ndim, "C", readonly=True, aligned=False)
+
+
+def output_array(dtype: np.dtype) -> numba.types.Array:
+    """The type of a launch's output storage of dtype (writable; of any alignment)."""
+    return numba.types.Array(numba.from_dtype(dtype), 1, "C", aligned=False)
+
+
+class ParallelFor:
+    """span (a template `span(start, stop, args)` with bindings) over items of a launch whose args
+    have arg_types; compiled on first use and cached on disk."""
+
+    def __init__(self, span: Callable, name: str, arg_types: tuple[numba.types.Type, ...], **bindings: object) -> None:
+        self.args_type = numba.types.Tuple(arg_types)
+        body = scalar_function(specialize(span, name + "_body", **bindings))
+        self.span = CpuKernel(_span_at, name, by_address=True, span=body, ARGS=self.args_type)
+
+    @functools.cached_property
+    def compiled(self) -> tuple[Callable, int, int]:
+        """The entry's compiled entry point, the driver's address and the span's."""
+        entry = _ENTER.entry(_INDEX, _INDEX, self.args_type, _INDEX, _INDEX, numba.boolean, parallel=False)
+        driver = _DRIVER.task(_INDEX, _INDEX, _INDEX, _INDEX, numba.boolean, parallel=True)
+        return entry, driver, self.span.task(_INDEX, _INDEX, _INDEX)
+
+    def __call__(self, args: tuple, count: int, work: int, grain: int = 0) -> None:
+        """The span over items [0, count) of args, in chunks of grain items (default: one chunk per
+        thread), in parallel when work (elements touched) reaches PARALLEL_THRESHOLD, else on the
+        calling thread (in one chunk unless grain is given)."""
+        if count <= 0:
+            return
+        entry, driver, span = self.compiled
+        if work >= PARALLEL_THRESHOLD:
+            # One contiguous chunk per thread by default: Numba's schedule would give each thread a
+            # contiguous block of the chunks anyway (more chunks measured no faster).
+            entry(driver, span, args, count, grain or -(-count // numba.get_num_threads()), True)
+        else:
+            entry(driver, span, args, count, grain or count, False)
+
+
+@template("span", "ARGS")
+def _span_at(address, start, stop):
+    # The span on the arguments the entry stored at address.
+    bound.span(start, stop, load_from(address, bound.ARGS))
+
+
+@template()
+def _drive(span, address, count, chunk, parallel):
+    # The spans [start, stop) of items [0, count), chunk items each: in a prange, or one after
+    # another on the calling thread. np.int64: prange's index is unsigned, and spans take signed
+    # positions.
+    chunks = (count + chunk - 1) // chunk
+    if parallel:
+        for c in prange(chunks):
+            start = np.int64(c) * chunk
+            stop = start + chunk
+            # Not min(): Numba compiles its overload anew in each kernel (time a first launch waits).
+            _call(span, (address, start, stop if stop < count else count))
+    else:
+        for c in range(chunks):
+            start = np.int64(c) * chunk
+            stop = start + chunk
+            _call(span, (address, start, stop if stop < count else count))
+
+
+@template()
+def _enter(driver, span, args, count, chunk, parallel):
+    # The launch's arguments in this frame, their address to the driver: a serial build per
+    # argument types, a few calls, where a parallel loop over them would cost a parfor's compile.
+    _call(driver, (span, address_of(args), count, chunk, parallel))
+
+
+@intrinsic
+def _call(typingctx, address, args):
+    """Call the compiled function at address (CpuKernel.task, compiled for exactly the types of the
+    tuple args) on args. Called by name instead, Numba would link its code into the caller and into
+    its parallel loop, and optimize and compile it again in each."""
+
+    def codegen(context, builder, signature, llvm_args):
+        arg_types = tuple(signature.args[1])
+        function_type = context.call_conv.get_function_type(numba.types.none, arg_types)
+        pointer = builder.inttoptr(llvm_args[0], function_type.as_pointer())
+        values = cgutils.unpack_tuple(builder, llvm_args[1])
+        status, _ = context.call_conv.call_function(builder, pointer, numba.types.none, arg_types, values)
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return context.get_dummy_value()
+
+    return numba.types.none(address, args), codegen
+
+
+@intrinsic
+def address_of(typingctx, value):
+    """The address of a copy of value in the calling function's stack frame, valid until it returns."""
+
+    def codegen(context, builder, signature, args):
+        slot = cgutils.alloca_once_value(builder, args[0])
+        return builder.ptrtoint(slot, context.get_value_type(numba.int64))
+
+    return numba.int64(value), codegen
+
+
+@intrinsic
+def load_from(typingctx, address, value_type):
+    """The value of type value_type (a type as a value) at address, as address_of stored it."""
+    loaded = value_type.instance_type
+
+    def codegen(context, builder, signature, args):
+        pointer = builder.inttoptr(args[0], context.get_value_type(loaded).as_pointer())
+        # A reference of its own: Numba releases the value at the end of its life in the caller.
+        return impl_ret_borrowed(context, builder, loaded, builder.load(pointer))
+
+    return loaded(address, value_type), codegen
+
+
+# The one parallel build, reached by every span through an entry with its arguments' address, so
+# the parfor passes' cost is paid once per process.
+_DRIVER = CpuKernel(_drive, "span_driver", by_address=True)
+_ENTER = CpuKernel(_enter, "span_entry")
+_INDEX = numba.int64
