@@ -99,6 +99,17 @@ def repeat_shape(input_shape: Sequence[int], sizes: object) -> tuple[tuple[int, 
     return padded, sizes, tuple(r * n for r, n in zip(sizes, padded))
 
 
+def _allocatable(shape: tuple[int, ...], dtype, name: str) -> tuple[int, ...]:
+    """shape, if an array of it can exist (NumPy's rule: its nonzero dims' product, in bytes, within
+    int64); else ValueError naming the caller's argument name, whose value gives shape."""
+    nbytes = math.prod(size for size in shape if size) * dtype.itemsize
+    if nbytes > INT64_MAX:
+        raise ValueError(
+            f"{name}: gives shape {shape} of {dtype.value}, {nbytes} bytes; expected an array of at most 2**63 - 1 bytes"
+        )
+    return shape
+
+
 @same_kind("x")
 def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     """x broadcast to expand_shape(x.shape, sizes), as a new C-contiguous array (or out); a global
@@ -107,7 +118,7 @@ def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     primitive, dtype = _expand_primitive(device, x.dtype)
     # The shape before the copy: a contiguous copy of a 0-d array may be 1-d.
     x_shape = tuple(x.shape)
-    shape = expand_shape(x_shape, sizes)
+    shape = _allocatable(expand_shape(x_shape, sizes), dtype, "sizes")
     stream = stream_for(device, stream)
     x = contiguous(x, device, stream)
     if out is None:
@@ -153,6 +164,7 @@ def repeat(x, sizes: Sequence[int], *, out=None, stream=None):
     device = device_of(x, "x")
     primitive, dtype = _expand_primitive(device, x.dtype)
     padded, sizes, shape = repeat_shape(x.shape, sizes)
+    _allocatable(shape, dtype, "sizes")
     stream = stream_for(device, stream)
     out = output(out, shape, dtype, device, stream)
     if math.prod(shape) == 0:

@@ -1,6 +1,7 @@
 """Bad arguments to ep.ops and to New get errors naming the caller's argument, on every call
 (cache hits included); the ops' caches stay bounded whatever attribute values arrive."""
 import importlib
+import inspect
 import math
 
 import numpy as np
@@ -64,6 +65,44 @@ def test_huge_integers_are_named(device):
         ep.ops.gather(x, to_device(np.zeros(2, np.int64), device), huge)
     with pytest.raises(ValueError, match=r"params_shape\[0\]: 1000.* does not fit in int64"):
         ep.ops.gather_grad(x, to_device(np.zeros(4, np.int64), device), (huge,))
+
+
+@pytest.mark.parametrize("sizes", [(2**40, 2**40), (2**31, 2**31), (2**61, 1), (2**40, 2**40, 0)])
+def test_a_result_too_large_names_sizes(device, sizes):
+    # NumPy's rule (np.empty refuses the same shapes); the caller passed sizes, not out.
+    x = to_device(np.ones((1, 1), np.float32), device)
+    with pytest.raises(ValueError):
+        np.empty(sizes, np.float32)
+    with pytest.raises(ValueError, match=r"sizes: gives shape \(.*\) of float32, \d+ bytes; expected an array of at most 2\*\*63 - 1 bytes"):
+        ep.ops.repeat(x, sizes)
+    if 0 not in sizes:  # expand cannot make a dim of 1 empty
+        with pytest.raises(ValueError, match=r"sizes: gives shape \(.*\) of float32"):
+            ep.ops.expand(x, sizes)
+
+
+@pytest.mark.parametrize(
+    "factory, args, named",
+    [
+        ("UnsortedSegmentSumFactory", ("float32", "uint64"), "segment_ids_dtype"),
+        ("UnsortedSegmentSumFactory", ("complex64", "int32"), "data_dtype"),
+        ("GatherFactory", ("float32", "uint64"), "indices_dtype"),
+        ("GatherFactory", ("complex64", "int32"), "params_dtype"),
+        ("BatchGatherFactory", ("float32", "uint64"), "indices_dtype"),
+        ("BatchGatherFactory", ("complex64", "int32"), "params_dtype"),
+        ("ExpandFactory", ("complex64",), "dtype"),
+        ("ExpandGradFactory", ("complex64",), "dtype"),
+        ("ElementwiseUnaryFactory", ("relu", "complex64", "float32"), "src_dtype"),
+        ("ElementwiseUnaryFactory", ("relu", "float32", "complex64"), "dst_dtype"),
+        ("BroadcastElementwiseBinaryFactory", ("add", "complex64", "float32"), "src_dtype"),
+        ("BroadcastElementwiseBinaryFactory", ("add", "float32", "complex64"), "dst_dtype"),
+    ],
+)
+def test_factory_errors_name_the_parameter_of_new(device, factory, args, named):
+    # Each name is a parameter of that factory's New, so the caller can find what was wrong.
+    factory = getattr(ep, factory)
+    assert named in inspect.signature(factory.New).parameters
+    with pytest.raises(TypeError, match=f"^{named}: "):
+        ep.NewPrimitive(factory, device, *args)
 
 
 def test_none_is_not_a_dtype(device):

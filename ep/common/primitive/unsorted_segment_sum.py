@@ -30,7 +30,7 @@ class UnsortedSegmentSumFactoryImpl(GenericFactory, UnsortedSegmentSumFactory):
     primitive_type = UnsortedSegmentSumImpl
 
     def New(self, data_dtype, segment_ids_dtype, *, wrap_negative=False, check_bounds=False) -> UnsortedSegmentSum | None:
-        return self._new(resolve_indexed(data_dtype, segment_ids_dtype, wrap_negative, check_bounds, SUM_TYPES, "data_dtype"))
+        return self._new(resolve_indexed(data_dtype, segment_ids_dtype, wrap_negative, check_bounds, SUM_TYPES, ("data_dtype", "segment_ids_dtype")))
 
     def Combinations(self):
         return indexed_combinations(SUM_TYPES)
