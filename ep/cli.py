@@ -62,31 +62,37 @@ def _summary(rows: list[dict]) -> list[tuple]:
 
 
 @functools.cache
-def _registry_names() -> dict[str, list[str]]:
-    """The names the command line accepts: devices, primitives, ops (OneFlow's names and values), dtypes."""
+def _registry_names() -> dict[str, dict[str, str]]:
+    """Per kind of name the command line takes, each accepted spelling -> the registry's name:
+    devices, primitives, dtypes, and ops (OneFlow's names, their values and ep.ops' aliases)."""
     from ep import BinaryOp, DataType, DeviceType, UnaryOp
 
     rows = registry_rows()
     listed = {r["op"] for r in rows if r["op"]}
-    ops = [op for enum_type in (UnaryOp, BinaryOp) for op in enum_type if op.name in listed]
+    ops = {}
+    for enum_type in (UnaryOp, BinaryOp):
+        spellings = [(op.value, op) for op in enum_type] + [(op.name, op) for op in enum_type] + list(enum_type.aliases())
+        ops.update((spelling, op.name) for spelling, op in spellings if op.name in listed)
     return {
-        "device": [d.value for d in DeviceType],
-        "primitive": sorted({r["primitive"] for r in rows}),
-        "op": sorted({op.value for op in ops}) + sorted({op.name for op in ops}),
-        "dtype": [d.value for d in DataType],
+        "device": {d.value: d.value for d in DeviceType},
+        "primitive": {name: name for name in sorted({r["primitive"] for r in rows})},
+        "op": ops,
+        "dtype": {d.value: d.value for d in DataType},
     }
 
 
-def _name(kind: str, what: str) -> Callable[[str], str]:
-    """An argparse type: value itself when it is a name of kind ("device", "primitive", "op",
-    "dtype"), else an error saying it is not what, with the closest names (or all of them)."""
+def _name(kind: str, what: str, example: str | None = None) -> Callable[[str], str]:
+    """An argparse type: the registry's name for value, a name of kind ("device", "primitive",
+    "op", "dtype"); else an error saying it is not what, with the closest names, or every name
+    (example, when given, instead of a long list)."""
 
     def parse(value: str) -> str:
-        valid = _registry_names()[kind]
-        if value in valid:
-            return value
-        hint = did_you_mean(value, valid) or f"expected one of {', '.join(valid)}"
-        raise argparse.ArgumentTypeError(f"{value!r} is not {what}; {hint}")
+        names = _registry_names()[kind]
+        if value in names:
+            return names[value]
+        valid = list(names)
+        every = f"one of {', '.join(valid)}" if example is None else f"{example} (`python -m ep list --all` lists them)"
+        raise argparse.ArgumentTypeError(f"{value!r} is not {what}; {did_you_mean(value, valid) or 'expected ' + every}")
 
     parse.__name__ = kind  # argparse names the type in its own errors
     return parse
@@ -147,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     list_parser = commands.add_parser("list", help="summarize the primitive registry (--all: every combination)")
     list_parser.add_argument("--device", type=_name("device", "a device"), metavar="{cpu,cuda}")
     list_parser.add_argument("--primitive", type=_name("primitive", "a primitive"), help="e.g. Gather, ElementwiseUnary")
-    list_parser.add_argument("--op", type=_name("op", "an op"), help="e.g. relu or kRelu")
+    list_parser.add_argument("--op", type=_name("op", "an op", "e.g. 'relu' or 'kRelu'"), help="e.g. relu or kRelu")
     list_parser.add_argument("--all", action="store_true", help="print every combination, not the summary")
     list_parser.add_argument("--json", action="store_true", help="print a JSON list of rows")
     list_parser.set_defaults(run=_list)
@@ -158,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
 
     warmup_parser = commands.add_parser("warmup", help="compile kernels into the disk cache before the first launch")
     warmup_parser.add_argument("--device", type=_name("device", "a device"), metavar="{cpu,cuda}", help="default: every available device")
-    warmup_parser.add_argument("--ops", nargs="+", type=_name("op", "an op"), metavar="OP", help="e.g. relu add (default: every op, and the primitives without one)")
+    warmup_parser.add_argument("--ops", nargs="+", type=_name("op", "an op", "e.g. 'relu' or 'kRelu'"), metavar="OP", help="e.g. relu add (default: every op, and the primitives without one)")
     warmup_parser.add_argument("--dtypes", nargs="+", type=_name("dtype", "a data type"), metavar="DTYPE", help="the data's dtypes, e.g. float32 (default: all)")
     warmup_parser.add_argument("--primitives", nargs="+", type=_name("primitive", "a primitive"), metavar="PRIMITIVE", help="e.g. Gather (default: all)")
     warmup_parser.set_defaults(run=_warmup)

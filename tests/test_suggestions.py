@@ -63,6 +63,18 @@ def test_cli_suggests_the_closest_name(args, message):
 
 
 def test_cli_lists_every_name_when_none_is_close():
+    result = _ep("list", "--primitive", "Frobnicate")
+    assert result.returncode == 2
+    assert "'Frobnicate' is not a primitive; expected one of BatchGather, BroadcastElementwiseBinary, CopyNd," in result.stderr
+
+
+def test_cli_points_to_the_op_list_when_no_op_is_close():
     result = _ep("list", "--op", "frobnicate")
     assert result.returncode == 2
-    assert "'frobnicate' is not an op; expected one of abs," in result.stderr and "kRelu" in result.stderr
+    assert "'frobnicate' is not an op; expected e.g. 'relu' or 'kRelu' (`python -m ep list --all` lists them)" in result.stderr
+
+
+def test_cli_takes_ep_ops_aliases():
+    result = _ep("list", "--op", "neg", "--device", "cpu")
+    assert result.returncode == 0, result.stderr
+    assert {line.split()[2] for line in result.stdout.splitlines()[2:-1]} == {"kNegative"}

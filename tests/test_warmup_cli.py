@@ -35,7 +35,7 @@ def _warmup(cache_dir, *args):
     assert found, result.stdout
     rows, seconds, compiled, functions, cached, failed, where = found.groups()
     assert where == str(cache_dir) and failed == "0"
-    assert "warmup 1/" in result.stderr  # the progress counter (or tqdm's bar)
+    assert f"{rows}/{rows}" in result.stderr  # the progress: a counter line, or tqdm's bar
     return int(rows), int(compiled), int(functions), int(cached), float(seconds)
 
 
@@ -55,6 +55,14 @@ def test_warmup_leaves_nothing_for_real_calls_to_compile(tmp_path):
     assert rows == 5  # Gather and BatchGather with int32 and int64 indices, CopyNd
     result = _run(tmp_path, "-c", CALLS)
     assert result.stdout.split()[-1] == "0"
+
+
+def test_warmup_shows_tqdms_bar_when_tqdm_is_installed(tmp_path):
+    # A stand-in tqdm module: warmup passes its rows through tqdm(...).
+    (tmp_path / "tqdm.py").write_text("def tqdm(rows, **options):\n    print('TQDM', options['desc'], file=options['file'])\n    return rows\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(tmp_path))
+    result = subprocess.run([sys.executable, "-m", "ep", "warmup", "--device", "cpu", "--ops", "relu", "--dtypes", "float32"], capture_output=True, text=True, env=env)
+    assert result.returncode == 0 and result.stderr.strip() == "TQDM warmup", result.stderr
 
 
 @pytest.mark.parametrize(
