@@ -169,19 +169,13 @@ def chosen_rows(
 
 
 @contextlib.contextmanager
-def _compilations(devices: set[str]) -> Iterator[Callable[[], int]]:
-    """Inside: a function giving how many functions Numba (and numba-cuda, for "cuda") compiled
-    so far; a load from the disk cache is no compilation."""
+def _compilations() -> Iterator[Callable[[], int]]:
+    """Inside: a function giving how many functions Numba compiled so far for the CPU (a load
+    from the disk cache is none). numba-cuda's kernels report no such event."""
     import numba.core.event
 
-    modules = [numba.core.event]
-    if "cuda" in devices:
-        import numba.cuda.core.event
-
-        modules.append(numba.cuda.core.event)
-    with contextlib.ExitStack() as stack:
-        recorders = [stack.enter_context(module.install_recorder("numba:compile")) for module in modules]
-        yield lambda: sum(event.is_start for recorder in recorders for _, event in recorder.buffer)
+    with numba.core.event.install_recorder("numba:compile") as recorder:
+        yield lambda: sum(event.is_start for _, event in recorder.buffer)
 
 
 def _progress(rows: list[dict]) -> Iterator[dict]:
@@ -214,9 +208,9 @@ def cache_location() -> str:
 def warm(rows: list[dict]) -> int:
     """Launch each row's combination once on tiny arrays, printing progress and a summary; 0 when
     every launch ran, 1 when one failed (each failure is printed)."""
-    compiled, cached, failures = 0, 0, []
+    compiled, functions, cached, on_cuda, failures = 0, 0, 0, 0, []
     start = time.perf_counter()
-    with _compilations({row["device"] for row in rows}) as compilations:
+    with _compilations() as compilations:
         for row in _progress(rows):
             before = compilations()
             try:
@@ -226,16 +220,19 @@ def warm(rows: list[dict]) -> int:
             except Exception as error:  # report every failing combination, then fail
                 failures.append(f"FAILED {_label(row)}: {type(error).__name__}: {error}")
                 continue
-            if compilations() > before:
-                compiled += 1
+            new = compilations() - before
+            if row["device"] == "cuda":
+                on_cuda += 1
+            elif new:
+                compiled, functions = compiled + 1, functions + new
             else:
                 cached += 1
-        functions = compilations()
     seconds = time.perf_counter() - start
     for line in failures:
         print(line)
+    cuda = f"{on_cuda} launched on cuda (compiled or loaded: numba-cuda does not say), " if on_cuda else ""
     print(
         f"warmup: {len(rows)} combinations in {seconds:.1f} s: {compiled} compiled ({functions} functions), "
-        f"{cached} cached (on disk, or by an earlier combination), {len(failures)} failed; cache: {cache_location()}"
+        f"{cached} cached (on disk, or by an earlier combination), {cuda}{len(failures)} failed; cache: {cache_location()}"
     )
     return 1 if failures or not rows else 0
