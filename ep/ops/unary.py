@@ -9,7 +9,8 @@ from ep.common.math.aliases import alias_dtype, refuse_alias
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.keys import exact_key
 from ep.common.math.ops.record import document_ops
-from ep.common.math.unary_functor import UNARY_FUNCTORS, unary_dst_dtypes, unary_keyword_attrs
+from ep.common.math.unary_functor import UNARY_FUNCTORS, unary_attrs, unary_dst_dtypes, unary_keyword_attrs
+from ep.include.primitive.cast import CastFactory
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
@@ -34,7 +35,7 @@ def unary_result_dtype(op: UnaryOp, src_dtype: DataType, dtype: object = None) -
 
 
 def _primitive(op, device_type, x_dtype, attr0, attr1, dtype, exact=None):
-    """(primitive, result dtype, the dtype x is cast to first or None): a NumPy or PyTorch alias
+    """(primitive, result DataType, the dtype x is cast to first or None): a NumPy or PyTorch alias
     computes in its library's dtype. exact (exact_key of the attributes) only keys the cache, where
     -0.0 would pass for 0.0."""
     name, op = op, as_unary_op(op)
@@ -43,8 +44,13 @@ def _primitive(op, device_type, x_dtype, attr0, attr1, dtype, exact=None):
     if src_dtype is None:
         raise refuse_alias(name, x_dtype, "x")
     dst_dtype = unary_result_dtype(op, src_dtype, dtype)
-    primitive = NewPrimitive(ElementwiseUnaryFactory, device_type, op, src_dtype, dst_dtype, attr0, attr1)
-    return primitive, dst_dtype.dtype, None if src_dtype is x_dtype else src_dtype
+    if op is UnaryOp.kCast:
+        # OneFlow's Cast primitive: the cast record's rules; it takes no attributes (this raises for one).
+        unary_attrs(op, src_dtype, attr0, attr1)
+        primitive = NewPrimitive(CastFactory, device_type, src_dtype, dst_dtype)
+    else:
+        primitive = NewPrimitive(ElementwiseUnaryFactory, device_type, op, src_dtype, dst_dtype, attr0, attr1)
+    return primitive, dst_dtype, None if src_dtype is x_dtype else src_dtype
 
 
 # Keyed by the caller's own arguments (typed, so True never passes for 1, and the attributes by
@@ -82,13 +88,13 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, *
         # contiguous() copies; taken after the shape, since a copy of a 0-d array may be 1-d.
         x = contiguous(x, device, stream)
     if out is None:
-        out = empty(shape, as_data_type(dst_dtype), device, stream)
-    elif device is _CPU and type(out) is np.ndarray and out.dtype is dst_dtype and out.shape == shape and (f := out.flags).c_contiguous and f.writeable:
+        out = empty(shape, dst_dtype, device, stream)
+    elif device is _CPU and type(out) is np.ndarray and out.dtype is dst_dtype.dtype and out.shape == shape and (f := out.flags).c_contiguous and f.writeable:
         # Two arrays that own their memory cannot overlap: only views need the overlap test.
         if out is not x and (x.base is not None or out.base is not None):
             x = unaliased(x, out, device, stream, elementwise=True)
     else:
-        check_out(out, "out", tuple(shape), as_data_type(dst_dtype), device)
+        check_out(out, "out", tuple(shape), dst_dtype, device)
         x = unaliased(x, out, device, stream, elementwise=True)
     primitive.Launch(stream, x, out, x.size)
     return out

@@ -40,6 +40,6 @@ class CpuElementwiseUnaryKernels(ElementwiseUnaryKernels):
         return CpuUnaryKernel(_unary, name, arg_types, **unary_bindings(DeviceType.kCPU, op, src_dtype, dst_dtype))
 
 
-REGISTER_PRIMITIVE_FACTORY(
-    DeviceType.kCPU, ElementwiseUnaryFactory, ElementwiseUnaryFactoryImpl(DeviceType.kCPU, CpuElementwiseUnaryKernels())
-)
+# One instance, so that Cast (cast.py) launches the very kernels ElementwiseUnary compiled.
+UNARY_KERNELS = CpuElementwiseUnaryKernels()
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, ElementwiseUnaryFactory, ElementwiseUnaryFactoryImpl(DeviceType.kCPU, UNARY_KERNELS))

@@ -86,6 +86,6 @@ class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
         )
 
 
-REGISTER_PRIMITIVE_FACTORY(
-    DeviceType.kCUDA, ElementwiseUnaryFactory, ElementwiseUnaryFactoryImpl(DeviceType.kCUDA, CudaElementwiseUnaryKernels())
-)
+# One instance, so that Cast (cast.py) launches the very kernels ElementwiseUnary compiled.
+UNARY_KERNELS = CudaElementwiseUnaryKernels()
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, ElementwiseUnaryFactory, ElementwiseUnaryFactoryImpl(DeviceType.kCUDA, UNARY_KERNELS))

@@ -2,6 +2,7 @@
 from ep.include.primitive.batch_gather import BatchGather, BatchGatherFactory
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinary, BroadcastElementwiseBinaryFactory
+from ep.include.primitive.cast import Cast, CastFactory
 from ep.include.primitive.copy_nd import CopyNd, CopyNdFactory
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
 from ep.include.primitive.expand import Expand, ExpandFactory
@@ -25,6 +26,8 @@ __all__ = [
     "BinaryOp",
     "BroadcastElementwiseBinary",
     "BroadcastElementwiseBinaryFactory",
+    "Cast",
+    "CastFactory",
     "CopyNd",
     "CopyNdFactory",
     "ElementwiseUnary",
