@@ -7,6 +7,7 @@ from ep.include.primitive.copy_nd import CopyNd, CopyNdFactory
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
 from ep.include.primitive.expand import Expand, ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
+from ep.include.primitive.fill import Fill, FillFactory
 from ep.include.primitive.gather import Gather, GatherFactory, IndexOutOfRange
 from ep.include.primitive.primitive import (
     REGISTER_PRIMITIVE_FACTORY,
@@ -37,6 +38,8 @@ __all__ = [
     "ExpandGrad",
     "ExpandGradFactory",
     "Factory",
+    "Fill",
+    "FillFactory",
     "Gather",
     "GatherFactory",
     "GetFactory",

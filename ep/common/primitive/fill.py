@@ -1,0 +1,102 @@
+"""Fill on every device: New's resolution, Launch's checks, and the kernels a device supplies.
+
+A fill does not care what its elements mean, only their bytes: the scalar is converted to the
+primitive's dtype on the host (ep's one conversion rule, runtime.scalar.scalar_value) and its bit
+pattern is written as an unsigned integer of the element's size. So four kernels (1, 2, 4 and 8
+bytes) serve every dtype, -0.0 and NaN payloads arrive as given, and TensorFill and Memset launch
+the same kernels with the value read from a device buffer or given as a byte.
+"""
+from __future__ import annotations
+
+import abc
+from typing import Iterator
+
+import numpy as np
+
+from ep.common.jit import scalar_function
+from ep.common.primitive.factory import GenericFactory
+from ep.common.runtime.buffer import kept, storage
+from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
+from ep.common.runtime.device import DeviceType
+from ep.common.runtime.scalar import scalar_value
+from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.validate import INT64_MAX, count as check_count
+from ep.include.primitive.fill import Fill, FillFactory
+
+# The unsigned integer each element size is filled as.
+UNIT_DTYPES = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+
+
+@scalar_function
+def from_scalar(value):
+    """A fill kernel's value when it is given as a launch argument (Fill, Memset)."""
+    return value
+
+
+@scalar_function
+def from_buffer(src):
+    """A fill kernel's value when it is read from a one-element device buffer (TensorFill)."""
+    return src[0]
+
+
+def fill_bits(scalar: object, name: str, dtype: DataType) -> np.unsignedinteger:
+    """scalar converted to dtype (scalar_value: TypeError for a non-scalar, OverflowError for an
+    integer out of range, ValueError for NaN or inf to an integer dtype), as the unsigned integer
+    holding its bits."""
+    value = scalar_value(scalar, name, dtype)
+    return np.asarray(value).astype(dtype.dtype).view(UNIT_DTYPES[dtype.itemsize])[()]
+
+
+def as_units(flat, itemsize: int):
+    """Flat storage viewed as unsigned integers of its element size (kept for a device array)."""
+    unit = UNIT_DTYPES[itemsize]
+    if type(flat) is np.ndarray:
+        return flat if flat.dtype == unit else flat.view(unit)
+    return flat if flat.dtype == unit else kept(_view, flat, unit)
+
+
+def _view(flat, unit: np.dtype):
+    return flat.view(unit)
+
+
+class FillKernels(abc.ABC):
+    """What a device supplies: per element size, a kernel launched as
+    kernel.launch(stream, dst, source, count): dst flat storage viewed as UNIT_DTYPES[size],
+    source the value's bits (from_scalar) or a one-element buffer of them (from_buffer), as the
+    device's kernels were made for."""
+
+    @abc.abstractmethod
+    def kernel(self, itemsize: int):
+        """The device kernel filling elements of itemsize bytes, compiled on its first launch."""
+
+    def all_kernels(self) -> Iterator[object]:
+        for itemsize in UNIT_DTYPES:
+            yield self.kernel(itemsize)
+
+
+class FillImpl(Fill):
+    def __init__(self, device_type: DeviceType, kernels: FillKernels, dtype: DataType) -> None:
+        self.device_type, self.dtype = device_type, dtype
+        self._kernel = kernels.kernel(dtype.itemsize)
+        self._stream_type = STREAM_TYPES[device_type]
+
+    def Launch(self, stream, dst, scalar, count: int) -> None:
+        if type(stream) is not self._stream_type:
+            stream = check_stream(stream, self.device_type)
+        if type(count) is not int or not 0 <= count <= INT64_MAX:
+            count = check_count(count)
+        bits = fill_bits(scalar, "scalar", self.dtype)
+        dst = storage(dst, "dst", self.device_type, self.dtype, count, writable=True, stream=stream)
+        if count:
+            self._kernel.launch(stream, as_units(dst, self.dtype.itemsize), bits, count)
+
+
+class FillFactoryImpl(GenericFactory, FillFactory):
+    primitive_type = FillImpl
+
+    def New(self, dtype) -> Fill | None:
+        return self._new((as_data_type(dtype),))
+
+    def Combinations(self) -> Iterator[tuple[object, tuple]]:
+        for dtype in ALL_TYPES:
+            yield None, (dtype,)
