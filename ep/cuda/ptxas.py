@@ -47,6 +47,7 @@ SHARED_RESERVED = 1024
 # but for the kernels that declare they cannot (CudaKernel's full_occupancy=False, each with its reason).
 MEMORY_BOUND = frozenset(
     {"BatchGather", "BroadcastElementwiseBinary", "CopyNd", "ElementwiseUnary", "Expand", "ExpandGrad", "Gather", "UnsortedSegmentSum"}
+    | {"Fill", "TensorFill", "Memset"}
 )
 
 # Kernels (a pattern of their names) allowed f64 instructions without float64 data, with why.
