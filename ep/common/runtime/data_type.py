@@ -75,6 +75,8 @@ def as_data_type(value: object, name: str = "dtype") -> DataType:
     caller means)."""
     if isinstance(value, DataType):
         return value
+    if isinstance(value, np.dtype) and (found := _BY_DTYPE.get(value)) is not None:
+        return found  # the common case, in one lookup
     try:
         # A torch.dtype prints as torch.<NumPy's name>; read so, torch is never imported here.
         key = str(value).removeprefix("torch.") if type(value).__module__ == "torch" else value

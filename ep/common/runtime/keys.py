@@ -24,18 +24,27 @@ def exact_key(value: object) -> Hashable:
     so 1, 1.0, True and np.int64(1) are four keys.
     """
     kind = type(value)
+    if kind in _SAME:
+        return value
+    if kind is tuple:
+        # Most keys (New's and the ops' arguments) are tuples of names, enums, dtypes and None:
+        # such a tuple is its own key, found without building another.
+        for item in value:
+            if type(item) not in _SAME:
+                return tuple(map(exact_key, value))
+        return value
     rule = _RULES.get(kind)
     if rule is None:
         rule = _RULES.setdefault(kind, _rule(kind))
+        if rule is _itself:
+            _SAME.add(kind)
     return rule(value)
 
 
 def _rule(kind: type) -> Callable[[object], Hashable]:
     """How exact_key keys a value of kind (kept per type: a program meets a few types)."""
-    if kind in (str, bytes, type(None)) or (issubclass(kind, enum.Enum) and not issubclass(kind, (int, float, str))):
+    if issubclass(kind, np.dtype) or (issubclass(kind, enum.Enum) and not issubclass(kind, (int, float, str))):
         return _itself  # == already means the same type and value
-    if kind is tuple:
-        return lambda value: tuple(map(exact_key, value))
     if issubclass(kind, float):  # np.float64 too
         return lambda value: (kind, _DOUBLE.pack(value))
     if issubclass(kind, np.inexact):
@@ -52,3 +61,6 @@ def _itself(value: object) -> Hashable:
 
 
 _RULES: dict[type, Callable[[object], Hashable]] = {}
+# The types whose values are their own keys (== already means the same type and value); joined
+# by the enums and dtypes met.
+_SAME = {str, bytes, type(None)}
