@@ -1,0 +1,114 @@
+"""Permute's CPU kernel: a transpose in cache-blocked tiles, one span per element dtype; a permute
+whose last dim stays runs as CopyNd's strided copy.
+
+A work item is one tile of TILE x TILE elements of the two transposed dims under one outer index:
+its src rows and dst rows stay in L1 while it is moved, where a plain strided copy would touch a
+new cache line for every element it writes (or reads).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Iterator
+
+import numpy as np
+
+from ep.common.jit import scalar_function, template
+from ep.common.primitive.permute import PermuteFactoryImpl, PermuteKernels, TransposePlan
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
+from ep.cpu.parallel_for import ParallelFor, input_array, output_array
+from ep.cpu.primitive.copy_nd import KERNELS as COPY_KERNELS
+from ep.include.primitive.permute import PermuteFactory
+from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
+
+# A tile's side in elements.
+TILE = 32
+
+# The span's int64 parameters: these scalars, then the outer dims and their src and dst strides.
+_ROWS, _COLS, _SRC_ROW_STRIDE, _DST_COL_STRIDE, _TILES_R, _TILES_C, _NUM_OUTER, _OUTER = range(8)
+
+
+@scalar_function
+def _outer_offsets(params, num_outer, o):
+    # Where outer index o (flat over the outer dims) starts in src and in dst.
+    s = 0
+    d = 0
+    for i in range(num_outer - 1, -1, -1):
+        dim = params[_OUTER + i]
+        q = o // dim
+        index = o - q * dim
+        s += index * params[_OUTER + num_outer + i]
+        d += index * params[_OUTER + 2 * num_outer + i]
+        o = q
+    return s, d
+
+
+@template()
+def _transpose_span(start, stop, args):
+    # Items are tiles, the tile column fastest: item = (outer index, tile row, tile column).
+    src, dst, params = args
+    rows = params[_ROWS]
+    cols = params[_COLS]
+    src_row_stride = params[_SRC_ROW_STRIDE]
+    dst_col_stride = params[_DST_COL_STRIDE]
+    tiles_r = params[_TILES_R]
+    tiles_c = params[_TILES_C]
+    num_outer = params[_NUM_OUTER]
+    for item in range(start, stop):
+        t = item // tiles_c
+        tc = item - t * tiles_c
+        o = t // tiles_r
+        tr = t - o * tiles_r
+        s, d = _outer_offsets(params, num_outer, o)
+        r0 = tr * TILE
+        c0 = tc * TILE
+        nr = rows - r0 if rows - r0 < TILE else TILE
+        nc = cols - c0 if cols - c0 < TILE else TILE
+        # Slices from the tile's corners: every index below is a non-negative loop variable, so
+        # Numba's wraparound checks go. Each dst row is written whole before the next.
+        x = src[s + r0 * src_row_stride + c0 :]
+        y = dst[d + c0 * dst_col_stride + r0 :]
+        for c in range(nc):
+            row = y[c * dst_col_stride :]
+            for r in range(nr):
+                row[r] = x[r * src_row_stride + c]
+
+
+@functools.cache
+def _span(dtype: np.dtype) -> ParallelFor:
+    """The tiled transpose of elements of dtype."""
+    return ParallelFor(_transpose_span, f"permute_tiles_{dtype}", (input_array(dtype), output_array(dtype), input_array(np.dtype(np.int64))))
+
+
+_BOOL = np.dtype(np.bool_)
+_UINT8 = np.dtype(np.uint8)
+
+
+class CpuPermuteKernels(PermuteKernels):
+    copy = COPY_KERNELS
+
+    def tiles(self, plan: TransposePlan) -> bool:
+        # Every transpose: a tile of one short side still reads or writes whole lines.
+        return True
+
+    def prepare(self, plan: TransposePlan, data_type: DataType) -> tuple[np.ndarray, int, int]:
+        """The span's parameters, its item count (tiles) and its work (elements)."""
+        tiles_r, tiles_c = -(-plan.rows // TILE), -(-plan.cols // TILE)
+        outer = plan.outer_dims
+        scalars = (plan.rows, plan.cols, plan.src_row_stride, plan.dst_col_stride, tiles_r, tiles_c, len(outer))
+        params = np.array(scalars + outer + plan.outer_src_strides + plan.outer_dst_strides, np.int64)
+        return params, int(np.prod(outer, dtype=np.int64)) * tiles_r * tiles_c, plan.count
+
+    def transpose(self, stream, prepared, src, dst) -> None:
+        params, items, work = prepared
+        if src.dtype is _BOOL:  # Numba would normalize bools to 0 or 1: move their bytes
+            src, dst = src.view(_UINT8), dst.view(_UINT8)
+        _span(src.dtype)((src, dst, params), items, work)
+
+    def all_kernels(self) -> Iterator[object]:
+        yield from self.copy.all_kernels()
+        for dtype in sorted({dtype.storage_dtype for dtype in DataType} - {_BOOL}, key=str):
+            yield _span(dtype)
+
+
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, PermuteFactory, PermuteFactoryImpl(DeviceType.kCPU, CpuPermuteKernels()))
