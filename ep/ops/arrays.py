@@ -23,6 +23,7 @@ from ep.common.runtime.stream import Stream, check_stream
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.dispatch import GlobalTensor, global_call
+from ep.sbp.global_tensor import run_agreed
 
 
 _CPU_TYPE = DeviceType.kCPU
@@ -54,6 +55,7 @@ def same_kind(*names: str):
         signature = inspect.signature(function)
         parameters = list(signature.parameters)
         positions = tuple((name, parameters.index(name)) for name in names)
+        with_sbp = _with_sbp(signature)
 
         @functools.wraps(function)
         def call(*args, **kwargs):
@@ -68,9 +70,9 @@ def same_kind(*names: str):
                 else:
                     if "sbp" not in kwargs:
                         return function(*args, **kwargs)
-            return _call_slow(function, positions, args, kwargs)
+            return _call_slow(function, with_sbp, positions, args, kwargs)
 
-        call.__signature__ = _with_sbp(signature)
+        call.__signature__ = with_sbp
         return call
 
     return decorate
@@ -84,14 +86,19 @@ def _with_sbp(signature: inspect.Signature) -> inspect.Signature:
     return signature.replace(parameters=parameters)
 
 
-def _call_slow(function, positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict):
+def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict):
     """same_kind's path for anything but NumPy's common case: global tensors and sbp=, then other
-    libraries' arrays."""
+    libraries' arrays. signature: the call's (with sbp=)."""
     tensors = {
         name: args[position] if position < len(args) else kwargs[name]
         for name, position in positions if position < len(args) or name in kwargs
     }
-    if kwargs.get("sbp") is not None or any(type(t) is GlobalTensor for t in tensors.values()):
+    if any(type(t) is GlobalTensor for t in tensors.values()):
+        # A collective call: every rank's arguments agree first (out=, stream= too), so ranks that
+        # call it differently all raise one error, none waiting on the others.
+        name = function.__name__
+        return run_agreed(f"ep.ops.{name}", signature, args, kwargs, lambda: global_call(name, tensors, args, kwargs))
+    if kwargs.get("sbp") is not None:
         return global_call(function.__name__, tensors, args, kwargs)
     kwargs.pop("sbp", None)
     for value in (*args, *kwargs.values()):

@@ -2,9 +2,10 @@
 that matches its inputs' SBPs, or else the one whose boxing moves the fewest bytes (boxing.cost),
 boxes the inputs to it, runs its local primitive on this rank's pieces with the physical attributes
 (ep.sbp.physical, ep.sbp.local.run_piece) and returns a global tensor. sbp= asks for the result's
-nd-SBP (counted in the choice). Every rank calls each op alike (SPMD), so argument errors, raised
-from the same metadata, are the same on every rank; an error in a rank's local launch (an index out
-of bounds in its piece) is shared, so every rank raises it.
+nd-SBP (counted in the choice). Every rank calls each op alike (SPMD): each function first checks
+that the ranks agree on its arguments (global_tensor.collective), so argument errors, raised from
+the same metadata, are the same on every rank; an error in a rank's local launch (an index out of
+bounds in its piece) is shared, so every rank raises it.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from ep.common.runtime.device import GetDevice
 from ep.sbp.boxing import cost, to_host
-from ep.sbp.global_tensor import GlobalTensor, device_name
+from ep.sbp.global_tensor import GlobalTensor, agree, collective, device_name
 from ep.sbp.local import run_piece
 from ep.sbp.sbp import NdSbp, nd_sbp
 from ep.sbp.signature import nd_signatures, physical, rule, sbp_of
@@ -91,18 +92,6 @@ def _on_device(x: np.ndarray):
     return cuda.to_device(x)
 
 
-def _agree(comm, error: BaseException | None) -> None:
-    """Raises on every rank the first rank's error, if any rank had one."""
-    from mpi4py import MPI
-
-    if comm.allreduce(error is not None, op=MPI.LOR):
-        # The builtin class (IndexError for ep's IndexOutOfRange): every rank can build it from a message.
-        kind = None if error is None else next(k for k in type(error).__mro__ if k.__module__ == "builtins")
-        errors = comm.allgather(None if error is None else (kind, str(error)))
-        rank, (kind, message) = next((r, e) for r, e in enumerate(errors) if e is not None)
-        raise kind(f"rank {rank}: {message}")
-
-
 def apply(name: str, tensors: dict[str, object], attrs: dict, out_dtype, sbp=None, **options) -> GlobalTensor:
     """op name on global tensors (keyed by the op's parameter names) with attrs as ep.sbp.signatures
     takes them; options: the local call's other keywords."""
@@ -125,7 +114,7 @@ def apply(name: str, tensors: dict[str, object], attrs: dict, out_dtype, sbp=Non
         GetDevice(device).default_stream.Sync()
     except (IndexError, ValueError, TypeError) as e:
         error = e
-    _agree(group.comm, error)
+    agree(group.comm, name, {}, error)
     result = GlobalTensor(out, group, sbp_of(sig, "out"), rule(name).shapes(**kw)["out"])
     return result.to_global(sbp=requested)
 
@@ -142,18 +131,21 @@ def _offset_rows(name: str, piece, kw: dict) -> int | None:
     return kw["params_shape"][attrs["axis"]]
 
 
+@collective("ep.sbp.global_ops.gather")
 def gather(params, indices, axis=0, batch_dims=0, *, sbp=None) -> GlobalTensor:
     """ep.ops.gather on global tensors (see the module docstring)."""
     tensors = {"params": params, "indices": indices}
     return apply("gather", tensors, {"axis": axis, "batch_dims": batch_dims}, _check(tensors).dtype, sbp)
 
 
+@collective("ep.sbp.global_ops.batch_gather")
 def batch_gather(params, indices, *, sbp=None) -> GlobalTensor:
     """ep.ops.batch_gather on global tensors."""
     tensors = {"params": params, "indices": indices}
     return apply("batch_gather", tensors, {}, _check(tensors).dtype, sbp)
 
 
+@collective("ep.sbp.global_ops.gather_grad")
 def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, sbp=None) -> GlobalTensor:
     """ep.ops.gather_grad on global tensors."""
     tensors = {"dy": dy, "indices": indices}
@@ -161,21 +153,25 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, sbp=None) ->
     return apply("gather_grad", tensors, attrs, _check(tensors).dtype, sbp)
 
 
+@collective("ep.sbp.global_ops.expand")
 def expand(x, sizes, *, sbp=None) -> GlobalTensor:
     """ep.ops.expand on a global tensor."""
     return apply("expand", {"x": x}, {"sizes": _frozen(sizes)}, _check({"x": x}).dtype, sbp)
 
 
+@collective("ep.sbp.global_ops.expand_grad")
 def expand_grad(dy, input_shape, *, sbp=None) -> GlobalTensor:
     """ep.ops.expand_grad on a global tensor."""
     return apply("expand_grad", {"dy": dy}, {"input_shape": _frozen(input_shape)}, _check({"dy": dy}).dtype, sbp)
 
 
+@collective("ep.sbp.global_ops.repeat")
 def repeat(x, sizes, *, sbp=None) -> GlobalTensor:
     """ep.ops.repeat on a global tensor."""
     return apply("repeat", {"x": x}, {"sizes": _frozen(sizes)}, _check({"x": x}).dtype, sbp)
 
 
+@collective("ep.sbp.global_ops.unary")
 def unary(op, x, attr0=None, attr1=None, *, dtype=None, sbp=None, **attrs) -> GlobalTensor:
     """ep.ops.unary on a global tensor (dtype: kCast's destination; attributes also by keyword)."""
     from ep.common.math.unary_functor import unary_keyword_attrs
@@ -192,6 +188,7 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, sbp=None, **attrs) -> Gl
     return apply("unary", {"x": x}, attrs, out_dtype, sbp, **options)
 
 
+@collective("ep.sbp.global_ops.binary")
 def binary(op, a, b, attr0=None, attr1=None, *, sbp=None, **attrs) -> GlobalTensor:
     """ep.ops.binary on global tensors (both operands global; make a scalar one with ep.to_global
     of a 0-d array under broadcast; attributes also by keyword)."""

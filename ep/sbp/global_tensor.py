@@ -6,10 +6,15 @@ any order: the rank at hierarchy position index is placement.rank(index).
 """
 from __future__ import annotations
 
+import contextvars
+import functools
+import inspect
 import math
+from typing import Callable, TypeVar
 
 import numpy as np
 
+from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.sbp.boxing import box, to_host
 from ep.sbp.physical import Index, physical_shape
@@ -21,11 +26,11 @@ class Group:
     """The communicators of a placement: comm (rank = flat hierarchy position), the rank's index in
     the hierarchy, and one sub-communicator per hierarchy axis (the ranks that differ only there)."""
 
-    __slots__ = ("placement", "comm", "index", "axes")
+    __slots__ = ("placement", "world", "comm", "index", "axes")
 
     def __init__(self, placement: Placement, world) -> None:
         index = next(i for i in placement.indices() if placement.rank(i) == world.Get_rank())
-        self.placement, self.index = placement, index
+        self.placement, self.world, self.index = placement, world, index
         self.comm = world.Split(0, placement.indices().index(index))
         if len(placement.hierarchy) == 1:
             self.axes = (self.comm,)
@@ -63,6 +68,102 @@ def device_name(placement: Placement) -> str:
     return "cpu" if placement.device_type is DeviceType.kCPU else "cuda"
 
 
+# Agreement: every collective entry (to_global, GlobalTensor.to_global and .numpy, every global op)
+# first gathers a description of its arguments from every rank, so that ranks calling it
+# differently all raise one clear error instead of exchanging mismatched buffers (or waiting).
+
+_AGREED = contextvars.ContextVar("ep.sbp.agreed", default=False)
+_Result = TypeVar("_Result")
+
+
+def describe(value: object) -> str:
+    """value as ranks compare it: a global tensor by shape, dtype, SBP and placement, an array by
+    type, shape and dtype, a sequence item by item, anything else by repr (by type where that
+    repr is an address)."""
+    if type(value) is GlobalTensor:
+        sbp = ", ".join(map(repr, value.sbp))
+        return f"a global tensor of shape {value.shape} and dtype {value.dtype} laid out by ({sbp},) on {value.placement!r}"
+    if isinstance(value, (list, tuple)):
+        items = [describe(v) for v in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {describe(v)}" for k, v in value.items()) + "}"
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None and not isinstance(value, (np.generic, type)):
+        return f"a {type(value).__module__.partition('.')[0]}.{type(value).__name__} of shape {tuple(shape)} and dtype {dtype}"
+    if type(value).__repr__ is object.__repr__:
+        return f"a {type(value).__qualname__}"
+    return repr(value)
+
+
+def _builtin(error: BaseException) -> type:
+    """error's nearest builtin class (IndexError for ep's IndexOutOfRange): one every rank can
+    build from a message."""
+    return next(k for k in type(error).__mro__ if k.__module__ == "builtins")
+
+
+def agree(comm, call: str, arguments: dict[str, object] | None, error: BaseException | None = None, local: object = None) -> list:
+    """Collective on comm (one allgather): every rank's local, once every rank gave call the same
+    arguments (by describe) and none had an error. Otherwise every rank raises the same error: the
+    first error of a rank whose arguments are None (a call Python refused), else a ValueError
+    naming the first argument a rank gave unlike rank 0, else the first rank's error."""
+    described = None if arguments is None else {name: describe(value) for name, value in arguments.items()}
+    failure = None if error is None else (_builtin(error), str(error))
+    gathered = comm.allgather((described, failure, local))
+    for rank, (theirs, failure, _) in enumerate(gathered):
+        if theirs is None:
+            raise failure[0](f"rank {rank}: {failure[1]}")
+    first = gathered[0][0]
+    for rank, (theirs, _, _) in enumerate(gathered):
+        for name in {**first, **theirs}:
+            if theirs.get(name) != first.get(name):
+                raise ValueError(
+                    f"{name}: rank {rank} gave {theirs.get(name, 'nothing')} and rank 0 {first.get(name, 'nothing')}; "
+                    f"every rank must give the same {name} to {call}"
+                )
+    for rank, (_, failure, _) in enumerate(gathered):
+        if failure is not None:
+            raise failure[0](f"rank {rank}: {failure[1]}")
+    return [entry[2] for entry in gathered]
+
+
+def run_agreed(call: str, signature: inspect.Signature, args: tuple, kwargs: dict, run: Callable[[], _Result]) -> _Result:
+    """run(), once every rank agreed on the call's arguments (bound to signature; agree, on the
+    communicator of the first global tensor among them, else MPI.COMM_WORLD). Collective entries
+    run calls are not checked again."""
+    if _AGREED.get():
+        return run()
+    try:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments, error = bound.arguments, None
+    except TypeError as e:  # Python's own refusal (a missing or extra argument), shared so that no rank waits
+        arguments, error = None, e
+    values = (*args, *kwargs.values()) if arguments is None else arguments.values()
+    world = next((v._group.world for v in values if type(v) is GlobalTensor), None)
+    agree(world_comm(world), call, arguments, error)
+    token = _AGREED.set(True)
+    try:
+        return run()
+    finally:
+        _AGREED.reset(token)
+
+
+def collective(call: str):
+    """Decorator: a collective entry named call, run once every rank agreed on its arguments (run_agreed)."""
+
+    def decorate(function):
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def entry(*args, **kwargs):
+            return run_agreed(call, signature, args, kwargs, lambda: function(*args, **kwargs))
+
+        return entry
+
+    return decorate
+
+
 class GlobalTensor:
     """This rank's piece (to_local()) of a logical tensor of shape shape laid out by sbp (one SBP
     per hierarchy axis) over placement. Make one with to_global."""
@@ -94,6 +195,7 @@ class GlobalTensor:
         """This rank's piece (on the placement's device)."""
         return self._local
 
+    @collective("GlobalTensor.to_global")
     def to_global(self, placement: Placement | None = None, sbp=None) -> GlobalTensor:
         """The same logical tensor under sbp (boxing: collective); placement must be this one's."""
         if placement is not None and placement != self.placement:
@@ -110,6 +212,7 @@ class GlobalTensor:
             return self
         return GlobalTensor(box(self._local, self._group, self.shape, self.sbp, sbp), self._group, sbp, self.shape)
 
+    @collective("GlobalTensor.numpy")
     def numpy(self) -> np.ndarray:
         """The whole logical array, on every rank (collective)."""
         local = self.to_global(sbp=(broadcast,) * len(self.placement.hierarchy))._local
@@ -118,6 +221,7 @@ class GlobalTensor:
     def __repr__(self) -> str:
         sbp = ", ".join(map(repr, self.sbp))
         return f"GlobalTensor(shape={self.shape}, dtype={self.dtype}, sbp=({sbp},), {self.placement!r})"
+
 
 
 def _logical_shape(shapes: dict[Index, tuple[int, ...]], sbp: NdSbp, hierarchy: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -132,29 +236,6 @@ def _logical_shape(shapes: dict[Index, tuple[int, ...]], sbp: NdSbp, hierarchy: 
     if any(physical_shape(logical, sbp, hierarchy, index) != shape for index, shape in shapes.items()):
         return None
     return logical
-
-
-def _key(placement: object) -> str:
-    return repr(placement)
-
-
-def _metadata_error(metas: list) -> Exception | None:
-    """The error every rank raises for the gathered metadata, or None: the same on every rank."""
-    first = metas[0]
-    for rank, meta in enumerate(metas):
-        if meta[0] != first[0]:
-            return ValueError(f"placement: rank {rank} gave {meta[0]} and rank 0 {first[0]}; every rank must give the same placement")
-        if meta[1] != first[1]:
-            return ValueError(f"sbp: rank {rank} gave {meta[1]} and rank 0 {first[1]}; every rank must give the same sbp")
-    for rank, meta in enumerate(metas):
-        if meta[4] is not None:
-            return meta[4][0](f"rank {rank}: {meta[4][1]}")
-    for rank, meta in enumerate(metas):
-        if meta[3] != first[3]:
-            return TypeError(f"local: rank {rank} holds {meta[3]} and rank 0 {first[3]}; every piece must have one dtype")
-        if len(meta[2]) != len(first[2]):
-            return ValueError(f"local: rank {rank}'s piece has shape {meta[2]} and rank 0's {first[2]}; every piece must have one rank")
-    return None
 
 
 def to_global(local, placement: Placement, sbp, *, comm=None) -> GlobalTensor:
@@ -174,25 +255,31 @@ def to_global(local, placement: Placement, sbp, *, comm=None) -> GlobalTensor:
         is_numpy = isinstance(local, np.ndarray)
         if expected == "cpu" and not is_numpy or expected == "cuda" and (is_numpy or not hasattr(local, "shape")):
             raise TypeError(f"local: {type(local).__name__} is not an array on {expected}, the placement's device")
+        # Object, string and structured dtypes have no kernels, and their bytes (PyObject pointers)
+        # mean nothing on another rank.
+        as_data_type(local.dtype, "local")
         for s in sbp:
             if isinstance(s, Split) and s.axis >= len(local.shape):
                 raise ValueError(f"sbp: {s!r} splits axis {s.axis} of a piece of rank {len(local.shape)}")
             if isinstance(s, PartialSum) and np.dtype(local.dtype).kind == "b":
                 raise TypeError(f"sbp: {s!r} of a bool tensor is no sum")
-        meta = (_key(placement), repr(sbp), tuple(local.shape), str(np.dtype(local.dtype)), None)
+        piece, error = (tuple(local.shape), str(np.dtype(local.dtype))), None
     except (TypeError, ValueError) as e:
-        meta = (_key(placement), repr(sbp), (), "", (type(e), str(e)))
+        piece, error = None, e
     # Plain metadata (pickled: a few bytes) from every rank, so every rank raises the same error.
-    metas = world.allgather(meta)
-    failure = _metadata_error(metas)
-    if failure is not None:
-        raise failure
+    pieces = agree(world, "ep.to_global", {"placement": placement, "sbp": sbp}, error, piece)
+    first = pieces[0]
+    for rank, (shape, dtype) in enumerate(pieces):
+        if dtype != first[1]:
+            raise TypeError(f"local: rank {rank} holds {dtype} and rank 0 {first[1]}; every piece must have one dtype")
+        if len(shape) != len(first[0]):
+            raise ValueError(f"local: rank {rank}'s piece has shape {shape} and rank 0's {first[0]}; every piece must have one rank")
     group_ = group(placement, world)
-    shapes = {i: metas[placement.rank(i)][2] for i in placement.indices()}
+    shapes = {i: pieces[placement.rank(i)][0] for i in placement.indices()}
     logical = _logical_shape(shapes, sbp, placement.hierarchy)
     if logical is None:
-        pieces = ", ".join(f"rank {placement.rank(i)}: {s}" for i, s in shapes.items())
-        raise ValueError(f"local: the pieces ({pieces}) are not the balanced pieces of any logical shape under sbp {sbp!r}")
+        listed = ", ".join(f"rank {placement.rank(i)}: {s}" for i, s in shapes.items())
+        raise ValueError(f"local: the pieces ({listed}) are not the balanced pieces of any logical shape under sbp {sbp!r}")
     return GlobalTensor(local, group_, sbp, logical)
 
 

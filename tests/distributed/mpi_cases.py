@@ -248,6 +248,50 @@ def check_errors() -> None:
     np.testing.assert_array_equal(global_ops.unary("negative", t).numpy(), -x)
 
 
+def check_agreement() -> None:
+    """Ranks that disagree on a collective call's arguments (to_global, boxing, numpy(), every global
+    op through ep.ops and global_ops) all raise one ValueError naming the argument, before anything
+    is exchanged; dtypes ep does not support are refused at to_global. No rank waits on another."""
+    last = SIZE - 1
+    odd = RANK == last  # the one rank that calls differently
+    pl = ep.placement("cpu", list(range(SIZE)))
+    other = ep.placement("cpu", list(reversed(range(SIZE))))
+    x = np.arange(SIZE * 2 * 3, dtype=np.float32).reshape(SIZE * 2, 3)
+    t = make_global(x, pl, S(0))
+    t64 = make_global(x.astype(np.float64), pl, S(0))
+    wide = make_global(np.ones((SIZE * 2, 4), np.float32), pl, S(0))
+    # Object, string and structured pieces: refused at to_global, on every rank (their bytes are
+    # PyObject pointers; boxing them crashed both ranks).
+    for dtype in (object, "U3", [("a", "i4"), ("b", "f8")]):
+        raises(TypeError, "local: dtype(", lambda: ep.to_global(np.zeros((2, 3), dtype), pl, B))
+        raises(TypeError, f"rank {last}: local: dtype(", lambda: ep.to_global(np.zeros((2, 3), dtype if odd else np.float32), pl, B))
+    same = f"; every rank must give the same"
+    # Boxing: S(0) -> B on all but the last rank, S(1) there (rank 0 returned garbage, the other
+    # raised mpi4py's bare Exception); also the last rank's sbp equal to the tensor's (no boxing).
+    raises(ValueError, f"sbp: rank {last} gave S(1) and rank 0 B{same} sbp to GlobalTensor.to_global", lambda: t.to_global(sbp=S(1) if odd else B))
+    raises(ValueError, f"sbp: rank {last} gave S(0) and rank 0 B{same} sbp", lambda: t.to_global(sbp=S(0) if odd else B))
+    raises(ValueError, f"placement: rank {last} gave {other!r}", lambda: t.to_global(other if odd else pl, B))
+    raises(ValueError, f"self: rank {last} gave a global tensor of shape {wide.shape}", lambda: (wide if odd else t).numpy())
+    # Global ops: shapes, dtypes, placements, attributes and out= that differ on one rank.
+    u = make_global(x, other, S(0))
+    binary = lambda: ep.ops.binary("add", t, wide if odd else t)  # noqa: E731
+    raises(ValueError, f"b: rank {last} gave a global tensor of shape {wide.shape} and dtype float32 laid out by (S(0),) on {pl!r} and rank 0", binary)
+    raises(ValueError, f"{same} b to ep.ops.binary", binary)
+    raises(ValueError, f"x: rank {last} gave a global tensor of shape {t.shape} and dtype float64", lambda: ep.ops.unary("relu", t64 if odd else t))
+    raises(ValueError, f"x: rank {last} gave a global tensor of shape {t.shape} and dtype float32 laid out by (S(0),) on {other!r}", lambda: ep.ops.expand(u if odd else t, (2, SIZE * 2, 3)))
+    raises(ValueError, f"op: rank {last} gave 'sub' and rank 0 'add'", lambda: ep.ops.binary("sub" if odd else "add", t, t))
+    raises(ValueError, f"sbp: rank {last} gave (B,) and rank 0 None", lambda: ep.ops.unary("relu", t, sbp=(B,) if odd else None))
+    raises(ValueError, f"out: rank {last} gave a numpy.ndarray of shape {x.shape} and dtype float32 and rank 0 None", lambda: ep.ops.unary("relu", t, out=x if odd else None))
+    raises(ValueError, f"sizes: rank {last} gave (3, 1, 1) and rank 0 (2, 1, 1)", lambda: ep.ops.repeat(t, (3, 1, 1) if odd else (2, 1, 1)))
+    idx = make_global(np.arange(3), pl, B)
+    raises(ValueError, f"axis: rank {last} gave 1 and rank 0 0{same} axis to ep.sbp.global_ops.gather", lambda: global_ops.gather(t, idx, 1 if odd else 0))
+    raises(ValueError, f"negative_slope", lambda: ep.ops.unary("leaky_relu", t, negative_slope=0.5 if odd else 0.25))
+    # A rank calling with arguments Python refuses (one too many) raises it on every rank.
+    raises(TypeError, f"rank {last}: ", lambda: global_ops.expand(t, (2, SIZE * 2, 3), *((1,) if odd else ())))
+    # The ranks still agree afterwards.
+    np.testing.assert_array_equal(ep.ops.binary("add", t, t).numpy(), x + x)
+
+
 def _on_cuda(x) -> bool:
     """Whether x is a CUDA array (a simulator array has no __cuda_array_interface__)."""
     return not isinstance(x, np.ndarray) and hasattr(x, "copy_to_host")
@@ -286,7 +330,7 @@ def check_cuda() -> None:
             checked[0] += 1
 
 
-PARTS = {"boxing": check_boxing, "packed": check_boxing_packed, "ops": check_ops, "cost": check_cost_model, "errors": check_errors, "cuda": check_cuda}
+PARTS = {"boxing": check_boxing, "packed": check_boxing_packed, "ops": check_ops, "cost": check_cost_model, "errors": check_errors, "agreement": check_agreement, "cuda": check_cuda}
 
 if __name__ == "__main__":
     for part in sys.argv[1:] or PARTS:

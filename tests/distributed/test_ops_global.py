@@ -100,3 +100,16 @@ def test_global_tensors_always_take_the_dispatching_path(device):
         assert type(out) is GlobalTensor and GlobalTensor not in arrays._NATIVE
         np.testing.assert_array_equal(out.numpy(), a + a)
         np.testing.assert_array_equal(to_numpy(ep.ops.binary("add", to_device(a, device), to_device(a, device))), a + a)
+
+
+@pytest.mark.parametrize("dtype", [object, "U3", [("a", "i4"), ("b", "f8")], ">f4"])
+def test_to_global_refuses_dtypes_ep_does_not_support(dtype):
+    # Boxing sent an object array's PyObject pointers to the other ranks, which crashed.
+    with pytest.raises(TypeError, match=r"rank 0: local: dtype\(.*\) is not a supported data type; expected one of bool, "):
+        ep.to_global(np.zeros(3, dtype), ep.placement("cpu", [0]), B)
+
+
+def test_a_call_python_refuses_is_an_error_of_every_rank():
+    t = glob(np.zeros((2, 3), np.float32), "cpu")
+    with pytest.raises(TypeError, match=r"rank 0: .*argument"):
+        ep.ops.expand(t, (2, 3), 1)
