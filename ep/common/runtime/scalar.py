@@ -86,7 +86,7 @@ def scalar_value(value: object, name: str, dtype: DataType):
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(value):
             raise ValueError(f"{name}: {value!r} has no {dtype.value} value")
-        value = math.trunc(value)
+        value = math.trunc(float(value))  # NumPy's float32 and float16 have no __trunc__
     info = np.iinfo(dtype.dtype)
     if not info.min <= int(value) <= info.max:
         raise OverflowError(f"{name}: {value!r} is out of the range of {dtype.value} [{info.min}, {info.max}]")
