@@ -48,6 +48,7 @@ SHARED_RESERVED = 1024
 MEMORY_BOUND = frozenset(
     {"BatchGather", "BroadcastElementwiseBinary", "CopyNd", "ElementwiseUnary", "Expand", "ExpandGrad", "Gather", "UnsortedSegmentSum"}
     | {"Fill", "TensorFill", "Memset"}
+    | {"Permute", "ConstantPad"}
 )
 
 # Kernels (a pattern of their names) allowed f64 instructions without float64 data, with why.

@@ -8,6 +8,7 @@ Each op also takes global tensors (ep.to_global) and returns one, sbp= its layou
 """
 from ep.ops.binary import binary
 from ep.ops.expand import expand, expand_grad, repeat
+from ep.ops.full import full
 from ep.ops.gather import batch_gather, gather, gather_grad
 from ep.ops.unary import unary
 
