@@ -20,6 +20,7 @@ from ep.include.primitive import (
     Primitive,
     UnaryOp,
     UnsortedSegmentSumFactory,
+    WhereFactory,
 )
 
 __version__ = "0.1.0"
@@ -55,6 +56,7 @@ __all__ = [
     "Stream",
     "UnaryOp",
     "UnsortedSegmentSumFactory",
+    "WhereFactory",
     "from_dlpack",
     "ops",
 ]

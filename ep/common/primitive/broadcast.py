@@ -1,4 +1,4 @@
-"""Broadcasting rules: the result shape of two operands and OneFlow's SimplifyBroadcastDims.
+"""Broadcasting rules: the result shape of two operands and OneFlow's SimplifyBroadcastDims (of any number).
 
 The one place these shape rules live: primitives plan with them, ops fold shapes with them, and
 tests check them against NumPy.
@@ -21,26 +21,27 @@ def broadcast_shape(a: Sequence[int], b: Sequence[int], names: tuple[str, str] =
     return tuple(out)
 
 
-def simplify_broadcast_dims(a: Sequence[int], b: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Equal-rank dims for a and b that index the same elements with fewer dims.
+def simplify_broadcast_dims(*shapes: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """Equal-rank dims for each of shapes (two for a binary op, three for where) that index the
+    same elements with fewer dims.
 
-    Aligns from the right, drops dims where both are 1, and merges neighbouring dims in which
-    each operand is broadcast (size 1) in both or in neither. An empty result means one element.
+    Aligns from the right, drops dims where all are 1, and merges neighbouring dims in which each
+    operand is broadcast (size 1) in both or in neither. An empty result means one element.
     """
-    out = broadcast_shape(a, b)
+    out: tuple[int, ...] = ()
+    for shape in shapes:
+        out = broadcast_shape(out, shape)
     rank = len(out)
-    pa = (1,) * (rank - len(a)) + tuple(a)
-    pb = (1,) * (rank - len(b)) + tuple(b)
-    sa: list[int] = []
-    sb: list[int] = []
-    for x, y, n in zip(pa, pb, out):
+    padded = [(1,) * (rank - len(shape)) + tuple(shape) for shape in shapes]
+    simplified: list[list[int]] = [[] for _ in shapes]
+    for d, n in enumerate(out):
         if n == 1:
             continue
-        pattern = (x == 1, y == 1)
-        if sa and (sa[-1] == 1, sb[-1] == 1) == pattern:
-            sa[-1] *= x
-            sb[-1] *= y
+        pattern = tuple(p[d] == 1 for p in padded)
+        if simplified[0] and tuple(s[-1] == 1 for s in simplified) == pattern:
+            for s, p in zip(simplified, padded):
+                s[-1] *= p[d]
         else:
-            sa.append(x)
-            sb.append(y)
-    return tuple(sa), tuple(sb)
+            for s, p in zip(simplified, padded):
+                s.append(p[d])
+    return tuple(tuple(s) for s in simplified)

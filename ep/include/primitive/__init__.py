@@ -20,6 +20,7 @@ from ep.include.primitive.primitive import (
 )
 from ep.include.primitive.unary_op import UnaryOp
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSum, UnsortedSegmentSumFactory
+from ep.include.primitive.where import Where, WhereFactory
 
 __all__ = [
     "REGISTER_PRIMITIVE_FACTORY",
@@ -53,4 +54,6 @@ __all__ = [
     "UnaryOp",
     "UnsortedSegmentSum",
     "UnsortedSegmentSumFactory",
+    "Where",
+    "WhereFactory",
 ]

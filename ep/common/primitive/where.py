@@ -1,0 +1,132 @@
+"""Where on every device: New's resolution, Launch's checks, the plan, and what a device supplies.
+
+Where moves elements without computing on them, so a device's kernels are keyed by bytes (the
+cond's and the data's element sizes), as CopyNd's are: cond is read as an unsigned integer of its
+size (nonzero is true, whatever its dtype) and x, y and z as units of theirs. The three shapes are
+simplified together (OneFlow's SimplifyBroadcastDims, broadcast.py) into the dims z is read over,
+with each operand's strides (0 on its broadcast dims); a plan is kept per (cond, x, y) dims.
+"""
+from __future__ import annotations
+
+import abc
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
+from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
+from ep.common.primitive.factory import GenericFactory
+from ep.common.runtime import validate
+from ep.common.runtime.buffer import storage
+from ep.common.runtime.data_type import ALL_TYPES, DataType, INTEGER_TYPES, as_data_type
+from ep.common.runtime.device import DeviceType
+from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.validate import MAX_NUM_DIMS
+from ep.include.primitive.where import Where, WhereFactory
+
+# OneFlow's condition types: bool and the integers (nonzero is true).
+COND_TYPES = (DataType.kBool, *INTEGER_TYPES)
+# The element sizes kernels are keyed by.
+COND_BYTES = tuple(sorted({t.itemsize for t in COND_TYPES}))
+DATA_BYTES = tuple(sorted({t.itemsize for t in ALL_TYPES}))
+# Plans kept per primitive; dims are caller data, so the count is unbounded without a limit.
+MAX_CACHED_PLANS = 256
+_OPERANDS = ("cond", "x", "y")
+
+
+@dataclass(frozen=True)
+class WherePlan:
+    """A launch: z's simplified dims, the element strides of cond, x and y over them (0 where
+    broadcast) and of z, the elements each buffer holds, and whether all three have z's dims
+    (elementwise: one flat loop)."""
+
+    dims: tuple[int, ...]
+    strides: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    dst_strides: tuple[int, ...]
+    counts: tuple[int, int, int]
+    count: int
+    elementwise: bool
+
+
+def plan_where(cond_dims: tuple[int, ...], x_dims: tuple[int, ...], y_dims: tuple[int, ...]) -> WherePlan:
+    """The plan of dims that broadcast together (checked by the caller)."""
+    simplified = simplify_broadcast_dims(cond_dims, x_dims, y_dims)
+    dims = broadcast_shape(broadcast_shape(simplified[0], simplified[1]), simplified[2])
+    strides = tuple(broadcast_strides(s, dims) for s in simplified)
+    counts = tuple(math.prod(d) for d in (cond_dims, x_dims, y_dims))
+    count = math.prod(dims)
+    return WherePlan(dims, strides, contiguous_strides(dims), counts, count, all(s == dims for s in simplified))
+
+
+class WhereKernels(abc.ABC):
+    """What a device supplies: a plan's launch and, for the PTX check, every kernel."""
+
+    @abc.abstractmethod
+    def launcher(self, cond_bytes: int, data_bytes: int, plan: WherePlan) -> Callable[..., None]:
+        """run(stream, cond, x, y, z) over flat storage, for a plan with count > 0; made once per plan."""
+
+    @abc.abstractmethod
+    def all_kernels(self) -> Iterator[object]:
+        """Every kernel, for each of COND_BYTES and DATA_BYTES; compiles nothing."""
+
+
+class WhereImpl(Where):
+    def __init__(self, device_type: DeviceType, kernels: WhereKernels, cond_dtype: DataType, data_dtype: DataType, max_num_dims: int) -> None:
+        self.device_type = device_type
+        self.cond_dtype, self.data_dtype, self.max_num_dims = cond_dtype, data_dtype, max_num_dims
+        self._kernels = kernels
+        self._stream_type = STREAM_TYPES[device_type]
+        self._plans: dict[tuple, tuple[WherePlan, Callable | None]] = {}
+
+    def Launch(self, stream, num_cond_dims, cond_dims, cond, num_x_dims, x_dims, x, num_y_dims, y_dims, y, z) -> None:
+        if type(stream) is not self._stream_type:
+            stream = check_stream(stream, self.device_type)
+        plan, run = self._plan((num_cond_dims, cond_dims), (num_x_dims, x_dims), (num_y_dims, y_dims))
+        device, data = self.device_type, self.data_dtype
+        c = storage(cond, "cond", device, self.cond_dtype, plan.counts[0], stream=stream)
+        a = storage(x, "x", device, data, plan.counts[1], stream=stream)
+        b = storage(y, "y", device, data, plan.counts[2], stream=stream)
+        out = storage(z, "z", device, data, plan.count, writable=True, stream=stream)
+        if run is not None:
+            run(stream, c, a, b, out)
+
+    def _plan(self, *operands: tuple[object, object]) -> tuple[WherePlan, Callable | None]:
+        """The kept plan and run of these (num_dims, dims), made after checking them: each num_dims
+        an int within max_num_dims and the length of its dims, and the shapes broadcastable."""
+        shapes = []
+        for name, (num_dims, dims) in zip(_OPERANDS, operands):
+            num_dims = validate.count(num_dims, f"num_{name}_dims")
+            if num_dims > self.max_num_dims:
+                raise ValueError(f"num_{name}_dims: {num_dims} is above max_num_dims={self.max_num_dims}")
+            dims = validate.dims(dims, f"{name}_dims", self.max_num_dims)
+            if len(dims) != num_dims:
+                raise ValueError(f"{name}_dims: has {len(dims)} dims; expected num_{name}_dims={num_dims}")
+            shapes.append(dims)
+        key = tuple(shapes)
+        found = self._plans.get(key)
+        if found is None:
+            broadcast_shape(broadcast_shape(shapes[0], shapes[1], ("cond_dims", "x_dims")), shapes[2], ("the broadcast of cond_dims and x_dims", "y_dims"))
+            plan = plan_where(*shapes)
+            run = self._kernels.launcher(self.cond_dtype.itemsize, self.data_dtype.itemsize, plan) if plan.count else None
+            found = plan, run
+            if len(self._plans) >= MAX_CACHED_PLANS:
+                self._plans.clear()
+            self._plans[key] = found
+        return found
+
+
+class WhereFactoryImpl(GenericFactory, WhereFactory):
+    primitive_type = WhereImpl
+
+    def New(self, cond_dtype, data_dtype, max_num_dims=MAX_NUM_DIMS) -> Where | None:
+        cond_dtype = as_data_type(cond_dtype, "cond_dtype")
+        data_dtype = as_data_type(data_dtype, "data_dtype")
+        max_num_dims = validate.count(max_num_dims, "max_num_dims")
+        if cond_dtype not in COND_TYPES or max_num_dims > MAX_NUM_DIMS:
+            return None
+        return self._new((cond_dtype, data_dtype, max_num_dims))
+
+    def Combinations(self):
+        for cond_dtype in COND_TYPES:
+            for data_dtype in ALL_TYPES:
+                yield None, (cond_dtype, data_dtype)
