@@ -16,6 +16,8 @@ def run_op(name: str, args: dict, attrs: dict, **options):
     ep.sbp.signatures takes them; options: the call's other keywords (unary's cast dtype)."""
     import ep.ops
 
+    if name == "full":
+        return ep.ops.full(attrs["shape"], attrs["fill_value"], dtype=attrs.get("dtype"), device=attrs.get("device", "cpu"), **options)
     if name in ("gather", "gather_grad"):
         options = {"axis": attrs["axis"], "batch_dims": attrs["batch_dims"], **options}
     if name == "gather":

@@ -63,6 +63,7 @@ class OpRule(NamedTuple):
 
 # The module holding each op's OpRule (in its RULES), by ep.ops function name.
 _MODULES = {
+    "full": "ep.sbp.ops.full",
     "gather": "ep.sbp.ops.gather",
     "batch_gather": "ep.sbp.ops.gather",
     "gather_grad": "ep.sbp.ops.gather",

@@ -1,0 +1,31 @@
+"""SBP rule of full: the result is broadcast (B), every rank filling the whole logical shape.
+
+full has no inputs, so nothing constrains it; B is the layout the issue asks for (a split would
+fill each rank's share, a partial sum the value on one rank and zeros elsewhere).
+"""
+from __future__ import annotations
+
+from ep.sbp.ops import box_shape, shape, signature
+from ep.sbp.sbp import broadcast as B
+from ep.sbp.signature import OpRule, Signature
+
+
+def full_signatures(shape, fill_value, dtype=None, device="cpu") -> list[Signature]:
+    return [signature(B)]
+
+
+def full_shapes(shape, fill_value, dtype=None, device="cpu") -> dict:
+    # The parameter is the op's own name; the module's shape() checks it.
+    return {"out": _shape(shape)}
+
+
+def full_attributes(slices, shape, fill_value, dtype=None, device="cpu") -> dict:
+    """shape: the piece's own (the whole, under B); the value, dtype and device as given."""
+    return {"shape": box_shape(slices["out"]), "fill_value": fill_value, "dtype": dtype, "device": device}
+
+
+def _shape(value) -> tuple[int, ...]:
+    return shape((value,) if isinstance(value, int) else value, "shape")
+
+
+RULES = {"full": OpRule(full_signatures, full_shapes, full_attributes)}
