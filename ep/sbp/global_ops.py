@@ -205,3 +205,16 @@ def binary(op, a, b, attr0=None, attr1=None, *, sbp=None, **attrs) -> GlobalTens
         raise TypeError(f"op: {as_binary_op(op).name} does not support dtype {src.value}")
     attrs = {"op": op, "attr0": attr0, "attr1": attr1, "dtype": src.dtype.name}
     return apply("binary", {"a": a, "b": b}, attrs, dst.dtype, sbp)
+
+
+@collective("ep.sbp.global_ops.where")
+def where(condition, x, y, *, sbp=None) -> GlobalTensor:
+    """ep.ops.where on global tensors (all three global; a bool condition)."""
+    from ep.common.runtime.scalar import result_dtype
+
+    tensors = {"condition": condition, "x": x, "y": y}
+    _check(tensors)
+    if condition.dtype != np.bool_:
+        raise TypeError(f"condition: has dtype {condition.dtype}; expected bool (compare it first, e.g. condition != 0)")
+    dtype = result_dtype(x, y)
+    return apply("where", tensors, {"dtype": dtype.name}, dtype, sbp)

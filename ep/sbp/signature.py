@@ -72,6 +72,7 @@ _MODULES = {
     "repeat": "ep.sbp.ops.expand",
     "unary": "ep.sbp.ops.elementwise",
     "binary": "ep.sbp.ops.elementwise",
+    "where": "ep.sbp.ops.where",
 }
 OPS = tuple(_MODULES)
 

@@ -42,6 +42,7 @@ def cases(rng):
         (lambda t: ep.ops.unary("cast", t["x"], dtype=np.float64), {"x": x}, x.astype(np.float64)),
         (lambda t: ep.ops.binary("mul", t["a"], t["b"]), {"a": a, "b": b}, a * b),
         (lambda t: ep.ops.binary("less", t["a"], t["b"]), {"a": a, "b": b}, a < b),
+        (lambda t: ep.ops.where(t["c"], t["a"], t["b"]), {"c": a > 0, "a": a, "b": b}, np.where(a > 0, a, b)),
     ]
 
 

@@ -218,3 +218,23 @@ def test_binary(device, case, seed):
         b = np.where(b == 0, 1, b).astype(dtype)
     tolerance = FLOAT_TOLERANCE.get(np.dtype(dtype))
     check_all("binary", {"a": a, "b": b}, {"op": op, "dtype": np.dtype(dtype).name}, device, seed, tolerance)
+
+
+@st.composite
+def where_cases(draw):
+    """(dtype, condition's, x's and y's shapes): broadcastable, each dropping leading dims or taking 1s."""
+    out = draw(shapes)
+    operands = []
+    for _ in range(3):
+        drop = draw(st.integers(0, len(out)))
+        operands.append(tuple(1 if draw(st.booleans()) else n for n in out[drop:]))
+    return draw(st.sampled_from(INTEGERS + FLOATS + [np.bool_])), *operands
+
+
+@settings(max_examples=20, deadline=None)
+@given(case=where_cases(), seed=seeds)
+def test_where(device, case, seed):
+    dtype, c_shape, x_shape, y_shape = case
+    rng = np.random.default_rng(seed)
+    arrays = {"condition": rng.random(c_shape) < 0.5, "x": random_array(rng, x_shape, dtype), "y": random_array(rng, y_shape, dtype)}
+    check_all("where", arrays, {"dtype": np.dtype(dtype).name}, device, seed, FLOAT_TOLERANCE.get(np.dtype(dtype)))
