@@ -29,6 +29,27 @@ def _unary(device: str) -> None:
     np.testing.assert_array_equal(got, np.maximum(x, 0))
 
 
+@check("Cast")
+def _cast(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    x = np.linspace(-300, 300, 257, dtype=np.float32)
+    got = to_numpy(ep.ops.unary("cast", to_device(x, device), dtype=np.int32))
+    np.testing.assert_array_equal(got, x.astype(np.int32))
+
+
+@check("Where")
+def _where(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    c = np.array([True, False, True, False])
+    got = to_numpy(ep.ops.where(to_device(c, device), to_device(x, device), to_device(-x[:, :1], device)))
+    np.testing.assert_array_equal(got, np.where(c, x, -x[:, :1]))
+
+
 @check("Expand")
 def _expand(device: str) -> None:
     import ep
