@@ -29,6 +29,15 @@ def _unary(device: str) -> None:
     np.testing.assert_array_equal(got, np.maximum(x, 0))
 
 
+@check("Fill")
+def _fill(device: str) -> None:
+    import ep
+    from ep.testing import to_numpy
+
+    got = to_numpy(ep.ops.full((3, 7), -0.0, dtype=np.float16, device=device))
+    assert got.tobytes() == np.full((3, 7), -0.0, np.float16).tobytes()
+
+
 @check("Cast")
 def _cast(device: str) -> None:
     import ep

@@ -65,7 +65,8 @@ def test_cli_suggests_the_closest_name(args, message):
 def test_cli_lists_every_name_when_none_is_close():
     result = _ep("list", "--primitive", "Frobnicate")
     assert result.returncode == 2
-    assert "'Frobnicate' is not a primitive; expected one of BatchGather, BroadcastElementwiseBinary, CopyNd," in result.stderr
+    listed = result.stderr.split("'Frobnicate' is not a primitive; expected one of ")[1].split(", ")
+    assert {"BatchGather", "CopyNd", "ElementwiseUnary", "Gather"} <= {name.strip() for name in listed}
 
 
 def test_cli_points_to_the_op_list_when_no_op_is_close():

@@ -77,3 +77,10 @@ def test_warmup_refuses_what_it_cannot_choose(tmp_path, args, message):
     result = subprocess.run([sys.executable, "-m", "ep", "warmup", "--device", "cpu", *args], capture_output=True, text=True, env=env)
     assert result.returncode == 2 and message in result.stderr
     assert not any(tmp_path.iterdir())  # nothing compiled
+
+
+def test_every_warmup_launch_is_a_registered_primitive():
+    from ep.cli import registry_rows
+    from ep.warmup import LAUNCHES
+
+    assert set(LAUNCHES) <= {row["primitive"] for row in registry_rows()}
