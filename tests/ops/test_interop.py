@@ -405,3 +405,28 @@ def test_tensors_with_the_negative_bit_are_refused(device):
     np.testing.assert_array_equal(c.cpu().numpy(), [1 + 2j, 3 - 4j])
     np.testing.assert_array_equal(to_numpy(ep.ops.unary("relu", neg.resolve_neg())), [0, 4])
     np.testing.assert_array_equal(to_numpy(ep.ops.binary("add", ones, neg.resolve_neg())), [-1, 5])
+
+
+class _NegatedCudaTensor:
+    """Stands in for a PyTorch CUDA tensor with the negative bit (or requiring grad): the refusals
+    are decided from these attributes, before its memory is ever looked at."""
+
+    def __init__(self, negative: bool, requires_grad: bool) -> None:
+        self._negative, self.requires_grad = negative, requires_grad
+        self.__cuda_array_interface__ = {"shape": (2,), "typestr": "<f4", "data": (0, False), "version": 3}
+
+    def is_neg(self) -> bool:
+        return self._negative
+
+
+@pytest.mark.parametrize("negative, requires_grad, message", [(True, False, "negative bit"), (False, True, "requires grad")])
+def test_a_cuda_launch_refuses_what_the_ops_refuse(device, negative, requires_grad, message):
+    # A CUDA tensor handed straight to Launch passes the same checks as one given to ep.ops.
+    if device != "cuda":
+        pytest.skip("a CUDA launch's buffers")
+    primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "relu", np.float32, np.float32)
+    stream = ep.GetDevice(device).default_stream
+    ones = to_device(np.ones(2, np.float32), device)
+    with pytest.raises(ValueError, match=f"src: the tensor .*{message}"):
+        primitive.Launch(stream, _NegatedCudaTensor(negative, requires_grad), ones, 2)
+    np.testing.assert_array_equal(to_numpy(ones), [1, 1])

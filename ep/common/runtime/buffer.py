@@ -7,7 +7,7 @@ import numpy as np
 
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.common.runtime.dlpack import host_array, is_dlpack
+from ep.common.runtime.dlpack import check_exportable, host_array, is_dlpack
 from ep.common.runtime.stream import bound_handle
 
 
@@ -134,6 +134,8 @@ def as_cuda_array(obj, name: str = "array", stream=None):
             if bound is not stream.native and not isinstance(bound, int):  # 0: bound to no stream
                 stream.wait_for(bound_handle(bound))
         return obj
+    # A PyTorch CUDA tensor handed straight to a Launch: the same refusals as through ep.ops.
+    check_exportable(obj, name)
     from numba import config, cuda
 
     if config.ENABLE_CUDASIM:

@@ -34,7 +34,7 @@ def host_array(obj: object, name: str, device_type: int | None = None) -> np.nda
     is obj's DLPack device type when the caller has it (PyTorch computes it in Python, at some
     cost).
     """
-    _check_exportable(obj, name)
+    check_exportable(obj, name)
     if device_type is None:
         device_type = obj.__dlpack_device__()[0]
     if device_type != KDL_CPU:
@@ -55,7 +55,7 @@ def from_dlpack(obj: object, name: str = "x"):
         device_type = obj.__dlpack_device__()[0]
         if device_type not in (KDL_CUDA, KDL_CUDA_MANAGED):
             return host_array(obj, name, device_type)
-        _check_exportable(obj, name)
+        check_exportable(obj, name)
         if not hasattr(obj, "__cuda_array_interface__"):
             raise TypeError(
                 f"{name}: a {_describe(obj)} in CUDA memory without __cuda_array_interface__; ep views CUDA "
@@ -68,8 +68,9 @@ def from_dlpack(obj: object, name: str = "x"):
     return as_cuda_array(obj, name)
 
 
-def _check_exportable(obj: object, name: str) -> None:
-    # The refusals a PyTorch user meets, said in ep's terms before DLPack says them in its own.
+def check_exportable(obj: object, name: str) -> None:
+    """The refusals a PyTorch user meets (requires grad, the negative bit, bfloat16), said in ep's
+    terms before DLPack or __cuda_array_interface__ says them in its own."""
     if getattr(obj, "requires_grad", False) is True:
         raise ValueError(f"{name}: the tensor requires grad and ep records no gradients; pass {name}.detach() (it shares the memory)")
     is_neg = getattr(obj, "is_neg", None)
