@@ -69,6 +69,16 @@ def _expand(device: str) -> None:
     np.testing.assert_array_equal(got, np.broadcast_to(x, (2, 3, 5, 4)))
 
 
+@check("Permute")
+def _permute(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    x = np.arange(2 * 33 * 40, dtype=np.float32).reshape(2, 33, 40)
+    got = to_numpy(ep.ops.permute(to_device(x, device).reshape(x.shape), (0, 2, 1)))
+    np.testing.assert_array_equal(got.reshape(2, 40, 33), x.transpose(0, 2, 1))
+
+
 @check("Gather")
 def _gather(device: str) -> None:
     import ep

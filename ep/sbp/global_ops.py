@@ -171,6 +171,12 @@ def repeat(x, sizes, *, sbp=None) -> GlobalTensor:
     return apply("repeat", {"x": x}, {"sizes": _frozen(sizes)}, _check({"x": x}).dtype, sbp)
 
 
+@collective("ep.sbp.global_ops.permute")
+def permute(x, dims, *, sbp=None) -> GlobalTensor:
+    """ep.ops.permute on a global tensor."""
+    return apply("permute", {"x": x}, {"dims": _frozen(dims)}, _check({"x": x}).dtype, sbp)
+
+
 @collective("ep.sbp.global_ops.unary")
 def unary(op, x, attr0=None, attr1=None, *, dtype=None, sbp=None, **attrs) -> GlobalTensor:
     """ep.ops.unary on a global tensor (dtype: kCast's destination; attributes also by keyword)."""

@@ -32,6 +32,8 @@ def run_op(name: str, args: dict, attrs: dict, **options):
         return ep.ops.expand_grad(args["dy"], attrs["input_shape"], **options)
     if name == "repeat":
         return ep.ops.repeat(args["x"], attrs["sizes"], **options)
+    if name == "permute":
+        return ep.ops.permute(args["x"], attrs["dims"], **options)
     if name == "unary":
         return ep.ops.unary(attrs["op"], args["x"], attrs.get("attr0"), attrs.get("attr1"), **options)
     if name == "binary":

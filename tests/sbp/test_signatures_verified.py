@@ -238,3 +238,18 @@ def test_where(device, case, seed):
     rng = np.random.default_rng(seed)
     arrays = {"condition": rng.random(c_shape) < 0.5, "x": random_array(rng, x_shape, dtype), "y": random_array(rng, y_shape, dtype)}
     check_all("where", arrays, {"dtype": np.dtype(dtype).name}, device, seed, FLOAT_TOLERANCE.get(np.dtype(dtype)))
+
+
+@st.composite
+def permute_cases(draw):
+    """(shape, dims): dims a permutation, some entries negative."""
+    shape = tuple(draw(st.lists(sizes, min_size=1, max_size=4)))
+    dims = draw(st.permutations(range(len(shape))))
+    return shape, tuple(d - len(shape) if draw(st.booleans()) else d for d in dims)
+
+
+@settings(max_examples=15, deadline=None)
+@given(case=permute_cases(), dtype=st.sampled_from(INTEGERS + FLOATS), seed=seeds)
+def test_permute(device, case, dtype, seed):
+    shape, dims = case
+    check_all("permute", {"x": random_array(np.random.default_rng(seed), shape, dtype)}, {"dims": dims}, device, seed)

@@ -10,6 +10,7 @@ from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
 from ep.include.primitive.fill import Fill, FillFactory
 from ep.include.primitive.gather import Gather, GatherFactory, IndexOutOfRange
 from ep.include.primitive.permute import Permute, PermuteFactory
+from ep.include.primitive.tensor_fill import TensorFill, TensorFillFactory
 from ep.include.primitive.primitive import (
     REGISTER_PRIMITIVE_FACTORY,
     Factory,

@@ -1,0 +1,37 @@
+"""SBP rules of the layout ops: permute and pad.
+
+permute moves dims: x split on dim i is the result split on the dim x's dim i becomes
+(dims.index(i)); broadcast and partial sums pass through, as a permute is linear. pad writes
+pad_value around x: a dim it neither pads nor crops splits with x; partial sums do not pass (each
+rank would add its pad value), so pad has no P signature.
+"""
+from __future__ import annotations
+
+from ep.sbp.ops import shape, signature
+from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
+from ep.sbp.signature import OpRule, Signature
+
+
+def _permute_shape(x, dims):
+    from ep.ops.permute import permute_shape
+
+    return permute_shape(shape(x, "x"), dims)
+
+
+def permute_signatures(x, dims) -> list[Signature]:
+    dims, _ = _permute_shape(x, dims)
+    return [signature(S(dims.index(i)), x=S(i)) for i in range(len(dims))] + [signature(P, x=P), signature(B, x=B)]
+
+
+def permute_shapes(x, dims) -> dict:
+    return {"x": shape(x, "x"), "out": _permute_shape(x, dims)[1]}
+
+
+def permute_attributes(slices, x, dims) -> dict:
+    """dims: the same on every rank."""
+    return {"dims": dims}
+
+
+RULES = {
+    "permute": OpRule(permute_signatures, permute_shapes, permute_attributes),
+}
