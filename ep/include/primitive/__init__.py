@@ -10,7 +10,6 @@ from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
 from ep.include.primitive.fill import Fill, FillFactory
 from ep.include.primitive.gather import Gather, GatherFactory, IndexOutOfRange
 from ep.include.primitive.permute import Permute, PermuteFactory
-from ep.include.primitive.tensor_fill import TensorFill, TensorFillFactory
 from ep.include.primitive.primitive import (
     REGISTER_PRIMITIVE_FACTORY,
     Factory,
@@ -19,6 +18,7 @@ from ep.include.primitive.primitive import (
     Primitive,
     RegisteredFactories,
 )
+from ep.include.primitive.tensor_fill import TensorFill, TensorFillFactory
 from ep.include.primitive.unary_op import UnaryOp
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSum, UnsortedSegmentSumFactory
 from ep.include.primitive.where import Where, WhereFactory
@@ -52,6 +52,8 @@ __all__ = [
     "PermuteFactory",
     "Primitive",
     "RegisteredFactories",
+    "TensorFill",
+    "TensorFillFactory",
     "UnaryOp",
     "UnsortedSegmentSum",
     "UnsortedSegmentSumFactory",
