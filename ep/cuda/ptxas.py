@@ -183,7 +183,7 @@ def traits(kernel) -> Traits:
             if isinstance(argtype, types.Array) and bindings["PACK"] * as_dtype(argtype.dtype).itemsize == 16:
                 if name == "dst":
                     stores += 1
-                else:
+                elif name != "source":  # a fill kernel's value buffer (TensorFill): one element, read once
                     loads += 1
     return Traits(
         float64_data=any(t == types.float64 for t in dtypes),
