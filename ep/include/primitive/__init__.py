@@ -9,6 +9,7 @@ from ep.include.primitive.expand import Expand, ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
 from ep.include.primitive.fill import Fill, FillFactory
 from ep.include.primitive.gather import Gather, GatherFactory, IndexOutOfRange
+from ep.include.primitive.memset import Memset, MemsetFactory
 from ep.include.primitive.permute import Permute, PermuteFactory
 from ep.include.primitive.primitive import (
     REGISTER_PRIMITIVE_FACTORY,
@@ -47,6 +48,8 @@ __all__ = [
     "GatherFactory",
     "GetFactory",
     "IndexOutOfRange",
+    "Memset",
+    "MemsetFactory",
     "NewPrimitive",
     "Permute",
     "PermuteFactory",

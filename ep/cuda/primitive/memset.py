@@ -1,0 +1,10 @@
+"""Memset on CUDA: Fill's one-byte kernel (ep.cuda.primitive.fill)."""
+from __future__ import annotations
+
+from ep.common.primitive.memset import MemsetFactoryImpl
+from ep.common.runtime.device import DeviceType
+from ep.cuda.primitive.fill import KERNELS
+from ep.include.primitive.memset import MemsetFactory
+from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
+
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, MemsetFactory, MemsetFactoryImpl(DeviceType.kCUDA, KERNELS))
