@@ -4,6 +4,7 @@ from ep.common.runtime.device import Device, DeviceType, GetDevice
 from ep.common.runtime.dlpack import from_dlpack
 from ep.common.runtime.stream import Stream
 from ep.include.primitive import (
+    AddFactory,
     BatchGatherFactory,
     BinaryOp,
     BroadcastElementwiseBinaryFactory,
@@ -15,6 +16,8 @@ from ep.include.primitive import (
     Factory,
     FillFactory,
     GatherFactory,
+    MemcpyFactory,
+    MemcpyKind,
     MemsetFactory,
     NewPrimitive,
     PermuteFactory,
@@ -37,6 +40,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'ep' has no attribute {name!r}")
 
 __all__ = [
+    "AddFactory",
     "BatchGatherFactory",
     "BinaryOp",
     "BroadcastElementwiseBinaryFactory",
@@ -52,6 +56,8 @@ __all__ = [
     "FillFactory",
     "GatherFactory",
     "GetDevice",
+    "MemcpyFactory",
+    "MemcpyKind",
     "MemsetFactory",
     "NewPrimitive",
     "PermuteFactory",

@@ -6,6 +6,7 @@ promote as in NumPy 2 (NEP 50); an out= that overlaps an input gives NumPy's res
 input were read first (the input is copied, except for an elementwise op run exactly in place).
 Each op also takes global tensors (ep.to_global) and returns one, sbp= its layout (dispatch.py).
 """
+from ep.ops.add_n import add_n
 from ep.ops.binary import binary
 from ep.ops.expand import expand, expand_grad, repeat
 from ep.ops.full import full
@@ -14,4 +15,4 @@ from ep.ops.permute import permute
 from ep.ops.unary import unary
 from ep.ops.where import where
 
-__all__ = ["binary", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "permute", "repeat", "unary", "where"]
+__all__ = ["add_n", "binary", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "permute", "repeat", "unary", "where"]

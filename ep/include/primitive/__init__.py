@@ -1,4 +1,5 @@
 """The primitive interfaces, their op enums, and NewPrimitive."""
+from ep.include.primitive.add import Add, AddFactory
 from ep.include.primitive.batch_gather import BatchGather, BatchGatherFactory
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinary, BroadcastElementwiseBinaryFactory
@@ -9,6 +10,7 @@ from ep.include.primitive.expand import Expand, ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
 from ep.include.primitive.fill import Fill, FillFactory
 from ep.include.primitive.gather import Gather, GatherFactory, IndexOutOfRange
+from ep.include.primitive.memcpy import Memcpy, MemcpyFactory, MemcpyKind
 from ep.include.primitive.memset import Memset, MemsetFactory
 from ep.include.primitive.permute import Permute, PermuteFactory
 from ep.include.primitive.primitive import (
@@ -26,6 +28,8 @@ from ep.include.primitive.where import Where, WhereFactory
 
 __all__ = [
     "REGISTER_PRIMITIVE_FACTORY",
+    "Add",
+    "AddFactory",
     "BatchGather",
     "BatchGatherFactory",
     "BinaryOp",
@@ -48,6 +52,9 @@ __all__ = [
     "GatherFactory",
     "GetFactory",
     "IndexOutOfRange",
+    "Memcpy",
+    "MemcpyFactory",
+    "MemcpyKind",
     "Memset",
     "MemsetFactory",
     "NewPrimitive",

@@ -1,0 +1,87 @@
+"""Add on every device: New's resolution, Launch's checks, and what a device supplies.
+
+Each element is summed with the binary add op's formula (BinaryOp.kAdd's record: integers wrap,
+bools or, float16 adds in float32 and rounds once at the store), so add_n and binary add agree.
+A kernel takes up to MAX_ARITY sources in one pass; a larger arity sums its first MAX_ARITY into
+dst, then dst and the next MAX_ARITY - 1 into dst, and so on.
+"""
+from __future__ import annotations
+
+import abc
+from typing import Iterator, Sequence
+
+from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_attrs
+from ep.common.primitive.factory import GenericFactory
+from ep.common.runtime.buffer import storage
+from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.device import DeviceType
+from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.validate import count as check_count
+from ep.include.primitive.add import Add, AddFactory
+from ep.include.primitive.binary_op import BinaryOp
+
+# Sources one kernel reads in its pass.
+MAX_ARITY = 8
+ADD_TYPES = BINARY_FUNCTORS[BinaryOp.kAdd].dtypes
+
+
+class AddKernels(abc.ABC):
+    """What a device supplies: the kernel summing `arity` sources of dtype, launched as
+    kernel.launch(stream, count, srcs (a tuple of MAX_ARITY flat buffers, the unused ones any of
+    them), dst, count, attr0, attr1)."""
+
+    @abc.abstractmethod
+    def kernel(self, dtype: DataType, arity: int):
+        """The kernel of 1 <= arity <= MAX_ARITY sources, compiled on its first launch."""
+
+    def all_kernels(self) -> Iterator[object]:
+        for dtype in ADD_TYPES:
+            for arity in range(1, MAX_ARITY + 1):
+                yield self.kernel(dtype, arity)
+
+
+class AddImpl(Add):
+    def __init__(self, device_type: DeviceType, kernels: AddKernels, dtype: DataType) -> None:
+        self.device_type, self.dtype = device_type, dtype
+        self._kernels = kernels
+        self._stream_type = STREAM_TYPES[device_type]
+        self._attrs = binary_attrs(BinaryOp.kAdd, dtype, None, None)
+
+    def Launch(self, stream, srcs: Sequence[object], arity: int, dst, count: int) -> None:
+        if type(stream) is not self._stream_type:
+            stream = check_stream(stream, self.device_type)
+        arity = check_count(arity, "arity")
+        if arity < 1:
+            raise ValueError("arity: 0; expected at least one source")
+        if isinstance(srcs, (str, bytes)) or not hasattr(srcs, "__len__") or not hasattr(srcs, "__getitem__"):
+            raise TypeError(f"srcs: {type(srcs).__name__} is not a sequence of buffers")
+        if len(srcs) != arity:
+            raise ValueError(f"srcs: has {len(srcs)} buffers; expected arity={arity}")
+        count = check_count(count)
+        device, dtype = self.device_type, self.dtype
+        buffers = [storage(src, f"srcs[{i}]", device, dtype, count, stream=stream) for i, src in enumerate(srcs)]
+        out = storage(dst, "dst", device, dtype, count, writable=True, stream=stream)
+        if not count:
+            return
+        first, rest = buffers[:MAX_ARITY], buffers[MAX_ARITY:]
+        self._pass(stream, first, out, count)
+        while rest:
+            # dst is the running sum: each later pass reads it as its first source.
+            step, rest = [out] + rest[: MAX_ARITY - 1], rest[MAX_ARITY - 1 :]
+            self._pass(stream, step, out, count)
+
+    def _pass(self, stream, sources: list, out, count: int) -> None:
+        padded = tuple(sources) + (sources[0],) * (MAX_ARITY - len(sources))
+        self._kernels.kernel(self.dtype, len(sources)).launch(stream, count, padded, out, count, *self._attrs)
+
+
+class AddFactoryImpl(GenericFactory, AddFactory):
+    primitive_type = AddImpl
+
+    def New(self, dtype) -> Add | None:
+        dtype = as_data_type(dtype)
+        return self._new((dtype,)) if dtype in ADD_TYPES else None
+
+    def Combinations(self):
+        for dtype in ADD_TYPES:
+            yield None, (dtype,)

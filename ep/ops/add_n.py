@@ -1,0 +1,46 @@
+"""ep.ops.add_n: tf.math.add_n on the Add primitive."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ep.common.runtime.data_type import as_data_type
+from ep.common.runtime.dlpack import from_dlpack, is_dlpack
+from ep.include.primitive.add import AddFactory
+from ep.include.primitive.primitive import NewPrimitive
+from ep.ops.arrays import contiguous, device_of, output, stream_for, unaliased
+
+
+def add_n(arrays: Sequence[object], *, out=None, stream=None):
+    """The elementwise sum of arrays, as tf.math.add_n: a non-empty sequence of arrays of one shape
+    and one dtype (no broadcasting, no promotion: a TypeError or ValueError names the first that
+    differs), summed in one pass (up to 8 at a time, then the running sum with the next 7) as the
+    binary add op sums two: integers wrap, bools or, float16 adds in float32 within a pass.
+    Arrays may have any strides on one device (other libraries' arrays are viewed, and the result
+    is ep's: NumPy on the CPU, a numba device array on CUDA); out receives the result (it may be
+    one of arrays); stream defaults to the device's default stream.
+    """
+    if isinstance(arrays, (str, bytes)) or not hasattr(arrays, "__len__"):
+        raise TypeError(f"arrays: {type(arrays).__name__} is not a sequence of arrays")
+    arrays = [from_dlpack(a, f"arrays[{i}]") if is_dlpack(a) else a for i, a in enumerate(arrays)]
+    if not arrays:
+        raise ValueError("arrays: is empty; expected at least one array")
+    first = arrays[0]
+    device = device_of(first, "arrays[0]")
+    shape, dtype = tuple(first.shape), as_data_type(first.dtype, "arrays[0]")
+    for i, a in enumerate(arrays[1:], 1):
+        name = f"arrays[{i}]"
+        if device_of(a, name).device_type is not device.device_type:
+            raise TypeError(f"{name}: is on {device_of(a, name).device_type.value}; expected {device.device_type.value}, as arrays[0]")
+        if as_data_type(a.dtype, name) is not dtype:
+            raise TypeError(f"{name}: has dtype {a.dtype}; expected {dtype.value}, as arrays[0] (add_n does not promote)")
+        if tuple(a.shape) != shape:
+            raise ValueError(f"{name}: has shape {tuple(a.shape)}; expected {shape}, as arrays[0] (add_n does not broadcast)")
+    primitive = NewPrimitive(AddFactory, device, dtype)
+    if primitive is None:
+        raise TypeError(f"arrays: add_n does not support dtype {dtype.value}")
+    stream = stream_for(device, stream)
+    out = output(out, shape, dtype, device, stream)
+    # Each element is read where it is written: out may be an input, any other overlap is copied.
+    sources = [unaliased(contiguous(a, device, stream), out, device, stream, elementwise=True) for a in arrays]
+    primitive.Launch(stream, sources, len(sources), out, int(first.size))
+    return out

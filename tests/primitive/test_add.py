@@ -1,0 +1,110 @@
+"""Add through NewPrimitive + Launch, against sums computed here with NumPy."""
+import numpy as np
+import pytest
+
+import ep
+from ep.testing import to_device, to_numpy
+
+ALL = [np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64)]
+
+
+def values(rng, n, dtype):
+    if dtype == np.bool_:
+        return rng.random(n) < 0.3
+    return rng.integers(-100, 100, n).astype(dtype)
+
+
+def reference(xs, dtype):
+    """The sum as the binary add op computes it: wrapping integers, or for bools, float16 summed in
+    float32 within each pass of 8 (rounded to float16 between passes)."""
+    if dtype == np.bool_:
+        return np.logical_or.reduce(xs)
+    if dtype == np.float16:
+        acc = xs[0].astype(np.float32)
+        for k, x in enumerate(xs[1:], 1):
+            if k >= 8 and (k - 8) % 7 == 0:
+                acc = acc.astype(np.float16).astype(np.float32)
+            acc = acc + x
+        return acc.astype(np.float16)
+    acc = xs[0].copy()
+    for x in xs[1:]:
+        acc = acc + x
+    return acc
+
+
+def launch(device, xs, count=None):
+    add = ep.NewPrimitive(ep.AddFactory, device, xs[0].dtype)
+    assert add is not None
+    stream = ep.GetDevice(device).CreateStream()
+    srcs = [to_device(x, device) for x in xs]
+    dst = to_device(np.zeros(xs[0].size, xs[0].dtype), device)
+    add.Launch(stream, srcs, len(xs), dst, xs[0].size if count is None else count)
+    stream.Sync()
+    for src, x in zip(srcs, xs):
+        np.testing.assert_array_equal(to_numpy(src), x)
+    return to_numpy(dst)
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+@pytest.mark.parametrize("arity", [1, 2, 3, 8, 9, 16, 20])
+def test_sums_every_arity(device, dtype, arity):
+    rng = np.random.default_rng(arity)
+    xs = [values(rng, 37, dtype) for _ in range(arity)]
+    with np.errstate(over="ignore"):
+        expected = reference(xs, dtype)
+    np.testing.assert_array_equal(launch(device, xs), expected)
+
+
+def test_integers_wrap(device):
+    xs = [np.array([127, -128, 100], np.int8)] * 3
+    np.testing.assert_array_equal(launch(device, xs), (xs[0].astype(np.int64) * 3).astype(np.int8))
+
+
+def test_dst_may_be_a_source(device):
+    add = ep.NewPrimitive(ep.AddFactory, device, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    x = to_device(np.arange(5, dtype=np.float32), device)
+    add.Launch(stream, [x, x, x], 3, x, 5)
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(x), 3 * np.arange(5))
+
+
+def test_count_writes_the_first_elements_only(device):
+    xs = [np.ones(6, np.int32)] * 2
+    np.testing.assert_array_equal(launch(device, xs, count=4), [2, 2, 2, 2, 0, 0])
+
+
+@pytest.mark.parametrize(
+    "change, error, named",
+    [
+        ({"arity": 0, "srcs": []}, ValueError, "arity"),
+        ({"arity": 3}, ValueError, "srcs"),
+        ({"arity": -1}, ValueError, "arity"),
+        ({"arity": 2.0}, TypeError, "arity"),
+        ({"srcs": 5}, TypeError, "srcs"),
+        ({"count": 7}, ValueError, r"srcs\[0\]"),
+        ({"second": np.ones(6, np.float64)}, TypeError, r"srcs\[1\]"),
+        ({"dst": None}, TypeError, "dst"),
+        ({"count": -1}, ValueError, "count"),
+    ],
+)
+def test_bad_arguments_are_named_and_write_nothing(device, change, error, named):
+    add = ep.NewPrimitive(ep.AddFactory, device, np.int32)
+    stream = ep.GetDevice(device).CreateStream()
+    a = to_device(np.arange(6, dtype=np.int32), device)
+    change = dict(change)
+    second = change.pop("second", None)
+    b = to_device(second, device) if second is not None else a
+    dst = to_device(np.full(6, 9, np.int32), device)
+    args = {"srcs": [a, b], "arity": 2, "dst": dst, "count": 6, **change}
+    with pytest.raises(error, match=named):
+        add.Launch(stream, *args.values())
+    np.testing.assert_array_equal(to_numpy(dst), np.full(6, 9))
+    np.testing.assert_array_equal(to_numpy(a), np.arange(6))
+
+
+def test_new_takes_every_dtype(device):
+    for dtype in ALL:
+        assert ep.NewPrimitive(ep.AddFactory, device, dtype) is not None
+    with pytest.raises(TypeError, match="dtype"):
+        ep.NewPrimitive(ep.AddFactory, device, np.complex64)
