@@ -15,8 +15,9 @@ from ep.bench import timing
 from ep.bench.runner import vector_isa
 from ep.bench.timing import half_iqr, measure_interleaved, relative_spread, round_orders, settle
 
-WORKLOADS = ["G1", "U1", "T-unary"]  # in the suite's order
-IMPLS = ["ep.ops", "ep.Launch", "numpy", "torch"]
+WORKLOADS = ["relu-16", "relu-1MiB", "gather-1MiB"]  # in the suite's order
+# Each library with a fresh result, then with out=.
+IMPLS = [(impl, out) for impl in ("ep.ops", "ep.Launch", "numpy", "torch") for out in (False, True)]
 
 
 def _run_bench(directory):
@@ -48,6 +49,10 @@ def test_report_header(report):
         assert machine["torch_threads"] >= 1 and machine["torch_cpu_capability"]
     copy = data["copy_bandwidth"]
     assert copy["GBps"] > 0 and copy["GBps"] == max(copy["memcpy_GBps"], copy["threaded_GBps"])
+    # Each peer alone ran in a process of its own, whose threads are reported.
+    assert machine["alone"]["numpy"]["os_threads"] >= 1
+    if machine["torch"]:
+        assert machine["alone"]["torch"]["torch_threads"] == machine["torch_threads"]
 
 
 def test_every_workload_has_every_contender(report):
@@ -57,21 +62,25 @@ def test_every_workload_has_every_contender(report):
     for workload in WORKLOADS:
         record = records[workload]
         assert {"title", "kind", "bytes", "memory_bound", "tiny", "best_peer"} <= set(record)
-        assert [r["impl"] for r in record["results"]] == IMPLS
+        assert [(r["impl"], r["out"]) for r in record["results"]] == IMPLS
         for row in record["results"]:
             assert row["status"] in ("ok", "not available", "error")
             if row["status"] != "ok":
                 assert row["reason"]
                 continue
             assert row["median_s"] > 0 and row["min_s"] <= row["median_s"] and row["repeats"] >= 1
+            assert row["slowest_over_median"] == pytest.approx(max(row["samples_s"]) / row["median_s"])
+            if not row["impl"].startswith("ep."):
+                assert row["alone_median_s"] == statistics.median(row["alone_s"])
             assert len(row["samples_s"]) == row["repeats"] and row["median_s"] == statistics.median(row["samples_s"])
             assert row["spread"] >= 0 and row["ratio_to_best_peer"] > 0 and row["ratio_spread"] >= 0
-            # Per round: the contender's sample over the fastest peer's sample of the same round.
-            best = next(r for r in record["results"] if r["impl"] == record["best_peer"])
+            # Per round: the contender's sample over the same column's fastest peer's sample.
+            column = "out" if row["out"] else "fresh"
+            best = next(r for r in record["results"] if (r["impl"], r["out"]) == (record["best_peer"][column], row["out"]))
             ratios = [a / b for a, b in zip(row["samples_s"], best["samples_s"])]
             assert row["ratio_to_best_peer"] == pytest.approx(statistics.median(ratios))
             assert row["ratio_spread"] == pytest.approx(half_iqr(ratios))
-            if row["impl"] == record["best_peer"]:
+            if row is best:
                 assert row["ratio_to_best_peer"] == 1 and row["ratio_spread"] == 0
             if record["tiny"]:
                 assert row["GBps"] is None and row["pct_copy"] is None
@@ -83,8 +92,8 @@ def test_every_workload_has_every_contender(report):
 
 def test_unary_relu_runs_on_both_ep_contenders(report):
     data, _, _ = report
-    u1 = next(r for r in data["workloads"] if r["id"] == "U1")
-    assert [r["status"] for r in u1["results"][:2]] == ["ok", "ok"]
+    u1 = next(r for r in data["workloads"] if r["id"] == "relu-1MiB")
+    assert [r["status"] for r in u1["results"][:4]] == ["ok"] * 4
 
 
 def test_cold_start(report):
@@ -100,9 +109,9 @@ def test_cold_start(report):
 
 def test_table_and_progress(report):
     _, stdout, stderr = report
-    assert "| U1 " in stdout and "% copy" in stdout and "vs fastest peer" in stdout
+    assert "| relu-1MiB " in stdout and "% copy" in stdout and "vs peers: out=" in stdout and "alone: fresh" in stdout
     assert "vector ISA" in stdout and "threading layer" in stdout and "interleaved" in stdout
-    assert "] " in stderr and "U1 ep.ops" in stderr
+    assert "] " in stderr and "relu-1MiB ep.ops out=" in stderr and "torch alone" in stderr
 
 
 def test_compare_divides_new_by_old_per_contender(report, tmp_path):
@@ -116,7 +125,7 @@ def test_compare_divides_new_by_old_per_contender(report, tmp_path):
                 row["median_s"] *= 2
     rows = compare([data], [slower])
     assert rows and all(abs(ratio - 2) < 1e-12 for *_, ratio, _ in rows)
-    assert {impl for _, impl, *_ in rows} <= {"ep.ops", "ep.Launch"}
+    assert {impl for _, impl, *_ in rows} == {"ep.ops", "ep.Launch", "ep.ops out=", "ep.Launch out="}
     old = tmp_path / "old.json"
     old.write_text(json.dumps(data))
     result = subprocess.run(
@@ -130,10 +139,10 @@ def test_compare_spread_from_pairs_or_from_the_samples(report):
 
     data, _, _ = report
     rows = {(r[0], r[1]): r for r in compare([data], [data])}
-    u1 = next(r for r in data["workloads"] if r["id"] == "U1")
-    launch = next(r for r in u1["results"] if r["impl"] == "ep.Launch")
+    u1 = next(r for r in data["workloads"] if r["id"] == "relu-1MiB")
+    launch = next(r for r in u1["results"] if r["impl"] == "ep.Launch" and r["out"])
     # One pair: the two sides' relative spreads added.
-    assert rows["U1", "ep.Launch"][-1] == pytest.approx(2 * launch["spread"])
+    assert rows["relu-1MiB", "ep.Launch out="][-1] == pytest.approx(2 * launch["spread"])
     # Two pairs: half the range of the pairwise ratios (here 1 and 3).
     slower = json.loads(json.dumps(data))
     for record in slower["workloads"]:
@@ -148,23 +157,23 @@ def test_bench_compare_option_prints_new_over_old(report, tmp_path):
     data, _, _ = report
     old = tmp_path / "old.json"
     old.write_text(json.dumps(data))
-    env = dict(os.environ, EP_BENCH_ONLY="T-unary")
+    env = dict(os.environ, EP_BENCH_ONLY="relu-16")
     result = subprocess.run(
         [sys.executable, "-m", "ep", "bench", "--quick", "--compare", str(old)],
         env=env, capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "| new/old |" in result.stdout
-    assert "| T-unary | ep.ops |" in result.stdout and "| T-unary | ep.Launch |" in result.stdout
+    assert "| relu-16 | ep.ops |" in result.stdout and "| relu-16 | ep.Launch out= |" in result.stdout
 
 
 def test_interleaved_rounds_take_their_orders_in_turn():
     calls = []
     fns = {name: (lambda name=name: calls.append(name)) for name in "abc"}
     timings = measure_interleaved(fns, lambda: None, repeats=3, min_sample_s=0)
-    # One calibration call and one calibration sample each (min_sample_s=0 needs one call), then
-    # rounds in round_orders(3)'s orders: starting at a, b, c in turn.
-    assert calls == ["a", "a", "b", "b", "c", "c", "a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    # One calibration call and one calibration sample each (min_sample_s=0 needs one call),
+    # confirmed by a second, then rounds in round_orders(3)'s orders: starting at a, b, c in turn.
+    assert calls == ["a"] * 3 + ["b"] * 3 + ["c"] * 3 + ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
     assert all(t.repeats == 3 and t.number == 1 and len(t.samples_s) == 3 for t in timings.values())
     # A workload with no contender available times nothing.
     assert measure_interleaved({}, lambda: None, repeats=3, min_sample_s=0) == {}

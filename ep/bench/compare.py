@@ -15,13 +15,15 @@ from ep.bench.report import EP_IMPLS
 
 
 def _rows(reports: list[dict]) -> dict[tuple[str, str], list[dict]]:
-    """(workload id, impl) -> its timed row in each report, for ep's contenders."""
+    """(workload id, impl, with " out=" when it wrote into out) -> its timed row in each report,
+    for ep's contenders."""
     found: dict[tuple[str, str], list[dict]] = {}
     for report in reports:
         for record in report["workloads"]:
             for row in record["results"]:
                 if row["impl"] in EP_IMPLS and "median_s" in row:
-                    found.setdefault((record["id"], row["impl"]), []).append(row)
+                    impl = row["impl"] + (" out=" if row.get("out", True) else "")
+                    found.setdefault((record["id"], impl), []).append(row)
     return found
 
 

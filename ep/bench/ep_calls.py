@@ -1,5 +1,6 @@
-"""ep's two contenders per workload: the ops layer, and a bare Launch of the primitive on
-preallocated buffers. A primitive or op that does not exist yet is reported, not fatal."""
+"""ep's contenders per workload: the ops layer, and a bare Launch of the primitive (NewPrimitive
+once, then Launch), each with a fresh result and with a preallocated out=. A primitive or op that
+does not exist yet is reported, not fatal."""
 from __future__ import annotations
 
 import importlib
@@ -51,17 +52,24 @@ def _enum_member(enum: type, name: str):
     return member
 
 
-def candidates(workload: Workload, device: str, inputs: dict, out) -> dict[str, Callable | Unavailable]:
-    """{"ep.ops": fn, "ep.Launch": fn}: each fn runs the workload once and returns its output
-    buffer; an Unavailable in place of a fn says why it cannot run."""
+def candidates(
+    workload: Workload, device: str, inputs: dict, out, fresh: Callable[[], object]
+) -> dict[tuple[str, bool], Callable | Unavailable]:
+    """{(impl, with_out): fn} for impl "ep.ops" and "ep.Launch": each fn runs the workload once and
+    returns its output, out when with_out, else a new array (fresh() makes the bare Launch's); an
+    Unavailable in place of a fn says why it cannot run."""
     stream = ep.GetDevice(device).CreateStream()
-    builders = {"ep.ops": _OPS[workload.kind], "ep.Launch": _LAUNCH[workload.kind]}
-    found: dict[str, Callable | Unavailable] = {}
-    for name, builder in builders.items():
-        try:
-            found[name] = builder(workload, device, stream, inputs, out)
-        except Unavailable as reason:
-            found[name] = reason
+    found: dict[tuple[str, bool], Callable | Unavailable] = {}
+    for impl, builders in (("ep.ops", _OPS), ("ep.Launch", _LAUNCH)):
+        for with_out in (False, True):
+            if impl == "ep.ops":
+                target = out if with_out else None
+            else:
+                target = (lambda: out) if with_out else fresh
+            try:
+                found[impl, with_out] = builders[workload.kind](workload, device, stream, inputs, target)
+            except Unavailable as reason:
+                found[impl, with_out] = reason
     return found
 
 
@@ -82,14 +90,18 @@ def _ops_gather(workload, device, stream, inputs, out):
     return lambda: gather(params, indices, axis, batch_dims, out=out)
 
 
+# The _launch_* builders take `out`, a function giving the output buffer of each call.
+
+
 def _launch_gather(workload, device, stream, inputs, out):
     params, indices = inputs["params"], inputs["indices"]
     _, outer, size, inner = _gather_dims(tuple(params.shape), workload.attrs["axis"], 0)
     primitive = _primitive("GatherFactory", device, params.dtype, indices.dtype)
     count = indices.size
     def run():
-        primitive.Launch(stream, indices, count, params, outer, size, inner, out)
-        return out
+        o = out()
+        primitive.Launch(stream, indices, count, params, outer, size, inner, o)
+        return o
 
     return run
 
@@ -101,8 +113,9 @@ def _launch_batch_gather(workload, device, stream, inputs, out):
     primitive = _primitive("BatchGatherFactory", device, params.dtype, indices.dtype)
     count = indices.size // batch
     def run():
-        primitive.Launch(stream, indices, count, params, batch, outer, size, inner, out)
-        return out
+        o = out()
+        primitive.Launch(stream, indices, count, params, batch, outer, size, inner, o)
+        return o
 
     return run
 
@@ -115,18 +128,18 @@ def _ops_expand(workload, device, stream, inputs, out):
 def _launch_expand(workload, device, stream, inputs, out):
     x = inputs["x"]
     primitive = _primitive("ExpandFactory", device, x.dtype)
-    src_dims, dst_dims = tuple(x.shape), tuple(out.shape)
+    src_dims, dst_dims = tuple(x.shape), tuple(workload.attrs["sizes"])
     def run():
-        primitive.Launch(stream, src_dims, x, dst_dims, out)
-        return out
+        o = out()
+        primitive.Launch(stream, src_dims, x, dst_dims, o)
+        return o
 
     return run
 
 
 def _ops_repeat(workload, device, stream, inputs, out):
-    # ep.ops.repeat takes no out: it allocates, as np.tile and torch's repeat do.
     repeat, x, repeats = _ops_function("repeat"), inputs["x"], workload.attrs["repeats"]
-    return lambda: repeat(x, repeats)
+    return lambda: repeat(x, repeats, out=out)
 
 
 def _launch_repeat(workload, device, stream, inputs, out):
@@ -136,8 +149,9 @@ def _launch_repeat(workload, device, stream, inputs, out):
     src_dims = tuple(d for n in x.shape for d in (1, n))
     dst_dims = tuple(d for n, r in zip(x.shape, workload.attrs["repeats"]) for d in (r, n))
     def run():
-        primitive.Launch(stream, src_dims, x, dst_dims, out)
-        return out
+        o = out()
+        primitive.Launch(stream, src_dims, x, dst_dims, o)
+        return o
 
     return run
 
@@ -161,8 +175,9 @@ def _launch_unary(workload, device, stream, inputs, out):
     _, primitive = _unary_primitive(workload, device)
     count = x.size
     def run():
-        primitive.Launch(stream, x, out, count)
-        return out
+        o = out()
+        primitive.Launch(stream, x, o, count)
+        return o
 
     return run
 
@@ -180,12 +195,13 @@ def _ops_binary(workload, device, stream, inputs, out):
 def _launch_binary(workload, device, stream, inputs, out):
     a, b = inputs["a"], inputs["b"]
     primitive = _primitive(
-        "BroadcastElementwiseBinaryFactory", device, _binary_op(workload), np.dtype(a.dtype), np.dtype(out.dtype)
+        "BroadcastElementwiseBinaryFactory", device, _binary_op(workload), np.dtype(a.dtype), workload.attrs["dtype"]
     )
     a_dims, b_dims = tuple(a.shape), tuple(b.shape)
     def run():
-        primitive.Launch(stream, a_dims, a, b_dims, b, out)
-        return out
+        o = out()
+        primitive.Launch(stream, a_dims, a, b_dims, b, o)
+        return o
 
     return run
 

@@ -1,7 +1,8 @@
 """The peers ep is measured against: NumPy and PyTorch on the CPU, CuPy and PyTorch on CUDA.
 
-Each peer writes into a preallocated output where its API allows (out=), as ep does, so no one
-pays for page-faulting a fresh buffer; np.tile, torch's repeat and take_along_axis allocate.
+Each peer runs each workload twice over: returning a fresh result, and writing into a
+preallocated out= where its API has one (np.tile, torch's repeat and the batch gather by advanced
+indexing have none: their out= column is "not available").
 """
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ def torch_module():
     return _module("torch", "pip install -e .[bench]")
 
 
+def _no_out(out, what: str) -> None:
+    if out is not None:
+        raise Unavailable(f"{what} takes no out=")
+
+
 def _batch_gather_rows(arange: Callable, inputs: dict, attrs: dict) -> Callable:
     """A batch gather along axis 1 by advanced indexing, whole rows per batch: the fastest way
     NumPy, CuPy and PyTorch users write it (take_along_axis or torch.gather go element by element)."""
@@ -38,16 +44,20 @@ def _batch_gather_rows(arange: Callable, inputs: dict, attrs: dict) -> Callable:
 
 
 def _array_api_call(xp, workload: Workload, inputs: dict, out) -> Callable:
-    """The workload in NumPy's API, for NumPy itself and for CuPy."""
+    """The workload in NumPy's API, for NumPy itself and for CuPy; out None: a fresh result."""
     kind, attrs = workload.kind, workload.attrs
     if kind == "gather":
         params, indices, axis = inputs["params"], inputs["indices"], attrs["axis"]
         return lambda: xp.take(params, indices, axis=axis, out=out)
     if kind == "batch_gather":
+        _no_out(out, "advanced indexing")
         return _batch_gather_rows(xp.arange, inputs, attrs)
     if kind in ("expand", "cast"):
-        # The materialized expansion, or the cast: a copy into out with broadcasting or converting.
+        # The materialized expansion, or the cast: a copy with broadcasting or converting.
         src = xp.broadcast_to(inputs["x"], attrs["sizes"]) if kind == "expand" else inputs["x"]
+        if out is None:
+            dtype = attrs["dtype"] if kind == "cast" else src.dtype
+            return lambda: src.astype(dtype)  # astype copies, also to the same dtype
 
         def copy():
             xp.copyto(out, src)
@@ -55,6 +65,7 @@ def _array_api_call(xp, workload: Workload, inputs: dict, out) -> Callable:
 
         return copy
     if kind == "repeat":
+        _no_out(out, "tile")
         return lambda: xp.tile(inputs["x"], attrs["repeats"])
     return _elementwise_call(xp, _ARRAY_API, workload, inputs, out)
 
@@ -65,26 +76,33 @@ def _torch_call(torch, workload: Workload, inputs: dict, out) -> Callable:
         params, indices, axis = inputs["params"], inputs["indices"], attrs["axis"]
         return lambda: torch.index_select(params, axis, indices, out=out)
     if kind == "batch_gather":
+        _no_out(out, "advanced indexing")
         return _batch_gather_rows(lambda n: torch.arange(n, device=inputs["indices"].device), inputs, attrs)
     if kind == "expand":
         x, shape = inputs["x"], attrs["sizes"]
+        if out is None:
+            return lambda: x.expand(*shape).contiguous()
         return lambda: out.copy_(x.expand(*shape))
     if kind == "repeat":
+        _no_out(out, "Tensor.repeat")
         x, repeats = inputs["x"], attrs["repeats"]
         return lambda: x.repeat(*repeats)
     if kind == "cast":
         x = inputs["x"]
+        if out is None:
+            dtype = getattr(torch, attrs["dtype"].name)
+            return lambda: x.to(dtype)
         return lambda: out.copy_(x)
     return _elementwise_call(torch, _TORCH, workload, inputs, out)
 
 
-def _relu(maximum: Callable, x, out):
+def _relu(maximum: Callable, x, out=None):
     return maximum(x, 0, out=out)
 
 
-def _sigmoid(xp, x, out):
+def _sigmoid(xp, x, out=None):
     # No sigmoid ufunc: 1 / (1 + e^-x) in place, as a NumPy user writes it.
-    xp.negative(x, out=out)
+    out = xp.negative(x, out=out)
     xp.exp(out, out=out)
     xp.add(out, 1, out=out)
     return xp.reciprocal(out, out=out)
@@ -102,14 +120,14 @@ _ELEMENTWISE: dict[str, tuple[Callable | None, Callable | None]] = {
     "exp": (lambda xp: xp.exp, lambda torch: torch.exp),
     "tanh": (lambda xp: xp.tanh, lambda torch: torch.tanh),
     "sigmoid": (lambda xp: partial(_sigmoid, xp), lambda torch: torch.sigmoid),
-    "gelu": (None, lambda torch: torch.ops.aten.gelu.out),
+    "gelu": (None, lambda torch: torch.ops.aten.gelu),
     "expm1": (lambda xp: xp.expm1, lambda torch: torch.expm1),
     "log": (lambda xp: xp.log, lambda torch: torch.log),
     "erf": (None, lambda torch: torch.erf),
-    # aten's out= overloads: torch.nn.functional's silu, softplus and mish take no out=.
-    "silu": (None, lambda torch: torch.ops.aten.silu.out),
-    "softplus": (None, lambda torch: partial(torch.ops.aten.softplus.out, beta=1, threshold=20)),
-    "mish": (None, lambda torch: torch.ops.aten.mish.out),
+    # aten's ops (they take out=): torch.nn.functional's silu, softplus and mish take none.
+    "silu": (None, lambda torch: torch.ops.aten.silu),
+    "softplus": (None, lambda torch: partial(torch.ops.aten.softplus, beta=1, threshold=20)),
+    "mish": (None, lambda torch: torch.ops.aten.mish),
 }
 
 
@@ -121,20 +139,26 @@ def _elementwise_call(library, column: int, workload: Workload, inputs: dict, ou
         raise Unavailable(f"{library.__name__} has no {op}")
     fn = make(library)
     operands = (inputs["a"], inputs["b"]) if workload.kind == "binary" else (inputs["x"],)
+    if out is None:
+        return lambda: fn(*operands)
     return lambda: fn(*operands, out=out)
 
 
-def candidates(workload: Workload, device: str, inputs: dict, out) -> dict[str, Callable | Unavailable]:
-    """{peer name: fn} for device; each fn runs the workload once and returns its output.
+def candidates(workload: Workload, device: str, inputs: dict, out, names=None) -> dict[tuple[str, bool], Callable | Unavailable]:
+    """{(peer name, with_out): fn} for device (the peers of names, default all); each fn runs the
+    workload once and returns its output: out when with_out, else a fresh result.
 
     inputs and out are host (NumPy) arrays; the peers' own device copies are made here.
     """
-    found: dict[str, Callable | Unavailable] = {}
+    found: dict[tuple[str, bool], Callable | Unavailable] = {}
     for name, make in (_CPU_PEERS if device == "cpu" else _CUDA_PEERS).items():
-        try:
-            found[name] = make(workload, inputs, out)
-        except Unavailable as reason:
-            found[name] = reason
+        if names is not None and name not in names:
+            continue
+        for with_out in (False, True):
+            try:
+                found[name, with_out] = make(workload, inputs, out if with_out else None)
+            except Unavailable as reason:
+                found[name, with_out] = reason
     return found
 
 
@@ -146,7 +170,7 @@ def _torch_cpu(workload, inputs, out):
     torch = torch_module()
     # from_numpy shares the memory: the same inputs, the same output buffer.
     tensors = {k: torch.from_numpy(v) for k, v in inputs.items()}
-    return _torch_call(torch, workload, tensors, torch.from_numpy(out))
+    return _torch_call(torch, workload, tensors, None if out is None else torch.from_numpy(out))
 
 
 def _torch_cuda(workload, inputs, out):
@@ -154,12 +178,13 @@ def _torch_cuda(workload, inputs, out):
     if not torch.cuda.is_available():
         raise Unavailable("this PyTorch has no CUDA")
     tensors = {k: torch.from_numpy(v).cuda() for k, v in inputs.items()}
-    return _torch_call(torch, workload, tensors, torch.from_numpy(out).cuda())
+    return _torch_call(torch, workload, tensors, None if out is None else torch.from_numpy(out).cuda())
 
 
 def _cupy(workload, inputs, out):
     cupy = _module("cupy", "pip install cupy-cuda13x")
-    return _array_api_call(cupy, workload, {k: cupy.asarray(v) for k, v in inputs.items()}, cupy.asarray(out))
+    device_out = None if out is None else cupy.asarray(out)
+    return _array_api_call(cupy, workload, {k: cupy.asarray(v) for k, v in inputs.items()}, device_out)
 
 
 _CPU_PEERS = {"numpy": _numpy, "torch": _torch_cpu}

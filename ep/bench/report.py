@@ -6,7 +6,7 @@ import json
 import statistics
 from dataclasses import dataclass
 
-from ep.bench.timing import Timing, half_iqr
+from ep.bench.timing import Timing, half_iqr, relative_spread
 from ep.bench.workloads import Workload
 
 EP_IMPLS = ("ep.ops", "ep.Launch")
@@ -14,36 +14,43 @@ EP_IMPLS = ("ep.ops", "ep.Launch")
 
 @dataclass
 class Result:
-    """One contender on one workload: a timing, or why there is none."""
+    """One contender (impl, with a fresh result or out=) on one workload: a timing, or why there is
+    none; alone: a peer's samples in a process of its own (ep.bench.alone)."""
 
     impl: str
+    out: bool
     status: str  # "ok", "not available" or "error"
     reason: str | None = None
     timing: Timing | None = None
     matches_reference: bool | None = None
+    alone_s: list[float] | None = None
 
 
 def workload_record(workload: Workload, nbytes: int, results: list[Result], copy_GBps: float) -> dict:
     """The JSON record of one workload, with every derived figure filled in.
 
-    The ratio to the fastest peer (the peer of least median) is the median over rounds of the
-    contender's sample over that peer's sample of the same round, +- half the interquartile range of
-    those ratios (in ratio units): the contenders
-    were interleaved, so a round's ratio cancels the drift that moves both samples.
+    The ratio to the fastest peer (the peer of least median among those of the same kind: fresh
+    result or out=) is the median over rounds of the contender's sample over that peer's sample
+    of the same round, +- half the interquartile range of those ratios (in ratio units): the
+    contenders were interleaved, so a round's ratio cancels the drift that moves both samples.
     """
-    peers = [r for r in results if r.impl not in EP_IMPLS and r.timing is not None]
-    best = min(peers, key=lambda r: r.timing.median_s, default=None)
+    best = {}
+    for with_out in (False, True):
+        peers = [r for r in results if r.impl not in EP_IMPLS and r.out == with_out and r.timing is not None]
+        best[with_out] = min(peers, key=lambda r: r.timing.median_s, default=None)
     rows = []
     for r in results:
-        row = {"impl": r.impl, "status": r.status, "reason": r.reason, "matches_reference": r.matches_reference}
+        row = {"impl": r.impl, "out": r.out, "status": r.status, "reason": r.reason, "matches_reference": r.matches_reference}
+        peer = best[r.out]
         if r.timing is not None:
             seconds = r.timing.median_s
             rate = None if workload.tiny else nbytes / seconds / 1e9
-            ratios = None if best is None else [a / b for a, b in zip(r.timing.samples_s, best.timing.samples_s)]
+            ratios = None if peer is None else [a / b for a, b in zip(r.timing.samples_s, peer.timing.samples_s)]
             row.update(
                 median_s=seconds,
                 min_s=r.timing.min_s,
                 spread=r.timing.spread,
+                slowest_over_median=r.timing.slowest_over_median,
                 samples_s=list(r.timing.samples_s),
                 repeats=r.timing.repeats,
                 calls_per_sample=r.timing.number,
@@ -52,6 +59,8 @@ def workload_record(workload: Workload, nbytes: int, results: list[Result], copy
                 ratio_to_best_peer=None if ratios is None else statistics.median(ratios),
                 ratio_spread=None if ratios is None else half_iqr(ratios),
             )
+        if r.alone_s:
+            row.update(alone_s=r.alone_s, alone_median_s=statistics.median(r.alone_s), alone_spread=relative_spread(r.alone_s))
         rows.append(row)
     return {
         "id": workload.id,
@@ -60,7 +69,7 @@ def workload_record(workload: Workload, nbytes: int, results: list[Result], copy
         "bytes": nbytes,
         "memory_bound": workload.memory_bound,
         "tiny": workload.tiny,
-        "best_peer": None if best is None else best.impl,
+        "best_peer": {("out" if k else "fresh"): None if v is None else v.impl for k, v in best.items()},
         "results": rows,
     }
 
@@ -85,24 +94,53 @@ def _time(seconds: float) -> str:
     return f"{seconds * 1e6:.2f} us"
 
 
-def _cells(record: dict, row: dict) -> tuple[str, ...]:
-    if "median_s" not in row:
-        note = f"{row['status']}: {row['reason']}"
-        return (record["id"], row["impl"], row["status"], "-", "-", "-", "-", note[:70])
-    gbps, pct, ratio = row.get("GBps"), row.get("pct_copy"), row.get("ratio_to_best_peer")
-    note = "fastest peer" if row["impl"] == record.get("best_peer") else ""
-    if row.get("matches_reference") is False:
-        note = "OUTPUT DIFFERS FROM THE PEERS'"
+def _timed(row: dict | None, key: str = "median_s", spread: str = "spread") -> str:
+    if row is None or key not in row:
+        return "-" if row is None or row["status"] == "ok" else row["status"]
+    return f"{_time(row[key])} +-{100 * row.get(spread, 0):.0f}%"
+
+
+def _ratio(row: dict | None) -> str:
+    if row is None or row.get("ratio_to_best_peer") is None:
+        return "-"
+    return f"{row['ratio_to_best_peer']:.2f}x +-{row['ratio_spread']:.2f}"
+
+
+def _cells(record: dict, impl: str, fresh: dict | None, out: dict | None) -> tuple[str, ...]:
+    """One row of the table: impl's fresh-result and out= figures side by side."""
+    timed = out if out is not None and "median_s" in out else fresh
+    gbps = None if timed is None else timed.get("GBps")
+    pct = None if timed is None else timed.get("pct_copy")
+    notes = [
+        f"{'out=' if row['out'] else 'fresh'} {row['status']}: {row['reason']}"
+        for row in (fresh, out)
+        if row is not None and row["status"] == "error"
+    ]
+    if any(row is not None and row.get("matches_reference") is False for row in (fresh, out)):
+        notes.append("OUTPUT DIFFERS FROM THE PEERS'")
+    tail = None if out is None else out.get("slowest_over_median")
     return (
         record["id"],
-        row["impl"],
-        _time(row["median_s"]),
-        f"{100 * row.get('spread', 0):.0f}%",
+        impl,
+        _timed(fresh),
+        _timed(out),
+        _timed(fresh, "alone_median_s", "alone_spread") if impl not in EP_IMPLS else "",
+        _timed(out, "alone_median_s", "alone_spread") if impl not in EP_IMPLS else "",
         "-" if gbps is None else f"{gbps:.1f}",
         "-" if pct is None else f"{pct:.0f}%",
-        "-" if ratio is None else f"{ratio:.2f}x +-{row.get('ratio_spread', 0):.2f}",
-        note,
+        _ratio(fresh),
+        _ratio(out),
+        "-" if tail is None else f"{tail:.2f}",
+        "; ".join(notes)[:80],
     )
+
+
+def table_rows(record: dict) -> list[tuple[str, ...]]:
+    """A workload's rows of the table: one per impl, its fresh and out= contenders side by side."""
+    rows: dict[str, dict[bool, dict]] = {}
+    for row in record["results"]:
+        rows.setdefault(row["impl"], {})[row.get("out", True)] = row
+    return [_cells(record, impl, by_out.get(False), by_out.get(True)) for impl, by_out in rows.items()]
 
 
 def machine_lines(machine: dict) -> list[str]:
@@ -114,6 +152,8 @@ def machine_lines(machine: dict) -> list[str]:
         f"numba {machine['numba']}: {machine['numba_threads']} threads, threading layer "
         f"{machine.get('threading_layer') or 'not started'}; numpy {machine['numpy']}; python {machine['python']}",
     ]
+    for peer, threads in machine.get("alone", {}).items():
+        lines.append(f"{peer} alone: " + ", ".join(f"{k} {v}" for k, v in threads.items()))
     if torch:
         lines.append(
             f"torch {torch}: {machine.get('torch_threads')} threads, {machine.get('torch_parallel', '?')}, "
@@ -122,24 +162,35 @@ def machine_lines(machine: dict) -> list[str]:
     return lines
 
 
+HEADER = (
+    "id", "impl", "fresh", "out=", "alone: fresh", "alone: out=", "GB/s", "% copy",
+    "vs peers: fresh", "vs peers: out=", "max/med", "note",
+)
+
+
 def table(report: dict) -> str:
     """The report as a text table (Markdown-compatible), preceded by the run's setting."""
     copy = report["copy_bandwidth"]
-    header = ("id", "impl", "median", "+-", "GB/s", "% copy", "vs fastest peer", "note")
     lines = [
         f"device: {report['device']} ({report['machine']['device_name']}), quick: {report['quick']}",
         *machine_lines(report["machine"]),
         f"copy bandwidth: {copy['GBps']:.1f} GB/s (bytes read + written; "
         + ", ".join(f"{k.removesuffix('_GBps')} {v:.1f}" for k, v in copy.items() if k.endswith("_GBps"))
         + ")",
-        "contenders interleaved in each round; median of the rounds, +- half the interquartile range "
-        "(of the times, over their median; of the per-round ratios to the fastest peer)",
+        "fresh: a new result each call; out=: into a preallocated output. Contenders interleaved in each "
+        "round (a pause for the threads to go quiet before each sample); alone: each peer in a process of "
+        "its own, in a plain loop. Median of the samples +- half the interquartile range over the median; "
+        "vs peers: the median per-round ratio to the fastest peer of the same column; GB/s and % copy of "
+        "out= (else fresh); max/med: out='s slowest sample over its median",
         "",
     ]
-    cells = [header]
+    cells = [HEADER]
     for record in report["workloads"]:
-        cells += [_cells(record, row) for row in record["results"]]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+        if record["kind"] == "cold_start":
+            cells += [(record["id"], r["impl"], _time(r["median_s"]), *[""] * (len(HEADER) - 3)) for r in record["results"]]
+        else:
+            cells += table_rows(record)
+    widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
     for n, row in enumerate(cells):
         lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
         if n == 0:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ep.bench import ep_calls, peers
+from ep.bench.alone import run_alone
 from ep.bench.bandwidth import copy_bandwidth
 from ep.bench.cold_start import cold_start
 from ep.bench.compare import compare, format_rows
@@ -38,7 +39,8 @@ class Settings:
     cold_repeats: int
 
 
-FULL = Settings(repeats=15, min_sample_s=0.02, cold_repeats=3)
+# 9 rounds: the tail (max/med) is the slowest of 9 samples.
+FULL = Settings(repeats=9, min_sample_s=0.02, cold_repeats=3)
 QUICK = Settings(repeats=3, min_sample_s=0.002, cold_repeats=1)
 
 
@@ -57,12 +59,19 @@ def main(args: argparse.Namespace) -> int:
         return 2
     chosen = [w for w in suite if not only or w.id in only]
     with_cold_start = not only or "C" in only
-    impl_count = len(EP_IMPLS) + len(peers.peer_names(device))
-    progress = Progress(total=1 + with_cold_start + len(chosen) * impl_count)
+    peer_names = peers.peer_names(device)
+    impl_count = 2 * (len(EP_IMPLS) + len(peer_names))  # fresh and out=
+    progress = Progress(total=1 + len(peer_names) + with_cold_start + len(chosen) * impl_count)
+    alone = {}
+    for peer in peer_names:
+        # Before ep's pool starts here, though each runs in a process of its own anyway.
+        progress.show(f"{peer} alone")
+        alone[peer] = run_alone(peer, device, args.quick, [w.id for w in chosen], settings.repeats, settings.min_sample_s)
+        progress.advance()
     progress.show("copy bandwidth")
     copy = copy_bandwidth(device, settings.repeats)
     progress.advance()
-    records = [_run(workload, device, settings, sync, progress, copy["GBps"]) for workload in chosen]
+    records = [_run(workload, device, settings, sync, progress, copy["GBps"], alone) for workload in chosen]
     if with_cold_start:
         progress.show("C cold start")
         records.append(cold_start_record(cold_start(device, settings.cold_repeats)))
@@ -72,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
         "command": "python -m ep " + " ".join(sys.argv[1:]),
         "device": device,
         "quick": bool(args.quick),
-        "machine": _machine(device),
+        "machine": {**_machine(device), "alone": {peer: found.get("threads", found) for peer, found in alone.items()}},
         "copy_bandwidth": copy,
         "workloads": records,
     }
@@ -85,7 +94,9 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(workload: Workload, device: str, settings: Settings, sync, progress: Progress, copy_GBps: float) -> dict:
+def _run(
+    workload: Workload, device: str, settings: Settings, sync, progress: Progress, copy_GBps: float, alone: dict
+) -> dict:
     case = workload.build()
     host_out = np.zeros(case.out_shape, case.out_dtype)
     contenders = peers.candidates(workload, device, case.inputs, host_out)
@@ -94,17 +105,21 @@ def _run(workload: Workload, device: str, settings: Settings, sync, progress: Pr
 
         ep_inputs = {k: cuda.to_device(v) for k, v in case.inputs.items()}
         ep_out = cuda.device_array(case.out_shape, case.out_dtype)
+        fresh = lambda: cuda.device_array(case.out_shape, case.out_dtype)  # noqa: E731
     else:
         ep_inputs, ep_out = case.inputs, host_out
+        fresh = lambda: np.empty(case.out_shape, case.out_dtype)  # noqa: E731
     # Peers first: the first one's output is the reference ep's outputs are checked against.
-    contenders.update(ep_calls.candidates(workload, device, ep_inputs, ep_out))
+    contenders.update(ep_calls.candidates(workload, device, ep_inputs, ep_out, fresh))
     reference = None
     results, timed = {}, {}
     # Each contender runs once (compiling it) and is checked; then all are timed together.
-    for impl, fn in contenders.items():
-        progress.show(f"{workload.id} {impl}")
+    for key, fn in contenders.items():
+        impl, with_out = key
+        name = f"{impl}{' out=' if with_out else ''}"
+        progress.show(f"{workload.id} {name}")
         if isinstance(fn, Unavailable):
-            results[impl] = Result(impl, "not available", str(fn))
+            results[key] = Result(impl, with_out, "not available", str(fn))
             continue
         # Zeroed before each contender's first run, so none passes the check on another's output.
         if device == "cpu":
@@ -114,20 +129,23 @@ def _run(workload: Workload, device: str, settings: Settings, sync, progress: Pr
         try:
             output = _to_host(fn(), sync)
         except Exception as error:  # ep code still being written must not stop the run
-            results[impl] = Result(impl, "error", f"{type(error).__name__}: {error}")
+            results[key] = Result(impl, with_out, "error", f"{type(error).__name__}: {error}")
             continue
         matches = None if reference is None else _close(output, reference)
         if reference is None:
             reference = output
-        results[impl] = Result(impl, "ok", matches_reference=matches)
-        timed[impl] = fn
-    progress.show(f"{workload.id}: {', '.join(timed)} interleaved")
+        samples = alone.get(impl, {}).get("timings", {}).get(workload.id, {}).get("out" if with_out else "fresh")
+        results[key] = Result(impl, with_out, "ok", matches_reference=matches, alone_s=samples)
+        timed[key] = fn
+    progress.show(f"{workload.id}: {len(timed)} contenders interleaved")
     timings = measure_interleaved(timed, sync, repeats=settings.repeats, min_sample_s=settings.min_sample_s)
-    for impl, timing in timings.items():
-        results[impl].timing = timing
+    for key, timing in timings.items():
+        results[key].timing = timing
     progress.advance(len(contenders))
-    ordered = [results[impl] for impl in EP_IMPLS] + [r for impl, r in results.items() if impl not in EP_IMPLS]
-    return workload_record(workload, case.bytes, ordered, copy_GBps)
+    # ep's contenders first, each library's fresh result before its out=.
+    order = [(impl, o) for impl in EP_IMPLS for o in (False, True)]
+    order += [key for key in results if key[0] not in EP_IMPLS]
+    return workload_record(workload, case.bytes, [results[key] for key in order if key in results], copy_GBps)
 
 
 def _to_host(output, sync) -> np.ndarray:

@@ -1,6 +1,6 @@
-"""The workloads of issue 5: gathers (G1-G3), expand and repeat (E1, E2), unary (U1-U6; U7-U12, the
-other transcendentals of issue 13),
-binary (B1-B3) and tiny tensors (T); C, the cold start, lives in cold_start.py."""
+"""The workloads: the size grid of issue 25 (relu, mul, add of a column, expand, gather, repeat at
+16 elements, 1 MiB and 64 MiB), then issue 5's other gathers (G2, G3), unary ops (U2-U12; U7-U12
+the other transcendentals of issue 13) and B3; C, the cold start, lives in cold_start.py."""
 from __future__ import annotations
 
 import dataclasses
@@ -101,27 +101,58 @@ def _binary(id_, op, a_shape, b_shape, dst=F32) -> Workload:
         out_bytes = math.prod(out_shape) * np.dtype(dst).itemsize
         return Case({"a": a, "b": b}, out_shape, np.dtype(dst), _nbytes(a, b, out_bytes))
 
-    return Workload(id_, f"{op} {list(a_shape)} with {list(b_shape)}", "binary", build, {"op": op})
+    attrs = {"op": op, "dtype": np.dtype(dst)}
+    return Workload(id_, f"{op} {list(a_shape)} with {list(b_shape)}", "binary", build, attrs)
+
+
+# The size grid of issue 25: each family at 16 elements, 1 MiB and 64 MiB (its float32 output).
+SIZES = {"16": 16, "1MiB": 1 << 18, "64MiB": 1 << 24}
+
+
+def _grid(label: str, count: int) -> list[Workload]:
+    """relu, mul, add of a column, expand, gather and repeat, each with an output of count floats."""
+    rows = max(1, math.isqrt(count))  # a square-ish (rows, count // rows) output
+    cols = count // rows
+    tiny = count < 1024
+    gather = (
+        _gather(f"gather-{label}", (16,), (16,), 0)
+        if tiny
+        else _gather(f"gather-{label}", (count // 256, 256), (count // 256,), 0)
+    )
+    expand = (
+        _expand(f"expand-{label}", (1, 4), (4, 4))
+        if tiny
+        else _expand(f"expand-{label}", (count // 4096, 1, 256), (count // 4096, 16, 256))
+    )
+    found = [
+        _unary(f"relu-{label}", "relu", count, True),
+        _binary(f"mul-{label}", "mul", (count,), (count,)),
+        _binary(f"addcol-{label}", "add", (rows, cols), (rows, 1)),
+        expand,
+        gather,
+        _repeat(f"repeat-{label}", (max(1, rows // 4), max(1, cols // 2)), (4, 2)),
+    ]
+    # A tiny workload measures the cost of a call, not bandwidth.
+    return [dataclasses.replace(w, memory_bound=False, tiny=True) for w in found] if tiny else found
 
 
 def workloads(device: str, quick: bool) -> list[Workload]:
-    """The G, E, U, B and T workloads, float32 unless said.
+    """The size grid (SIZES; --quick leaves out 64 MiB), then the other workloads, float32 unless
+    said: a gather along an inner axis and a batch gather (G2, G3), the transcendentals (U2-U12,
+    issue 13), a cast (U6) and a comparison (B3).
 
-    Sizes are issue 5's on the CPU; on CUDA the large ones grow 4x (buffers of 256 MiB, so the GPU
-    is measured at its bandwidth, not its launch latency); --quick divides them by 64.
+    Those others have issue 5's sizes on the CPU; on CUDA they grow 4x (buffers of 256 MiB, so
+    the GPU is measured at its bandwidth, not its launch latency); --quick divides them by 64.
     """
     mul, div = (1, 64) if quick else ((4, 1) if device == "cuda" else (1, 1))
 
     def n(size: int) -> int:
         return max(1, size * mul // div)
 
-    large = [
-        _gather("G1", (n(65536), 256), (n(131072),), 0),
+    grid = [w for label, count in SIZES.items() if not (quick and label == "64MiB") for w in _grid(label, count)]
+    others = [
         _gather("G2", (n(4096), 4096), (2048,), 1),
         _gather("G3", (64, n(4096), 64), (64, n(2048)), 1, 1),
-        _expand("E1", (n(4096), 1, 512), (n(4096), 16, 512)),
-        _repeat("E2", (n(1024), 1024), (4, 2)),
-        _unary("U1", "relu", n(1 << 24), True),
         _unary("U2", "exp", n(1 << 24), False),
         _unary("U3", "tanh", n(1 << 24), False),
         _unary("U4", "gelu", n(1 << 24), False),
@@ -134,15 +165,6 @@ def workloads(device: str, quick: bool) -> list[Workload]:
         _unary("U10", "silu", n(1 << 22), False),
         _unary("U11", "softplus", n(1 << 22), False),
         _unary("U12", "mish", n(1 << 22), False),
-        _binary("B1", "add", (n(4096), 4096), (n(4096), 1)),
-        _binary("B2", "mul", (n(1 << 24),), (n(1 << 24),)),
         _binary("B3", "less", (n(4096), 4096), (1, 4096), np.bool_),
     ]
-    # Tiny tensors: what a call costs, not what it moves.
-    tiny = [
-        _gather("T-gather", (16,), (16,), 0),
-        _expand("T-expand", (1, 4), (4, 4)),
-        _unary("T-unary", "relu", 16, False),
-        _binary("T-binary", "add", (16,), (16,)),
-    ]
-    return large + [dataclasses.replace(w, memory_bound=False, tiny=True) for w in tiny]
+    return grid + others
