@@ -40,6 +40,8 @@ def run_op(name: str, args: dict, attrs: dict, **options):
         return ep.ops.binary(attrs["op"], args["a"], args["b"], attrs.get("attr0"), attrs.get("attr1"), **options)
     if name == "where":
         return ep.ops.where(args["condition"], args["x"], args["y"], **options)
+    if name == "add_n":
+        return ep.ops.add_n([args[f"arrays[{i}]"] for i in range(len(args))], **options)
     raise ValueError(f"name: {name!r} is not an ep.ops function with SBP signatures")
 
 

@@ -74,6 +74,7 @@ _MODULES = {
     "unary": "ep.sbp.ops.elementwise",
     "binary": "ep.sbp.ops.elementwise",
     "where": "ep.sbp.ops.where",
+    "add_n": "ep.sbp.ops.add_n",
 }
 OPS = tuple(_MODULES)
 

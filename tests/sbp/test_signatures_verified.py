@@ -253,3 +253,11 @@ def permute_cases(draw):
 def test_permute(device, case, dtype, seed):
     shape, dims = case
     check_all("permute", {"x": random_array(np.random.default_rng(seed), shape, dtype)}, {"dims": dims}, device, seed)
+
+
+@settings(max_examples=15, deadline=None)
+@given(shape=shapes, count=st.integers(1, 4), dtype=st.sampled_from(INTEGERS + FLOATS + [np.bool_]), seed=seeds)
+def test_add_n(device, shape, count, dtype, seed):
+    rng = np.random.default_rng(seed)
+    arrays = {f"arrays[{i}]": random_array(rng, shape, dtype) for i in range(count)}
+    check_all("add_n", arrays, {"dtype": np.dtype(dtype).name}, device, seed, FLOAT_TOLERANCE.get(np.dtype(dtype)))

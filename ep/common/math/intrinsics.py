@@ -432,3 +432,31 @@ def stream_fence(typingctx):
         return context.get_dummy_value()
 
     return types.none(), codegen
+
+
+@intrinsic
+def add_reassociable(typingctx, a, b):
+    """a + b for two floats of one type, marked reassociable: a loop summing into one variable with it
+    is a reduction LLVM vectorizes (several partial sums), which it never does for a plain fadd."""
+    if not isinstance(a, types.Float) or a != b:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fadd(args[0], args[1], flags=("reassoc", "nsz"))
+
+    return a(a, b), codegen
+
+
+@intrinsic
+def max_number(typingctx, a, b):
+    """The larger of two floats of one type, the other where one is NaN (llvm.maxnum: C fmax, PTX
+    max.f32): a loop taking it into one variable is a reduction LLVM vectorizes."""
+    if not isinstance(a, types.Float) or a != b:
+        return None
+
+    def codegen(context, builder, signature, args):
+        t = args[0].type
+        fn = builder.module.declare_intrinsic("llvm.maxnum", [t], ir.FunctionType(t, [t, t]))
+        return builder.call(fn, args)
+
+    return a(a, b), codegen
