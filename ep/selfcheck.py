@@ -48,6 +48,15 @@ def _cast(device: str) -> None:
     np.testing.assert_array_equal(got, x.astype(np.int32))
 
 
+@check("Add")
+def _add(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    xs = [np.arange(257, dtype=np.float32) * k for k in range(1, 11)]
+    np.testing.assert_array_equal(to_numpy(ep.ops.add_n([to_device(x, device) for x in xs])), sum(xs))
+
+
 @check("Where")
 def _where(device: str) -> None:
     import ep
