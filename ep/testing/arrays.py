@@ -1,26 +1,29 @@
-"""Copies of arrays between NumPy and an ep device, for tests and self-checks."""
+"""Copies of arrays between NumPy and an ep device, for tests and self-checks (the Memcpy
+primitive's, through ep.ops.copies)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ep.common.runtime.device import DeviceType, as_device_type
-
 
 def to_device(array, device):
-    """A copy of the NumPy array on device ("cpu" or "cuda")."""
-    array = np.ascontiguousarray(array)
-    if as_device_type(device) is DeviceType.kCPU:
-        return array.copy()
-    from numba import cuda
+    """A copy of the NumPy array on device ("cpu" or "cuda"), at least 1-d and C-contiguous."""
+    from ep.common.runtime.device import DeviceType, GetDevice
+    from ep.ops.copies import copy_to_device
 
-    return cuda.to_device(array)
+    array = np.ascontiguousarray(array)
+    if array.dtype.hasobject and GetDevice(device).device_type is DeviceType.kCPU:
+        return array.copy()  # references are no bytes to copy: NumPy copies and counts them
+    return copy_to_device(array, device)
 
 
 def to_numpy(array) -> np.ndarray:
     """A NumPy copy of a cpu or cuda array: NumPy's, numba's, or another library's (PyTorch, JAX, CuPy)."""
     from ep.common.runtime.dlpack import from_dlpack
+    from ep.ops.copies import copy_to_host
 
     array = from_dlpack(array, "array")
     if isinstance(array, np.ndarray):
         return array.copy()
-    return array.copy_to_host()
+    if not array.is_c_contiguous():
+        return array.copy_to_host()  # a strided view: numba gathers it, no simple copy
+    return copy_to_host(array)
