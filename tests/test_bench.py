@@ -238,3 +238,22 @@ def test_relative_spread_is_half_the_interquartile_range_over_the_median():
 )
 def test_vector_isa_names_the_widest(flags, expected):
     assert vector_isa(flags) == expected
+
+
+def test_plot_draws_the_report(report, tmp_path):
+    pytest.importorskip("matplotlib")
+    from ep.bench.plot import main
+
+    data, _, _ = report
+    source, path = tmp_path / "bench.json", tmp_path / "bench.png"
+    source.write_text(json.dumps(data))
+    assert main([str(source), str(path)]) == 0
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_says_how_to_install_it(monkeypatch):
+    from ep.bench.plot import pyplot
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    with pytest.raises(SystemExit, match=r"pip install -e '\.\[plot\]'"):
+        pyplot()

@@ -45,8 +45,13 @@ QUICK = Settings(repeats=3, min_sample_s=0.002, cold_repeats=1)
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the suite on args.device, print the table, write args.json if given; 0 on success."""
+    """Run the suite on args.device, print the table, write args.json and draw args.plot (a PNG)
+    if given; 0 on success."""
     device, settings = args.device, QUICK if args.quick else FULL
+    if getattr(args, "plot", None):
+        from ep.bench.plot import pyplot
+
+        pyplot()  # fails now, not after the run, without matplotlib
     if device == "cuda" and not _have_gpu():
         print("bench: --device cuda needs a GPU (the CUDA simulator's timings mean nothing)", file=sys.stderr)
         return 2
@@ -88,6 +93,10 @@ def main(args: argparse.Namespace) -> int:
     print(table(report))
     if args.json:
         write_json(report, args.json)
+    if getattr(args, "plot", None):
+        from ep.bench.plot import plot
+
+        plot(report, args.plot)
     if args.compare:
         print()
         print(format_rows(compare([json.load(open(path)) for path in args.compare], [report])))

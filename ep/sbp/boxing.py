@@ -369,17 +369,19 @@ def to_host(x) -> np.ndarray:
     if isinstance(x, np.ndarray):
         return np.ascontiguousarray(x)
     from ep.common.runtime.buffer import as_cuda_array
+    from ep.ops.copies import copy_to_host
 
-    return as_cuda_array(x).copy_to_host()
+    x = as_cuda_array(x, "x")
+    return copy_to_host(x) if x.is_c_contiguous() else x.copy_to_host()  # numba gathers a strided view
 
 
 def to_device(x: np.ndarray, device_type: DeviceType):
     """A host array on a device of device_type (itself on the cpu)."""
     if device_type is DeviceType.kCPU:
         return x
-    from numba import cuda
+    from ep.ops.copies import copy_to_device
 
-    return cuda.to_device(np.ascontiguousarray(x))
+    return copy_to_device(np.ascontiguousarray(x), "cuda")
 
 
 @functools.lru_cache(maxsize=1024)

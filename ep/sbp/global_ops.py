@@ -87,9 +87,9 @@ def _indices_in_bounds(indices, n: int):
 
 
 def _on_device(x: np.ndarray):
-    from numba import cuda
+    from ep.ops.copies import copy_to_device
 
-    return cuda.to_device(x)
+    return copy_to_device(np.ascontiguousarray(x), "cuda")
 
 
 def apply(name: str, tensors: dict[str, object], attrs: dict, out_dtype, sbp=None, **options) -> GlobalTensor:
