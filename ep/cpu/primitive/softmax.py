@@ -1,0 +1,92 @@
+"""The softmax family's CPU kernels: rows in parallel on ParallelFor, one span per op and dtype.
+
+A row takes two passes over memory. The first goes through it in blocks small enough to stay in L1
+(BLOCK elements): a block's max, then its sum of terms against the running max, the running sum
+rescaled whenever the max grows (Milakov and Gimelshein's online normalizer); the second writes the
+output. Sums and maxima are reassociable (ep.common.math.softmax.add, maximum), so every loop
+vectorizes, fast_math's exp included.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Iterator
+
+import numba
+import numpy as np
+
+from ep.common.jit import bound, template
+from ep.common.math.convert import load_fn, store_fn
+from ep.common.math.softmax import SOFTMAX_OPS, SoftmaxOp, add, formulas, maximum
+from ep.common.primitive.softmax import FACTORIES, SoftmaxKernels
+from ep.common.runtime.data_type import FLOATING_TYPES, DataType
+from ep.common.runtime.device import DeviceType
+from ep.cpu.parallel_for import ParallelFor, input_array, output_array
+from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
+
+# Elements of a row per block of the first pass: 8 KiB of float32, read twice from L1.
+BLOCK = 2048
+
+
+@template("load", "store", "term", "finish", "output", "rescale", "FORWARD", "COMPUTE")
+def _rows(start, stop, args):
+    # Rows [start, stop). Forward, a and b are the same buffer (x), and b's loads fold away.
+    a, b, dst, cols = args
+    zero = bound.COMPUTE(0)
+    for r in range(start, stop):
+        first = r * cols
+        row_a = a[first : first + cols]
+        row_b = b[first : first + cols]
+        row_dst = dst[first : first + cols]
+        mx = bound.COMPUTE(-np.inf)
+        s = zero
+        for b0 in range(0, cols, BLOCK):
+            n = BLOCK if BLOCK < cols - b0 else cols - b0
+            block_a = row_a[b0 : b0 + n]
+            block_b = row_b[b0 : b0 + n]
+            if bound.FORWARD:
+                block_max = bound.COMPUTE(-np.inf)
+                for j in range(n):
+                    block_max = maximum(block_max, bound.load(block_a[j]))
+                if block_max > mx:
+                    s = bound.rescale(s, mx, block_max)
+                    mx = block_max
+            t = zero
+            for j in range(n):
+                t = add(t, bound.term(bound.load(block_a[j]), bound.load(block_b[j]), mx))
+            s += t
+        p, q = bound.finish(mx, s)
+        for j in range(cols):
+            row_dst[j] = bound.store(bound.output(bound.load(row_a[j]), bound.load(row_b[j]), p, q))
+
+
+class CpuSoftmaxKernels(SoftmaxKernels):
+    @functools.cache
+    def kernel(self, dtype: DataType) -> ParallelFor:
+        """The op's span over rows of dtype."""
+        compute = dtype.compute_dtype
+        storage = dtype.storage_dtype
+        bindings = dict(
+            load=load_fn(dtype, DeviceType.kCPU),
+            store=store_fn(dtype, DeviceType.kCPU),
+            FORWARD=self.op.forward,
+            COMPUTE=numba.from_dtype(compute),
+            **vars(formulas(self.op, compute)),
+        )
+        arg_types = (input_array(storage), input_array(storage), output_array(storage), numba.int64)
+        return ParallelFor(_rows, f"{self.op.name}_{dtype.value}", arg_types, **bindings)
+
+    def launch(self, stream, dtype: DataType, rows: int, cols: int, a, b, dst) -> None:
+        self.kernel(dtype)((a, b, dst, cols), rows, rows * cols)
+
+    def all_kernels(self) -> Iterator[object]:
+        for dtype in FLOATING_TYPES:
+            yield self.kernel(dtype)
+
+
+def _register(op: SoftmaxOp) -> None:
+    interface, implementation = FACTORIES[op]
+    REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, interface, implementation(DeviceType.kCPU, CpuSoftmaxKernels(op)))
+
+
+for _op in SOFTMAX_OPS:
+    _register(_op)
