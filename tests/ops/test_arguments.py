@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ep
-from ep.common.primitive.factory import MAX_CACHED_PRIMITIVES
+from ep.common.primitive.plan_cache import MAX_ENTRIES
 from ep.common.runtime.device import DeviceType
 from ep.include.primitive.primitive import GetFactory
 from ep.testing import to_device
@@ -189,5 +189,5 @@ def test_caches_stay_bounded():
     for info in _cache_sizes():
         assert info.currsize <= info.maxsize
     for factory in (ep.ElementwiseUnaryFactory, ep.BroadcastElementwiseBinaryFactory):
-        assert _factory_cache(factory) <= MAX_CACHED_PRIMITIVES
+        assert _factory_cache(factory) <= MAX_ENTRIES
     assert math.isnan(ep.ops.unary("leaky_relu", np.array([-1.0], np.float32), float("nan"))[0])

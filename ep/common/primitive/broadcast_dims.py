@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ep.common.primitive.plan_cache import PlanCache
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
@@ -11,8 +12,6 @@ from ep.common.runtime.validate import dims as check_dims
 
 # Dims a caller may name before merging (NumPy's limit); what kernels index is bounded by MAX_NUM_DIMS.
 MAX_CALLER_DIMS = 64
-# Plans kept per primitive; a program cycling through more shapes rebuilds them.
-MAX_CACHED_PLANS = 512
 
 
 def check_broadcast_dims(small: object, large: object, names: tuple[str, str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -28,48 +27,6 @@ def check_broadcast_dims(small: object, large: object, names: tuple[str, str]) -
     return small, large
 
 
-class BroadcastDimsCache:
-    """Whatever make(small, large) returns for dims where small broadcasts to large, kept per pair.
-
-    Keyed by the caller's own tuples: floats and bools compare equal to ints, so a hit counts only
-    when every dim is an int; anything else is checked (and named in an error) as on a miss.
-    """
-
-    def __init__(self, make: Callable[[tuple[int, ...], tuple[int, ...]], object], names: tuple[str, str]) -> None:
-        self._make = make
-        self._names = names
-        #: Found by the caller's (small, large); a hit counts only if all_ints(small, large).
-        self.entries: dict[tuple, object] = {}
-
-    def get(self, small, large):
-        try:
-            found = self.entries[small, large]
-        except (KeyError, TypeError):
-            return self._miss(small, large)
-        return found if self.all_ints(small, large) else self._miss(small, large)
-
-    @staticmethod
-    def all_ints(small, large) -> bool:
-        for d in small:
-            if type(d) is not int:
-                return False
-        for d in large:
-            if type(d) is not int:
-                return False
-        return True
-
-    def _miss(self, small, large):
-        key = check_broadcast_dims(small, large, self._names)
-        found = self.entries.get(key)
-        if found is None:
-            found = self._make(*key)
-            if len(self.entries) >= MAX_CACHED_PLANS:
-                self.entries.clear()
-            self.entries[key] = found
-        return found
-
-
-
 class BroadcastDimsPrimitive:
     """A primitive of dtype on device_type whose Launch takes (stream, src_dims, src, dst_dims, dst).
 
@@ -82,14 +39,20 @@ class BroadcastDimsPrimitive:
         self.dtype = dtype
         self._kernels = kernels
         self._stream_type = STREAM_TYPES[device_type]
-        self._plans = BroadcastDimsCache(make, names)
         self._small_is_src = names[0] == "src_dims"
+        # Keyed by the caller's (src_dims, dst_dims).
+        self._plans = PlanCache(self._make_plan)
+        self._make, self._names = make, names
+
+    def _make_plan(self, src_dims, dst_dims):
+        small, large = (src_dims, dst_dims) if self._small_is_src else (dst_dims, src_dims)
+        return self._make(*check_broadcast_dims(small, large, self._names))
 
     def _checked(self, stream, src_dims, src, dst_dims, dst):
         """(plan, src storage, dst storage) once every argument is checked."""
         if type(stream) is not self._stream_type:
             stream = check_stream(stream, self.device_type)
-        plan = self._plans.get(src_dims, dst_dims) if self._small_is_src else self._plans.get(dst_dims, src_dims)
+        plan = self._plans.get(src_dims, dst_dims)
         src = storage(src, "src", self.device_type, self.dtype, plan.src_count, stream=stream)
         dst = storage(dst, "dst", self.device_type, self.dtype, plan.dst_count, writable=True, stream=stream)
         return plan, src, dst

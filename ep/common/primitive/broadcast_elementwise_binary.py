@@ -19,6 +19,7 @@ from ep.common.math.binary_functor import binary_combinations, resolve_binary
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.plan_cache import PlanCache
 from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
@@ -31,9 +32,6 @@ from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwi
 # Kernels take strides as tuples of this length (padded with 0), so one compiled kernel serves
 # every rank.
 STRIDES_LEN = MAX_NUM_DIMS
-
-# Plans kept per primitive; dims are caller data, so the count is unbounded without a limit.
-MAX_CACHED_PLANS = 256
 
 _ndarray = np.ndarray
 
@@ -135,7 +133,8 @@ class BroadcastElementwiseBinaryImpl(BroadcastElementwiseBinary):
         self.max_num_dims, self.attrs = max_num_dims, attrs
         self._kernels = kernels
         self._stream_type = STREAM_TYPES[device_type]
-        self._launches: dict[tuple, _Launch] = {}
+        # Keyed by the caller's dims and which operands are scalars.
+        self._launches = PlanCache(self._new_launch)
 
     def Launch(self, stream, src0_dims, src0, src1_dims, src1, dst) -> None:
         # Written for tiny launches, whose cost is this function: for dims seen before, one lookup,
@@ -145,17 +144,7 @@ class BroadcastElementwiseBinaryImpl(BroadcastElementwiseBinary):
         # A NumPy array is never a scalar: the common case skips the isinstance (is_scalar's, inline).
         value0 = type(src0) is not _ndarray and isinstance(src0, SCALAR_TYPES)
         value1 = type(src1) is not _ndarray and isinstance(src1, SCALAR_TYPES)
-        try:
-            launch = self._launches[src0_dims, src1_dims, value0, value1]
-        except (KeyError, TypeError):
-            launch = self._new_launch(src0_dims, src1_dims, value0, value1)
-        else:
-            # Keyed by the caller's dims: floats and bools compare equal to ints, so a hit
-            # counts only when every dim is an int.
-            for d in src0_dims + src1_dims:
-                if type(d) is not int:
-                    launch = self._new_launch(src0_dims, src1_dims, value0, value1)
-                    break
+        launch = self._launches.get(src0_dims, src1_dims, value0, value1)
         device, dtype = self.device_type, self.src_dtype
         a = scalar_value(src0, "src0", dtype) if value0 else storage(src0, "src0", device, dtype, launch.count0, stream=stream)
         b = scalar_value(src1, "src1", dtype) if value1 else storage(src1, "src1", device, dtype, launch.count1, stream=stream)
@@ -164,8 +153,8 @@ class BroadcastElementwiseBinaryImpl(BroadcastElementwiseBinary):
             launch.run(stream, a, b, out, *self.attrs)
 
     def _new_launch(self, src0_dims, src1_dims, value0: bool, value1: bool) -> _Launch:
-        """The kept plan for these dims, made after checking them: within max_num_dims, a value
-        only with dims (), not two values, and broadcastable."""
+        """The plan for these dims, made after checking them: within max_num_dims, a value only
+        with dims (), not two values, and broadcastable."""
         dims0 = validate.dims(src0_dims, "src0_dims", self.max_num_dims)
         dims1 = validate.dims(src1_dims, "src1_dims", self.max_num_dims)
         for name, value, dims in (("src0", value0, dims0), ("src1", value1, dims1)):
@@ -174,18 +163,9 @@ class BroadcastElementwiseBinaryImpl(BroadcastElementwiseBinary):
         if value0 and value1:
             raise TypeError("src0, src1: both are scalars; at least one must be a buffer")
         broadcast_shape(dims0, dims1, names=("src0_dims", "src1_dims"))
-        key = (dims0, dims1, value0, value1)
-        launch = self._launches.get(key)
-        if launch is None:
-            plan = plan_binary(dims0, dims1, value0, value1)
-            run = None
-            if plan.path != "empty":
-                run = self._kernels.launcher(self.op, self.src_dtype, self.dst_dtype, plan)
-            launch = _Launch(math.prod(dims0), math.prod(dims1), plan.count, run)
-            if len(self._launches) >= MAX_CACHED_PLANS:
-                self._launches.clear()
-            self._launches[key] = launch
-        return launch
+        plan = plan_binary(dims0, dims1, value0, value1)
+        run = None if plan.path == "empty" else self._kernels.launcher(self.op, self.src_dtype, self.dst_dtype, plan)
+        return _Launch(math.prod(dims0), math.prod(dims1), plan.count, run)
 
 
 def resolve_new(op, src_dtype, dst_dtype, max_num_dims, attr0, attr1):

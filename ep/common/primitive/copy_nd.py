@@ -5,7 +5,8 @@ from typing import Iterator
 
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.broadcast_dims import MAX_CACHED_PLANS, MAX_CALLER_DIMS
+from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
+from ep.common.primitive.plan_cache import PlanCache
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels, span
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, as_data_type
@@ -32,28 +33,19 @@ class CopyNdImpl(CopyNd):
         self.max_num_dims = max_num_dims
         self._kernels = kernels
         self._stream_type = STREAM_TYPES[device_type]
-        self._args: dict[tuple, CopyArgs] = {}
+        # Keyed by the caller's own arguments: a repeated launch skips every check.
+        self._plans = PlanCache(self._check)
 
     def Launch(self, stream, data_type, num_dims, dst, dst_dims, dst_pos, src, src_dims, src_pos, extent, src_strides=None) -> None:
         if type(stream) is not self._stream_type:
             stream = check_stream(stream, self.device_type)
-        # Checked arguments are kept by the caller's own values. Floats and bools compare equal to
-        # ints, so a hit counts only when every size is an int; anything else is checked again.
-        raw = (data_type, num_dims, dst_dims, dst_pos, src_dims, src_pos, extent, src_strides)
-        try:
-            args = self._args[raw]
-        except (KeyError, TypeError):
-            args = self._check(raw)
-        else:
-            if type(num_dims) is not int or not _all_ints(raw[2:]):
-                args = self._check(raw)
+        args = self._plans.get(data_type, num_dims, dst_dims, dst_pos, src_dims, src_pos, extent, src_strides)
         src = storage(src, "src", self.device_type, args.data_type, args.src_count, stream=stream)
         dst = storage(dst, "dst", self.device_type, args.data_type, args.dst_count, writable=True, stream=stream)
         if args.launches is not None:  # None: an empty box
             self._kernels.run(stream, args, src, dst, "extent")
 
-    def _check(self, raw: tuple) -> CopyArgs:
-        data_type, num_dims, dst_dims, dst_pos, src_dims, src_pos, extent, src_strides = raw
+    def _check(self, data_type, num_dims, dst_dims, dst_pos, src_dims, src_pos, extent, src_strides) -> CopyArgs:
         data_type = as_data_type(data_type, "data_type")
         num_dims = check_count(num_dims, "num_dims")
         if not 1 <= num_dims <= self.max_num_dims:
@@ -70,7 +62,7 @@ class CopyNdImpl(CopyNd):
         else:
             src_strides = _dims(src_strides, "src_strides", num_dims)
         dst_strides = contiguous_strides(dst_dims)
-        args = CopyArgs(
+        return CopyArgs(
             data_type,
             span(src_dims, src_strides),
             span(dst_dims, dst_strides),
@@ -81,22 +73,6 @@ class CopyNdImpl(CopyNd):
             dst_strides,
             None if 0 in extent else {},
         )
-        if len(self._args) >= MAX_CACHED_PLANS:
-            self._args.clear()
-        try:
-            self._args[raw] = args
-        except TypeError:  # lists: checked on every launch
-            pass
-        return args
-
-
-def _all_ints(sequences: tuple) -> bool:
-    for sequence in sequences:
-        if sequence is not None:
-            for value in sequence:
-                if type(value) is not int:
-                    return False
-    return True
 
 
 class CopyNdFactoryImpl(GenericFactory, CopyNdFactory):

@@ -31,13 +31,7 @@ class ExpandImpl(BroadcastDimsPrimitive, Expand):
         # Written for tiny launches, whose cost is this function: _checked's work without its calls.
         if type(stream) is not self._stream_type:
             stream = check_stream(stream, self.device_type)
-        try:
-            args = self._plans.entries[src_dims, dst_dims]
-        except (KeyError, TypeError):
-            args = self._plans.get(src_dims, dst_dims)
-        else:
-            if not self._plans.all_ints(src_dims, dst_dims):
-                args = self._plans.get(src_dims, dst_dims)
+        args = self._plans.get(src_dims, dst_dims)
         device_type, dtype = self.device_type, self.dtype
         src = storage(src, "src", device_type, dtype, args.src_count, stream=stream)
         dst = storage(dst, "dst", device_type, dtype, args.dst_count, writable=True, stream=stream)

@@ -8,13 +8,13 @@ and sizes (ep/common/primitive/unsorted_segment_sum.py).
 from __future__ import annotations
 
 import abc
-import functools
 from typing import Iterator, NamedTuple
 
 import numpy as np
 
 from ep.common.jit import scalar_function
 from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.plan_cache import PlanCache
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, INDEX_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
@@ -156,9 +156,8 @@ class IndexedPrimitive:
         self.plain_dtype = dtype.dtype if dtype.dtype is dtype.storage_dtype else None
         self._kernels = kernels
         self._stream_type = STREAM_TYPES[device_type]
-        # Keyed by the caller's own arguments (typed, so True never passes for 1): a repeated
-        # launch skips every check and derivation of its sizes; unhashable ones take _make_plan.
-        self._plan = functools.lru_cache(maxsize=1024, typed=True)(self._make_plan)
+        # Keyed by the caller's own sizes: a repeated launch skips every check and derivation.
+        self._plans = PlanCache(self._make_plan)
 
     def _make_plan(self, num_indices, batch, outer, gather, inner, offset) -> tuple[GatherSizes, object]:
         sizes = gather_sizes(num_indices, batch, outer, gather, inner, offset, self.wrap, self.size_names)
@@ -168,11 +167,7 @@ class IndexedPrimitive:
         # Exact types skip the general checks: a tiny launch costs little more than these lines.
         if type(stream) is not self._stream_type:
             stream = check_stream(stream, self.device_type)
-        try:
-            plan = self._plan(num_indices, batch, outer, gather, inner, offset)
-        except TypeError:
-            # An unhashable argument, or a bad one: the uncached plan raises the error that names it.
-            plan = self._make_plan(num_indices, batch, outer, gather, inner, offset)
+        plan = self._plans.get(num_indices, batch, outer, gather, inner, offset)
         bad = self._kernels.run(self, plan, stream, indices, src, dst)
         if bad >= 0:
             raise self._out_of_range(plan[0], indices, bad)

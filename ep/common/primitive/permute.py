@@ -17,7 +17,8 @@ import math
 from typing import Iterator, NamedTuple, Sequence
 
 from ep.common.math.nd_index_offset_helper import contiguous_strides
-from ep.common.primitive.broadcast_dims import MAX_CACHED_PLANS, MAX_CALLER_DIMS
+from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
+from ep.common.primitive.plan_cache import PlanCache
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels
 from ep.common.runtime.buffer import storage
@@ -127,21 +128,13 @@ class PermuteImpl(Permute):
         self.max_num_dims = max_num_dims
         self._kernels = kernels
         self._stream_type = STREAM_TYPES[device_type]
-        self._args: dict[tuple, PermuteArgs] = {}
+        # Keyed by the caller's own arguments: a repeated launch skips every check.
+        self._plans = PlanCache(self._check)
 
     def Launch(self, stream, data_type, num_dims, src_dims, src, permutation, dst) -> None:
         if type(stream) is not self._stream_type:
             stream = check_stream(stream, self.device_type)
-        # Checked arguments are kept by the caller's own values, as CopyNd keeps them: a hit counts
-        # only when every size is an int (floats and bools compare equal to ints).
-        raw = (data_type, num_dims, src_dims, permutation)
-        try:
-            args = self._args[raw]
-        except (KeyError, TypeError):
-            args = self._check(raw)
-        else:
-            if type(num_dims) is not int or not _all_ints(src_dims) or not _all_ints(permutation):
-                args = self._check(raw)
+        args = self._plans.get(data_type, num_dims, src_dims, permutation)
         src = storage(src, "src", self.device_type, args.data_type, args.count, stream=stream)
         dst = storage(dst, "dst", self.device_type, args.data_type, args.count, writable=True, stream=stream)
         if args.tiled is not None:
@@ -149,8 +142,7 @@ class PermuteImpl(Permute):
         elif args.copy is not None:  # None: nothing to move
             self._kernels.copy.run(stream, args.copy, src, dst, "src_dims")
 
-    def _check(self, raw: tuple) -> PermuteArgs:
-        data_type, num_dims, src_dims, permutation = raw
+    def _check(self, data_type, num_dims, src_dims, permutation) -> PermuteArgs:
         data_type = as_data_type(data_type, "data_type")
         num_dims = check_count(num_dims, "num_dims")
         if not 1 <= num_dims <= self.max_num_dims:
@@ -162,14 +154,7 @@ class PermuteImpl(Permute):
         elements = math.prod(src_dims)
         if elements > INT64_MAX:
             raise ValueError(f"src_dims: {src_dims} holds {elements} elements; expected at most 2**63 - 1")
-        args = PermuteArgs(data_type, elements, *self._plan(data_type, src_dims, permutation))
-        if len(self._args) >= MAX_CACHED_PLANS:
-            self._args.clear()
-        try:
-            self._args[raw] = args
-        except TypeError:  # lists: checked on every launch
-            pass
-        return args
+        return PermuteArgs(data_type, elements, *self._plan(data_type, src_dims, permutation))
 
     def _plan(self, data_type: DataType, src_dims: tuple[int, ...], permutation: tuple[int, ...]) -> tuple[CopyArgs | None, object | None]:
         if 0 in src_dims:
@@ -199,13 +184,6 @@ def check_permutation(permutation: object, num_dims: int, name: str = "permutati
     if sorted(values) != list(range(num_dims)):
         raise ValueError(f"{name}: {values} is not a permutation of range({num_dims}); expected each of 0..{num_dims - 1} once")
     return values
-
-
-def _all_ints(values: Sequence) -> bool:
-    for value in values:
-        if type(value) is not int:
-            return False
-    return True
 
 
 class PermuteFactoryImpl(GenericFactory, PermuteFactory):

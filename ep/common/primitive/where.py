@@ -16,6 +16,7 @@ from typing import Callable, Iterator
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.plan_cache import PlanCache
 from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, DataType, INTEGER_TYPES, as_data_type
@@ -29,8 +30,6 @@ COND_TYPES = (DataType.kBool, *INTEGER_TYPES)
 # The element sizes kernels are keyed by.
 COND_BYTES = tuple(sorted({t.itemsize for t in COND_TYPES}))
 DATA_BYTES = tuple(sorted({t.itemsize for t in ALL_TYPES}))
-# Plans kept per primitive; dims are caller data, so the count is unbounded without a limit.
-MAX_CACHED_PLANS = 256
 _OPERANDS = ("cond", "x", "y")
 
 
@@ -76,12 +75,13 @@ class WhereImpl(Where):
         self.cond_dtype, self.data_dtype, self.max_num_dims = cond_dtype, data_dtype, max_num_dims
         self._kernels = kernels
         self._stream_type = STREAM_TYPES[device_type]
-        self._plans: dict[tuple, tuple[WherePlan, Callable | None]] = {}
+        # Keyed by the caller's own (num_dims, dims): a repeated launch skips every check.
+        self._plans = PlanCache(self._plan)
 
     def Launch(self, stream, num_cond_dims, cond_dims, cond, num_x_dims, x_dims, x, num_y_dims, y_dims, y, z) -> None:
         if type(stream) is not self._stream_type:
             stream = check_stream(stream, self.device_type)
-        plan, run = self._plan((num_cond_dims, cond_dims), (num_x_dims, x_dims), (num_y_dims, y_dims))
+        plan, run = self._plans.get(num_cond_dims, cond_dims, num_x_dims, x_dims, num_y_dims, y_dims)
         device, data = self.device_type, self.data_dtype
         c = storage(cond, "cond", device, self.cond_dtype, plan.counts[0], stream=stream)
         a = storage(x, "x", device, data, plan.counts[1], stream=stream)
@@ -90,11 +90,11 @@ class WhereImpl(Where):
         if run is not None:
             run(stream, c, a, b, out)
 
-    def _plan(self, *operands: tuple[object, object]) -> tuple[WherePlan, Callable | None]:
-        """The kept plan and run of these (num_dims, dims), made after checking them: each num_dims
+    def _plan(self, *operands: object) -> tuple[WherePlan, Callable | None]:
+        """The plan and run of these num_dims, dims pairs, made after checking them: each num_dims
         an int within max_num_dims and the length of its dims, and the shapes broadcastable."""
         shapes = []
-        for name, (num_dims, dims) in zip(_OPERANDS, operands):
+        for name, num_dims, dims in zip(_OPERANDS, operands[::2], operands[1::2]):
             num_dims = validate.count(num_dims, f"num_{name}_dims")
             if num_dims > self.max_num_dims:
                 raise ValueError(f"num_{name}_dims: {num_dims} is above max_num_dims={self.max_num_dims}")
@@ -102,17 +102,10 @@ class WhereImpl(Where):
             if len(dims) != num_dims:
                 raise ValueError(f"{name}_dims: has {len(dims)} dims; expected num_{name}_dims={num_dims}")
             shapes.append(dims)
-        key = tuple(shapes)
-        found = self._plans.get(key)
-        if found is None:
-            broadcast_shape(broadcast_shape(shapes[0], shapes[1], ("cond_dims", "x_dims")), shapes[2], ("the broadcast of cond_dims and x_dims", "y_dims"))
-            plan = plan_where(*shapes)
-            run = self._kernels.launcher(self.cond_dtype.itemsize, self.data_dtype.itemsize, plan) if plan.count else None
-            found = plan, run
-            if len(self._plans) >= MAX_CACHED_PLANS:
-                self._plans.clear()
-            self._plans[key] = found
-        return found
+        broadcast_shape(broadcast_shape(shapes[0], shapes[1], ("cond_dims", "x_dims")), shapes[2], ("the broadcast of cond_dims and x_dims", "y_dims"))
+        plan = plan_where(*shapes)
+        run = self._kernels.launcher(self.cond_dtype.itemsize, self.data_dtype.itemsize, plan) if plan.count else None
+        return plan, run
 
 
 class WhereFactoryImpl(GenericFactory, WhereFactory):

@@ -21,7 +21,8 @@ def exact_key(value: object) -> Hashable:
 
     A float (Python's or NumPy's) is keyed by its type and bit pattern, so -0.0 differs from 0.0
     and NaNs by their payloads; a tuple element by element; anything else by its type and value,
-    so 1, 1.0, True and np.int64(1) are four keys.
+    so 1, 1.0, True and np.int64(1) are four keys. A value whose parts are all ints, names,
+    enums, dtypes or None (shapes, most arguments) is its own key.
     """
     kind = type(value)
     if kind in _SAME:
@@ -31,7 +32,7 @@ def exact_key(value: object) -> Hashable:
         # such a tuple is its own key, found without building another.
         for item in value:
             if type(item) not in _SAME:
-                return tuple(map(exact_key, value))
+                return tuple([item if type(item) in _SAME else exact_key(item) for item in value])
         return value
     rule = _RULES.get(kind)
     if rule is None:
@@ -61,6 +62,6 @@ def _itself(value: object) -> Hashable:
 
 
 _RULES: dict[type, Callable[[object], Hashable]] = {}
-# The types whose values are their own keys (== already means the same type and value); joined
-# by the enums and dtypes met.
-_SAME = {str, bytes, type(None)}
+# The types whose values are their own keys: == already means the same type and value, or (int)
+# every other type's value is keyed as a tuple, which no int equals. Joined by the enums and dtypes met.
+_SAME = {int, str, bytes, type(None)}

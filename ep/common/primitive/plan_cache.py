@@ -1,0 +1,51 @@
+"""PlanCache: the one cache a primitive keeps, with the one bound policy.
+
+A factory keeps its primitives in one (New's resolved arguments -> primitive), and a primitive its
+launch plans in one (Launch's size and shape arguments, as the caller gave them -> what checking
+and planning them made), so a repeated call skips every check and derivation. Keys are exact
+(exact_key): 1, 1.0 and True, or -0.0 and 0.0, never find each other's entry, so a float size is
+refused on every call and an attribute reaches its kernel as given.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable, Generic, TypeVar
+
+from ep.common.runtime.keys import exact_key
+
+T = TypeVar("T")
+
+# Entries kept per cache: keys are caller data (shapes, attribute values), so without a bound a
+# program cycling through shapes would grow it forever. Past it the oldest entry goes, and is made
+# again if asked for.
+MAX_ENTRIES = 4096
+
+
+class PlanCache(Generic[T]):
+    """make(*args) per distinct args, made on first use; thread-safe (two threads may both make a
+    missing entry; one is kept) and bounded by maxsize."""
+
+    def __init__(self, make: Callable[..., T], maxsize: int = MAX_ENTRIES) -> None:
+        self._make = make
+        self._maxsize = maxsize
+        self._entries: dict = {}
+        self._lock = threading.Lock()
+
+    def get(self, *args) -> T:
+        key = exact_key(args)
+        try:
+            return self._entries[key]
+        except KeyError:
+            pass
+        except TypeError:
+            # An unhashable argument (a list of dims): made on every call, or refused by make.
+            return self._make(*args)
+        made = self._make(*args)
+        with self._lock:
+            made = self._entries.setdefault(key, made)
+            if len(self._entries) > self._maxsize:
+                del self._entries[next(iter(self._entries))]
+        return made
+
+    def __len__(self) -> int:
+        return len(self._entries)

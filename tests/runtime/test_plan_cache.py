@@ -1,0 +1,77 @@
+"""PlanCache: one entry per exact argument tuple, made once, bounded, and never shared by values
+that only compare equal."""
+import threading
+
+import numpy as np
+import pytest
+
+import ep
+from ep.common.primitive.plan_cache import PlanCache
+
+
+def _counting():
+    made = []
+
+    def make(*args):
+        made.append(args)
+        return ("plan", len(made))
+
+    return PlanCache(make, maxsize=4), made
+
+
+def test_a_plan_is_made_once_per_arguments():
+    cache, made = _counting()
+    first = cache.get((2, 3), "x")
+    assert cache.get((2, 3), "x") is first and made == [((2, 3), "x")]
+
+
+@pytest.mark.parametrize("a, b", [(1, True), (1, 1.0), (1.0, True), (0.0, -0.0), ((2, 3), (2.0, 3)), (1, np.int64(1))])
+def test_values_that_compare_equal_get_their_own_plans(a, b):
+    cache, made = _counting()
+    assert a == b
+    assert cache.get(a) != cache.get(b) and len(made) == 2
+
+
+def test_nans_of_different_payloads_get_their_own_plans():
+    cache, made = _counting()
+    quiet, payload = np.float64("nan"), np.frombuffer(np.uint64(0x7FF8000000000001).tobytes(), np.float64)[0]
+    cache.get(float(quiet)), cache.get(float(payload))
+    assert len(made) == 2
+
+
+def test_the_cache_is_bounded_oldest_first():
+    cache, made = _counting()
+    for i in range(10):
+        cache.get(i)
+    assert len(cache) == 4
+    cache.get(9)  # kept
+    cache.get(0)  # dropped long ago: made again
+    assert made.count((9,)) == 1 and made.count((0,)) == 2
+
+
+def test_unhashable_arguments_are_made_every_time():
+    cache, made = _counting()
+    cache.get([2, 3]), cache.get([2, 3])
+    assert len(made) == 2 and len(cache) == 0
+
+
+def test_threads_share_one_plan():
+    cache, _ = _counting()
+    found = []
+    threads = [threading.Thread(target=lambda: found.append(cache.get("key"))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(plan is found[0] for plan in found) and cache.get("key") is found[0]
+
+
+def test_a_float_size_is_refused_after_the_same_int_size_was_planned(device):
+    # The launch plans are keyed exactly: (2.0, 3) never finds the plan (2, 3) made, so it is checked.
+    primitive = ep.NewPrimitive(ep.ExpandFactory, device, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    src = ep.testing.to_device(np.ones(3, np.float32), device)
+    dst = ep.testing.to_device(np.zeros((2, 3), np.float32), device)
+    primitive.Launch(stream, (3,), src, (2, 3), dst)
+    with pytest.raises(TypeError, match="dst_dims"):
+        primitive.Launch(stream, (3,), src, (2.0, 3), dst)
