@@ -38,6 +38,36 @@ def _fill(device: str) -> None:
     assert got.tobytes() == np.full((3, 7), -0.0, np.float16).tobytes()
 
 
+@check("TensorFill")
+def _tensor_fill(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    dst, stream = to_device(np.zeros(9, np.int64), device), ep.GetDevice(device).CreateStream()
+    ep.NewPrimitive(ep.TensorFillFactory, device, np.int64).Launch(stream, to_device(np.array([-7]), device), dst, 9)
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(dst), np.full(9, -7))
+
+
+@check("Memset")
+def _memset(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    ptr, stream = to_device(np.zeros(5, np.int32), device), ep.GetDevice(device).CreateStream()
+    ep.NewPrimitive(ep.MemsetFactory, device).Launch(stream, ptr, 0xAB, 18)
+    stream.Sync()
+    assert to_numpy(ptr).view(np.uint8).tolist() == [0xAB] * 18 + [0, 0]
+
+
+@check("Memcpy")
+def _memcpy(device: str) -> None:
+    from ep.testing import to_device, to_numpy
+
+    x = np.linspace(-1, 1, 33)  # to_device and to_numpy copy on Memcpy (kHtoD and kDtoH on cuda)
+    np.testing.assert_array_equal(to_numpy(to_device(x, device)), x)
+
+
 @check("Cast")
 def _cast(device: str) -> None:
     import ep
