@@ -1,8 +1,11 @@
 """The primitive interfaces, their op enums, and NewPrimitive."""
 from ep.include.primitive.add import Add, AddFactory
 from ep.include.primitive.batch_gather import BatchGather, BatchGatherFactory
+from ep.include.primitive.batch_matmul import BatchMatmul, BatchMatmulFactory
 from ep.include.primitive.binary_op import BinaryOp
+from ep.include.primitive.blas import BlasTransposeType
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinary, BroadcastElementwiseBinaryFactory
+from ep.include.primitive.broadcast_matmul import BroadcastMatmul, BroadcastMatmulFactory
 from ep.include.primitive.cast import Cast, CastFactory
 from ep.include.primitive.copy_nd import CopyNd, CopyNdFactory
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
@@ -10,6 +13,7 @@ from ep.include.primitive.expand import Expand, ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
 from ep.include.primitive.fill import Fill, FillFactory
 from ep.include.primitive.gather import Gather, GatherFactory, IndexOutOfRange
+from ep.include.primitive.matmul import Matmul, MatmulFactory
 from ep.include.primitive.memcpy import Memcpy, MemcpyFactory, MemcpyKind
 from ep.include.primitive.memset import Memset, MemsetFactory
 from ep.include.primitive.permute import Permute, PermuteFactory
@@ -32,9 +36,14 @@ __all__ = [
     "AddFactory",
     "BatchGather",
     "BatchGatherFactory",
+    "BatchMatmul",
+    "BatchMatmulFactory",
     "BinaryOp",
+    "BlasTransposeType",
     "BroadcastElementwiseBinary",
     "BroadcastElementwiseBinaryFactory",
+    "BroadcastMatmul",
+    "BroadcastMatmulFactory",
     "Cast",
     "CastFactory",
     "CopyNd",
@@ -52,6 +61,8 @@ __all__ = [
     "GatherFactory",
     "GetFactory",
     "IndexOutOfRange",
+    "Matmul",
+    "MatmulFactory",
     "Memcpy",
     "MemcpyFactory",
     "MemcpyKind",

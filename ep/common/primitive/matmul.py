@@ -1,0 +1,232 @@
+"""Matmul, BatchMatmul and BroadcastMatmul on every device: New's resolution, Launch's checks, the
+one GEMM plan all three reduce to, and what a device supplies (a BLAS call, not a kernel of ep's).
+
+The three primitives differ only in how the caller describes the batch: none (Matmul), batch_size
+consecutive matrices (BatchMatmul) or broadcast batch dims (BroadcastMatmul). Each becomes a
+GemmPlan: the batch dims left after NumPy's broadcasting is simplified (dims of one dropped,
+neighbours merged where each operand is broadcast in both or in neither), the element stride of
+each operand along them (0 where it is broadcast), and m, n, k. A batch that only a reads (b the
+same matrix for all) is folded into m, as OneFlow's BroadcastMatmul does, so it is one GEMM.
+"""
+from __future__ import annotations
+
+import abc
+import functools
+import math
+from typing import Iterator, NamedTuple
+
+import numpy as np
+
+from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
+from ep.common.primitive.factory import GenericFactory
+from ep.common.runtime import validate
+from ep.common.runtime.buffer import storage
+from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.device import DeviceType
+from ep.common.runtime.scalar import scalar_value
+from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.include.primitive.batch_matmul import BatchMatmul, BatchMatmulFactory
+from ep.include.primitive.blas import BlasTransposeType, as_transpose
+from ep.include.primitive.broadcast_matmul import BroadcastMatmul, BroadcastMatmulFactory
+from ep.include.primitive.matmul import Matmul, MatmulFactory
+
+#: The dtypes every device's BLAS path takes (float16 is computed in float32).
+MATMUL_TYPES = (DataType.kFloat16, DataType.kFloat, DataType.kDouble)
+_T = BlasTransposeType.T
+
+
+class GemmPlan(NamedTuple):
+    """One launch's GEMMs: for every index of batch, c's matrix (m, n) = alpha * op(a's) @ op(b's)
+    + beta * c's. a's matrix at a batch index starts at the dot product of the index and
+    a_strides (elements; 0 along a dim a is broadcast in), b's likewise, c's matrices are
+    consecutive. A matrix is stored row-major: a's (m, k), or (k, m) when trans_a."""
+
+    trans_a: bool
+    trans_b: bool
+    m: int
+    n: int
+    k: int
+    batch: tuple[int, ...]
+    a_strides: tuple[int, ...]
+    b_strides: tuple[int, ...]
+    counts: tuple[int, int, int]
+    """The elements a, b and c must hold."""
+
+    @property
+    def batch_count(self) -> int:
+        return math.prod(self.batch)
+
+
+def matrix_dims(rows_cols: tuple[int, int], transposed: bool) -> tuple[int, int]:
+    """A stored matrix's dims for op's rows and cols: (rows, cols), or (cols, rows) transposed."""
+    return rows_cols[::-1] if transposed else rows_cols
+
+
+@functools.lru_cache(maxsize=1024)
+def plan_gemm(a_dims: tuple[int, ...], b_dims: tuple[int, ...], c_dims: tuple[int, ...], trans_a: bool, trans_b: bool) -> GemmPlan:
+    """The GemmPlan of stored shapes a_dims, b_dims and c_dims (each at least 2 dims, the last two
+    a matrix; batch dims broadcast from the right, c's their broadcast); ValueError naming the
+    dims that disagree."""
+    for name, dims in (("a_dims", a_dims), ("b_dims", b_dims), ("c_dims", c_dims)):
+        if len(dims) < 2:
+            raise ValueError(f"{name}: {dims} has {len(dims)} dims; expected at least 2 (a matrix)")
+    m, k = matrix_dims(a_dims[-2:], trans_a)
+    kb, n = matrix_dims(b_dims[-2:], trans_b)
+    if kb != k:
+        ops = f"op(a) is ({m}, {k}) and op(b) is ({kb}, {n})"
+        raise ValueError(f"a_dims, b_dims: {a_dims} and {b_dims} do not multiply: {ops}; expected op(b) to have {k} rows")
+    batch = broadcast_shape(a_dims[:-2], b_dims[:-2], ("a_dims", "b_dims"))
+    if c_dims != batch + (m, n):
+        raise ValueError(f"c_dims: {c_dims}; expected {batch + (m, n)}, the broadcast batch dims and (m, n)")
+    counts = tuple(_count(dims, name) for name, dims in (("a_dims", a_dims), ("b_dims", b_dims), ("c_dims", c_dims)))
+    a_batch, b_batch = simplify_broadcast_dims(a_dims[:-2], b_dims[:-2]) if batch else ((), ())
+    batch = tuple(max(x, y) for x, y in zip(a_batch, b_batch))
+    a_strides, b_strides = _strides(a_batch, m * k), _strides(b_batch, k * n)
+    if batch and not any(b_strides) and all(a_strides) and not trans_a:
+        # b is one matrix for the whole batch and a's matrices are consecutive rows: one GEMM.
+        m, batch, a_strides, b_strides = m * math.prod(batch), (), (), ()
+    if 0 in batch:
+        batch, a_strides, b_strides = (0,), (0,), (0,)
+    return GemmPlan(trans_a, trans_b, m, n, k, batch, a_strides, b_strides, counts)
+
+
+def _strides(dims: tuple[int, ...], matrix: int) -> tuple[int, ...]:
+    """Element strides of batch dims of a C-contiguous operand, 0 where it has size 1 (broadcast)."""
+    strides, step = [], matrix
+    for d in reversed(dims):
+        strides.append(step if d != 1 else 0)
+        step *= d
+    return tuple(reversed(strides))
+
+
+def _count(dims: tuple[int, ...], name: str) -> int:
+    count = math.prod(dims)
+    if count > validate.INT64_MAX:
+        raise ValueError(f"{name}: {dims} holds {count} elements, which does not fit in int64")
+    return count
+
+
+class MatmulKernels(abc.ABC):
+    """What a device supplies: its BLAS, for the dtypes it takes."""
+
+    @abc.abstractmethod
+    def supports(self, dtype: DataType) -> bool:
+        """Whether this device can run GEMMs of dtype now (CUDA: cuBLAS is installed and a GPU,
+        not the simulator, runs them)."""
+
+    @abc.abstractmethod
+    def gemm(self, stream, dtype: DataType, plan: GemmPlan, alpha: np.floating, a, b, beta: np.floating, c) -> None:
+        """Run plan on stream: a, b, c flat storage holding plan.counts elements (float16 as its
+        16-bit patterns), alpha and beta in the compute dtype; c is not read when beta == 0, and
+        neither are a and b when alpha == 0 (BLAS's rule: their NaNs do not reach c)."""
+
+    def all_kernels(self) -> Iterator[object]:
+        """None: the GEMMs are the BLAS's, not kernels of ep's (nothing for the PTX check)."""
+        return iter(())
+
+
+class _GemmPrimitive:
+    """What the three primitives share: New's key, and a launch of a checked GemmPlan."""
+
+    def __init__(self, device_type: DeviceType, kernels: MatmulKernels, dtype: DataType, trans_a: bool, trans_b: bool, *rest) -> None:
+        self.device_type, self.dtype, self.trans_a, self.trans_b = device_type, dtype, trans_a, trans_b
+        self._kernels = kernels
+        self._stream_type = STREAM_TYPES[device_type]
+        # alpha and beta in the compute dtype: float16's is float32.
+        self._scalar_type = DataType.kDouble if dtype is DataType.kDouble else DataType.kFloat
+
+    def _launch(self, stream, plan: GemmPlan, alpha, a, b, beta, c) -> None:
+        alpha = scalar_value(alpha, "alpha", self._scalar_type)
+        beta = scalar_value(beta, "beta", self._scalar_type)
+        device, dtype = self.device_type, self.dtype
+        a_count, b_count, c_count = plan.counts
+        a = storage(a, "a", device, dtype, a_count, stream=stream)
+        b = storage(b, "b", device, dtype, b_count, stream=stream)
+        c = storage(c, "c", device, dtype, c_count, writable=True, stream=stream)
+        if c_count:
+            self._kernels.gemm(stream, dtype, plan, alpha, a, b, beta, c)
+
+    def _stream(self, stream):
+        return stream if type(stream) is self._stream_type else check_stream(stream, self.device_type)
+
+
+class MatmulImpl(_GemmPrimitive, Matmul):
+    def Launch(self, stream, m: int, n: int, k: int, alpha, a, b, beta, c) -> None:
+        stream = self._stream(stream)
+        m, n, k = validate.count(m, "m"), validate.count(n, "n"), validate.count(k, "k")
+        a_dims, b_dims = matrix_dims((m, k), self.trans_a), matrix_dims((k, n), self.trans_b)
+        self._launch(stream, plan_gemm(a_dims, b_dims, (m, n), self.trans_a, self.trans_b), alpha, a, b, beta, c)
+
+
+class BatchMatmulImpl(_GemmPrimitive, BatchMatmul):
+    def Launch(self, stream, batch_size: int, m: int, n: int, k: int, alpha, a, b, beta, c) -> None:
+        stream = self._stream(stream)
+        batch_size = validate.count(batch_size, "batch_size")
+        m, n, k = validate.count(m, "m"), validate.count(n, "n"), validate.count(k, "k")
+        a_dims = (batch_size, *matrix_dims((m, k), self.trans_a))
+        b_dims = (batch_size, *matrix_dims((k, n), self.trans_b))
+        plan = plan_gemm(a_dims, b_dims, (batch_size, m, n), self.trans_a, self.trans_b)
+        self._launch(stream, plan, alpha, a, b, beta, c)
+
+
+class BroadcastMatmulImpl(_GemmPrimitive, BroadcastMatmul):
+    def __init__(self, device_type: DeviceType, kernels: MatmulKernels, dtype: DataType, trans_a: bool, trans_b: bool, max_num_dims: int) -> None:
+        super().__init__(device_type, kernels, dtype, trans_a, trans_b)
+        self.max_num_dims = max_num_dims
+
+    def Launch(self, stream, alpha, num_a_dims, a_dims, a, num_b_dims, b_dims, b, beta, num_c_dims, c_dims, c) -> None:
+        stream = self._stream(stream)
+        shapes = [
+            self._dims(name, num, dims)
+            for name, num, dims in (("a", num_a_dims, a_dims), ("b", num_b_dims, b_dims), ("c", num_c_dims, c_dims))
+        ]
+        self._launch(stream, plan_gemm(*shapes, self.trans_a, self.trans_b), alpha, a, b, beta, c)
+
+    def _dims(self, name: str, num_dims: object, dims: object) -> tuple[int, ...]:
+        """dims checked: num_dims an int within max_num_dims and the length of dims."""
+        num_dims = validate.count(num_dims, f"num_{name}_dims")
+        if num_dims > self.max_num_dims:
+            raise ValueError(f"num_{name}_dims: {num_dims} is above max_num_dims={self.max_num_dims}")
+        dims = validate.dims(dims, f"{name}_dims", self.max_num_dims)
+        if len(dims) != num_dims:
+            raise ValueError(f"{name}_dims: has {len(dims)} dims; expected num_{name}_dims={num_dims}")
+        return dims
+
+
+class _GemmFactory(GenericFactory):
+    """New's resolution shared by the three factories: a supported dtype and two transposes."""
+
+    def _key(self, dtype, trans_a, trans_b) -> tuple | None:
+        dtype = as_data_type(dtype, "dtype")
+        trans = as_transpose(trans_a, "trans_a") is _T, as_transpose(trans_b, "trans_b") is _T
+        return (dtype, *trans) if self.kernels.supports(dtype) else None
+
+    def Combinations(self) -> Iterator[tuple[object, tuple]]:
+        for dtype in MATMUL_TYPES:
+            if self.kernels.supports(dtype):
+                yield None, (dtype,)
+
+
+class MatmulFactoryImpl(_GemmFactory, MatmulFactory):
+    primitive_type = MatmulImpl
+
+    def New(self, dtype, trans_a, trans_b) -> Matmul | None:
+        return self._new(self._key(dtype, trans_a, trans_b))
+
+
+class BatchMatmulFactoryImpl(_GemmFactory, BatchMatmulFactory):
+    primitive_type = BatchMatmulImpl
+
+    def New(self, dtype, trans_a, trans_b) -> BatchMatmul | None:
+        return self._new(self._key(dtype, trans_a, trans_b))
+
+
+class BroadcastMatmulFactoryImpl(_GemmFactory, BroadcastMatmulFactory):
+    primitive_type = BroadcastMatmulImpl
+
+    def New(self, dtype, trans_a, trans_b, max_num_dims: int = validate.MAX_NUM_DIMS) -> BroadcastMatmul | None:
+        key = self._key(dtype, trans_a, trans_b)
+        max_num_dims = validate.count(max_num_dims, "max_num_dims")
+        if key is None or max_num_dims > validate.MAX_NUM_DIMS:
+            return None
+        return self._new((*key, max_num_dims))
