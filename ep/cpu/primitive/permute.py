@@ -12,7 +12,8 @@ from typing import Iterator
 
 import numpy as np
 
-from ep.common.jit import scalar_function, template
+from ep.common.jit import bound, scalar_function, template
+from ep.common.math.intrinsics import prefetch, stack_array
 from ep.common.primitive.permute import PermuteFactoryImpl, PermuteKernels, TransposePlan
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
@@ -22,7 +23,9 @@ from ep.include.primitive.permute import PermuteFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 # A tile's side in elements.
-TILE = 32
+TILE = 64
+# Its elements: a literal for stack_array.
+_TILE_ELEMENTS = TILE * TILE
 
 # The span's int64 parameters: these scalars, then the outer dims and their src and dst strides.
 _ROWS, _COLS, _SRC_ROW_STRIDE, _DST_COL_STRIDE, _TILES_R, _TILES_C, _NUM_OUTER, _OUTER = range(8)
@@ -43,7 +46,7 @@ def _outer_offsets(params, num_outer, o):
     return s, d
 
 
-@template()
+@template("DTYPE")
 def _transpose_span(start, stop, args):
     # Items are tiles, the tile column fastest: item = (outer index, tile row, tile column).
     src, dst, params = args
@@ -54,6 +57,8 @@ def _transpose_span(start, stop, args):
     tiles_r = params[_TILES_R]
     tiles_c = params[_TILES_C]
     num_outer = params[_NUM_OUTER]
+    per_line = 64 // dst.itemsize
+    buffer = stack_array(_TILE_ELEMENTS, bound.DTYPE)
     for item in range(start, stop):
         t = item // tiles_c
         tc = item - t * tiles_c
@@ -64,20 +69,35 @@ def _transpose_span(start, stop, args):
         c0 = tc * TILE
         nr = rows - r0 if rows - r0 < TILE else TILE
         nc = cols - c0 if cols - c0 < TILE else TILE
-        # Slices from the tile's corners: every index below is a non-negative loop variable, so
-        # Numba's wraparound checks go. Each dst row is written whole before the next.
+        # The tile goes through a contiguous buffer: src's rows are read whole into it, then dst's
+        # rows written whole from it. Rows of src (and of dst) a power-of-two stride apart share
+        # an L1 set; read column by column straight from src, a tile of more rows than the cache
+        # has ways would evict itself. The next tile along (same rows, the next TILE cols) is
+        # prefetched line by line meanwhile: its TILE rows are more streams than the hardware
+        # prefetcher follows. Slices from the tile's corners: every index below is a non-negative
+        # loop variable, so Numba's wraparound checks go.
         x = src[s + r0 * src_row_stride + c0 :]
+        for r in range(nr):
+            row = x[r * src_row_stride :]
+            for k in range(TILE, 2 * TILE, per_line):
+                prefetch(row, k)
+            line = buffer[r * TILE :]
+            for c in range(nc):
+                line[c] = row[c]
         y = dst[d + c0 * dst_col_stride + r0 :]
         for c in range(nc):
             row = y[c * dst_col_stride :]
+            for k in range(0, TILE, per_line):
+                prefetch(row, TILE * dst_col_stride + k)
+            column = buffer[c:]
             for r in range(nr):
-                row[r] = x[r * src_row_stride + c]
+                row[r] = column[r * TILE]
 
 
 @functools.cache
 def _span(dtype: np.dtype) -> ParallelFor:
     """The tiled transpose of elements of dtype."""
-    return ParallelFor(_transpose_span, f"permute_tiles_{dtype}", (input_array(dtype), output_array(dtype), input_array(np.dtype(np.int64))))
+    return ParallelFor(_transpose_span, f"permute_tiles_{dtype}", (input_array(dtype), output_array(dtype), input_array(np.dtype(np.int64))), DTYPE=dtype.type)
 
 
 _BOOL = np.dtype(np.bool_)
