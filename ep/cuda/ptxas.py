@@ -49,6 +49,7 @@ MEMORY_BOUND = frozenset(
     {"BatchGather", "BroadcastElementwiseBinary", "CopyNd", "ElementwiseUnary", "Expand", "ExpandGrad", "Gather", "UnsortedSegmentSum"}
     | {"Fill", "TensorFill", "Memset"}
     | {"Permute", "ConstantPad"}
+    | {"ElementwiseFused"}
 )
 
 # Kernels (a pattern of their names) allowed f64 instructions without float64 data, with why.
@@ -64,6 +65,7 @@ FLOAT64_ALLOWED = {
 # is 32-bit: the op itself divides integers (its formula promotes them to int64, as NumPy's do).
 DIVISION_ALLOWED = {
     r"^binary_(div|fmod|floor_div|trunc_div|floor_mod)_": "the op's own integer division, not index math",
+    r"^fused_(flat|strided)_divides$": "an ElementwiseFused expression's own integer division, not index math",
 }
 
 

@@ -1,0 +1,114 @@
+"""One scalar function from a resolved fused expression: the op records' formulas composed.
+
+compose_formula writes a small Python function per expression and device, one line per node, that
+calls the records' own scalar functions (formula_for(dtype), the integer formulas, the float16
+load and store of ep.common.math.convert) bound as its globals, and makes it a scalar_function.
+Each node computes what its unfused kernel computes: its formula on its operands' compute values,
+then its store to its dtype and the load back (so a float16 node is rounded, an integer wraps,
+where the unfused chain stores between ops). Equal subtrees are computed once. The source is
+deterministic, so kernel_digest gives an expression one digest in every process (Numba's disk
+cache keys it), whatever object built it.
+"""
+from __future__ import annotations
+
+import linecache
+from typing import Callable
+
+from ep.common.jit import scalar_function
+from ep.common.math.binary_functor import binary_formula
+from ep.common.math.convert import load_fn, store_fn
+from ep.common.math.unary_functor import UNARY_FUNCTORS
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
+
+
+def node_dtype(node: tuple) -> DataType:
+    """The DataType a resolved node gives."""
+    kind = node[0]
+    if kind in ("input", "scalar"):
+        return node[2]
+    if kind == "where":
+        return node[1]
+    return node[3]  # unary, binary: (kind, op, src, dst, ...)
+
+
+def children(node: tuple) -> tuple:
+    """The operand nodes of a resolved node: ("unary" | "binary", op, src, dst, attrs, *operands),
+    ("where", dtype, condition, x, y); a leaf ("input" | "scalar", index, dtype) has none."""
+    kind = node[0]
+    if kind == "where":
+        return node[2:]
+    return node[5:] if kind in ("unary", "binary") else ()
+
+
+class _Writer:
+    """The function's lines and globals, each global named by its role and the node's number."""
+
+    def __init__(self, device: DeviceType) -> None:
+        self.device = device
+        self.lines: list[str] = []
+        self.globals: dict[str, object] = {}
+        self.names: dict[tuple, str] = {}
+
+    def bind(self, name: str, value: object) -> str:
+        self.globals[name] = value
+        return name
+
+    def value(self, node: tuple) -> str:
+        """The local holding node's compute value, its lines written first (once per subtree)."""
+        found = self.names.get(node)
+        if found is not None:
+            return found
+        kind = node[0]
+        # Children first: the node's number, which names its globals, counts them.
+        operands = [self.value(child) for child in children(node)]
+        k = len(self.names)
+        if kind == "scalar":
+            name = f"a{node[1]}"  # passed in its compute dtype
+        elif kind == "input":
+            name = f"t{k}"
+            load = self.bind(f"L{k}", load_fn(node[2], self.device))
+            self.lines.append(f"{name} = {load}(a{node[1]})")
+        elif kind == "where":
+            condition, x, y = operands
+            name = f"t{k}"
+            self.lines.append(f"{name} = {x} if {condition} else {y}")
+        else:
+            _, op, src, dst, attrs = node[:5]
+            if kind == "unary":
+                formula = UNARY_FUNCTORS[op].formula_for(src)
+                store = store_fn(dst, self.device, src.compute_dtype)  # as unary_bindings
+            else:
+                formula = binary_formula(op, src)
+                store = store_fn(dst, self.device)  # as the binary kernels' bindings
+            f, s, l = self.bind(f"F{k}", formula), self.bind(f"S{k}", store), self.bind(f"L{k}", load_fn(dst, self.device))
+            a0, a1 = self.bind(f"A{k}_0", attrs[0]), self.bind(f"A{k}_1", attrs[1])
+            name = f"t{k}"
+            self.lines.append(f"{name} = {l}({s}({f}({', '.join(operands)}, {a0}, {a1})))")
+        self.names[node] = name
+        return name
+
+
+def compose_formula(outputs: tuple, dtypes: tuple[DataType, ...], device: DeviceType) -> Callable:
+    """The scalar function fused(a0, a1, ...) of the arguments (an Input's storage element, a
+    Scalar's compute value) returning the tuple of the outputs' storage values, on device."""
+    writer = _Writer(device)
+    results = []
+    for j, node in enumerate(outputs):
+        value = writer.value(node)
+        store = writer.bind(f"O{j}", store_fn(node_dtype(node), device))
+        results.append(f"{store}({value})")
+    parameters = ", ".join(f"a{i}" for i in range(len(dtypes)))
+    body = "".join(f"    {line}\n" for line in writer.lines)
+    source = f"def fused({parameters}):\n{body}    return ({', '.join(results)},)\n"
+    return scalar_function(define(source, "fused", writer.globals))
+
+
+def define(source: str, name: str, globals_: dict[str, object]) -> Callable:
+    """The function name defined by source with globals_; its source is registered with linecache
+    (as dataclasses does), so tracebacks and Numba's error messages can show it."""
+    filename = f"<ep fused {abs(hash(source)):x}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = dict(globals_)
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]
