@@ -436,27 +436,31 @@ def stream_fence(typingctx):
 
 @intrinsic
 def add_reassociable(typingctx, a, b):
-    """a + b for two floats of one type, marked reassociable: a loop summing into one variable with it
-    is a reduction LLVM vectorizes (several partial sums), which it never does for a plain fadd."""
-    if not isinstance(a, types.Float) or a != b:
+    """a + b for floats (in the wider type), marked reassociable: a loop summing into one variable
+    with it is a reduction LLVM vectorizes (several partial sums), which it never does for a plain fadd."""
+    common = typingctx.unify_types(types.unliteral(a), types.unliteral(b))
+    if not isinstance(common, types.Float):
         return None
 
     def codegen(context, builder, signature, args):
-        return builder.fadd(args[0], args[1], flags=("reassoc", "nsz"))
+        a, b = (context.cast(builder, v, t, common) for v, t in zip(args, signature.args))
+        return builder.fadd(a, b, flags=("reassoc", "nsz"))
 
-    return a(a, b), codegen
+    return common(a, b), codegen
 
 
 @intrinsic
 def max_number(typingctx, a, b):
-    """The larger of two floats of one type, the other where one is NaN (llvm.maxnum: C fmax, PTX
-    max.f32): a loop taking it into one variable is a reduction LLVM vectorizes."""
-    if not isinstance(a, types.Float) or a != b:
+    """The larger of two floats (in the wider type), the other where one is NaN (llvm.maxnum: C
+    fmax, PTX max.f32): a loop taking it into one variable is a reduction LLVM vectorizes."""
+    common = typingctx.unify_types(types.unliteral(a), types.unliteral(b))
+    if not isinstance(common, types.Float):
         return None
 
     def codegen(context, builder, signature, args):
-        t = args[0].type
+        a, b = (context.cast(builder, v, t, common) for v, t in zip(args, signature.args))
+        t = a.type
         fn = builder.module.declare_intrinsic("llvm.maxnum", [t], ir.FunctionType(t, [t, t]))
-        return builder.call(fn, args)
+        return builder.call(fn, [a, b])
 
-    return a(a, b), codegen
+    return common(a, b), codegen
