@@ -41,6 +41,11 @@ def copy_to_device(host: np.ndarray, device: object = "cuda"):
 def copy_to_host(array) -> np.ndarray:
     """A NumPy copy of a C-contiguous CUDA array."""
     array = as_cuda_array(array, "array")
+    if not isinstance(array.stream, int):
+        # Bound to a stream: wait for it on the host, as numba's copy_to_host (which copies on that
+        # stream) does, so the copy on the default stream needs no event of its own.
+        array.stream.synchronize()
+        array = array.bind(0)
     host = np.empty(array.shape, array.dtype)
     _copy(GetDevice("cuda"), "kDtoH", host, array, host.nbytes)
     return host
