@@ -25,6 +25,13 @@ from ep.include.primitive.primitive import (
     Primitive,
     RegisteredFactories,
 )
+from ep.include.primitive.softmax import LogSoftmax, LogSoftmaxFactory, Softmax, SoftmaxFactory
+from ep.include.primitive.softmax_backward import (
+    LogSoftmaxBackward,
+    LogSoftmaxBackwardFactory,
+    SoftmaxBackward,
+    SoftmaxBackwardFactory,
+)
 from ep.include.primitive.tensor_fill import TensorFill, TensorFillFactory
 from ep.include.primitive.unary_op import UnaryOp
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSum, UnsortedSegmentSumFactory
@@ -66,6 +73,10 @@ __all__ = [
     "Memcpy",
     "MemcpyFactory",
     "MemcpyKind",
+    "LogSoftmax",
+    "LogSoftmaxBackward",
+    "LogSoftmaxBackwardFactory",
+    "LogSoftmaxFactory",
     "Memset",
     "MemsetFactory",
     "NewPrimitive",
@@ -73,6 +84,10 @@ __all__ = [
     "PermuteFactory",
     "Primitive",
     "RegisteredFactories",
+    "Softmax",
+    "SoftmaxBackward",
+    "SoftmaxBackwardFactory",
+    "SoftmaxFactory",
     "TensorFill",
     "TensorFillFactory",
     "UnaryOp",
