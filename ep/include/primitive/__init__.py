@@ -7,6 +7,7 @@ from ep.include.primitive.blas import BlasTransposeType
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinary, BroadcastElementwiseBinaryFactory
 from ep.include.primitive.broadcast_matmul import BroadcastMatmul, BroadcastMatmulFactory
 from ep.include.primitive.cast import Cast, CastFactory
+from ep.include.primitive.constant_pad import ConstantPad, ConstantPadFactory
 from ep.include.primitive.copy_nd import CopyNd, CopyNdFactory
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
 from ep.include.primitive.expand import Expand, ExpandFactory
@@ -53,6 +54,8 @@ __all__ = [
     "BroadcastMatmulFactory",
     "Cast",
     "CastFactory",
+    "ConstantPad",
+    "ConstantPadFactory",
     "CopyNd",
     "CopyNdFactory",
     "ElementwiseUnary",

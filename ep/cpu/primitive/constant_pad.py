@@ -1,0 +1,122 @@
+"""ConstantPad's CPU kernel: one span per unit size over dst's rows, run by ParallelFor.
+
+A row of dst (its last merged dim) is [pad | a run of src | pad], or all pad when one of its outer
+indices lies outside src; a span finds where its first row starts with one division per dim and
+steps the outer index like an odometer after that.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Iterator
+
+import numba
+import numpy as np
+
+from ep.common.jit import scalar_function, template
+from ep.common.math.intrinsics import stack_array
+from ep.common.primitive.byte_units import unit_dtype
+from ep.common.primitive.constant_pad import ConstantPadFactoryImpl, ConstantPadKernels, PadPlan
+from ep.common.runtime.device import DeviceType
+from ep.common.runtime.validate import MAX_NUM_DIMS
+from ep.cpu.parallel_for import PARALLEL_THRESHOLD, ParallelFor, input_array, output_array
+from ep.include.primitive.constant_pad import ConstantPadFactory
+from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
+
+# The span's int64 parameters: these scalars, then per outer dim (outermost first) its dst size,
+# src size, padding before and src stride.
+_ROW, _SRC_ROW, _BEFORE, _NUM_OUTER, _OUTER = range(5)
+# Slots for an outer index: a merged pad has at most MAX_NUM_DIMS dims (a literal for stack_array).
+_MAX_OUTER = MAX_NUM_DIMS
+# Bytes per parallel chunk at least: a chunk's start costs a division per dim.
+TASK_BYTES = 1 << 16
+
+
+@scalar_function
+def _fill(out, start, stop, value):
+    # Unsigned positions: Numba skips its wraparound checks and LLVM vectorizes the loop.
+    for j in range(np.uint64(start), np.uint64(stop)):
+        out[j] = value
+
+
+@template()
+def _pad_rows(start, stop, args):
+    src, dst, params, value = args
+    row = params[_ROW]
+    src_row = params[_SRC_ROW]
+    before = params[_BEFORE]
+    num_outer = params[_NUM_OUTER]
+    # The run of src in a row: dst [lo, hi) from src [lo - before, hi - before).
+    lo = before if before > 0 else 0
+    lo = lo if lo < row else row
+    hi = before + src_row
+    hi = hi if hi < row else row
+    hi = hi if hi > lo else lo
+    # The outer index of row `start`, innermost last, in the frame.
+    index = stack_array(_MAX_OUTER, np.int64)
+    q = start
+    for k in range(num_outer - 1, -1, -1):
+        size = params[_OUTER + 4 * k]
+        p = q // size
+        index[k] = q - p * size
+        q = p
+    for r in range(start, stop):
+        out = dst[r * row : (r + 1) * row]
+        # Where the row reads src, or -1 when an outer index lies outside src.
+        s = 0
+        for k in range(num_outer):
+            i = index[k] - params[_OUTER + 4 * k + 2]
+            if i < 0 or i >= params[_OUTER + 4 * k + 1]:
+                s = -1
+                break
+            s += i * params[_OUTER + 4 * k + 3]
+        if s < 0:
+            _fill(out, 0, row, value)
+        else:
+            _fill(out, 0, lo, value)
+            x = src[s + lo - before : s + hi - before]
+            for j in range(np.uint64(hi - lo)):
+                out[np.uint64(lo) + j] = x[j]
+            _fill(out, hi, row, value)
+        # The next row's outer index.
+        k = num_outer - 1
+        while k >= 0:
+            index[k] += 1
+            if index[k] < params[_OUTER + 4 * k]:
+                break
+            index[k] = 0
+            k -= 1
+
+
+@functools.cache
+def _span(unit: int) -> ParallelFor:
+    """The pad of unit-byte elements."""
+    dtype = unit_dtype(unit)
+    arg_types = (input_array(dtype), output_array(dtype), input_array(np.dtype(np.int64)), numba.from_dtype(dtype))
+    return ParallelFor(_pad_rows, f"constant_pad_u{8 * unit}", arg_types)
+
+
+class CpuConstantPadKernels(ConstantPadKernels):
+    def prepare(self, plan: PadPlan, unit: int) -> tuple:
+        """(unit, the span's parameters, rows, elements, grain in rows)."""
+        outer = []
+        for k in range(len(plan.dst_dims) - 1):
+            outer += [plan.dst_dims[k], plan.src_dims[k], plan.before[k], plan.src_strides[k]]
+        row = plan.dst_dims[-1]
+        params = np.array([row, plan.src_dims[-1], plan.before[-1], len(plan.dst_dims) - 1, *outer], np.int64)
+        rows = plan.count // row
+        grain = max(TASK_BYTES // (unit * row), 1) if plan.count >= PARALLEL_THRESHOLD else 0
+        return unit, params, rows, plan.count, grain
+
+    def pad(self, stream, prepared, src, dst, value) -> None:
+        unit, params, rows, count, grain = prepared
+        dtype = value.dtype
+        _span(unit)((src.view(dtype), dst.view(dtype), params, value), rows, count, grain)
+
+    def all_kernels(self) -> Iterator[object]:
+        for unit in (1, 2, 4, 8):
+            yield _span(unit)
+
+
+REGISTER_PRIMITIVE_FACTORY(
+    DeviceType.kCPU, ConstantPadFactory, ConstantPadFactoryImpl(DeviceType.kCPU, CpuConstantPadKernels())
+)
