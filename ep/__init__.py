@@ -14,6 +14,7 @@ from ep.include.primitive import (
     CastFactory,
     ConstantPadFactory,
     CopyNdFactory,
+    ElementwiseFusedFactory,
     ElementwiseUnaryFactory,
     ExpandFactory,
     ExpandGradFactory,
@@ -46,6 +47,10 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module("ep.ops")
+    if name == "fuse":
+        from ep.ops.fuse import fuse
+
+        return fuse
     raise AttributeError(f"module 'ep' has no attribute {name!r}")
 
 __all__ = [
@@ -62,6 +67,7 @@ __all__ = [
     "DataType",
     "Device",
     "DeviceType",
+    "ElementwiseFusedFactory",
     "ElementwiseUnaryFactory",
     "ExpandFactory",
     "ExpandGradFactory",
@@ -86,6 +92,7 @@ __all__ = [
     "UnsortedSegmentSumFactory",
     "WhereFactory",
     "from_dlpack",
+    "fuse",
     "ops",
 ]
 

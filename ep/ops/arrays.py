@@ -89,6 +89,11 @@ def _with_sbp(signature: inspect.Signature) -> inspect.Signature:
 def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict):
     """same_kind's path for anything but NumPy's common case: global tensors and sbp=, then other
     libraries' arrays. signature: the call's (with sbp=)."""
+    for value in (*args, *kwargs.values()):
+        record = getattr(type(value), "__ep_trace__", None)
+        if record is not None:
+            # A traced value (ep.fuse): the call becomes a node of the fused expression, or is refused.
+            return record(value, function.__name__, signature, args, kwargs)
     tensors = {
         name: args[position] if position < len(args) else kwargs[name]
         for name, position in positions if position < len(args) or name in kwargs

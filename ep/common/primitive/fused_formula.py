@@ -14,12 +14,28 @@ from __future__ import annotations
 import linecache
 from typing import Callable
 
+import numpy as np
+
 from ep.common.jit import scalar_function
 from ep.common.math.binary_functor import binary_formula
 from ep.common.math.convert import load_fn, store_fn
+from ep.common.math.special import as_type
 from ep.common.math.unary_functor import UNARY_FUNCTORS
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
+
+
+def _float_store(np_type: type) -> Callable:
+    @scalar_function
+    def store(value):
+        return as_type(value, np_type(0))
+
+    return store
+
+
+# A float node's value converted to its dtype: the unfused kernel's array store converts (an int
+# cast to float64, a float64 cast to float32), which a value passed on in registers skips.
+_FLOAT_STORES = {DataType.kFloat: _float_store(np.float32), DataType.kDouble: _float_store(np.float64)}
 
 
 def node_dtype(node: tuple) -> DataType:
@@ -77,10 +93,10 @@ class _Writer:
             _, op, src, dst, attrs = node[:5]
             if kind == "unary":
                 formula = UNARY_FUNCTORS[op].formula_for(src)
-                store = store_fn(dst, self.device, src.compute_dtype)  # as unary_bindings
+                store = _FLOAT_STORES.get(dst) or store_fn(dst, self.device, src.compute_dtype)  # as unary_bindings
             else:
                 formula = binary_formula(op, src)
-                store = store_fn(dst, self.device)  # as the binary kernels' bindings
+                store = _FLOAT_STORES.get(dst) or store_fn(dst, self.device)  # as the binary kernels' bindings
             f, s, l = self.bind(f"F{k}", formula), self.bind(f"S{k}", store), self.bind(f"L{k}", load_fn(dst, self.device))
             a0, a1 = self.bind(f"A{k}_0", attrs[0]), self.bind(f"A{k}_1", attrs[1])
             name = f"t{k}"
@@ -109,6 +125,8 @@ def define(source: str, name: str, globals_: dict[str, object]) -> Callable:
     (as dataclasses does), so tracebacks and Numba's error messages can show it."""
     filename = f"<ep fused {abs(hash(source)):x}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = dict(globals_)
+    # __name__ makes the function's __module__ ep's: kernel_digest then reads its code and globals
+    # (a function of no module it would take for a library's, digested by name alone).
+    namespace = dict(globals_, __name__=__name__)
     exec(compile(source, filename, "exec"), namespace)
     return namespace[name]

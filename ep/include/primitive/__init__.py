@@ -9,6 +9,7 @@ from ep.include.primitive.broadcast_matmul import BroadcastMatmul, BroadcastMatm
 from ep.include.primitive.cast import Cast, CastFactory
 from ep.include.primitive.constant_pad import ConstantPad, ConstantPadFactory
 from ep.include.primitive.copy_nd import CopyNd, CopyNdFactory
+from ep.include.primitive.elementwise_fused import ElementwiseFused, ElementwiseFusedFactory
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
 from ep.include.primitive.expand import Expand, ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
@@ -58,6 +59,8 @@ __all__ = [
     "ConstantPadFactory",
     "CopyNd",
     "CopyNdFactory",
+    "ElementwiseFused",
+    "ElementwiseFusedFactory",
     "ElementwiseUnary",
     "ElementwiseUnaryFactory",
     "Expand",

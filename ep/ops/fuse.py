@@ -1,0 +1,230 @@
+"""ep.fuse: several elementwise expressions of ep.ops in one kernel per device.
+
+    step = ep.fuse(lambda x, y, z: ep.ops.unary("relu", x * y + z))
+    out = step(x, y, z)          # one ElementwiseFused launch: reads x, y and z once, writes out once
+
+A call traces fn (trace.py) once per argument dtypes and kinds (array, or the scalar's promotion
+kind) and device, into an ElementwiseFused primitive; shapes never enter the trace, so a new shape
+compiles nothing new unless its broadcast pattern (which arguments are read along the output's
+innermost dim) is new. The call takes what ep.ops functions take: NumPy, PyTorch, CuPy and numba
+arrays, Python and NumPy scalars (NEP 50), NumPy broadcasting, any strides (a non-contiguous array
+is copied first, as ep.ops do), out= (an array or a tuple), stream=.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import inspect
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ep.common.primitive.broadcast import broadcast_shape
+from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.dlpack import from_dlpack, is_dlpack
+from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
+from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedFactory, Input, Scalar
+from ep.include.primitive.primitive import NewPrimitive
+from ep.ops.arrays import _namespace, check_out, contiguous, device_of, empty, stream_for, unaliased
+from ep.ops.dispatch import GlobalTensor
+from ep.ops.trace import ScalarSlot, Traced, TracedScalar, Tracer
+
+# Traces kept per fused function (argument dtypes and kinds, device); a program cycling through
+# more traces them again.
+MAX_TRACES = 64
+
+
+@dataclass(frozen=True)
+class _Trace:
+    """What one trace made: the primitive, its arguments' sources (("array", call position) or a
+    ScalarSlot), the call positions each output reads, and whether fn returned one array."""
+
+    primitive: object
+    sources: tuple
+    reads: tuple[tuple[int, ...], ...]
+    single: bool
+
+
+def fuse(fn: Callable) -> Callable:
+    """fn's elementwise expressions fused into one kernel: a callable taking fn's arguments, and
+    out= and stream= keywords, giving what fn gives (an array or a tuple of arrays).
+
+    fn takes arrays and scalars positionally and returns one traced array or a tuple of them. It
+    may use Python's operators (+ - * / // % ** -x abs(), < <= == != > >=, & | ^ ~ with NumPy's
+    meaning: / is true_divide, // floor_divide, % remainder, ** power), NumPy's ufuncs by name
+    (np.exp(x)), x.astype(dtype), and ep.ops.unary, ep.ops.binary (any op, with attributes) and
+    ep.ops.where. Results equal the unfused ep.ops chain's: the same dtype promotion (NEP 50), the
+    same formulas and integer semantics, float16 rounded after each op. Python control flow on a
+    traced value (if x > 0:, bool(), int(), len(), indexing), ops that are not elementwise
+    (ep.ops.gather, ...) and global tensors raise (TypeError; NotImplementedError for global
+    tensors: no SBP rule yet). Outputs share one shape, the broadcast of the arrays they read.
+    """
+    return Fused(fn)
+
+
+class Fused:
+    """The callable ep.fuse returns (see fuse)."""
+
+    def __init__(self, fn: Callable) -> None:
+        if not callable(fn):
+            raise TypeError(f"fn: {fn!r} is not callable")
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._parameters = _positional_names(fn)
+        self._traces: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def _name(self, position: int) -> str:
+        names = self._parameters
+        return names[position] if position < len(names) else f"args[{position}]"
+
+    def __call__(self, *args, out=None, stream=None):
+        values, key, namespace, device = [], [], None, None
+        for position, arg in enumerate(args):
+            name = self._name(position)
+            if type(arg) is GlobalTensor:
+                raise NotImplementedError(f"{name}: ep.fuse does not take global tensors yet (no SBP rule); use the unfused ep.ops or to_local()")
+            if is_scalar(arg):
+                kind = promotion_key(arg)
+                values.append(arg)
+                key.append(("scalar", type(kind), kind))
+                continue
+            if type(arg) is not np.ndarray and is_dlpack(arg):
+                namespace = _namespace(arg) if device is None else namespace
+                arg = from_dlpack(arg, name)
+            found = device_of(arg, name)
+            if device is not None and found.device_type is not device.device_type:
+                raise TypeError(f"{name}: is on {found.device_type.value}, the arguments before it on {device.device_type.value}; expected one device")
+            device = device or found
+            values.append(arg)
+            key.append(("array", np.dtype(arg.dtype)))
+        if device is None:
+            raise TypeError("args: no array among the arguments; a fused call needs one (its result has their broadcast shape)")
+        trace = self._trace((tuple(key), device.device_type), values, device)
+        stream = stream_for(device, stream)
+        shape, shapes = self._shapes(trace, values)
+        primitive = trace.primitive
+        given = out
+        outs = self._outs(out, trace, shape, device, stream)
+        launch_args, arg_dims = [], []
+        for i, source in enumerate(trace.sources):
+            if isinstance(source, ScalarSlot):
+                value = source.value if source.position is None else values[source.position]
+                name = repr(value) if source.position is None else self._name(source.position)
+                if source.nonnegative and value < 0:
+                    raise ValueError(f"{name}: integers to negative integer powers are not allowed (NumPy's power); use pow for OneFlow's rule or a float dtype")
+                launch_args.append(scalar_value(value, name, source.dtype))
+                arg_dims.append(())
+                continue
+            x = contiguous(values[source[1]], device, stream)
+            for o in outs if given is not None else ():
+                x = unaliased(x, o, device, stream, elementwise=shapes[source[1]] == shape)
+            launch_args.append(x)
+            arg_dims.append(shapes[source[1]])
+        primitive.Launch(stream, launch_args, arg_dims, outs)
+        if given is not None:
+            return given
+        if namespace is not None:
+            outs = [namespace.from_dlpack(o) if isinstance(o, np.ndarray) else namespace.asarray(o) for o in outs]
+        return outs[0] if trace.single else tuple(outs)
+
+    def _shapes(self, trace: _Trace, values: list) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]]:
+        """The output shape and each array argument's; ValueError where they do not broadcast, or
+        where an output reads arrays of a smaller broadcast."""
+        shapes = {p: tuple(values[p].shape) for p in {p for reads in trace.reads for p in reads}}
+        shape: tuple[int, ...] = ()
+        names: list[str] = []
+        for p in sorted(shapes):
+            before = f"the broadcast of {', '.join(names)}" if len(names) > 1 else names[0] if names else "()"
+            shape = broadcast_shape(shape, shapes[p], (before, self._name(p)))
+            names.append(self._name(p))
+        for j, reads in enumerate(trace.reads):
+            own: tuple[int, ...] = ()
+            for p in reads:
+                own = broadcast_shape(own, shapes[p])
+            if own != shape:
+                raise ValueError(
+                    f"output {j}: has shape {own} (the broadcast of {', '.join(self._name(p) for p in reads)}), the "
+                    f"outputs' common shape is {shape}; ep.fuse writes outputs of one shape"
+                )
+        return shape, shapes
+
+    def _outs(self, out, trace: _Trace, shape: tuple[int, ...], device, stream) -> list:
+        """The output arrays: new ones, or out's (one array or a tuple, one per output) checked."""
+        dtypes = trace.primitive.dst_dtypes
+        if out is None:
+            return [empty(shape, dtype, device, stream) for dtype in dtypes]
+        outs = (out,) if trace.single and not isinstance(out, tuple) else out
+        if not isinstance(outs, tuple) or len(outs) != len(dtypes):
+            expected = "an array" if trace.single else f"a tuple of {len(dtypes)} arrays"
+            raise TypeError(f"out: expected {expected}; got {type(out).__name__}")
+        checked = []
+        for j, (o, dtype) in enumerate(zip(outs, dtypes)):
+            name = "out" if trace.single else f"out[{j}]"
+            if type(o) is not np.ndarray and is_dlpack(o):
+                o = from_dlpack(o, name)
+            checked.append(check_out(o, name, shape, dtype, device))
+        return checked
+
+    def _trace(self, key: tuple, values: list, device) -> _Trace:
+        found = self._traces.get(key)
+        if found is not None:
+            return found
+        tracer = Tracer(tuple(self._name(p) for p in range(len(values))))
+        traced = [
+            tracer.scalar(p, value) if kind[0] == "scalar" else tracer.array(p, kind[1])
+            for p, (value, kind) in enumerate(zip(values, key[0]))
+        ]
+        result = self._fn(*traced)
+        single = not isinstance(result, tuple)
+        outputs = (result,) if single else result
+        for j, output in enumerate(outputs):
+            if not isinstance(output, Traced):
+                what = "a scalar" if isinstance(output, TracedScalar) else f"{type(output).__name__}"
+                raise TypeError(f"{self.__name__}: output {j} is {what}; fn must return traced arrays (computed from an array argument)")
+        # The primitive's arguments: those the outputs read, renumbered in order.
+        used = sorted({index for output in outputs for index in _leaves(output.node)})
+        number = {old: new for new, old in enumerate(used)}
+        nodes = tuple(_renumber(output.node, number) for output in outputs)
+        sources = tuple(tracer.arguments[i] for i in used)
+        dtypes = [source.dtype if isinstance(source, ScalarSlot) else as_data_type(values[source[1]].dtype) for source in sources]
+        primitive = NewPrimitive(ElementwiseFusedFactory, device, nodes, *dtypes)
+        if primitive is None:
+            raise TypeError(f"{self.__name__}: {device.device_type.value} has no ElementwiseFused for {nodes} over {[d.value for d in dtypes]}")
+        reads = tuple(
+            tuple(sorted({tracer.arguments[i][1] for i in _leaves(output.node) if not isinstance(tracer.arguments[i], ScalarSlot)}))
+            for output in outputs
+        )
+        trace = _Trace(primitive, sources, reads, single)
+        with self._lock:
+            self._traces[key] = trace
+            if len(self._traces) > MAX_TRACES:
+                self._traces.popitem(last=False)
+        return trace
+
+
+def _positional_names(fn: Callable) -> tuple[str, ...]:
+    """fn's positional parameter names, for error messages (args[i] beyond them)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(p.name for p in parameters if p.kind in kinds)
+
+
+def _leaves(node) -> set[int]:
+    """The argument indices node's Input and Scalar leaves read."""
+    if isinstance(node, (Input, Scalar)):
+        return {node.index}
+    return set().union(*(_leaves(child) for child in vars(node).values() if isinstance(child, NODE_TYPES)))
+
+
+def _renumber(node, number: dict[int, int]):
+    """node with its leaves' indices mapped by number."""
+    if isinstance(node, (Input, Scalar)):
+        return type(node)(number[node.index])
+    fields = {name: _renumber(child, number) if isinstance(child, NODE_TYPES) else child for name, child in vars(node).items()}
+    return type(node)(**fields)

@@ -1,0 +1,276 @@
+"""Tracing for ep.fuse: traced values stand in for a fused function's arguments and record nodes.
+
+Python's operators on a Traced value, NumPy's ufuncs of one, and ep.ops.unary, binary and where
+calls (same_kind hands them here through Traced.__ep_trace__) record ElementwiseFused nodes with the
+dtype rules of the unfused ops: NumPy 2's promotion (NEP 50 for Python scalars), the aliases'
+dtypes, casts of the operands to the computed dtype. Anything that would need a traced value's
+data (bool(), int(), len(), indexing, np.asarray) raises TypeError saying why, so Python control
+flow is never silently traced one way.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ep.common.math.aliases import alias_dtype, checks_negative_powers, refuse_alias
+from ep.common.math.binary_functor import binary_attrs, binary_dst_dtype, binary_keyword_attrs
+from ep.common.math.unary_functor import unary_attrs, unary_keyword_attrs
+from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.scalar import result_dtype
+from ep.include.primitive.binary_op import as_binary_op
+from ep.include.primitive.elementwise_fused import Binary, Cast, Input, Scalar, Unary, Where
+from ep.include.primitive.unary_op import UnaryOp, as_unary_op
+from ep.ops.unary import unary_result_dtype
+
+_ELEMENTWISE = ("unary", "binary", "where")
+
+
+@dataclass
+class ScalarSlot:
+    """A scalar argument of the fused primitive: the value of the call's argument `position` (or
+    the constant `value` when position is None) in dtype; nonnegative: NumPy's power of integers
+    refuses a negative exponent, checked on each call."""
+
+    position: int | None
+    value: object
+    dtype: DataType
+    nonnegative: bool = False
+
+
+@dataclass
+class Tracer:
+    """One trace: the primitive's arguments in the order their leaves were made (array arguments
+    by call position, scalar slots) and the names of the call's arguments."""
+
+    names: tuple[str, ...]
+    arguments: list = field(default_factory=list)  # ("array", position) or a ScalarSlot
+
+    def array(self, position: int, dtype: np.dtype) -> Traced:
+        self.arguments.append(("array", position))
+        return Traced(self, Input(len(self.arguments) - 1), as_data_type(dtype, self.names[position]), self.names[position])
+
+    def scalar(self, position: int | None, value: object) -> TracedScalar:
+        name = self.names[position] if position is not None else repr(value)
+        return TracedScalar(self, position, value, name)
+
+    def slot(self, scalar: TracedScalar, dtype: DataType, nonnegative: bool = False) -> Scalar:
+        """The Scalar leaf of scalar in dtype (one per scalar and dtype)."""
+        for index, argument in enumerate(self.arguments):
+            if isinstance(argument, ScalarSlot) and argument.dtype is dtype and argument.position == scalar.position and (
+                scalar.position is not None or argument.value is scalar.value
+            ):
+                argument.nonnegative |= nonnegative
+                return Scalar(index)
+        self.arguments.append(ScalarSlot(scalar.position, scalar.value, dtype, nonnegative))
+        return Scalar(len(self.arguments) - 1)
+
+    def operand(self, value: object) -> Traced | TracedScalar:
+        """value as a traced operand: a Traced or TracedScalar of this trace, or a constant scalar."""
+        if isinstance(value, (Traced, TracedScalar)):
+            if value.tracer is not self:
+                raise TypeError(f"{value.name}: is a traced value of another ep.fuse call")
+            return value
+        if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+            return self.scalar(None, value)
+        raise TypeError(
+            f"{type(value).__name__} {value!r:.60}: ep.fuse traces only its arguments and Python or NumPy "
+            "scalars; pass an array as an argument of the fused function"
+        )
+
+    def node(self, value: Traced | TracedScalar, dtype: DataType, nonnegative: bool = False):
+        """value's node in dtype: a Traced cast when its dtype differs, a scalar's slot in dtype."""
+        if isinstance(value, TracedScalar):
+            return self.slot(value, dtype, nonnegative)
+        return value.node if value.data_type is dtype else Cast(value.node, dtype)
+
+    # The recording rules, one per elementwise ep.ops function.
+
+    def unary(self, op, x, attr0=None, attr1=None, dtype=None, **attrs) -> Traced:
+        name, op = op, as_unary_op(op)
+        x = self.operand(x)
+        if isinstance(x, TracedScalar):
+            raise TypeError(f"x: {x.name} is a scalar; ep.ops.unary takes an array (use it beside an array, or compute it outside)")
+        if attrs:
+            attr0, attr1 = unary_keyword_attrs(op, attrs, attr0, attr1)
+        src = alias_dtype(name, x.data_type)
+        if src is None:
+            raise refuse_alias(name, x.data_type, "x")
+        dst = unary_result_dtype(op, src, dtype)
+        unary_attrs(op, src, attr0, attr1)  # raises for a bad attribute, as ep.ops.unary
+        operand = self.node(x, src)
+        node = Cast(operand, dst) if op is UnaryOp.kCast else Unary(op, operand, attr0, attr1)
+        return Traced(self, node, dst, x.name)
+
+    def binary(self, op, a, b, attr0=None, attr1=None, **attrs) -> Traced:
+        name, op = op, as_binary_op(op)
+        a, b = self.operand(a), self.operand(b)
+        if isinstance(a, TracedScalar) and isinstance(b, TracedScalar):
+            raise TypeError("a, b: both are scalars; at least one must be an array")
+        if attrs:
+            attr0, attr1 = binary_keyword_attrs(op, attrs, attr0, attr1)
+        src = as_data_type(result_dtype(a.promotion, b.promotion), "a, b")
+        computed = alias_dtype(name, src)
+        if computed is None:
+            raise refuse_alias(name, src, "a, b")
+        nonnegative = checks_negative_powers(name, computed)
+        if nonnegative and isinstance(b, Traced):
+            raise TypeError(
+                f"b: {b.name} is an array exponent of integers; NumPy's power refuses negative ones, which a fused "
+                "kernel cannot check: use 'pow' (OneFlow's rule) or a float dtype"
+            )
+        dst = binary_dst_dtype(op, computed)
+        if dst is None:
+            raise TypeError(f"op: {op.name} does not support dtype {computed.value}")
+        binary_attrs(op, computed, attr0, attr1)  # raises for a bad attribute, as ep.ops.binary
+        node = Binary(op, self.node(a, computed), self.node(b, computed, nonnegative), attr0, attr1)
+        return Traced(self, node, dst, _joined(a, b))
+
+    def where(self, condition, x, y) -> Traced:
+        condition, x, y = self.operand(condition), self.operand(x), self.operand(y)
+        if condition.data_type is not DataType.kBool:
+            raise TypeError(f"condition: {condition.name} has dtype {condition.data_type.value}; expected bool (compare it first, e.g. condition != 0)")
+        dtype = as_data_type(result_dtype(x.promotion, y.promotion), "x, y")
+        node = Where(self.node(condition, DataType.kBool), self.node(x, dtype), self.node(y, dtype))
+        return Traced(self, node, dtype, _joined(condition, x, y))
+
+    def call(self, function: str, signature: inspect.Signature, args: tuple, kwargs: dict) -> Traced:
+        """ep.ops.<function>(*args, **kwargs) on traced values: recorded, or refused."""
+        if function not in _ELEMENTWISE:
+            raise TypeError(
+                f"ep.ops.{function}: is not elementwise, so ep.fuse cannot fuse it; a fused function may call "
+                f"ep.ops.{', ep.ops.'.join(_ELEMENTWISE)} (casts included) and Python's operators; call {function} outside it"
+            )
+        bound = signature.bind(*args, **kwargs)
+        arguments = dict(bound.arguments)
+        for keyword in ("out", "stream", "sbp"):
+            if arguments.pop(keyword, None) is not None:
+                raise TypeError(f"{keyword}: ep.ops.{function} inside ep.fuse takes no {keyword}=; give out= and stream= to the fused call")
+        arguments.update(arguments.pop("attrs", {}))
+        return getattr(self, function)(**arguments)
+
+
+def _joined(*values: Traced | TracedScalar) -> str:
+    """The argument names values derive from (constants are named by no argument)."""
+    names: list[str] = []
+    for value in values:
+        if isinstance(value, TracedScalar) and value.position is None:
+            continue
+        names += [name for name in value.name.split(", ") if name not in names]
+    return ", ".join(names) or "constants"
+
+
+def _refuse(what: str, why: str):
+    def refuse(self, *args, **kwargs):
+        raise TypeError(f"{self.name}: {what} a traced value inside ep.fuse; {why}")
+
+    return refuse
+
+
+_CONTROL_FLOW = (
+    "its data is not known while fn is traced, so Python control flow (if, while, and, or, not) would be "
+    "decided once for every call; use ep.ops.where(condition, x, y)"
+)
+_NOT_ELEMENTWISE = "a fused function is elementwise: it computes every element alike, and sees no shape"
+
+
+class _Operators:
+    """Python's operators with NumPy's names and the refusals, shared by Traced and TracedScalar."""
+
+    def _binary(name: str, reflected: bool = False):
+        if reflected:
+            return lambda self, other: self.tracer.binary(name, other, self)
+        return lambda self, other: self.tracer.binary(name, self, other)
+
+    __add__, __radd__ = _binary("add"), _binary("add", True)
+    __sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)
+    __mul__, __rmul__ = _binary("multiply"), _binary("multiply", True)
+    __truediv__, __rtruediv__ = _binary("true_divide"), _binary("true_divide", True)
+    __floordiv__, __rfloordiv__ = _binary("floor_divide"), _binary("floor_divide", True)
+    __mod__, __rmod__ = _binary("remainder"), _binary("remainder", True)
+    __pow__, __rpow__ = _binary("power"), _binary("power", True)
+    __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", True)
+    __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", True)
+    __xor__, __rxor__ = _binary("bitwise_xor"), _binary("bitwise_xor", True)
+    __lt__, __le__, __gt__, __ge__ = _binary("less"), _binary("less_equal"), _binary("greater"), _binary("greater_equal")
+    __eq__, __ne__ = _binary("equal"), _binary("not_equal")
+    __hash__ = None
+    del _binary
+
+    def __neg__(self):
+        return self.tracer.unary("negative", self)
+
+    def __pos__(self):
+        return self.tracer.unary("positive", self)
+
+    def __abs__(self):
+        return self.tracer.unary("absolute", self)
+
+    def __invert__(self):
+        return self.tracer.unary("invert", self)
+
+    def astype(self, dtype) -> Traced:
+        """self cast to dtype (ep.ops.unary("cast", self, dtype=dtype))."""
+        return self.tracer.unary("cast", self, dtype=dtype)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # NumPy's ufuncs by their names, which ep.ops takes as aliases (np.exp(x), np.maximum(x, 0)).
+        if method != "__call__" or kwargs or ufunc.nin not in (1, 2):
+            raise TypeError(f"{self.name}: numpy.{ufunc.__name__}.{method} with {sorted(kwargs)} is not traced by ep.fuse; call it with arrays only")
+        try:
+            return (self.tracer.unary if ufunc.nin == 1 else self.tracer.binary)(ufunc.__name__, *inputs)
+        except ValueError as error:  # an op name ep does not have
+            raise TypeError(f"{self.name}: numpy.{ufunc.__name__} has no ep op to fuse ({error})") from None
+
+    def __ep_trace__(self, function: str, signature: inspect.Signature, args: tuple, kwargs: dict):
+        return self.tracer.call(function, signature, args, kwargs)
+
+    __bool__ = _refuse("bool() of", _CONTROL_FLOW)
+    __float__ = _refuse("float() of", _CONTROL_FLOW)
+    __int__ = _refuse("int() of", _CONTROL_FLOW)
+    __complex__ = _refuse("complex() of", _CONTROL_FLOW)
+    __index__ = _refuse("using as an index", _CONTROL_FLOW)
+    __len__ = _refuse("len() of", _NOT_ELEMENTWISE)
+    __iter__ = _refuse("iterating over", _NOT_ELEMENTWISE)
+    __getitem__ = _refuse("indexing", _NOT_ELEMENTWISE)
+    __setitem__ = _refuse("assigning into", _NOT_ELEMENTWISE)
+    __array__ = _refuse("numpy.asarray of", _CONTROL_FLOW)
+
+
+class Traced(_Operators):
+    """An array value inside a traced function: its node and DataType, named after the arguments it derives from."""
+
+    def __init__(self, tracer: Tracer, node, data_type: DataType, name: str) -> None:
+        self.tracer, self.node, self.data_type, self.name = tracer, node, data_type, name
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data_type.dtype
+
+    @property
+    def promotion(self) -> object:
+        """What NumPy's promotion sees: an array of this dtype (scalar.result_dtype reads .dtype)."""
+        return self
+
+    def __repr__(self) -> str:
+        return f"<traced {self.data_type.value} array from {self.name}>"
+
+
+class TracedScalar(_Operators):
+    """A scalar argument (or constant) inside a traced function: it becomes a Scalar leaf in the
+    dtype each op computes it in (NEP 50: a Python scalar is weak, a NumPy one typed)."""
+
+    def __init__(self, tracer: Tracer, position: int | None, value: object, name: str) -> None:
+        self.tracer, self.position, self.value, self.name = tracer, position, value, name
+
+    @property
+    def promotion(self) -> object:
+        return self.value
+
+    @property
+    def data_type(self) -> DataType:
+        return as_data_type(result_dtype(self.value, self.value), self.name)
+
+    def __repr__(self) -> str:
+        return f"<traced scalar {self.name}>"
