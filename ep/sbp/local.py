@@ -38,6 +38,8 @@ def run_op(name: str, args: dict, attrs: dict, **options):
         return ep.ops.unary(attrs["op"], args["x"], attrs.get("attr0"), attrs.get("attr1"), **options)
     if name == "binary":
         return ep.ops.binary(attrs["op"], args["a"], args["b"], attrs.get("attr0"), attrs.get("attr1"), **options)
+    if name == "matmul":
+        return ep.ops.matmul(args["a"], args["b"], **options)
     if name == "where":
         return ep.ops.where(args["condition"], args["x"], args["y"], **options)
     if name == "add_n":

@@ -67,6 +67,7 @@ _MODULES = {
     "gather": "ep.sbp.ops.gather",
     "batch_gather": "ep.sbp.ops.gather",
     "gather_grad": "ep.sbp.ops.gather",
+    "matmul": "ep.sbp.ops.matmul",
     "expand": "ep.sbp.ops.expand",
     "expand_grad": "ep.sbp.ops.expand",
     "repeat": "ep.sbp.ops.expand",
