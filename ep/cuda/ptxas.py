@@ -50,6 +50,7 @@ MEMORY_BOUND = frozenset(
     | {"Fill", "TensorFill", "Memset"}
     | {"Permute", "ConstantPad"}
     | {"ElementwiseFused"}
+    | {"OneHot"}
 )
 
 # Kernels (a pattern of their names) allowed f64 instructions without float64 data, with why.
@@ -185,7 +186,9 @@ def traits(kernel) -> Traits:
             if isinstance(argtype, types.Array) and bindings["PACK"] * as_dtype(argtype.dtype).itemsize == 16:
                 if name == "dst":
                     stores += 1
-                elif name != "source":  # a fill kernel's value buffer (TensorFill): one element, read once
+                # Not loaded in packs: a fill kernel's value buffer (TensorFill, one element read once) and
+                # a one-hot's indices (one per row).
+                elif name not in ("source", "indices"):
                     loads += 1
     return Traits(
         float64_data=any(t == types.float64 for t in dtypes),
