@@ -174,6 +174,19 @@ def _binary(device: str) -> None:
     np.testing.assert_array_equal(got, a * b)
 
 
+@check("Matmul")
+def _matmul(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    if ep.NewPrimitive(ep.BroadcastMatmulFactory, device, np.float32, False, False, 8) is None:
+        return  # cuBLAS cannot run on Numba's CUDA simulator: nothing of ep's to check there
+    a = np.linspace(-1, 1, 24, dtype=np.float32).reshape(2, 3, 4)
+    b = np.linspace(0, 2, 20, dtype=np.float32).reshape(4, 5)
+    got = to_numpy(ep.ops.matmul(to_device(a, device), to_device(b, device)))
+    np.testing.assert_allclose(got, np.matmul(a, b), rtol=1e-5, atol=1e-5)
+
+
 def run_self_check(device: str | None = None) -> int:
     """Run every check on every available device (or one); 0 when all pass."""
     from ep.common.runtime.device import available_device_types, cuda_installed
