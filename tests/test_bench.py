@@ -172,8 +172,9 @@ def test_interleaved_rounds_take_their_orders_in_turn():
     fns = {name: (lambda name=name: calls.append(name)) for name in "abc"}
     timings = measure_interleaved(fns, lambda: None, repeats=3, min_sample_s=0)
     # One calibration call and one calibration sample each (min_sample_s=0 needs one call),
-    # confirmed by a second, then rounds in round_orders(3)'s orders: starting at a, b, c in turn.
-    assert calls == ["a"] * 3 + ["b"] * 3 + ["c"] * 3 + ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    # confirmed by a second, then rounds in round_orders(3)'s orders: starting at a, b, c in turn;
+    # each sample after an untimed call.
+    assert calls == ["a"] * 5 + ["b"] * 5 + ["c"] * 5 + [x for x in "abcbcacab" for _ in range(2)]
     assert all(t.repeats == 3 and t.number == 1 and len(t.samples_s) == 3 for t in timings.values())
     # A workload with no contender available times nothing.
     assert measure_interleaved({}, lambda: None, repeats=3, min_sample_s=0) == {}

@@ -121,7 +121,7 @@ def measure(
     return measure_interleaved({"fn": fn}, sync, repeats=repeats, min_sample_s=min_sample_s, pause=pause)["fn"]
 
 
-# A sample starts once this process's threads have gone quiet. Thread pools spin for a while
+# A sample starts once this process's threads have gone quiet (then one untimed call). Thread pools spin for a while
 # after their work before they sleep (PyTorch's OpenMP workers spin 4-12 ms after every op on a
 # 2-core AMD EPYC VM), and a sample started meanwhile shares its cores with the previous
 # contender's spinning threads: the contender after PyTorch paid up to 1.5 ms a call for it.
@@ -148,6 +148,11 @@ def settle(step_s: float = _SETTLE_STEP_S, limit_s: float = _SETTLE_LIMIT_S) -> 
 def _sample(fn: Callable[[], object], sync: Callable[[], None], number: int, pause: bool = True) -> float:
     if pause:
         settle()
+        # One call untimed, which wakes the contender's pool as a loop's earlier calls do: the
+        # first call after a pause wakes PyTorch's sleeping OpenMP worker, and with both cores busy
+        # (other processes) the worker waits milliseconds for a core while the caller waits for it.
+        fn()
+        sync()
     start = time.perf_counter()
     for _ in range(number):
         fn()
