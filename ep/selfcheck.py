@@ -118,6 +118,16 @@ def _permute(device: str) -> None:
     np.testing.assert_array_equal(got.reshape(2, 40, 33), x.transpose(0, 2, 1))
 
 
+@check("ConstantPad")
+def _constant_pad(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    got = to_numpy(ep.ops.pad(to_device(x, device).reshape(x.shape), (1, -1, 2, 0), value=-1.0))
+    np.testing.assert_array_equal(got.reshape(5, 4), np.pad(x, ((2, 0), (1, 0)), constant_values=-1.0)[:, :4])
+
+
 @check("Gather")
 def _gather(device: str) -> None:
     import ep

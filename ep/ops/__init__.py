@@ -12,8 +12,9 @@ from ep.ops.expand import expand, expand_grad, repeat
 from ep.ops.full import full
 from ep.ops.gather import batch_gather, gather, gather_grad
 from ep.ops.matmul import matmul
+from ep.ops.pad import pad
 from ep.ops.permute import permute
 from ep.ops.unary import unary
 from ep.ops.where import where
 
-__all__ = ["add_n", "binary", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "permute", "repeat", "unary", "where"]
+__all__ = ["add_n", "binary", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "pad", "permute", "repeat", "unary", "where"]

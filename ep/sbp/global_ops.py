@@ -177,6 +177,12 @@ def permute(x, dims, *, sbp=None) -> GlobalTensor:
     return apply("permute", {"x": x}, {"dims": _frozen(dims)}, _check({"x": x}).dtype, sbp)
 
 
+@collective("ep.sbp.global_ops.pad")
+def pad(x, pad, value=0, *, sbp=None) -> GlobalTensor:
+    """ep.ops.pad on a global tensor."""
+    return apply("pad", {"x": x}, {"pad": _frozen(pad), "value": value}, _check({"x": x}).dtype, sbp)
+
+
 @collective("ep.sbp.global_ops.unary")
 def unary(op, x, attr0=None, attr1=None, *, dtype=None, sbp=None, **attrs) -> GlobalTensor:
     """ep.ops.unary on a global tensor (dtype: kCast's destination; attributes also by keyword)."""

@@ -34,6 +34,8 @@ def run_op(name: str, args: dict, attrs: dict, **options):
         return ep.ops.repeat(args["x"], attrs["sizes"], **options)
     if name == "permute":
         return ep.ops.permute(args["x"], attrs["dims"], **options)
+    if name == "pad":
+        return ep.ops.pad(args["x"], attrs["pad"], attrs.get("value", 0), **options)
     if name == "unary":
         return ep.ops.unary(attrs["op"], args["x"], attrs.get("attr0"), attrs.get("attr1"), **options)
     if name == "binary":

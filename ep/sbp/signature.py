@@ -72,6 +72,7 @@ _MODULES = {
     "expand_grad": "ep.sbp.ops.expand",
     "repeat": "ep.sbp.ops.expand",
     "permute": "ep.sbp.ops.layout",
+    "pad": "ep.sbp.ops.layout",
     "unary": "ep.sbp.ops.elementwise",
     "binary": "ep.sbp.ops.elementwise",
     "where": "ep.sbp.ops.where",

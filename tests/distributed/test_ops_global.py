@@ -39,6 +39,7 @@ def cases(rng):
         (lambda t: ep.ops.expand_grad(t["dy"], (1, 3)), {"dy": dy}, dy.sum(0, keepdims=True)),
         (lambda t: ep.ops.repeat(t["x"], (2, 2)), {"x": x}, np.tile(x, (2, 2))),
         (lambda t: ep.ops.permute(t["a"], (-1, 0)), {"a": a}, a.T),
+        (lambda t: ep.ops.pad(t["a"], (1, -1), 2.5), {"a": a}, np.pad(a, ((0, 0), (1, 0)), constant_values=2.5)[:, :4]),
         (lambda t: ep.ops.unary("leaky_relu", t["a"], negative_slope=0.5), {"a": a}, np.where(a > 0, a, 0.5 * a)),
         (lambda t: ep.ops.unary("cast", t["x"], dtype=np.float64), {"x": x}, x.astype(np.float64)),
         (lambda t: ep.ops.binary("mul", t["a"], t["b"]), {"a": a, "b": b}, a * b),

@@ -261,3 +261,22 @@ def test_add_n(device, shape, count, dtype, seed):
     rng = np.random.default_rng(seed)
     arrays = {f"arrays[{i}]": random_array(rng, shape, dtype) for i in range(count)}
     check_all("add_n", arrays, {"dtype": np.dtype(dtype).name}, device, seed, FLOAT_TOLERANCE.get(np.dtype(dtype)))
+
+
+@st.composite
+def pad_cases(draw):
+    """(shape, pad): pairs for some trailing dims, some zero (unpadded, splittable), some cropping."""
+    shape = tuple(draw(st.lists(sizes, min_size=1, max_size=3)))
+    pad = []
+    for n in reversed(shape[len(shape) - draw(st.integers(0, len(shape))) :]):
+        b = draw(st.integers(-n, 2))
+        pad += [b, draw(st.integers(-(n + min(b, 0)), 2))]
+    return shape, tuple(pad)
+
+
+@settings(max_examples=15, deadline=None)
+@given(case=pad_cases(), dtype=st.sampled_from(INTEGERS + FLOATS), value=st.integers(-3, 3), seed=seeds)
+def test_pad(device, case, dtype, value, seed):
+    shape, pad = case
+    x = random_array(np.random.default_rng(seed), shape, dtype)
+    check_all("pad", {"x": x}, {"pad": pad, "value": value}, device, seed)

@@ -32,6 +32,28 @@ def permute_attributes(slices, x, dims) -> dict:
     return {"dims": dims}
 
 
+def _pad_widths(x, pad):
+    from ep.ops.pad import pad_widths
+
+    return pad_widths(shape(x, "x"), pad)
+
+
+def pad_signatures(x, pad, value=0) -> list[Signature]:
+    before, after, _ = _pad_widths(x, pad)
+    kept = [signature(S(d), x=S(d)) for d, (b, a) in enumerate(zip(before, after)) if b == 0 and a == 0]
+    return kept + [signature(B, x=B)]
+
+
+def pad_shapes(x, pad, value=0) -> dict:
+    return {"x": shape(x, "x"), "out": _pad_widths(x, pad)[2]}
+
+
+def pad_attributes(slices, x, pad, value=0) -> dict:
+    """pad and value: the same on every rank (a split dim is never padded)."""
+    return {"pad": pad, "value": value}
+
+
 RULES = {
     "permute": OpRule(permute_signatures, permute_shapes, permute_attributes),
+    "pad": OpRule(pad_signatures, pad_shapes, pad_attributes),
 }

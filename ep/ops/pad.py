@@ -1,0 +1,73 @@
+"""ep.ops.pad: torch.nn.functional.pad's constant mode, then the ConstantPad primitive."""
+from __future__ import annotations
+
+import functools
+from typing import Sequence
+
+from ep.common.runtime.data_type import as_data_type
+from ep.common.runtime.scalar import scalar_value
+from ep.common.runtime.validate import int64
+from ep.include.primitive.constant_pad import ConstantPadFactory
+from ep.include.primitive.primitive import NewPrimitive
+from ep.ops.arrays import contiguous, device_of, output, same_kind, stream_for, unaliased
+
+
+def pad_widths(shape: Sequence[int], pad: object) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """torch's pad rule: (padding before each dim, padding after each dim, the result's shape).
+
+    pad holds pairs (before, after) from the last dim backwards, at most one pair per dim; dims it
+    does not reach are not padded; a negative entry crops. ValueError naming pad when its length is
+    odd or above 2 * len(shape), or when a crop leaves a dim below zero.
+    """
+    if isinstance(pad, (str, bytes)) or not hasattr(pad, "__iter__"):
+        raise TypeError(f"pad: {pad!r} is not a sequence of ints")
+    values = tuple(int64(p, f"pad[{i}]") for i, p in enumerate(pad))
+    ndim = len(shape)
+    if len(values) % 2:
+        raise ValueError(f"pad: has {len(values)} entries; expected an even number (a (before, after) pair per dim)")
+    if len(values) > 2 * ndim:
+        raise ValueError(f"pad: has {len(values)} entries, more than 2 * {ndim} for an array of {ndim} dims")
+    before, after = [0] * ndim, [0] * ndim
+    for pair in range(len(values) // 2):
+        dim = ndim - 1 - pair
+        before[dim], after[dim] = values[2 * pair], values[2 * pair + 1]
+    result = tuple(n + b + a for n, b, a in zip(shape, before, after))
+    for dim, size in enumerate(result):
+        if size < 0:
+            pair = ndim - 1 - dim
+            raise ValueError(
+                f"pad: pad[{2 * pair}], pad[{2 * pair + 1}] = {before[dim]}, {after[dim]} crop dim {dim} of size"
+                f" {shape[dim]} to {size}; expected a size >= 0"
+            )
+    return tuple(before), tuple(after), result
+
+
+@functools.lru_cache(maxsize=64)
+def _pad_primitive(device, dtype):
+    return NewPrimitive(ConstantPadFactory, device, dtype)
+
+
+@same_kind("x")
+def pad(x, pad: Sequence[int], value=0, *, out=None, stream=None):
+    """x padded with value (torch.nn.functional.pad, mode="constant"): pad holds (before, after)
+    pairs from the last dim backwards, (left, right, top, bottom, ...), at most one per dim; a
+    negative entry crops that many elements instead. value is converted to x's dtype (a float to
+    an integer dtype truncated toward zero). The result is a new C-contiguous array (or out). A
+    global x (ep.to_global) gives a global tensor, laid out by sbp when given.
+    """
+    device = device_of(x, "x")
+    dtype = as_data_type(x.dtype, "x")
+    x_shape = tuple(x.shape)
+    before, after, shape = pad_widths(x_shape, pad)
+    value = scalar_value(value, "value", dtype)
+    primitive = _pad_primitive(device, dtype)
+    stream = stream_for(device, stream)
+    x = contiguous(x, device, stream)
+    out = output(out, shape, dtype, device, stream)
+    x = unaliased(x, out, device, stream)
+    if x_shape:
+        primitive.Launch(stream, len(x_shape), x_shape, x, before, after, value, out)
+    else:
+        # A 0-d array: pad is empty; its one element moves as shape (1,).
+        primitive.Launch(stream, 1, (1,), x, (0,), (0,), value, out)
+    return out
