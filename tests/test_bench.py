@@ -15,7 +15,7 @@ from ep.bench import timing
 from ep.bench.runner import vector_isa
 from ep.bench.timing import half_iqr, measure_interleaved, relative_spread, round_orders, settle
 
-WORKLOADS = ["relu-16", "relu-1MiB", "gather-1MiB"]  # in the suite's order
+WORKLOADS = ["relu-16", "relu-1MiB"]  # in the suite's order
 # Each library with a fresh result, then with out=.
 IMPLS = [(impl, out) for impl in ("ep.ops", "ep.Launch", "numpy", "torch") for out in (False, True)]
 
