@@ -12,9 +12,11 @@ from ep.ops.expand import expand, expand_grad, repeat
 from ep.ops.full import full
 from ep.ops.gather import batch_gather, gather, gather_grad
 from ep.ops.matmul import matmul
+from ep.ops.one_hot import one_hot
 from ep.ops.pad import pad
 from ep.ops.permute import permute
+from ep.ops.softmax import log_softmax, log_softmax_grad, softmax, softmax_grad
 from ep.ops.unary import unary
 from ep.ops.where import where
 
-__all__ = ["add_n", "binary", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "pad", "permute", "repeat", "unary", "where"]
+__all__ = ["add_n", "binary", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where"]
