@@ -1,0 +1,157 @@
+"""ep.fuse against the unfused ep.ops chain (bit for bit where the ops are exact) and NumPy, on cpu and
+the simulator: every operator, several outputs, broadcasting with strides, scalars, casts, float16,
+integers, out=, other libraries' arrays, the refusals, and what a new shape compiles."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ep
+import ep.ops
+from ep.testing import to_device, to_numpy
+
+ops = ep.ops
+# Each operator and the chained ep.ops call it means (NumPy's names: / true_divide, % remainder).
+OPERATORS = {
+    "+": (lambda a, b: a + b, "add"), "-": (lambda a, b: a - b, "subtract"), "*": (lambda a, b: a * b, "multiply"),
+    "/": (lambda a, b: a / b, "true_divide"), "//": (lambda a, b: a // b, "floor_divide"),
+    "%": (lambda a, b: a % b, "remainder"), "**": (lambda a, b: a ** b, "power"),
+    "<": (lambda a, b: a < b, "less"), "<=": (lambda a, b: a <= b, "less_equal"), "==": (lambda a, b: a == b, "equal"),
+    "!=": (lambda a, b: a != b, "not_equal"), ">": (lambda a, b: a > b, "greater"), ">=": (lambda a, b: a >= b, "greater_equal"),
+    "&": (lambda a, b: a & b, "bitwise_and"), "|": (lambda a, b: a | b, "bitwise_or"), "^": (lambda a, b: a ^ b, "bitwise_xor"),
+}
+UNARY = {"-x": (lambda a: -a, "negative"), "abs": (lambda a: abs(a), "absolute"), "~": (lambda a: ~a, "invert")}
+BITWISE = {"&", "|", "^", "~"}
+
+
+def operands(device, dtype):
+    a = np.array([-7, -3, -1, 0, 1, 2, 5, 9], dtype=np.int64).astype(dtype)
+    b = np.array([2, 3, 1, 4, 2, 3, 1, 2], dtype=np.int64).astype(dtype)
+    return to_device(a, device), to_device(b, device)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32], ids=str)
+def test_every_operator_equals_the_unfused_op(device, dtype):
+    a, b = operands(device, dtype)
+    floating = np.dtype(dtype).kind == "f"
+    binary = {s: f for s, f in OPERATORS.items() if not (floating and s in BITWISE) and not (s == "**" and not floating)}
+    unary = {s: f for s, f in UNARY.items() if not (floating and s in BITWISE)}
+    fused = ep.fuse(lambda a, b: tuple(f(a, b) for f, _ in binary.values()) + tuple(f(a) for f, _ in unary.values()))
+    results = fused(a, b)
+    expected = [ops.binary(name, a, b) for _, name in binary.values()] + [ops.unary(name, a) for _, name in unary.values()]
+    for symbol, got, want in zip([*binary, *unary], results, expected):
+        got, want = to_numpy(got), to_numpy(want)
+        assert got.dtype == want.dtype, symbol
+        np.testing.assert_array_equal(got, want, err_msg=symbol)
+
+
+def test_the_issue_example_and_two_outputs(device):
+    rng = np.random.default_rng(0)
+    x, y, z = (to_device(rng.random(50).astype(np.float32) + 0.25, device) for _ in range(3))
+    step = ep.fuse(lambda x, y, z: ep.ops.unary("relu", x * y + z))
+    chained = ops.unary("relu", ops.binary("add", ops.binary("mul", x, y), z))
+    np.testing.assert_array_equal(to_numpy(step(x, y, z)), to_numpy(chained))
+
+    def two(x, y, z):
+        a = x * 2 + y
+        return a, np.log(a) - ep.ops.unary("sqrt", z)
+
+    a, b = ep.fuse(two)(x, y, z)
+    first = ops.binary("add", ops.binary("mul", x, 2), y)
+    np.testing.assert_array_equal(to_numpy(a), to_numpy(first))
+    np.testing.assert_allclose(to_numpy(b), to_numpy(ops.binary("sub", ops.unary("log", first), ops.unary("sqrt", z))), rtol=2e-7)
+
+
+def test_broadcasting_strides_scalars_and_out(device):
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((6, 10)).astype(np.float32)
+    row, col = rng.standard_normal(5).astype(np.float32), rng.standard_normal((6, 1)).astype(np.float32)
+    strided = to_device(X, device)[:, ::2]  # a non-contiguous view, 6 x 5
+    fused = ep.fuse(lambda X, row, col, s: ep.ops.unary("tanh", X * row + col) * s)
+    out = to_device(np.zeros((6, 5), np.float32), device)
+    assert fused(strided, to_device(row, device), to_device(col, device), 0.5, out=out) is out
+    np.testing.assert_allclose(to_numpy(out), np.tanh(X[:, ::2] * row + col) * np.float32(0.5), rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="do not broadcast"):
+        fused(strided, to_device(np.ones(4, np.float32), device), to_device(col, device), 0.5)
+
+
+def test_nep50_scalars_casts_and_float16(device):
+    h = to_device(np.array([0.1, 1.5, -2.25, 60000.0], np.float16), device)
+    i8 = to_device(np.array([-128, -1, 3, 127], np.int8), device)
+    fused = ep.fuse(lambda h, i, s: (h * s + 1.5, i + 3, i * 1.5, (i > 0).astype("float32") + h, ep.ops.unary("cast", h, dtype="int32")))
+    got = [to_numpy(r) for r in fused(h, i8, np.float16(3))]
+    hs, i = to_numpy(h), to_numpy(i8)
+    expected = [
+        to_numpy(ops.binary("add", ops.binary("mul", h, np.float16(3)), 1.5)),
+        (i + np.int8(3)), i * 1.5, (i > 0).astype(np.float32) + hs, to_numpy(ops.unary("cast", h, dtype="int32")),
+    ]
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and g.tobytes() == e.tobytes(), (g, e)
+    with pytest.raises(OverflowError, match="s"):
+        ep.fuse(lambda i, s: i + s)(i8, 300)
+
+
+def test_other_libraries_arrays_come_back_as_theirs():
+    torch = pytest.importorskip("torch")
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    got = ep.fuse(lambda x, y: x * y - 1)(x, np.float32(2))
+    assert isinstance(got, torch.Tensor) and torch.equal(got, x * 2 - 1)
+
+
+def test_refusals_name_the_argument_and_say_why():
+    x = np.ones(4, np.float32)
+    for fn, match in [
+        (lambda x: x if x > 0 else -x, r"x: bool\(\) of a traced value .* use ep.ops.where"),
+        (lambda x: float(x), r"x: float\(\) of"),
+        (lambda x: int(x), r"x: int\(\) of"),
+        (lambda x: len(x), r"x: len\(\) of .* elementwise"),
+        (lambda x: x[0], r"x: indexing .* elementwise"),
+        (lambda x: [v for v in x], r"x: iterating over"),
+        (lambda x: ep.ops.gather(x, np.array([0]), axis=0), r"ep.ops.gather: is not elementwise"),
+        (lambda x: ep.ops.unary("relu", x, out=x), r"out: ep.ops.unary inside ep.fuse takes no out="),
+    ]:
+        with pytest.raises(TypeError, match=match):
+            ep.fuse(fn)(x)
+    with pytest.raises(TypeError, match="an array exponent of integers"):
+        ep.fuse(lambda i: i ** i)(np.arange(3))
+    with pytest.raises(ValueError, match="negative integer powers"):
+        ep.fuse(lambda i, e: i ** e)(np.arange(3), -1)
+    with pytest.raises(ValueError, match="output 1: has shape"):
+        ep.fuse(lambda x, y: (x + y, x * 2))(np.ones(3), np.ones((2, 3)))
+    with pytest.raises(TypeError, match="no array"):
+        ep.fuse(lambda a, b: a + b)(1, 2)
+
+
+WARM = """
+import json, time
+import numpy as np
+from numba.core import event
+import ep, ep.ops
+ep.ops.unary("relu", np.ones(4, np.float32))  # the process's shared builds (driver, entry) loaded
+fused = ep.fuse(lambda x, y, z: ep.ops.unary("relu", x * y + z))
+small = [np.ones((4, 3), np.float32), np.ones(3, np.float32), np.ones((4, 1), np.float32)]
+start = time.perf_counter()
+fused(*small)
+first = time.perf_counter() - start
+large = [np.ones((300, 200), np.float32), np.ones(200, np.float32), np.ones((300, 1), np.float32)]
+with event.install_recorder("numba:compile") as recorder:
+    result = fused(*large)
+assert (result == 2).all()
+print(json.dumps([first, [e.data["dispatcher"].py_func.__qualname__ for _, e in recorder.buffer if e.is_start]]))
+"""
+
+
+def test_a_new_shape_of_one_broadcast_pattern_compiles_nothing(device, tmp_path):
+    if device != "cpu":
+        pytest.skip("numba-cuda reports no compile events")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", WARM], env=env, capture_output=True, text=True, timeout=600) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    (cold, compiled), (warm, again) = (json.loads(run.stdout.strip().splitlines()[-1]) for run in runs)
+    assert compiled == [] and again == []
+    # The issue's budget is 1.0 s cold and 0.2 s warm on an idle CPU; the suite's machine is shared.
+    assert warm < cold and warm < 1.0, (cold, warm)
