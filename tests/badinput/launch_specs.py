@@ -147,6 +147,24 @@ def _copy_nd(device, sizes, seed):
     return Call(args, {"dst": dst}, {"dst": expected.ravel()})
 
 
+def _permute(device, sizes, seed):
+    a, b = sizes
+    src = _floats(np.random.default_rng(seed), (a, b), np.float16)
+    dst = Guarded(device, np.float16, a * b)
+    args = {"stream": _stream(device), "data_type": ep.DataType.kFloat16, "num_dims": 2, "src_dims": (a, b),
+            "src": to_device(src, device), "permutation": (1, 0), "dst": dst.middle}
+    return Call(args, {"dst": dst}, {"dst": src.T.ravel()})
+
+
+def _constant_pad(device, sizes, seed):
+    a, b = sizes
+    src = np.random.default_rng(seed).integers(-100, 100, (a, b)).astype(np.int64)
+    dst = Guarded(device, np.int64, (a + 1) * (b + 2))
+    args = {"stream": _stream(device), "num_dims": 2, "src_dims": (a, b), "src": to_device(src, device),
+            "padding_before": (1, 0), "padding_after": (0, 2), "pad_value": 7, "dst": dst.middle}
+    return Call(args, {"dst": dst}, {"dst": np.pad(src, ((1, 0), (0, 2)), constant_values=7).ravel()})
+
+
 _small = st.integers(1, 4)
 _any = st.integers(0, 4)
 _f16, _f32, _i64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.int64)
@@ -208,6 +226,21 @@ SPECS = {
             {"data_type": "dtype", "num_dims": "count", "dst": "out", "dst_dims": "dims", "dst_pos": "dims", "src": "in",
              "src_dims": "dims", "src_pos": "dims", "extent": "dims", "src_strides": "dims"},
             {"src": _f16, "dst": _f16},
+        ),
+        Spec(
+            "Permute",
+            lambda d: ep.NewPrimitive(ep.PermuteFactory, d, 2),
+            _permute, st.tuples(_any, _any), 2,
+            {"data_type": "dtype", "num_dims": "count", "src_dims": "dims", "src": "in", "permutation": "dims", "dst": "out"},
+            {"src": _f16, "dst": _f16},
+        ),
+        Spec(
+            # Paddings may be negative (crops): not a "dims" kind; tests/primitive/test_constant_pad.py checks them.
+            "ConstantPad",
+            lambda d: ep.NewPrimitive(ep.ConstantPadFactory, d, np.int64),
+            _constant_pad, st.tuples(_any, _any), 2,
+            {"num_dims": "count", "src_dims": "dims", "src": "in", "dst": "out"},
+            {"src": _i64, "dst": _i64},
         ),
     )
 }
