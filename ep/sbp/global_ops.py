@@ -230,3 +230,14 @@ def where(condition, x, y, *, sbp=None) -> GlobalTensor:
         raise TypeError(f"condition: has dtype {condition.dtype}; expected bool (compare it first, e.g. condition != 0)")
     dtype = result_dtype(x, y)
     return apply("where", tensors, {"dtype": dtype.name}, dtype, sbp)
+
+
+@collective("ep.sbp.global_ops.one_hot")
+def one_hot(indices, num_classes=-1, *, dtype=np.int64, on_value=1, off_value=0, sbp=None) -> GlobalTensor:
+    """ep.ops.one_hot on global indices (num_classes given: -1 would differ between pieces)."""
+    from ep.common.runtime.data_type import as_data_type
+
+    _check({"indices": indices})
+    dtype = as_data_type(dtype, "dtype")
+    attrs = {"num_classes": num_classes, "dtype": dtype.value, "on_value": on_value, "off_value": off_value}
+    return apply("one_hot", {"indices": indices}, attrs, dtype.dtype, sbp)

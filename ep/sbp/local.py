@@ -46,6 +46,9 @@ def run_op(name: str, args: dict, attrs: dict, **options):
         return ep.ops.where(args["condition"], args["x"], args["y"], **options)
     if name == "add_n":
         return ep.ops.add_n([args[f"arrays[{i}]"] for i in range(len(args))], **options)
+    if name == "one_hot":
+        values = {key: attrs[key] for key in ("dtype", "on_value", "off_value") if key in attrs}
+        return ep.ops.one_hot(args["indices"], attrs["num_classes"], **values, **options)
     raise ValueError(f"name: {name!r} is not an ep.ops function with SBP signatures")
 
 

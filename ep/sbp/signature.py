@@ -77,6 +77,7 @@ _MODULES = {
     "binary": "ep.sbp.ops.elementwise",
     "where": "ep.sbp.ops.where",
     "add_n": "ep.sbp.ops.add_n",
+    "one_hot": "ep.sbp.ops.one_hot",
 }
 OPS = tuple(_MODULES)
 

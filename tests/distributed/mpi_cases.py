@@ -133,6 +133,10 @@ def op_cases():
     for op, ref in [("add", a + b), ("mul", a * b), ("div", a / b), ("less_than", a < b)]:
         yield ("binary", {"a": a, "b": b}, {"op": op, "dtype": "float64"},
                lambda t, op=op: ep.ops.binary(op, t["a"], t["b"], sbp=t["sbp"]), ref)
+    hot = rng.integers(0, 4, (n, 2))
+    yield ("one_hot", {"indices": hot}, {"num_classes": 4, "dtype": "float32", "on_value": 2, "off_value": 0},
+           lambda t: ep.ops.one_hot(t["indices"], 4, dtype=np.float32, on_value=2, sbp=t["sbp"]),
+           np.where(hot[..., None] == np.arange(4), 2, 0).astype(np.float32))
 
 
 def check_ops() -> None:

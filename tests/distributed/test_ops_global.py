@@ -45,6 +45,7 @@ def cases(rng):
         (lambda t: ep.ops.binary("mul", t["a"], t["b"]), {"a": a, "b": b}, a * b),
         (lambda t: ep.ops.binary("less", t["a"], t["b"]), {"a": a, "b": b}, a < b),
         (lambda t: ep.ops.where(t["c"], t["a"], t["b"]), {"c": a > 0, "a": a, "b": b}, np.where(a > 0, a, b)),
+        (lambda t: ep.ops.one_hot(t["i"], 5, on_value=3), {"i": bidx}, np.where(bidx[..., None] == np.arange(5), 3, 0)),
     ]
 
 
