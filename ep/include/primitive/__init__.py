@@ -18,6 +18,7 @@ from ep.include.primitive.gather import Gather, GatherFactory, IndexOutOfRange
 from ep.include.primitive.matmul import Matmul, MatmulFactory
 from ep.include.primitive.memcpy import Memcpy, MemcpyFactory, MemcpyKind
 from ep.include.primitive.memset import Memset, MemsetFactory
+from ep.include.primitive.one_hot import OneHot, OneHotFactory
 from ep.include.primitive.permute import Permute, PermuteFactory
 from ep.include.primitive.primitive import (
     REGISTER_PRIMITIVE_FACTORY,
@@ -86,6 +87,8 @@ __all__ = [
     "Memset",
     "MemsetFactory",
     "NewPrimitive",
+    "OneHot",
+    "OneHotFactory",
     "Permute",
     "PermuteFactory",
     "Primitive",
