@@ -98,6 +98,16 @@ def _where(device: str) -> None:
     np.testing.assert_array_equal(got, np.where(c, x, -x[:, :1]))
 
 
+@check("OneHot")
+def _one_hot(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    indices = np.array([[2, 0], [1, 4]])
+    got = to_numpy(ep.ops.one_hot(to_device(indices, device), 5, dtype=np.float16, on_value=0.5))
+    np.testing.assert_array_equal(got, np.where(indices[..., None] == np.arange(5), 0.5, 0).astype(np.float16))
+
+
 @check("Expand")
 def _expand(device: str) -> None:
     import ep
