@@ -207,6 +207,45 @@ def _matmul(device: str) -> None:
     np.testing.assert_allclose(got, np.matmul(a, b), rtol=1e-5, atol=1e-5)
 
 
+
+def _softmax_family(device: str, name: str) -> None:
+    """ep.ops' name (softmax, log_softmax or a _grad) over rows of 40 against NumPy's formula."""
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    x = np.linspace(-300, 500, 120).reshape(3, 40)
+    e = np.exp(x - x.max(1, keepdims=True))
+    y, dy = e / e.sum(1, keepdims=True), np.cos(x)
+    expected = {
+        "softmax": y,
+        "log_softmax": np.log(y),
+        "softmax_grad": y * (dy - (y * dy).sum(1, keepdims=True)),
+        "log_softmax_grad": dy - y * dy.sum(1, keepdims=True),
+    }[name]
+    args = (x,) if name in ("softmax", "log_softmax") else (np.log(y) if name.startswith("log") else y, dy)
+    got = to_numpy(getattr(ep.ops, name)(*(to_device(a, device) for a in args)))
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@check("Softmax")
+def _softmax(device: str) -> None:
+    _softmax_family(device, "softmax")
+
+
+@check("LogSoftmax")
+def _log_softmax(device: str) -> None:
+    _softmax_family(device, "log_softmax")
+
+
+@check("SoftmaxBackward")
+def _softmax_backward(device: str) -> None:
+    _softmax_family(device, "softmax_grad")
+
+
+@check("LogSoftmaxBackward")
+def _log_softmax_backward(device: str) -> None:
+    _softmax_family(device, "log_softmax_grad")
+
 def run_self_check(device: str | None = None) -> int:
     """Run every check on every available device (or one); 0 when all pass."""
     from ep.common.runtime.device import available_device_types, cuda_installed
