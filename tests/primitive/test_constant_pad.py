@@ -80,6 +80,19 @@ def test_large_pad_in_parallel_rows():
     np.testing.assert_array_equal(got, reference(x, (0, 2, 1), (1, 0, 3), -1.5).ravel())
 
 
+def test_large_output_of_long_rows_is_streamed():
+    # Beyond STREAM_BYTES of output and STREAM_ROW_BYTES per row the rows go out with streaming
+    # stores: aligned vectors and the unaligned ends element by element (a row of 4003 elements
+    # leaves every row's start at another alignment).
+    from ep.cpu.primitive.constant_pad import STREAM_ROW_BYTES
+    from ep.cpu.primitive.copy_nd import STREAM_BYTES
+
+    x = sample((560, 4000), np.float32, seed=3)
+    got, _ = launch_pad("cpu", x, (1, 2), (0, 1), 0.5)
+    assert got.nbytes >= STREAM_BYTES and 4003 * 4 >= STREAM_ROW_BYTES
+    assert got.tobytes() == np.ascontiguousarray(reference(x, (1, 2), (0, 1), 0.5)).tobytes()
+
+
 @pytest.mark.parametrize(
     "dtype, value, stored",
     [(np.float16, 1.5, 1.5), (np.int32, 2.9, 2), (np.int8, -128, -128), (np.bool_, 2, True), (np.float32, -0.0, -0.0)],

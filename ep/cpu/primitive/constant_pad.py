@@ -13,20 +13,24 @@ import numba
 import numpy as np
 
 from ep.common.jit import scalar_function, template
-from ep.common.math.intrinsics import stack_array
+from ep.common.math.intrinsics import VECTOR_BYTES, stack_array, stream_copy_vector, stream_fence, stream_fill_vector, stream_store
 from ep.common.primitive.byte_units import unit_dtype
 from ep.common.primitive.constant_pad import ConstantPadFactoryImpl, ConstantPadKernels, PadPlan
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.cpu.parallel_for import PARALLEL_THRESHOLD, ParallelFor, input_array, output_array
+from ep.cpu.primitive.copy_nd import STREAM_BYTES
 from ep.include.primitive.constant_pad import ConstantPadFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 # The span's int64 parameters: these scalars, then per outer dim (outermost first) its dst size,
 # src size, padding before and src stride.
-_ROW, _SRC_ROW, _BEFORE, _NUM_OUTER, _OUTER = range(5)
+_ROW, _SRC_ROW, _BEFORE, _STREAM, _NUM_OUTER, _OUTER = range(6)
 # Slots for an outer index: a merged pad has at most MAX_NUM_DIMS dims (a literal for stack_array).
 _MAX_OUTER = MAX_NUM_DIMS
+# Rows at least this long are streamed (in a large output): short rows put a row's unaligned ends,
+# stored one by one, on most cache lines, which measured several times slower than ordinary stores.
+STREAM_ROW_BYTES = 4096
 # Bytes per parallel chunk at least: a chunk's start costs a division per dim.
 TASK_BYTES = 1 << 16
 
@@ -38,6 +42,27 @@ def _fill(out, start, stop, value):
         out[j] = value
 
 
+@scalar_function
+def _stream_run(dst, d, n, src, s, copy, value):
+    # dst[d : d + n] = src[s : s + n] (copy) or value, all with streaming stores: whole vectors
+    # from dst's first vector boundary on, the elements around them one by one (an ordinary store
+    # to a line being streamed would flush it half written).
+    unit = dst.itemsize
+    per_vector = VECTOR_BYTES // unit
+    lo = ((-(dst.ctypes.data + d * unit)) & (VECTOR_BYTES - 1)) // unit
+    lo = lo if lo < n else n
+    hi = lo + (n - lo) // per_vector * per_vector
+    if copy:
+        for j in range(lo, hi, per_vector):
+            stream_copy_vector(dst, d + j, src, s + j)
+    else:
+        for j in range(lo, hi, per_vector):
+            stream_fill_vector(dst, d + j, value)
+    for i in range(lo + n - hi):
+        e = i if i < lo else i - lo + hi
+        stream_store(dst, d + e, src[s + e] if copy else value)
+
+
 @template()
 def _pad_rows(start, stop, args):
     src, dst, params, value = args
@@ -45,6 +70,9 @@ def _pad_rows(start, stop, args):
     src_row = params[_SRC_ROW]
     before = params[_BEFORE]
     num_outer = params[_NUM_OUTER]
+    # The host asks for streaming stores for large outputs of 4- or 8-byte elements; they need
+    # dst aligned to its element, which an unaligned view on the CPU may not be.
+    stream = params[_STREAM] != 0 and dst.ctypes.data % dst.itemsize == 0
     # The run of src in a row: dst [lo, hi) from src [lo - before, hi - before).
     lo = before if before > 0 else 0
     lo = lo if lo < row else row
@@ -69,7 +97,15 @@ def _pad_rows(start, stop, args):
                 s = -1
                 break
             s += i * params[_OUTER + 4 * k + 3]
-        if s < 0:
+        if stream:
+            d = r * row
+            if s < 0:
+                _stream_run(dst, d, row, src, 0, False, value)
+            else:
+                _stream_run(dst, d, lo, src, 0, False, value)
+                _stream_run(dst, d + lo, hi - lo, src, s + lo - before, True, value)
+                _stream_run(dst, d + hi, row - hi, src, 0, False, value)
+        elif s < 0:
             _fill(out, 0, row, value)
         else:
             _fill(out, 0, lo, value)
@@ -85,6 +121,8 @@ def _pad_rows(start, stop, args):
                 break
             index[k] = 0
             k -= 1
+    if stream:
+        stream_fence()
 
 
 @functools.cache
@@ -102,7 +140,8 @@ class CpuConstantPadKernels(ConstantPadKernels):
         for k in range(len(plan.dst_dims) - 1):
             outer += [plan.dst_dims[k], plan.src_dims[k], plan.before[k], plan.src_strides[k]]
         row = plan.dst_dims[-1]
-        params = np.array([row, plan.src_dims[-1], plan.before[-1], len(plan.dst_dims) - 1, *outer], np.int64)
+        stream = unit >= 4 and plan.count * unit >= STREAM_BYTES and row * unit >= STREAM_ROW_BYTES
+        params = np.array([row, plan.src_dims[-1], plan.before[-1], int(stream), len(plan.dst_dims) - 1, *outer], np.int64)
         rows = plan.count // row
         grain = max(TASK_BYTES // (unit * row), 1) if plan.count >= PARALLEL_THRESHOLD else 0
         return unit, params, rows, plan.count, grain
