@@ -112,10 +112,12 @@ def test_cli_list_summarizes_by_primitive_and_device():
     result = _ep("list")
     assert result.returncode == 0
     rows = json.loads(_ep("list", "--json").stdout)
-    for primitive, device in {(r["primitive"], r["device"]) for r in rows}:
+    pairs = {(r["primitive"], r["device"]) for r in rows}
+    for primitive, device in pairs:
         count = sum(1 for r in rows if r["primitive"] == primitive and r["device"] == device)
         assert any(line.split()[:3] == [primitive, device, str(count)] for line in result.stdout.splitlines())
-    assert len(result.stdout.splitlines()) < 40
+    # One line per primitive and device, and a few of header and footer: a summary, not every row.
+    assert len(result.stdout.splitlines()) <= len(pairs) + 6
 
 
 def test_cli_filters_by_op():

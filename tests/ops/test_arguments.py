@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ep
-from ep.common.primitive.plan_cache import MAX_ENTRIES
+from ep.common.runtime.plan_cache import MAX_ENTRIES
 from ep.common.runtime.device import DeviceType
 from ep.include.primitive.primitive import GetFactory
 from ep.testing import to_device

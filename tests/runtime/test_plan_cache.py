@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ep
-from ep.common.primitive.plan_cache import PlanCache
+from ep.common.runtime.plan_cache import PlanCache
 
 
 def _counting():

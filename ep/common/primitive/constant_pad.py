@@ -17,7 +17,7 @@ from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.primitive.byte_units import unit_dtype
 from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.plan_cache import PlanCache
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType

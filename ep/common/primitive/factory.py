@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 from typing import Iterator
 
-from ep.common.primitive.plan_cache import PlanCache
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.device import DeviceType
 from ep.include.primitive.primitive import Factory, Primitive
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ep.common.jit import scalar_function
 from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.plan_cache import PlanCache
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, INDEX_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType

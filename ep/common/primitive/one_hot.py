@@ -15,7 +15,7 @@ from typing import Iterator
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.fill import UNIT_DTYPES, as_units, fill_bits
 from ep.common.primitive.gather import GatherSizes, gather_sizes
-from ep.common.primitive.plan_cache import PlanCache
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, INDEX_TYPES, DataType, as_data_type

@@ -18,7 +18,7 @@ from typing import Iterator, NamedTuple, Sequence
 
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
-from ep.common.primitive.plan_cache import PlanCache
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels
 from ep.common.runtime.buffer import storage

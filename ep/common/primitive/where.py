@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.plan_cache import PlanCache
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, DataType, INTEGER_TYPES, as_data_type

@@ -46,6 +46,8 @@ def _rule(kind: type) -> Callable[[object], Hashable]:
     """How exact_key keys a value of kind (kept per type: a program meets a few types)."""
     if issubclass(kind, np.dtype) or (issubclass(kind, enum.Enum) and not issubclass(kind, (int, float, str))):
         return _itself  # == already means the same type and value
+    if issubclass(kind, type) or kind.__eq__ is object.__eq__:
+        return _itself  # classes, and objects equal only to themselves (a Device)
     if issubclass(kind, float):  # np.float64 too
         return lambda value: (kind, _DOUBLE.pack(value))
     if issubclass(kind, np.inexact):

@@ -15,6 +15,10 @@ class NamedEnum(enum.Enum):
     def __repr__(self) -> str:
         return f"{type(self).__name__}.{self.name}"
 
+    # A member is equal only to itself: its identity hash (C) serves, where Enum's hashes its name
+    # in Python, a cost every cache key holding an op or a dtype paid.
+    __hash__ = object.__hash__
+
     @classmethod
     def aliases(cls) -> Iterable[tuple[str, NamedEnum]]:
         """(alias, member) pairs: other names lookup accepts (NumPy's, PyTorch's); none by default.

@@ -8,6 +8,7 @@ import threading
 from typing import Iterator, TypeVar
 
 from ep.common.runtime.device import DeviceType, GetDevice, as_device_type, cuda_installed
+from ep.common.runtime.plan_cache import PlanCache
 
 
 class Primitive(abc.ABC):
@@ -77,12 +78,29 @@ def NewPrimitive(factory_type: type[Factory], device: object, *args, **kwargs) -
     DeviceType, a Device or a tag ("cpu", "cuda", "cuda:0"); args and kwargs are that factory's New
     arguments (see its New), for example
     `NewPrimitive(ElementwiseUnaryFactory, "cpu", UnaryOp.kRelu, DataType.kFloat, DataType.kFloat)`.
-    Primitives are cached per set of arguments; nothing compiles until the first Launch.
+    Primitives are cached per set of arguments (a repeated call is one lookup); nothing compiles
+    until the first Launch.
     """
+    if kwargs:
+        return _PRIMITIVES.get(factory_type, device, _KEYWORDS, args, tuple(kwargs.items()))
+    return _PRIMITIVES.get(factory_type, device, *args)
+
+
+# Marks a key whose New arguments include keywords: (factory, device, _KEYWORDS, args, items).
+_KEYWORDS = object()
+
+
+def _new_primitive(factory_type: type[Factory], device: object, *arguments) -> Primitive | None:
     if not (isinstance(factory_type, type) and issubclass(factory_type, Factory)):
         raise TypeError(f"factory_type: {factory_type!r} is not a Factory interface such as ElementwiseUnaryFactory")
+    args, kwargs = (arguments[1], dict(arguments[2])) if arguments and arguments[0] is _KEYWORDS else (arguments, {})
     factory = GetFactory(factory_type, device)
     return None if factory is None else factory.New(*args, **kwargs)
+
+
+# By the caller's own arguments (exact keys, a flat tuple: most are their own key): kernel code
+# and ep.ops may call NewPrimitive at every launch without a cache of their own.
+_PRIMITIVES = PlanCache(_new_primitive)
 
 
 def RegisteredFactories(device: object) -> dict[type[Factory], Factory]:
