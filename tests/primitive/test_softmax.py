@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import ep
+from ep.common.math.softmax import SOFTMAX
 from ep.include.primitive import GetFactory
 from ep.testing import to_device, to_numpy
 
@@ -142,7 +143,7 @@ def test_the_paths_are_chosen_by_the_thresholds(cuda_thresholds):
     if ep.NewPrimitive(ep.SoftmaxFactory, "cuda", np.float32) is None:
         pytest.skip("no CUDA (numba-cuda is not installed)")
     launched = []
-    kernels = softmax.KERNELS[softmax.SOFTMAX]
+    kernels = softmax.KERNELS[SOFTMAX]
     original = softmax._launch
 
     def record(stream, kernel, blocks, threads, shared, *args):

@@ -3,7 +3,8 @@
 A row takes two passes over memory. The first goes through it in blocks small enough to stay in L1
 (BLOCK elements): a block's max, then its sum of terms against the running max, the running sum
 rescaled whenever the max grows (Milakov and Gimelshein's online normalizer); the second writes the
-output. Sums and maxima are reassociable (ep.common.math.softmax.add, maximum), so every loop
+output. A softmax row within one block (float32 or float64) keeps exp(x - max) in its output and
+scales it there instead, so exp runs once per element. Sums and maxima are reassociable (ep.common.math.softmax.add, maximum), so every loop
 vectorizes, fast_math's exp included.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 from ep.common.jit import bound, template
 from ep.common.math.convert import load_fn, store_fn
-from ep.common.math.softmax import SOFTMAX_OPS, SoftmaxOp, add, formulas, maximum
+from ep.common.math.softmax import SOFTMAX, SOFTMAX_OPS, SoftmaxOp, add, formulas, maximum
 from ep.common.primitive.softmax import FACTORIES, SoftmaxKernels
 from ep.common.runtime.data_type import FLOATING_TYPES, DataType
 from ep.common.runtime.device import DeviceType
@@ -27,7 +28,7 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 BLOCK = 2048
 
 
-@template("load", "store", "term", "finish", "output", "rescale", "FORWARD", "COMPUTE")
+@template("load", "store", "term", "finish", "output", "rescale", "FORWARD", "COMPUTE", "KEEPS_TERMS")
 def _rows(start, stop, args):
     # Rows [start, stop). Forward, a and b are the same buffer (x), and b's loads fold away.
     a, b, dst, cols = args
@@ -38,6 +39,20 @@ def _rows(start, stop, args):
         row_b = b[first : first + cols]
         row_dst = dst[first : first + cols]
         mx = bound.COMPUTE(-np.inf)
+        if bound.KEEPS_TERMS and cols <= BLOCK:
+            # Softmax of a row in one block, dst in the compute dtype: the terms exp(x - max) are
+            # kept in dst and scaled there, so exp runs once per element (as PyTorch's does).
+            for j in range(cols):
+                mx = maximum(mx, bound.load(row_a[j]))
+            s = zero
+            for j in range(cols):
+                e = bound.term(bound.load(row_a[j]), bound.load(row_a[j]), mx)
+                row_dst[j] = e
+                s = add(s, e)
+            p, q = bound.finish(mx, s)
+            for j in range(cols):
+                row_dst[j] = row_dst[j] * q
+            continue
         s = zero
         for b0 in range(0, cols, BLOCK):
             n = BLOCK if BLOCK < cols - b0 else cols - b0
@@ -70,6 +85,7 @@ class CpuSoftmaxKernels(SoftmaxKernels):
             store=store_fn(dtype, DeviceType.kCPU),
             FORWARD=self.op.forward,
             COMPUTE=numba.from_dtype(compute),
+            KEEPS_TERMS=self.op is SOFTMAX and storage == compute,
             **vars(formulas(self.op, compute)),
         )
         arg_types = (input_array(storage), input_array(storage), output_array(storage), numba.int64)

@@ -1,6 +1,6 @@
 """The softmax family's CUDA kernels: OneFlow's three paths (oneflow/core/cuda/softmax.cuh).
 
-- warp: cols <= warp_max_cols (1024). A group of `width` lanes (a power of two up to a warp) per
+- warp: cols <= warp_max_cols (1024; 512 for float64). A group of `width` lanes (a power of two up to a warp) per
   row, each lane holding CPT elements of it in registers (one kernel per CPT in 1, 2, 4, ..., 32;
   small rows take groups narrower than a warp, several rows per warp); reductions by shuffles.
 - block, row in shared memory: a block per row, which each thread reads once from global memory
@@ -37,6 +37,8 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 WARP = 32
 # Elements per lane of the warp kernels: a row of up to WARP * CPT elements.
 CPT_CHOICES = (1, 2, 4, 8, 16, 32)
+# float64 rows stop at 16 per lane: 32 spill (ptxas: a lane's 32 doubles and libm's exp exceed 255 registers).
+_MAX_CPT = {4: 32, 8: 16}
 # Threads per block: the warp path's (4 warps) and the block paths'; the simulator runs each
 # thread as a Python thread, and its warp launches need a whole warp.
 _SIM = config.ENABLE_CUDASIM
@@ -282,7 +284,7 @@ class CudaSoftmaxKernels(SoftmaxKernels):
 
     def launch(self, stream, dtype: DataType, rows: int, cols: int, a, b, dst) -> None:
         index = stream.device.index
-        if cols <= self.warp_max_cols:
+        if cols <= min(self.warp_max_cols, WARP * _MAX_CPT[dtype.compute_dtype.itemsize]):
             width, cpt = _warp_shape(cols)
             rows_per_block = WARP_THREADS // width
             blocks = min(-(-rows // rows_per_block), _max_blocks(index, WARP_THREADS))
@@ -298,7 +300,8 @@ class CudaSoftmaxKernels(SoftmaxKernels):
     def all_kernels(self) -> Iterator[object]:
         for dtype in FLOATING_TYPES:
             for cpt in CPT_CHOICES:
-                yield self.warp_kernel(dtype, cpt)
+                if cpt <= _MAX_CPT[dtype.compute_dtype.itemsize]:
+                    yield self.warp_kernel(dtype, cpt)
             yield self.block_kernel(dtype, True)
             yield self.block_kernel(dtype, False)
 
