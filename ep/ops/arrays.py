@@ -285,13 +285,8 @@ def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = Fal
         shape, element_strides = shape + (itemsize,), strides + (1,)
     src = span(array, dtype, 1 + sum((n - 1) * s for n, s in zip(shape, element_strides)), device.device_type)
     zeros = (0,) * len(shape)
-    _copy_nd(device, len(shape)).Launch(stream, dtype, len(shape), dst, shape, zeros, src, shape, zeros, shape, element_strides)
+    NewPrimitive(CopyNdFactory, device, len(shape)).Launch(stream, dtype, len(shape), dst, shape, zeros, src, shape, zeros, shape, element_strides)
     return copy
-
-
-@functools.lru_cache(maxsize=64)
-def _copy_nd(device: Device, num_dims: int):
-    return NewPrimitive(CopyNdFactory, device, num_dims)
 
 
 def output(out, shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream):

@@ -2,7 +2,6 @@
 across (ep.testing's to_device and to_numpy, the global tensors' staging through the host)."""
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
@@ -12,15 +11,10 @@ from ep.include.primitive.memcpy import MemcpyFactory
 from ep.include.primitive.primitive import NewPrimitive
 
 
-@functools.lru_cache(maxsize=16)
-def _memcpy(device: Device, kind: str):
-    return NewPrimitive(MemcpyFactory, device, kind)
-
-
 def _copy(device: Device, kind: str, dst, src, nbytes: int) -> None:
     # On the default stream, synchronized: the caller may use or change either array at once.
     stream = device.default_stream
-    _memcpy(device, kind).Launch(stream, dst, src, nbytes)
+    NewPrimitive(MemcpyFactory, device, kind).Launch(stream, dst, src, nbytes)
     stream.Sync()
 
 

@@ -1,7 +1,6 @@
 """ep.ops.expand, expand_grad and repeat: OneFlow's expand rules, then the Expand and ExpandGrad primitives."""
 from __future__ import annotations
 
-import functools
 import math
 import sys
 from typing import Sequence
@@ -17,13 +16,6 @@ from ep.ops.arrays import check_out, contiguous, device_of, empty, output, same_
 # expand_shape's results by (input_shape, sizes); a program cycling through more shapes recomputes them.
 MAX_REMEMBERED_SHAPES = 1024
 _EXPAND_SHAPES: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
-
-
-@functools.lru_cache(maxsize=256)
-def _expand_primitive(device, x_dtype):
-    # Keyed by the Device and the array's own dtype, so a repeated call skips every normalization.
-    dtype = as_data_type(x_dtype, "x")
-    return NewPrimitive(ExpandFactory, device, dtype), dtype
 
 
 def _int_sizes(sizes: object, name: str) -> tuple[int, ...]:
@@ -115,7 +107,8 @@ def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     """x broadcast to expand_shape(x.shape, sizes), as a new C-contiguous array (or out); a global
     x (ep.to_global) gives a global tensor, laid out by sbp when given."""
     device = device_of(x, "x")
-    primitive, dtype = _expand_primitive(device, x.dtype)
+    dtype = as_data_type(x.dtype, "x")
+    primitive = NewPrimitive(ExpandFactory, device, dtype)
     # The shape before the copy: a contiguous copy of a 0-d array may be 1-d.
     x_shape = tuple(x.shape)
     shape = _allocatable(expand_shape(x_shape, sizes), dtype, "sizes")
@@ -162,7 +155,8 @@ def repeat(x, sizes: Sequence[int], *, out=None, stream=None):
     A global x (ep.to_global) gives a global tensor, laid out by sbp when given.
     """
     device = device_of(x, "x")
-    primitive, dtype = _expand_primitive(device, x.dtype)
+    dtype = as_data_type(x.dtype, "x")
+    primitive = NewPrimitive(ExpandFactory, device, dtype)
     padded, sizes, shape = repeat_shape(x.shape, sizes)
     _allocatable(shape, dtype, "sizes")
     stream = stream_for(device, stream)

@@ -1,7 +1,6 @@
 """ep.ops.full: a new array of one value (np.full, torch.full), written by the Fill primitive."""
 from __future__ import annotations
 
-import functools
 import math
 import sys
 
@@ -14,11 +13,6 @@ from ep.common.runtime.validate import INT64_MAX, dims
 from ep.include.primitive.fill import FillFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import output, same_kind, stream_for
-
-
-@functools.lru_cache(maxsize=64)
-def _fill_primitive(device, dtype: DataType):
-    return NewPrimitive(FillFactory, device, dtype)
 
 
 def full_dtype(fill_value: object) -> DataType:
@@ -75,6 +69,6 @@ def full(shape, fill_value, *, dtype=None, device="cpu", out=None, stream=None):
     device = GetDevice(device)
     stream = stream_for(device, stream)
     out = output(out, shape, dtype, device, stream)
-    _fill_primitive(device, dtype).Launch(stream, out, fill_value, count)
+    NewPrimitive(FillFactory, device, dtype).Launch(stream, out, fill_value, count)
     return out
 

@@ -1,7 +1,6 @@
 """ep.ops.permute: torch.permute's rules, then the Permute primitive."""
 from __future__ import annotations
 
-import functools
 from typing import Sequence
 
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
@@ -35,11 +34,6 @@ def permute_shape(shape: Sequence[int], dims: object) -> tuple[tuple[int, ...], 
     return dims, tuple(shape[d] for d in dims)
 
 
-@functools.lru_cache(maxsize=64)
-def _permute_primitive(device):
-    return NewPrimitive(PermuteFactory, device, MAX_CALLER_DIMS)
-
-
 @same_kind("x")
 def permute(x, dims: Sequence[int], *, out=None, stream=None):
     """x with its dims reordered (torch.permute, numpy.transpose with every axis given): the
@@ -56,8 +50,8 @@ def permute(x, dims: Sequence[int], *, out=None, stream=None):
     out = output(out, shape, dtype, device, stream)
     x = unaliased(x, out, device, stream)
     if x_shape:
-        _permute_primitive(device).Launch(stream, dtype, len(x_shape), x_shape, x, dims, out)
+        NewPrimitive(PermuteFactory, device, MAX_CALLER_DIMS).Launch(stream, dtype, len(x_shape), x_shape, x, dims, out)
     else:
         # A 0-d array: one element, which Permute (of at least one dim) moves as shape (1,).
-        _permute_primitive(device).Launch(stream, dtype, 1, (1,), x, (0,), out)
+        NewPrimitive(PermuteFactory, device, MAX_CALLER_DIMS).Launch(stream, dtype, 1, (1,), x, (0,), out)
     return out

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 from typing import Iterator
 
-import numba
 import numpy as np
 
 from ep.common.jit import scalar_function, template
