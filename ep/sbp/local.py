@@ -88,8 +88,10 @@ def run_piece(name: str, local: dict, piece: Physical, out_dtype, device: str, *
     from ep.ops.gather import gather_shape
 
     out_shape, attrs = piece.shapes["out"], piece.attributes
-    if math.prod(out_shape) == 0 or any(math.prod(a.shape) == 0 for a in local.values()):
-        # A rank holding no elements launches nothing: its piece of a partial sum is zeros.
+    empty_input = name != "pad" and any(math.prod(a.shape) == 0 for a in local.values())
+    if math.prod(out_shape) == 0 or empty_input:
+        # A rank holding no elements launches nothing: its piece of a partial sum is zeros (but
+        # pad's: an empty x pads to a piece of its value).
         return zeros(out_shape, out_dtype, device)
     if name in ("gather", "batch_gather") and attrs["offset"] is not None:
         rank = len(local["indices"].shape)
