@@ -16,7 +16,7 @@ FORWARD = {ep.SoftmaxFactory: torch.softmax, ep.LogSoftmaxFactory: torch.log_sof
 BACKWARD = {ep.SoftmaxBackwardFactory: torch.softmax, ep.LogSoftmaxBackwardFactory: torch.log_softmax}
 FACTORIES = [*FORWARD, *BACKWARD]
 # (rows, cols): one element; rows narrower than a warp; two elements per lane; several per lane;
-# beyond the CPU's block of 2048 (its online normalizer merging blocks).
+# beyond CUDA's warp path.
 SHAPES = [(1, 1), (3, 5), (4, 33), (2, 300), (2, 2100)]
 GUARD = 4
 # Relative and absolute tolerances per dtype (float16 rounds its result once, to 11 bits).
@@ -91,6 +91,23 @@ def test_every_float_dtype_is_registered(device, factory):
 @pytest.mark.parametrize("factory", list(FORWARD), ids=lambda f: f.__name__)
 def test_forward_matches_torch_for_large_inputs(device, factory, dtype, shape):
     forward_case(device, factory, dtype, *shape)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("factory", FACTORIES, ids=lambda f: f.__name__)
+def test_cpu_rows_of_several_blocks(factory, dtype):
+    # Rows longer than the CPU's BLOCK: blocks merged by the online normalizer (the max growing
+    # from block to block, as in a rising row).
+    from ep.cpu.primitive.softmax import BLOCK
+
+    rows, cols = 2, 2 * BLOCK + 7
+    if factory in FORWARD:
+        forward_case("cpu", factory, dtype, rows, cols)
+        x = np.linspace(-50, 50, rows * cols).reshape(rows, cols).astype(dtype)
+        y, _ = references(factory, x, np.zeros_like(x))
+        check(factory, dtype, run("cpu", factory, dtype, rows, cols, [x]), y)
+    else:
+        backward_case("cpu", factory, dtype, rows, cols)
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
