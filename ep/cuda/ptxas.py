@@ -50,14 +50,14 @@ MEMORY_BOUND = frozenset(
     | {"Fill", "TensorFill", "Memset"}
     | {"Permute", "ConstantPad"}
     | {"ElementwiseFused"}
-    | {"OneHot"}
+    | {"OneHot", "BroadcastElementwiseUnary"}
 )
 
 # Kernels (a pattern of their names) allowed f64 instructions without float64 data, with why.
 FLOAT64_ALLOWED = {
-    r"^(unary|binary)_(sin|cos|tan)_": "libdevice's sinf/cosf/tanf reduce arguments beyond 105615 (Payne-Hanek)"
+    r"^(broadcast_)?(unary|binary)_(sin|cos|tan)_": "libdevice's sinf/cosf/tanf reduce arguments beyond 105615 (Payne-Hanek)"
     " with one f64 multiply: a cold path",
-    r"^(unary|binary)_(lgamma|digamma|trigamma)_": "computed in float64 on purpose (ops/transcendental.py,"
+    r"^(broadcast_)?(unary|binary)_(lgamma|digamma|trigamma)_": "computed in float64 on purpose (ops/transcendental.py,"
     " special.py: float32 loses accuracy for negative x and in the recurrence)",
 }
 

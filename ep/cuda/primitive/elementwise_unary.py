@@ -26,6 +26,13 @@ FLOAT64_FORMULAS = frozenset({UnaryOp.kDigamma, UnaryOp.kTrigamma, UnaryOp.kLgam
 NARROW_PACKS = {(UnaryOp.kErf, DataType.kDouble): 8}
 
 
+def computes_in_float64(op, src_dtype: DataType, dst_dtype: DataType) -> bool:
+    """Whether op's kernel from src_dtype to dst_dtype computes in float64. Its values take register
+    pairs: under the 32-register cap of full occupancy most such kernels would spill (the ptxas
+    check found 33-60 registers), so they declare no launch bounds."""
+    return op in FLOAT64_FORMULAS or np.float64 in (src_dtype.compute_dtype, dst_dtype.compute_dtype)
+
+
 @template("formula", "load", "store", "PACK", "SRC", "DST", "pack_array", "load_pack", "store_pack", "opaque")
 def _unary(src, dst, count, attr0, attr1, packs):
     # packs: work items 0 to packs - 1 are full packs of PACK elements (the host found both buffers
@@ -76,13 +83,10 @@ class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
             numba.int64,
         )
         name = f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}"
-        # A float64 formula takes register pairs: under the 32-register cap of full occupancy most
-        # would spill (the ptxas check found 33-60 registers), so they declare no launch bounds.
-        in_float64 = op in FLOAT64_FORMULAS or np.float64 in (src_dtype.compute_dtype, dst_dtype.compute_dtype)
         lanes = op_lanes(NARROW_PACKS, op, src_dtype, dst_dtype)
         return PackedUnaryKernel(
             name, argtypes, lanes, src_dtype.storage_dtype, dst_dtype.storage_dtype,
-            full_occupancy=not in_float64, **unary_bindings(DeviceType.kCUDA, op, src_dtype, dst_dtype),
+            full_occupancy=not computes_in_float64(op, src_dtype, dst_dtype), **unary_bindings(DeviceType.kCUDA, op, src_dtype, dst_dtype),
         )
 
 

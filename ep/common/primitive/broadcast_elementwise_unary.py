@@ -1,0 +1,155 @@
+"""BroadcastElementwiseUnary on every device: New's resolution (ElementwiseUnary's op table), Launch's
+checks, the plan, and what a device supplies.
+
+The plan folds the two layouts as OneFlow's SimplifyBroadcastDims does: dims of dst's size 1 are
+dropped, src's broadcast dims get stride 0, and neighbouring dims merge where both strides allow
+it. One dim with unit strides is a flat launch of ElementwiseUnary's own kernel; anything else runs
+a device's strided kernel over the plan's dims. A plan is kept per the caller's dims and strides.
+"""
+from __future__ import annotations
+
+import abc
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+from ep.common.math.unary_functor import resolve_unary, unary_combinations
+from ep.common.primitive.factory import GenericFactory
+from ep.common.runtime import validate
+from ep.common.runtime.buffer import storage
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
+from ep.common.runtime.plan_cache import PlanCache
+from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.validate import MAX_NUM_DIMS
+from ep.include.primitive.broadcast_elementwise_unary import BroadcastElementwiseUnary, BroadcastElementwiseUnaryFactory
+
+
+@dataclass(frozen=True)
+class UnaryBroadcastPlan:
+    """A launch: the simplified dims dst is walked over (C order), src's and dst's element strides
+    over them (src's 0 where broadcast), the elements each buffer must hold, dst's element count,
+    and whether it is one flat run (one dim, unit strides)."""
+
+    dims: tuple[int, ...]
+    src_strides: tuple[int, ...]
+    dst_strides: tuple[int, ...]
+    src_extent: int
+    dst_extent: int
+    count: int
+    flat: bool
+
+
+def extent(dims: Sequence[int], strides: Sequence[int]) -> int:
+    """The elements a buffer of these dims and strides spans (0 when it has none)."""
+    if math.prod(dims) == 0:
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(dims, strides))
+
+
+def plan_broadcast_unary(src_dims, src_strides, dst_dims, dst_strides) -> UnaryBroadcastPlan:
+    """The plan of checked layouts (src_dims broadcast to dst_dims)."""
+    lead = len(dst_dims) - len(src_dims)
+    dims: list[int] = []
+    ss: list[int] = []
+    ds: list[int] = []
+    for d, n in enumerate(dst_dims):
+        if n == 1:
+            continue
+        s = 0 if d < lead or src_dims[d - lead] == 1 else src_strides[d - lead]
+        t = dst_strides[d]
+        if dims and ss[-1] == s * n and ds[-1] == t * n:
+            # The outer dim steps exactly over the inner one in both buffers: one dim.
+            dims[-1] *= n
+            ss[-1], ds[-1] = s, t
+        else:
+            dims.append(n)
+            ss.append(s)
+            ds.append(t)
+    count = math.prod(dst_dims)
+    if not dims:
+        dims, ss, ds = [1], [1], [1]  # one element
+    flat = len(dims) == 1 and ss[0] == 1 and ds[0] == 1
+    return UnaryBroadcastPlan(
+        tuple(dims), tuple(ss), tuple(ds), extent(src_dims, src_strides) if count else 0, extent(dst_dims, dst_strides), count, flat
+    )
+
+
+def check_distinct(dims: Sequence[int], strides: Sequence[int], name: str) -> None:
+    """ValueError naming name unless the elements of these dims and strides are all at different
+    offsets (each stride, smallest first, at least the span of the dims inside it)."""
+    span = 1
+    for n, s in sorted((p for p in zip(dims, strides) if p[0] > 1), key=lambda p: p[1]):
+        if s < span:
+            raise ValueError(f"{name}: {tuple(strides)} for dims {tuple(dims)} put two elements at one offset; expected non-overlapping strides")
+        span += (n - 1) * s
+
+
+class BroadcastElementwiseUnaryKernels(abc.ABC):
+    """What a device supplies: a plan's launch and, for the PTX check, every kernel."""
+
+    @abc.abstractmethod
+    def launcher(self, op, src_dtype: DataType, dst_dtype: DataType, plan: UnaryBroadcastPlan) -> Callable[..., None]:
+        """run(stream, src, dst, attr0, attr1) over flat storage, for a plan with count > 0; made once per plan."""
+
+    @abc.abstractmethod
+    def all_kernels(self) -> Iterator[object]:
+        """Every kernel a launcher can run (the flat ones are ElementwiseUnary's); compiles nothing."""
+
+
+class BroadcastElementwiseUnaryImpl(BroadcastElementwiseUnary):
+    def __init__(self, device_type: DeviceType, kernels: BroadcastElementwiseUnaryKernels, op, src_dtype, dst_dtype, attrs, max_num_dims: int) -> None:
+        self.device_type = device_type
+        self.op, self.src_dtype, self.dst_dtype, self.attrs, self.max_num_dims = op, src_dtype, dst_dtype, attrs, max_num_dims
+        self._kernels = kernels
+        self._stream_type = STREAM_TYPES[device_type]
+        # Keyed by the caller's own dims and strides: a repeated launch skips every check.
+        self._plans = PlanCache(self._plan)
+
+    def Launch(self, stream, num_src_dims, src_dims, src_strides, src, num_dst_dims, dst_dims, dst_strides, dst) -> None:
+        if type(stream) is not self._stream_type:
+            stream = check_stream(stream, self.device_type)
+        plan, run = self._plans.get(num_src_dims, src_dims, src_strides, num_dst_dims, dst_dims, dst_strides)
+        src = storage(src, "src", self.device_type, self.src_dtype, plan.src_extent, stream=stream)
+        dst = storage(dst, "dst", self.device_type, self.dst_dtype, plan.dst_extent, writable=True, stream=stream)
+        if run is not None:
+            run(stream, src, dst, *self.attrs)
+
+    def _layout(self, name: str, num_dims, dims, strides) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        num_dims = validate.count(num_dims, f"num_{name}_dims")
+        if num_dims > self.max_num_dims:
+            raise ValueError(f"num_{name}_dims: {num_dims} is above max_num_dims={self.max_num_dims}")
+        dims = validate.dims(dims, f"{name}_dims", self.max_num_dims)
+        strides = validate.dims(strides, f"{name}_strides", self.max_num_dims)
+        for what, values in ((f"{name}_dims", dims), (f"{name}_strides", strides)):
+            if len(values) != num_dims:
+                raise ValueError(f"{what}: has {len(values)} entries; expected num_{name}_dims={num_dims}")
+        return dims, strides
+
+    def _plan(self, num_src_dims, src_dims, src_strides, num_dst_dims, dst_dims, dst_strides) -> tuple[UnaryBroadcastPlan, Callable | None]:
+        """The plan and run of these layouts, made after checking them: counts within max_num_dims,
+        dims and strides of those lengths, src broadcastable to dst, dst's elements distinct."""
+        src_dims, src_strides = self._layout("src", num_src_dims, src_dims, src_strides)
+        dst_dims, dst_strides = self._layout("dst", num_dst_dims, dst_dims, dst_strides)
+        lead = len(dst_dims) - len(src_dims)
+        if lead < 0 or any(n not in (1, m) for n, m in zip(src_dims, dst_dims[lead:])):
+            raise ValueError(f"src_dims: {src_dims} do not broadcast to dst_dims={dst_dims}; expected each of src's dims, aligned to the right, 1 or dst's")
+        check_distinct(dst_dims, dst_strides, "dst_strides")
+        plan = plan_broadcast_unary(src_dims, src_strides, dst_dims, dst_strides)
+        run = self._kernels.launcher(self.op, self.src_dtype, self.dst_dtype, plan) if plan.count else None
+        return plan, run
+
+
+class BroadcastElementwiseUnaryFactoryImpl(GenericFactory, BroadcastElementwiseUnaryFactory):
+    primitive_type = BroadcastElementwiseUnaryImpl
+
+    def New(self, op, src_dtype, dst_dtype, max_num_dims=MAX_NUM_DIMS, attr0=None, attr1=None) -> BroadcastElementwiseUnary | None:
+        max_num_dims = validate.count(max_num_dims, "max_num_dims")
+        key = resolve_unary(op, src_dtype, dst_dtype, attr0, attr1)
+        if key is None or max_num_dims > MAX_NUM_DIMS:
+            return None
+        return self._new((*key, max_num_dims))
+
+    def Combinations(self):
+        for op, src_dtype, dst_dtype in unary_combinations():
+            yield op, (src_dtype, dst_dtype)
