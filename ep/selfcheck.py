@@ -98,6 +98,19 @@ def _where(device: str) -> None:
     np.testing.assert_array_equal(got, np.where(c, x, -x[:, :1]))
 
 
+@check("BroadcastElementwiseUnary")
+def _broadcast_unary(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 1, 3)
+    new = ep.NewPrimitive(ep.BroadcastElementwiseUnaryFactory, device, "relu", np.float32, np.float32, 3)
+    dst, stream = to_device(np.zeros(24, np.float32), device), ep.GetDevice(device).CreateStream()
+    new.Launch(stream, 3, (2, 1, 3), (3, 3, 1), to_device(x, device), 3, (2, 4, 3), (1, 2, 8), dst)  # dst (3, 4, 2) transposed
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(dst).reshape(3, 4, 2).transpose(2, 1, 0), np.maximum(np.broadcast_to(x, (2, 4, 3)), 0))
+
+
 @check("OneHot")
 def _one_hot(device: str) -> None:
     import ep

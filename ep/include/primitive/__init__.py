@@ -5,6 +5,7 @@ from ep.include.primitive.batch_matmul import BatchMatmul, BatchMatmulFactory
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.blas import BlasTransposeType
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinary, BroadcastElementwiseBinaryFactory
+from ep.include.primitive.broadcast_elementwise_unary import BroadcastElementwiseUnary, BroadcastElementwiseUnaryFactory
 from ep.include.primitive.broadcast_matmul import BroadcastMatmul, BroadcastMatmulFactory
 from ep.include.primitive.cast import Cast, CastFactory
 from ep.include.primitive.constant_pad import ConstantPad, ConstantPadFactory
@@ -52,6 +53,8 @@ __all__ = [
     "BlasTransposeType",
     "BroadcastElementwiseBinary",
     "BroadcastElementwiseBinaryFactory",
+    "BroadcastElementwiseUnary",
+    "BroadcastElementwiseUnaryFactory",
     "BroadcastMatmul",
     "BroadcastMatmulFactory",
     "Cast",
