@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
-import os
 import sys
-import threading
 import types
-import weakref
 
 import numpy as np
 
+from ep.common.runtime.allocator import host_empty
 from ep.common.runtime.buffer import as_cuda_array, check_device_address, device_type_of, plain_ndarray, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice
@@ -161,83 +158,6 @@ def device_of(x: object, name: str) -> Device:
 def stream_for(device: Device, stream: Stream | None) -> Stream:
     """The given stream (checked against device), or the device's default stream."""
     return device.default_stream if stream is None else check_stream(stream, device.device_type)
-
-
-class _Lease:
-    """A cached block lent to one result: NumPy keeps it as the result's base, so it lives exactly
-    as long as the result or a view of it does."""
-
-    __slots__ = ("__array_interface__", "__weakref__")
-
-
-class _BlockCache:
-    """Memory of released large results, handed to new results of the same size.
-
-    Fresh memory costs a page fault per page, and the OS zeroes each page it maps: for a result
-    written once that costs about as much again as the writing (ep.ops.repeat of a 32 MiB result
-    ran at a third of the speed of a Launch into an existing array). NumPy and PyTorch allocate
-    fresh memory for every result on the CPU (malloc, with MADV_HUGEPAGE from 4 MiB on, and
-    posix_memalign); the fastest contender is one that does not: like PyTorch's CUDA caching
-    allocator, a released block is kept (up to limit bytes, the most recently released first)
-    and reused without faulting.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._blocks: list[np.ndarray] = []  # released blocks, oldest first
-        self._held = 0
-        # Reentrant: a garbage collection while the lock is held may release a lease on this thread.
-        self._lock = threading.RLock()
-        # A fork while another thread holds the lock would leave the child's copy held forever.
-        os.register_at_fork(after_in_child=self._new_lock)
-
-    def _new_lock(self) -> None:
-        self._lock = threading.RLock()
-
-    def array(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> np.ndarray:
-        block = self._take(nbytes)
-        lease = _Lease()
-        lease.__array_interface__ = {"shape": shape, "typestr": dtype.str, "data": (block.ctypes.data, False), "version": 3}
-        weakref.finalize(lease, self._give, block).atexit = False
-        return np.asarray(lease)
-
-    def held(self, nbytes: int) -> int:
-        """How many released blocks of nbytes wait to be reused."""
-        with self._lock:
-            return sum(block.nbytes == nbytes for block in self._blocks)
-
-    def _take(self, nbytes: int) -> np.ndarray:
-        with self._lock:
-            for i in range(len(self._blocks) - 1, -1, -1):
-                if self._blocks[i].nbytes == nbytes:
-                    self._held -= nbytes
-                    return self._blocks.pop(i)
-        return np.empty(nbytes, np.uint8)
-
-    def _give(self, block: np.ndarray) -> None:
-        with self._lock:
-            self._blocks.append(block)
-            self._held += block.nbytes
-            while self._held > self._limit:
-                self._held -= self._blocks.pop(0).nbytes
-
-
-# Results from this size on come from the cache: below it, malloc reuses freed memory itself.
-_CACHED_BYTES = 4 << 20
-_CACHE = _BlockCache(limit=512 << 20)
-
-
-def host_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """A new C-contiguous NumPy array (a large one may reuse a released result's memory)."""
-    nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes >= _CACHED_BYTES:
-        return _CACHE.array(tuple(shape), dtype, nbytes)
-    return np.empty(shape, dtype)
-
-
-def reusable(nbytes: int) -> int:
-    """How many new host arrays of nbytes host_empty can give from released memory (no fresh pages)."""
-    return _CACHE.held(nbytes) if nbytes >= _CACHED_BYTES else 0
 
 
 def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream):

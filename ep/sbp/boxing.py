@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from ep.common.runtime.device import DeviceType
+from ep.common.runtime.allocator import host_empty, reusable
 from ep.sbp.physical import balanced_split, physical_slices
 from ep.sbp.sbp import SBP, Broadcast, NdSbp, PartialSum, Split, broadcast
 
@@ -139,8 +140,6 @@ def _take(x: np.ndarray, axis: int, lo: int, hi: int) -> np.ndarray:
 def _empty(shape, dtype: np.dtype) -> np.ndarray:
     """A new C-contiguous host array from ep's allocator: a large one reuses the memory of a
     released one (a result or a scratch buffer) instead of faulting fresh pages in."""
-    from ep.ops.arrays import host_empty
-
     return host_empty(tuple(shape), np.dtype(dtype))
 
 
@@ -191,8 +190,6 @@ def _packs(shape, itemsize: int, axis: int, arrays: int) -> bool:
     nbytes = math.prod(shape) * itemsize
     if nbytes < REARRANGE_BYTES:
         return False
-    from ep.ops.arrays import reusable
-
     return reusable(nbytes) >= arrays
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ep.ops
-from ep.ops import arrays
+from ep.common.runtime import allocator
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def test_a_live_result_or_view_keeps_its_memory(device, x):
     if device != "cpu":
         pytest.skip("the cache serves CPU results")
     first = ep.ops.repeat(x, (4, 2))
-    assert first.nbytes >= arrays._CACHED_BYTES
+    assert first.nbytes >= allocator._CACHED_BYTES
     view = first[1:]
     del first
     second = ep.ops.repeat(x, (4, 2))
@@ -51,7 +51,7 @@ def test_a_fork_while_another_thread_holds_the_cache_lock(device, x):
     held, release = threading.Event(), threading.Event()
 
     def hold():
-        with arrays._CACHE._lock:
+        with allocator._CACHE._lock:
             held.set()
             release.wait()
 
