@@ -136,6 +136,24 @@ def _copy_nd(tiny: _Tiny, op: None, dtype: str) -> None:
         primitive.Launch(tiny.stream, dtype, 2, dst, (2, 3), (0, 0), src, (2, 3), (0, 0), (2, 3), src_strides=strides)
 
 
+def _permute(tiny: _Tiny, op: None, dtype: str) -> None:
+    import ep
+
+    primitive = tiny.new(ep.PermuteFactory, 3)
+    # A transpose of 32 x 32 (CUDA's shared-memory tiles, the CPU's tiles) and one whose last dim
+    # stays (the strided copy).
+    for dims, permutation in (((32, 32), (1, 0)), ((2, 3, 4), (1, 0, 2))):
+        count = math.prod(dims)
+        primitive.Launch(tiny.stream, dtype, len(dims), dims, tiny.ones(count, dtype), permutation, tiny.zeros(count, dtype))
+
+
+def _constant_pad(tiny: _Tiny, op: None, dtype: str) -> None:
+    import ep
+
+    primitive = tiny.new(ep.ConstantPadFactory, dtype)
+    primitive.Launch(tiny.stream, 2, (2, 3), tiny.ones(6, dtype), (1, 0), (0, 1), 0, tiny.zeros(12, dtype))
+
+
 # Per primitive (registry_rows' name): launch(tiny, op name or None, *dtypes) covering its kernels.
 LAUNCHES: dict[str, Callable[..., None]] = {
     "ElementwiseUnary": _unary,
@@ -146,6 +164,8 @@ LAUNCHES: dict[str, Callable[..., None]] = {
     "Expand": _expand,
     "ExpandGrad": _expand_grad,
     "CopyNd": _copy_nd,
+    "Permute": _permute,
+    "ConstantPad": _constant_pad,
 }
 
 
