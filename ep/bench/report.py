@@ -184,19 +184,20 @@ def table(report: dict) -> str:
         "out= (else fresh); max/med: out='s slowest sample over its median",
         "",
     ]
-    cells = [HEADER]
+    timed = [r for r in report["workloads"] if r["kind"] != "cold_start"]
+    lines += _markdown([HEADER] + [row for record in timed for row in table_rows(record)])
     for record in report["workloads"]:
         if record["kind"] == "cold_start":
-            cells += [(record["id"], r["impl"], _time(r["median_s"]), *[""] * (len(HEADER) - 3)) for r in record["results"]]
-        else:
-            cells += table_rows(record)
-    widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
-    for n, row in enumerate(cells):
-        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
-        if n == 0:
-            lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+            lines += ["", *_markdown([(record["id"], "median")] + [(r["impl"], _time(r["median_s"])) for r in record["results"]])]
     titles = [f"{r['id']}: {r['title']}" for r in report["workloads"]]
     return "\n".join(lines + ["", *titles])
+
+
+def _markdown(cells: list[tuple[str, ...]]) -> list[str]:
+    """cells (the first row the header) as the lines of a Markdown table."""
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in cells]
+    return lines[:1] + ["|" + "|".join("-" * (w + 2) for w in widths) + "|"] + lines[1:]
 
 
 def write_json(report: dict, path: str) -> None:
