@@ -241,3 +241,32 @@ def one_hot(indices, num_classes=-1, *, dtype=np.int64, on_value=1, off_value=0,
     dtype = as_data_type(dtype, "dtype")
     attrs = {"num_classes": num_classes, "dtype": dtype.value, "on_value": on_value, "off_value": off_value}
     return apply("one_hot", {"indices": indices}, attrs, dtype.dtype, sbp)
+
+
+def _softmax(name: str, tensors: dict, dim, sbp) -> GlobalTensor:
+    """Softmax-family op name over dim of global tensors (the result has their dtype)."""
+    return apply(name, tensors, {"dim": dim}, _check(tensors).dtype, sbp)
+
+
+@collective("ep.sbp.global_ops.softmax")
+def softmax(x, dim=-1, *, sbp=None) -> GlobalTensor:
+    """ep.ops.softmax on a global tensor (x never splits along dim)."""
+    return _softmax("softmax", {"x": x}, dim, sbp)
+
+
+@collective("ep.sbp.global_ops.log_softmax")
+def log_softmax(x, dim=-1, *, sbp=None) -> GlobalTensor:
+    """ep.ops.log_softmax on a global tensor."""
+    return _softmax("log_softmax", {"x": x}, dim, sbp)
+
+
+@collective("ep.sbp.global_ops.softmax_grad")
+def softmax_grad(y, dy, dim=-1, *, sbp=None) -> GlobalTensor:
+    """ep.ops.softmax_grad on global tensors."""
+    return _softmax("softmax_grad", {"y": y, "dy": dy}, dim, sbp)
+
+
+@collective("ep.sbp.global_ops.log_softmax_grad")
+def log_softmax_grad(y, dy, dim=-1, *, sbp=None) -> GlobalTensor:
+    """ep.ops.log_softmax_grad on global tensors."""
+    return _softmax("log_softmax_grad", {"y": y, "dy": dy}, dim, sbp)

@@ -49,6 +49,10 @@ def run_op(name: str, args: dict, attrs: dict, **options):
     if name == "one_hot":
         values = {key: attrs[key] for key in ("dtype", "on_value", "off_value") if key in attrs}
         return ep.ops.one_hot(args["indices"], attrs["num_classes"], **values, **options)
+    if name in ("softmax", "log_softmax"):
+        return getattr(ep.ops, name)(args["x"], attrs["dim"], **options)
+    if name in ("softmax_grad", "log_softmax_grad"):
+        return getattr(ep.ops, name)(args["y"], args["dy"], attrs["dim"], **options)
     raise ValueError(f"name: {name!r} is not an ep.ops function with SBP signatures")
 
 

@@ -78,6 +78,10 @@ _MODULES = {
     "where": "ep.sbp.ops.where",
     "add_n": "ep.sbp.ops.add_n",
     "one_hot": "ep.sbp.ops.one_hot",
+    "softmax": "ep.sbp.ops.softmax",
+    "log_softmax": "ep.sbp.ops.softmax",
+    "softmax_grad": "ep.sbp.ops.softmax",
+    "log_softmax_grad": "ep.sbp.ops.softmax",
 }
 OPS = tuple(_MODULES)
 

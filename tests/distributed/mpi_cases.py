@@ -137,6 +137,13 @@ def op_cases():
     yield ("one_hot", {"indices": hot}, {"num_classes": 4, "dtype": "float32", "on_value": 2, "off_value": 0},
            lambda t: ep.ops.one_hot(t["indices"], 4, dtype=np.float32, on_value=2, sbp=t["sbp"]),
            np.where(hot[..., None] == np.arange(4), 2, 0).astype(np.float32))
+    sx = rng.standard_normal((n, 3))
+    e = np.exp(sx - sx.max(1, keepdims=True))
+    yield ("softmax", {"x": sx.astype(np.float32)}, {"dim": 1},
+           lambda t: ep.ops.softmax(t["x"], 1, sbp=t["sbp"]), (e / e.sum(1, keepdims=True)).astype(np.float32))
+    sy, sdy = rng.random((n, 3)), rng.standard_normal((n, 3))
+    yield ("log_softmax_grad", {"y": sy, "dy": sdy}, {"dim": 0},
+           lambda t: ep.ops.log_softmax_grad(t["y"], t["dy"], 0, sbp=t["sbp"]), sdy - np.exp(sy) * sdy.sum(0))
 
 
 def check_ops() -> None:

@@ -18,6 +18,12 @@ def glob(x: np.ndarray, device: str, sbp=B) -> GlobalTensor:
     return ep.to_global(to_device(x, device).reshape(x.shape), ep.placement(device, [0]), sbp)
 
 
+def softmax(x: np.ndarray, dim: int) -> np.ndarray:
+    """In float64."""
+    e = np.exp(x - x.max(dim, keepdims=True).astype(np.float64))
+    return e / e.sum(dim, keepdims=True)
+
+
 def cases(rng):
     """(call on ep.ops with the inputs as keyword sources, inputs, NumPy reference)."""
     params = rng.integers(-9, 10, (5, 3)).astype(np.float32)
@@ -31,6 +37,7 @@ def cases(rng):
     x = rng.integers(-9, 10, (3, 1)).astype(np.int32)
     a = rng.standard_normal((3, 4)).astype(np.float32)
     b = rng.standard_normal((4,)).astype(np.float32)
+    y = softmax(dy[::-1], 0)
     return [
         (lambda t: ep.ops.gather(t["p"], t["i"], axis=0), {"p": params, "i": idx}, np.take(params, idx, 0)),
         (lambda t: ep.ops.batch_gather(t["p"], t["i"]), {"p": bparams, "i": bidx}, np.take_along_axis(bparams, bidx[:, :, None], 1)),
@@ -46,6 +53,10 @@ def cases(rng):
         (lambda t: ep.ops.binary("less", t["a"], t["b"]), {"a": a, "b": b}, a < b),
         (lambda t: ep.ops.where(t["c"], t["a"], t["b"]), {"c": a > 0, "a": a, "b": b}, np.where(a > 0, a, b)),
         (lambda t: ep.ops.one_hot(t["i"], 5, on_value=3), {"i": bidx}, np.where(bidx[..., None] == np.arange(5), 3, 0)),
+        (lambda t: ep.ops.softmax(t["a"], 0), {"a": a}, softmax(a, 0).astype(np.float32)),
+        (lambda t: ep.ops.log_softmax(t["a"]), {"a": a}, np.log(softmax(a, -1)).astype(np.float32)),
+        (lambda t: ep.ops.softmax_grad(t["y"], t["dy"], 0), {"y": y, "dy": dy}, y * (dy - (y * dy).sum(0))),
+        (lambda t: ep.ops.log_softmax_grad(t["y"], t["dy"]), {"y": y, "dy": dy}, dy - np.exp(y) * dy.sum(-1, keepdims=True)),
     ]
 
 

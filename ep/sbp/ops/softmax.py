@@ -1,0 +1,55 @@
+"""SBP rules of softmax, log_softmax and their gradients: a reduction along dim, elementwise elsewhere.
+
+Each row along dim is normalized on its own, so x split on any other axis gives the result split
+there (each rank holds whole rows); a split along dim would leave each rank part of a row's sum, so
+dim never splits. Partial sums do not pass through the forward ops (exp is not linear). The
+gradients take y and dy of one shape, split alike: dx = y * (dy - sum(y * dy)) and
+dx = dy - exp(y) * sum(dy) are linear in dy for a fixed y, so P(dy) with B(y) gives P, as for the
+elementwise backward ops (not for bool: no softmax takes it).
+"""
+from __future__ import annotations
+
+from ep.sbp.ops import shape, signature
+from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
+from ep.sbp.signature import OpRule, Signature
+
+
+def _dim(x: tuple[int, ...], dim) -> int:
+    from ep.ops.softmax import softmax_dim
+
+    return softmax_dim(len(x), dim)
+
+
+def forward_shapes(x, dim=-1) -> dict:
+    x = shape(x, "x")
+    _dim(x, dim)
+    return {"x": x, "out": x}
+
+
+def forward_signatures(x, dim=-1) -> list[Signature]:
+    x = forward_shapes(x, dim)["x"]
+    return [signature(S(d), x=S(d)) for d in range(len(x)) if d != _dim(x, dim)] + [signature(B, x=B)]
+
+
+def grad_shapes(y, dy, dim=-1) -> dict:
+    y, dy = shape(y, "y"), shape(dy, "dy")
+    if dy != y:
+        raise ValueError(f"dy: has shape {dy}; expected y's, {y}")
+    _dim(y, dim)
+    return {"y": y, "dy": dy, "out": y}
+
+
+def grad_signatures(y, dy, dim=-1) -> list[Signature]:
+    y = grad_shapes(y, dy, dim)["y"]
+    sigs = [signature(S(d), y=S(d), dy=S(d)) for d in range(len(y)) if d != _dim(y, dim)]
+    return sigs + [signature(P, y=B, dy=P), signature(B, y=B, dy=B)]
+
+
+def attributes(slices, dim=-1, **shapes) -> dict:
+    """dim: the same on every rank (it never splits)."""
+    return {"dim": dim}
+
+
+_FORWARD = OpRule(forward_signatures, forward_shapes, attributes)
+_GRAD = OpRule(grad_signatures, grad_shapes, attributes)
+RULES = {"softmax": _FORWARD, "log_softmax": _FORWARD, "softmax_grad": _GRAD, "log_softmax_grad": _GRAD}
