@@ -8,7 +8,8 @@ kind) and device, into an ElementwiseFused primitive; shapes never enter the tra
 compiles nothing new unless its broadcast pattern (which arguments are read along the output's
 innermost dim) is new. The call takes what ep.ops functions take: NumPy, PyTorch, CuPy and numba
 arrays, Python and NumPy scalars (NEP 50), NumPy broadcasting, any strides (a non-contiguous array
-is copied first, as ep.ops do), out= (an array or a tuple), stream=.
+is copied first, as ep.ops do), out= (an array or a tuple), stream=. Global tensors go to
+ep.sbp.global_ops.fuse (the expression's SBP rule: ep.sbp.ops.fuse).
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
 from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedFactory, Input, Scalar
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import _namespace, check_out, contiguous, device_of, empty, stream_for, unaliased
-from ep.ops.dispatch import GlobalTensor
+from ep.ops.dispatch import GlobalTensor, global_call
+from ep.sbp.global_tensor import run_agreed
 from ep.ops.trace import ScalarSlot, Traced, TracedScalar, Tracer
 
 # Traces kept per fused function (argument dtypes and kinds, device); a program cycling through
@@ -39,12 +41,14 @@ MAX_TRACES = 64
 @dataclass(frozen=True)
 class _Trace:
     """What one trace made: the primitive, its arguments' sources (("array", call position) or a
-    ScalarSlot), the call positions each output reads, and whether fn returned one array."""
+    ScalarSlot), the call positions each output reads, whether fn returned one array, and the
+    outputs' nodes (the expression)."""
 
     primitive: object
     sources: tuple
     reads: tuple[tuple[int, ...], ...]
     single: bool
+    nodes: tuple
 
 
 def fuse(fn: Callable) -> Callable:
@@ -57,9 +61,11 @@ def fuse(fn: Callable) -> Callable:
     (np.exp(x)), x.astype(dtype), and ep.ops.unary, ep.ops.binary (any op, with attributes) and
     ep.ops.where. Results equal the unfused ep.ops chain's: the same dtype promotion (NEP 50), the
     same formulas and integer semantics, float16 rounded after each op. Python control flow on a
-    traced value (if x > 0:, bool(), int(), len(), indexing), ops that are not elementwise
-    (ep.ops.gather, ...) and global tensors raise (TypeError; NotImplementedError for global
-    tensors: no SBP rule yet). Outputs share one shape, the broadcast of the arrays they read.
+    traced value (if x > 0:, bool(), int(), len(), indexing) and ops that are not elementwise
+    (ep.ops.gather, ...) raise TypeError. Outputs share one shape, the broadcast of the arrays they
+    read. Global tensors (all array arguments global, on one placement; no out= or stream=) give
+    global tensors: the call runs on each rank's pieces where their SBPs allow the whole
+    expression, else after boxing them to the layout that moves the fewest bytes.
     """
     return Fused(fn)
 
@@ -81,15 +87,18 @@ class Fused:
         return names[position] if position < len(names) else f"args[{position}]"
 
     def __call__(self, *args, out=None, stream=None):
+        if any(type(arg) is GlobalTensor for arg in args):
+            # As same_kind hands ep.ops calls on: once every rank agreed on the arguments.
+            tensors = {self._name(p): arg for p, arg in enumerate(args) if not is_scalar(arg)}
+            kwargs = {"out": out, "stream": stream}
+            call = lambda: global_call("fuse", tensors, (self, *args), kwargs)  # noqa: E731
+            return run_agreed("ep.fuse", _CALL, (self, *args), kwargs, call)
         values, key, namespace, device = [], [], None, None
         for position, arg in enumerate(args):
             name = self._name(position)
-            if type(arg) is GlobalTensor:
-                raise NotImplementedError(f"{name}: ep.fuse does not take global tensors yet (no SBP rule); use the unfused ep.ops or to_local()")
             if is_scalar(arg):
-                kind = promotion_key(arg)
                 values.append(arg)
-                key.append(("scalar", type(kind), kind))
+                key.append(_kind(arg))
                 continue
             if type(arg) is not np.ndarray and is_dlpack(arg):
                 namespace = _namespace(arg) if device is None else namespace
@@ -99,7 +108,7 @@ class Fused:
                 raise TypeError(f"{name}: is on {found.device_type.value}, the arguments before it on {device.device_type.value}; expected one device")
             device = device or found
             values.append(arg)
-            key.append(("array", np.dtype(arg.dtype)))
+            key.append(_kind(arg))
         if device is None:
             raise TypeError("args: no array among the arguments; a fused call needs one (its result has their broadcast shape)")
         trace = self._trace((tuple(key), device.device_type), values, device)
@@ -168,6 +177,11 @@ class Fused:
             checked.append(check_out(o, name, shape, dtype, device))
         return checked
 
+    def trace(self, args: tuple, device) -> _Trace:
+        """The trace for a call on device with arguments like args: scalars, and arrays or anything
+        with their dtype (a global tensor)."""
+        return self._trace((tuple(map(_kind, args)), device.device_type), list(args), device)
+
     def _trace(self, key: tuple, values: list, device) -> _Trace:
         found = self._traces.get(key)
         if found is not None:
@@ -197,12 +211,23 @@ class Fused:
             tuple(sorted({tracer.arguments[i][1] for i in _leaves(output.node) if not isinstance(tracer.arguments[i], ScalarSlot)}))
             for output in outputs
         )
-        trace = _Trace(primitive, sources, reads, single)
+        trace = _Trace(primitive, sources, reads, single, nodes)
         with self._lock:
             self._traces[key] = trace
             if len(self._traces) > MAX_TRACES:
                 self._traces.popitem(last=False)
         return trace
+
+
+_CALL = inspect.signature(Fused.__call__)
+
+
+def _kind(arg) -> tuple:
+    """What a trace depends on of an argument: an array's dtype, a scalar's promotion kind."""
+    if is_scalar(arg):
+        kind = promotion_key(arg)
+        return ("scalar", type(kind), kind)
+    return ("array", np.dtype(arg.dtype))
 
 
 def _positional_names(fn: Callable) -> tuple[str, ...]:

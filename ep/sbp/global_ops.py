@@ -10,6 +10,7 @@ bounds in its piece) is shared, so every rank raises it.
 from __future__ import annotations
 
 import functools
+from typing import Callable
 
 import numpy as np
 
@@ -49,7 +50,7 @@ def _choose(name: str, hierarchy: tuple[int, ...], kw: tuple, sbps: tuple, items
     candidates = nd_signatures(name, hierarchy, **kw)
     names = [n for n, _ in sbps]
     for sig in candidates:
-        if all(sbp_of(sig, n) == s for n, s in sbps) and requested in (None, sbp_of(sig, "out")):
+        if all(sbp_of(sig, n) == s for n, s in sbps) and (requested is None or requested == sbp_of(sig, "out")):
             return sig
     return min(candidates, key=lambda sig: signature_cost(name, hierarchy, kw, dict(sbps), dict(zip(names, itemsizes)), out_itemsize, requested, sig))
 
@@ -103,20 +104,30 @@ def apply(name: str, tensors: dict[str, object], attrs: dict, out_dtype, sbp=Non
     kw = {**{n: t.shape for n, t in tensors.items()}, **attrs}
     piece = physical(name, sig, hierarchy, group.index, **kw)
     local = {n: t.to_global(sbp=sbp_of(sig, n)).to_local() for n, t in tensors.items()}
-    error, out = None, None
-    try:
+
+    def run():
         rows = _offset_rows(name, piece, kw)
         if rows is not None:
             local["indices"] = _indices_in_bounds(local["indices"], rows)
-        device = device_name(placement)
-        out = run_piece(name, local, piece, np.dtype(out_dtype), device, **options)
-        # A CUDA launch reports a bad index at its stream's Sync: here, so that every rank agrees on it.
-        GetDevice(device).default_stream.Sync()
-    except (IndexError, ValueError, TypeError) as e:
-        error = e
-    agree(group.comm, name, {}, error)
+        return run_piece(name, local, piece, np.dtype(out_dtype), device_name(placement), **options)
+
+    out = _shared(name, first, run)
     result = GlobalTensor(out, group, sbp_of(sig, "out"), rule(name).shapes(**kw)["out"])
     return result.to_global(sbp=requested)
+
+
+def _shared(name: str, first: GlobalTensor, run: Callable[[], object]):
+    """run() on this rank's pieces, with its error (an index out of bounds in its piece) raised on
+    every rank of first's placement, so that no rank waits on another."""
+    error, out = None, None
+    try:
+        out = run()
+        # A CUDA launch reports a bad index at its stream's Sync: here, so that every rank agrees on it.
+        GetDevice(device_name(first.placement)).default_stream.Sync()
+    except (IndexError, ValueError, TypeError) as e:
+        error = e
+    agree(first._group.comm, name, {}, error)
+    return out
 
 
 def _offset_rows(name: str, piece, kw: dict) -> int | None:
@@ -270,3 +281,30 @@ def softmax_grad(y, dy, dim=-1, *, sbp=None) -> GlobalTensor:
 def log_softmax_grad(y, dy, dim=-1, *, sbp=None) -> GlobalTensor:
     """ep.ops.log_softmax_grad on global tensors."""
     return _softmax("log_softmax_grad", {"y": y, "dy": dy}, dim, sbp)
+
+
+@collective("ep.sbp.global_ops.fuse")
+def fuse(fused, *args) -> GlobalTensor | tuple[GlobalTensor, ...]:
+    """A call of an ep.fuse function on global tensors (every array argument; scalars as they are):
+    run on each rank's pieces under the expression's signature their SBPs match (ep.sbp.ops.fuse),
+    else after boxing them to the one of least boxing cost; a global tensor per output."""
+    from ep.common.runtime.scalar import is_scalar
+
+    first = _check({fused._name(p): a for p, a in enumerate(args) if not is_scalar(a)})
+    trace = fused.trace(args, GetDevice(device_name(first.placement)))
+    # The arrays the outputs read, keyed by call position (the rule's input names); others unused.
+    read = {f"args[{p}]": p for p in sorted({p for reads in trace.reads for p in reads})}
+    tensors = {name: args[p] for name, p in read.items()}
+    dtypes = tuple(d.dtype.name for d in trace.primitive.dst_dtypes)
+    attrs = {"expression": trace.nodes, "dtypes": dtypes}
+    sig = choose("fuse", tensors, attrs, dtypes[0])
+    local = [a if is_scalar(a) else a.to_local() for a in args]
+    for name, p in read.items():
+        local[p] = args[p].to_global(sbp=sbp_of(sig, name)).to_local()
+    outs = _shared("fuse", first, lambda: fused(*local))
+    shapes = rule("fuse").shapes(**{n: t.shape for n, t in tensors.items()}, **attrs)
+    results = tuple(
+        GlobalTensor(o, first._group, sbp_of(sig, f"out[{j}]"), shapes[f"out[{j}]"])
+        for j, o in enumerate((outs,) if trace.single else outs)
+    )
+    return results[0] if trace.single else results

@@ -82,6 +82,7 @@ _MODULES = {
     "log_softmax": "ep.sbp.ops.softmax",
     "softmax_grad": "ep.sbp.ops.softmax",
     "log_softmax_grad": "ep.sbp.ops.softmax",
+    "fuse": "ep.sbp.ops.fuse",
 }
 OPS = tuple(_MODULES)
 

@@ -167,6 +167,33 @@ def check_ops() -> None:
                 checked[0] += 1
 
 
+def check_fuse() -> None:
+    """An ep.fuse call under each nd-signature of its expression runs on the pieces as they are
+    (nothing boxed); inputs no signature takes (a partial sum into relu, mismatched splits) are
+    boxed first; every result equals NumPy's."""
+    rng = np.random.default_rng(5)
+    n = SIZE + 1
+    x, y, z = (rng.integers(-6, 7, s).astype(np.float32) for s in [(n, 3), (3,), (n, 1)])
+    step = ep.fuse(lambda x, y, z: (ep.ops.unary("relu", x * y + z), x + z))
+    for placement in placements():
+        h = len(placement.hierarchy)
+        trace = step.trace((x, y, z), ep.GetDevice("cpu"))
+        kw = {"args[0]": x.shape, "args[1]": y.shape, "args[2]": z.shape, "expression": trace.nodes, "dtypes": ("float32", "float32")}
+        for seed, sig in enumerate(nd_signatures("fuse", placement, **kw)):
+            tensors = [make_global(a, placement, sbp_of(sig, f"args[{p}]"), seed) for p, a in enumerate((x, y, z))]
+            before = boxing.received[0]
+            relu, added = step(*tensors)
+            assert boxing.received[0] == before, f"fuse {sig} boxed its inputs"
+            assert relu.sbp == sbp_of(sig, "out[0]") and added.sbp == sbp_of(sig, "out[1]"), sig
+            np.testing.assert_array_equal(relu.numpy(), np.maximum(x * y + z, 0), err_msg=repr(sig))
+            np.testing.assert_array_equal(added.numpy(), x + z, err_msg=repr(sig))
+            checked[0] += 1
+        relu, added = step(make_global(x, placement, (P,) * h, 1), make_global(y, placement, (S(0),) * h), make_global(z, placement, (B,) * h))
+        np.testing.assert_array_equal(relu.numpy(), np.maximum(x * y + z, 0))
+        np.testing.assert_array_equal(added.numpy(), x + z)
+        checked[0] += 1
+
+
 def check_cost_model() -> None:
     """For inputs no signature takes as they are: the op boxes to the legal nd-signature of least
     modelled cost; brute force boxes to every legal one and measures the bytes each moves."""
@@ -341,7 +368,7 @@ def check_cuda() -> None:
             checked[0] += 1
 
 
-PARTS = {"boxing": check_boxing, "packed": check_boxing_packed, "ops": check_ops, "cost": check_cost_model, "errors": check_errors, "agreement": check_agreement, "cuda": check_cuda}
+PARTS = {"boxing": check_boxing, "packed": check_boxing_packed, "ops": check_ops, "fuse": check_fuse, "cost": check_cost_model, "errors": check_errors, "agreement": check_agreement, "cuda": check_cuda}
 
 if __name__ == "__main__":
     for part in sys.argv[1:] or PARTS:

@@ -128,3 +128,54 @@ def test_a_call_python_refuses_is_an_error_of_every_rank():
     t = glob(np.zeros((2, 3), np.float32), "cpu")
     with pytest.raises(TypeError, match=r"rank 0: .*argument"):
         ep.ops.expand(t, (2, 3), 1)
+
+
+def test_a_fused_call_runs_on_the_pieces_its_sbps_allow(device):
+    # Inputs laid out as the whole expression allows: the result keeps their layout (nothing boxed).
+    rng = np.random.default_rng(0)
+    x, y, z = (rng.integers(-6, 7, s).astype(np.float32) for s in [(3, 4), (4,), (3, 1)])
+    relu_fma = ep.fuse(lambda x, y, z: ep.ops.unary("relu", x * y + z))
+    for sbps, out_sbp in [((S(0), B, S(0)), S(0)), ((S(1), S(0), B), S(1)), ((B, B, B), B)]:
+        out = relu_fma(*(glob(a, device, s) for a, s in zip((x, y, z), sbps)))
+        assert type(out) is GlobalTensor and out.sbp == (out_sbp,) and out.shape == (3, 4)
+        np.testing.assert_array_equal(out.numpy(), np.maximum(x * y + z, 0))
+    a, b = ep.fuse(lambda x, y, s: (x + y, x + y + x))(glob(x, device, P), glob(y, device, P), 2.0)
+    assert a.sbp == b.sbp == (P,)
+    np.testing.assert_array_equal(b.numpy(), x + y + x)
+
+
+def test_a_fused_call_boxes_inputs_its_expression_does_not_allow(device):
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(-6, 7, (2, 3, 4)).astype(np.float32), rng.integers(-6, 7, (3, 4)).astype(np.float32)
+    out = ep.fuse(lambda x: ep.ops.unary("relu", x))(glob(x, device, P))  # relu of a partial sum is no sum
+    assert out.sbp != (P,)
+    np.testing.assert_array_equal(out.numpy(), np.maximum(x, 0))
+    out = ep.fuse(lambda x, y: x * y + 1)(glob(x, device, S(1)), glob(y, device, S(1)))  # y's dim 1 is x's dim 2
+    np.testing.assert_array_equal(out.numpy(), x * y + 1)
+
+
+def test_a_fused_call_boxes_to_the_signature_moving_fewest_bytes():
+    # On 2 and 2x2 ranks (the choice is a pure function of the layout): the least boxing cost, here
+    # less than the all-reduce of x that broadcasting everything would take.
+    from ep.sbp import global_ops, nd_signatures
+
+    step = ep.fuse(lambda x, y: ep.ops.unary("relu", x) + y)
+    x, y = glob(np.zeros((6, 5), np.float32), "cpu", P), glob(np.zeros((6, 1), np.float32), "cpu", S(0))
+    trace = step.trace((x, y), ep.GetDevice("cpu"))
+    kw = {"args[0]": x.shape, "args[1]": y.shape, "expression": trace.nodes, "dtypes": ("float32",)}
+    sizes = {"args[0]": 4, "args[1]": 4}
+    for hierarchy in [(2,), (2, 2)]:
+        sbps = {"args[0]": (P,) * len(hierarchy), "args[1]": (S(0),) * len(hierarchy)}
+        chosen = global_ops._choose("fuse", hierarchy, tuple(kw.items()), tuple(sbps.items()), (4, 4), 4, None)
+        costs = {sig: global_ops.signature_cost("fuse", hierarchy, kw, sbps, sizes, 4, None, sig) for sig in nd_signatures("fuse", hierarchy, **kw)}
+        broadcast = next(sig for sig in costs if all(s["out[0]"] == B for s in sig))
+        assert costs[chosen] == min(costs.values()) < costs[broadcast], (hierarchy, chosen, costs)
+
+
+def test_fused_calls_refuse_local_arrays_and_out():
+    g = glob(np.ones((2, 3), np.float32), "cpu")
+    add = ep.fuse(lambda a, b: a + b)
+    with pytest.raises(TypeError, match="b: ndarray is not a GlobalTensor"):
+        add(g, np.ones((2, 3), np.float32))
+    with pytest.raises(TypeError, match="out: fuse of global tensors makes a new global tensor"):
+        add(g, g, out=np.empty((2, 3), np.float32))

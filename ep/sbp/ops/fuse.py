@@ -1,0 +1,61 @@
+"""SBP rules of an ep.fuse call: an ElementwiseFused expression over broadcast arrays, named
+args[0], args[1], ... by their position in the call (only the arrays the outputs read), with
+outputs out[0], out[1], ... of one shape.
+
+Every op of a fused expression is elementwise, so each dim of the outputs splits them all, every
+input split on its own dim where it has the outputs' size there, else broadcast (as for binary's
+operands); all broadcast gives broadcast outputs. Partial sums pass, conservatively, only where
+every output is a plain sum of inputs (Input leaves under attribute-free kAdd nodes: no scalar,
+cast or other op, which a partial sum might not pass through), outside bool (whose sum is no count).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ep.include.primitive.binary_op import BinaryOp
+from ep.include.primitive.elementwise_fused import Binary, Input
+from ep.sbp.ops import shape
+from ep.sbp.ops.elementwise import _operand
+from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
+from ep.sbp.signature import OpRule, Signature
+
+
+def is_sum(node) -> bool:
+    """Whether node is a sum of inputs (linear in each, so it takes partial sums)."""
+    if isinstance(node, Input):
+        return True
+    plain = isinstance(node, Binary) and node.op is BinaryOp.kAdd and node.attr0 is None and node.attr1 is None
+    return plain and is_sum(node.a) and is_sum(node.b)
+
+
+def fuse_shapes(expression, dtypes, **arrays) -> dict:
+    """expression: the outputs' nodes; dtypes: their dtypes; arrays: the inputs' shapes."""
+    from ep.common.primitive.broadcast import broadcast_shape
+
+    shapes = {name: shape(value, name) for name, value in arrays.items()}
+    out: tuple[int, ...] = ()
+    for name, s in shapes.items():
+        out = broadcast_shape(out, s, ("the arrays before", name))
+    return {**shapes, **{f"out[{j}]": out for j in range(len(expression))}}
+
+
+def fuse_signatures(expression, dtypes, **arrays) -> list[Signature]:
+    shapes = fuse_shapes(expression, dtypes, **arrays)
+    outs = [f"out[{j}]" for j in range(len(expression))]
+    out = shapes[outs[0]] if outs else ()
+
+    def each(sbp, inputs):
+        return Signature(inputs, {o: sbp for o in outs})
+
+    sigs = [each(S(d), {n: _operand(shapes[n], out, d) for n in arrays}) for d in range(len(out))]
+    if all(map(is_sum, expression)) and all(np.dtype(d).kind != "b" for d in dtypes):
+        sigs.append(each(P, {n: P for n in arrays}))
+    return sigs + [each(B, {n: B for n in arrays})]
+
+
+def fuse_attributes(slices, expression, dtypes, **arrays) -> dict:
+    """None: the expression is the same on every rank."""
+    return {}
+
+
+RULES = {"fuse": OpRule(fuse_signatures, fuse_shapes, fuse_attributes)}
