@@ -19,13 +19,15 @@ CAPABILITIES = ((8, 0), (9, 0))
 def kernels(factory_names: list[str] | None = None):
     """(factory name, CudaKernel) for every kernel of the registered CUDA factories, each once
     (factories may share kernels: BatchGather launches Gather's)."""
-    seen = set()
+    # Keyed by id, holding the kernel: a kernel a factory makes afresh would otherwise die and its
+    # id pass to a different one, which would then be skipped.
+    seen = {}
     for factory_type, factory in RegisteredFactories(DeviceType.kCUDA).items():
         if factory_names and factory_type.__name__ not in factory_names:
             continue
         for kernel in factory.Kernels():
             if id(kernel) not in seen:
-                seen.add(id(kernel))
+                seen[id(kernel)] = kernel
                 yield factory_type.__name__, kernel
 
 

@@ -10,7 +10,7 @@ import types
 import numpy as np
 
 from ep.common.runtime.allocator import host_empty
-from ep.common.runtime.buffer import as_cuda_array, check_device_address, device_type_of, plain_ndarray, span
+from ep.common.runtime.buffer import as_cuda_array, check_device_address, device_type_of, plain, plain_ndarray, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice
 from ep.common.runtime.dlpack import from_dlpack, is_dlpack
@@ -179,6 +179,8 @@ def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = Fal
     The copy is a CopyNd launch that reads x as a strided view of the memory it spans. CopyNd takes
     non-negative strides: a cpu array with negative ones is copied by NumPy, a cuda one refused.
     """
+    if plain(x) and not copy:
+        return x
     if device.device_type is DeviceType.kCPU:
         if copy:
             return np.array(x, order="C")

@@ -1,7 +1,6 @@
 """ep.ops.binary: a BroadcastElementwiseBinary over two arrays (or an array and a scalar), NumPy-style."""
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -12,7 +11,8 @@ from ep.common.math.ops.record import document_ops
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType, GetDevice
-from ep.common.runtime.keys import exact_key
+from ep.common.runtime.buffer import plain
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import INT64_MAX, INT64_MIN
 from ep.common.runtime.scalar import integer_out_of_range, is_scalar, result_dtype, scalar_value
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
@@ -73,27 +73,16 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
         attr0, attr1 = binary_keyword_attrs(op, attrs, attr0, attr1)
     if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is b.dtype:
         # Two CPU arrays of one dtype: everything but the buffers comes from the cache.
-        try:
-            primitive, dst_dtype, shape, dims0, dims1 = _cached_array_plan(
-                op, a.dtype, a.shape, b.shape, attr0, attr1, exact_key((attr0, attr1))
-            )
-        except TypeError:
-            # An unhashable argument, or a bad one: the uncached plan raises the error that names it.
-            primitive, dst_dtype, shape, dims0, dims1 = _array_plan(op, a.dtype, a.shape, b.shape, attr0, attr1)
+        primitive, dst_dtype, shape, dims0, dims1 = _ARRAY_PLANS.get(op, a.dtype, a.shape, b.shape, attr0, attr1)
         # None: a NumPy alias that computes in another dtype, which the general path below casts to.
         if primitive is not None:
             stream = stream_for(_CPU, stream)
-            if not a.flags.c_contiguous:
-                a = contiguous(a, _CPU)
-            if not b.flags.c_contiguous:
-                b = contiguous(b, _CPU)
+            a = contiguous(a, _CPU)
+            b = contiguous(b, _CPU)
             if out is None:
                 out = np.empty(shape, dst_dtype.dtype)
             else:
-                if not (
-                    type(out) is np.ndarray and out.dtype is dst_dtype.dtype and out.shape == shape
-                    and (flags := out.flags).c_contiguous and flags.writeable
-                ):
+                if not (plain(out) and out.dtype is dst_dtype.dtype and out.shape == shape and out.flags.writeable):
                     check_out(out, "out", shape, dst_dtype, _CPU)
                 # Arrays that own their memory cannot overlap out: only views need the overlap test.
                 if a is not out and (a.base is not None or out.base is not None):
@@ -145,12 +134,8 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
     return out
 
 
-def _array_plan(op, dtype, a_shape, b_shape, attr0, attr1, exact=None):
-    """(primitive, dst dtype, shape, dims0, dims1) of two CPU arrays of one dtype.
-
-    exact (exact_key of the attributes) only keys the cache, where 1.0 would pass for 1 and True,
-    and -0.0 for 0.0.
-    """
+def _array_plan(op, dtype, a_shape, b_shape, attr0, attr1):
+    """(primitive, dst dtype, shape, dims0, dims1) of two CPU arrays of one dtype."""
     name, op = op, as_binary_op(op)
     src_dtype = as_data_type(dtype, "a, b")
     if alias_dtype(name, src_dtype) is not src_dtype or checks_negative_powers(name, src_dtype):
@@ -166,9 +151,8 @@ def _array_plan(op, dtype, a_shape, b_shape, attr0, attr1, exact=None):
     return primitive, dst_dtype, shape, dims0, dims1
 
 
-# Keyed by the caller's own arguments (the attributes by exact_key), so a repeated call skips
-# every normalization; bounded, since attribute values are caller data.
-_cached_array_plan = functools.lru_cache(maxsize=4096)(_array_plan)
+# Keyed by the caller's own arguments, so a repeated call skips every normalization.
+_ARRAY_PLANS = PlanCache(_array_plan)
 
 
 def _refuse_negative_powers(b) -> None:

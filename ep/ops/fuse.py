@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from ep.common.primitive.broadcast import broadcast_shape
-from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.dlpack import from_dlpack, is_dlpack
 from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
 from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedFactory, Input, Scalar

@@ -7,7 +7,6 @@ the stream's next Sync() raises the IndexError, and the rows a bad index selects
 """
 from __future__ import annotations
 
-import functools
 import math
 import sys
 from typing import NamedTuple
@@ -15,8 +14,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES
+from ep.common.runtime.buffer import plain
 from ep.common.runtime.data_type import INDEX_TYPES, DataType, as_data_type
-from ep.common.runtime.device import Device, DeviceType, GetDevice
+from ep.common.runtime.device import Device
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.stream import caller_indices
 from ep.common.runtime.validate import dims, integer
 from ep.include.primitive.batch_gather import BatchGatherFactory
@@ -26,7 +27,6 @@ from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
 from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
 
 _INDEX_DTYPES = {dtype.dtype: dtype for dtype in INDEX_TYPES}
-_CPU = GetDevice(DeviceType.kCPU)
 
 
 class GatherShape(NamedTuple):
@@ -112,9 +112,8 @@ def _gather_op(device: Device, params_dtype, indices_dtype, params_shape, indice
     return params, shape, primitive
 
 
-# Keyed by the caller's own arguments (typed, so True never passes for 1): a repeated call skips
-# every lookup, check and derivation.
-_cached_gather_op = functools.lru_cache(maxsize=1024, typed=True)(_gather_op)
+# Keyed by the caller's own arguments: a repeated call skips every lookup, check and derivation.
+_GATHER_OPS = PlanCache(_gather_op)
 
 
 def _bad_index(error: IndexOutOfRange, shape: tuple[int, ...]) -> IndexError:
@@ -143,35 +142,19 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
     rows bad indices select), without it gives zeros. Returns a new array, or out.
     Global params and indices (ep.to_global) give a global tensor, laid out by sbp when given.
     """
+    device = _same_device(params, indices, "params")
     # Shapes first: a contiguous NumPy copy of a 0-d array is 1-d.
-    if type(params) is np.ndarray and type(indices) is np.ndarray:
-        # The common case, without the general device lookup and copies.
-        device = _CPU
-        params_shape, indices_shape = params.shape, indices.shape
-        if not params.flags.c_contiguous:
-            params = contiguous(params, _CPU)
-        if not indices.flags.c_contiguous:
-            indices = contiguous(indices, _CPU)
-    else:
-        device = _same_device(params, indices, "params")
-        params_shape, indices_shape = tuple(params.shape), tuple(indices.shape)
-        stream = stream_for(device, stream)  # copies go on the caller's stream too
-        params = contiguous(params, device, stream)
-        indices = contiguous(indices, device, stream)
-    key = (device, params.dtype, indices.dtype, params_shape, indices_shape, axis, batch_dims, check_bounds)
-    try:
-        params_dtype, shape, primitive = _cached_gather_op(*key)
-    except TypeError:
-        # An unhashable argument, or a bad one: the uncached op raises the error that names it.
-        params_dtype, shape, primitive = _gather_op(*key)
-    stream = device.default_stream if stream is None else stream_for(device, stream)
+    params_shape, indices_shape = tuple(params.shape), tuple(indices.shape)
+    stream = stream_for(device, stream)  # copies go on the caller's stream too
+    params = contiguous(params, device, stream)
+    indices = contiguous(indices, device, stream)
+    params_dtype, shape, primitive = _GATHER_OPS.get(
+        device, params.dtype, indices.dtype, params_shape, indices_shape, axis, batch_dims, check_bounds
+    )
     if out is None:
         out = empty(shape.shape, params_dtype, device, stream)
     else:
-        if not (
-            device is _CPU and type(out) is np.ndarray and out.shape == shape.shape and out.dtype is params.dtype
-            and (flags := out.flags).c_contiguous and flags.writeable
-        ):
+        if not (plain(out) and out.shape == shape.shape and out.dtype is params.dtype and out.flags.writeable):
             check_out(out, "out", shape.shape, params_dtype, device)
         params = unaliased(params, out, device, stream)
         indices = unaliased(indices, out, device, stream)

@@ -1,23 +1,20 @@
 """ep.ops.unary: an ElementwiseUnary over an array of any shape and strides."""
 from __future__ import annotations
 
-import functools
 
-import numpy as np
 
 from ep.common.math.aliases import alias_dtype, refuse_alias
+from ep.common.runtime.buffer import plain
 from ep.common.runtime.data_type import DataType, as_data_type
-from ep.common.runtime.keys import exact_key
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.math.ops.record import document_ops
 from ep.common.math.unary_functor import UNARY_FUNCTORS, unary_attrs, unary_dst_dtypes, unary_keyword_attrs
 from ep.include.primitive.cast import CastFactory
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
-from ep.common.runtime.device import DeviceType, GetDevice
 from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
 
-_CPU = GetDevice(DeviceType.kCPU)
 
 
 def unary_result_dtype(op: UnaryOp, src_dtype: DataType, dtype: object = None) -> DataType:
@@ -34,10 +31,9 @@ def unary_result_dtype(op: UnaryOp, src_dtype: DataType, dtype: object = None) -
     return choices[0]
 
 
-def _primitive(op, device_type, x_dtype, attr0, attr1, dtype, exact=None):
+def _primitive(op, device_type, x_dtype, attr0, attr1, dtype):
     """(primitive, result DataType, the dtype x is cast to first or None): a NumPy or PyTorch alias
-    computes in its library's dtype. exact (exact_key of the attributes) only keys the cache, where
-    -0.0 would pass for 0.0."""
+    computes in its library's dtype."""
     name, op = op, as_unary_op(op)
     x_dtype = as_data_type(x_dtype, "x")
     src_dtype = alias_dtype(name, x_dtype)
@@ -53,10 +49,8 @@ def _primitive(op, device_type, x_dtype, attr0, attr1, dtype, exact=None):
     return primitive, dst_dtype, None if src_dtype is x_dtype else src_dtype
 
 
-# Keyed by the caller's own arguments (typed, so True never passes for 1, and the attributes by
-# exact_key, so -0.0 never passes for 0.0): a repeated call skips every normalization. Unhashable
-# arguments take _primitive, whose error names them.
-_cached_primitive = functools.lru_cache(maxsize=4096, typed=True)(_primitive)
+# Keyed by the caller's own arguments: a repeated call skips every normalization.
+_PRIMITIVES = PlanCache(_primitive)
 
 
 @same_kind("x")
@@ -76,20 +70,16 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, *
     if attrs:
         attr0, attr1 = unary_keyword_attrs(op, attrs, attr0, attr1)
     device = device_of(x, "x")
-    try:
-        primitive, dst_dtype, cast = _cached_primitive(op, device, x.dtype, attr0, attr1, dtype, exact_key((attr0, attr1)))
-    except TypeError:
-        primitive, dst_dtype, cast = _primitive(op, device, x.dtype, attr0, attr1, dtype)
+    primitive, dst_dtype, cast = _PRIMITIVES.get(op, device, x.dtype, attr0, attr1, dtype)
     stream = device.default_stream if stream is None else stream_for(device, stream)
     if cast is not None:
         x = unary("cast", x, dtype=cast, stream=stream)
     shape = x.shape
-    if type(x) is not np.ndarray or not x.flags.c_contiguous:
-        # contiguous() copies; taken after the shape, since a copy of a 0-d array may be 1-d.
-        x = contiguous(x, device, stream)
+    # After the shape: a copy of a 0-d array may be 1-d.
+    x = contiguous(x, device, stream)
     if out is None:
         out = empty(shape, dst_dtype, device, stream)
-    elif device is _CPU and type(out) is np.ndarray and out.dtype is dst_dtype.dtype and out.shape == shape and (f := out.flags).c_contiguous and f.writeable:
+    elif plain(out) and out.dtype is dst_dtype.dtype and out.shape == shape and out.flags.writeable:
         # Two arrays that own their memory cannot overlap: only views need the overlap test.
         if out is not x and (x.base is not None or out.base is not None):
             x = unaliased(x, out, device, stream, elementwise=True)
