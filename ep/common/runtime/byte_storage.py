@@ -36,14 +36,17 @@ def byte_storage(obj: object, name: str, device_type: DeviceType, nbytes: int, w
             where = "a numpy.ndarray" if isinstance(obj, np.ndarray) else type(obj).__name__
             raise TypeError(f"{name}: {where} was given as cuda memory; expected an object with __cuda_array_interface__")
         array = as_cuda_array(obj, name, stream)
-        check_device_address(array, name)
         contiguous = array.is_c_contiguous()
     if not contiguous:
         raise ValueError(f"{name}: memory must be C-contiguous; got strides {tuple(array.strides)} for shape {tuple(array.shape)}")
     size = array.size * array.dtype.itemsize
     if size < nbytes:
         raise ValueError(f"{name}: holds {size} bytes, fewer than the {nbytes} the launch needs")
-    return kept(_bytes, array)
+    flat = kept(_bytes, array)
+    if device_type is not DeviceType.kCPU:
+        # Its bytes' address: memory is copied and set byte by byte, at any alignment of its elements.
+        check_device_address(flat, name)
+    return flat
 
 
 def _bytes(array):
