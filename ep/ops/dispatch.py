@@ -30,6 +30,8 @@ def global_call(name: str, tensors: dict[str, object], args: tuple, kwargs: dict
         value = kwargs.pop(key, None)
         if value is not None:
             raise TypeError(f"{key}: {name} of global tensors makes a new global tensor on the default stream; got {key}={value!r}, expected None")
-    if kwargs.pop("check_bounds", True) is not True:
+    if kwargs.pop("check_bounds", None) not in (True, None):
         raise ValueError(f"check_bounds: {name} of global tensors always checks its indices; got check_bounds=False")
+    if kwargs.pop("offset", None) is not None:
+        raise ValueError(f"offset: {name} of global tensors takes each rank's offset from the SBP; expected offset=None")
     return getattr(global_ops, name)(*args, **kwargs)

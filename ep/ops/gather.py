@@ -103,13 +103,26 @@ def _same_device(params, indices, params_name: str) -> Device:
     return device
 
 
-def _gather_op(device: Device, params_dtype, indices_dtype, params_shape, indices_shape, axis, batch_dims, check_bounds):
-    """(params DataType, GatherShape, the BatchGather) of a gather."""
+def _gather_op(device: Device, params_dtype, indices_dtype, params_shape, indices_shape, axis, batch_dims, check_bounds, offset):
+    """(params DataType, GatherShape, the BatchGather, its offset) of a gather."""
     params = as_data_type(params_dtype, "params")
     indices = _indices_dtype(indices_dtype)
     shape = gather_shape(params_shape, indices_shape, axis, batch_dims)
-    primitive = NewPrimitive(BatchGatherFactory, device, params, indices, wrap_negative=True, check_bounds=bool(check_bounds))
-    return params, shape, primitive
+    wrap, check, offset = _index_options(check_bounds, offset)
+    primitive = NewPrimitive(BatchGatherFactory, device, params, indices, wrap_negative=wrap, check_bounds=check)
+    return params, shape, primitive, offset
+
+
+def _index_options(check_bounds: object, offset: object) -> tuple[bool, bool, int]:
+    """(wrap_negative, check_bounds, offset) of an ops call: without offset negatives wrap and indices
+    are checked by default; with one (params or the gradient hold rows [offset, offset + n) of the
+    axis, as an SBP split does) indices name rows of the whole axis, those outside are zeros."""
+    if offset is None:
+        return True, check_bounds is None or bool(check_bounds), 0
+    offset = integer(offset, "offset")
+    if check_bounds:
+        raise ValueError(f"check_bounds: {check_bounds!r} with offset={offset}; a shard's gather gives zeros for rows it does not hold, so expected check_bounds=None or False")
+    return False, False, offset
 
 
 # Keyed by the caller's own arguments: a repeated call skips every lookup, check and derivation.
@@ -134,13 +147,16 @@ def _launch(primitive, indices_shape: tuple[int, ...], *args) -> None:
 
 
 @same_kind("params", "indices")
-def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, out=None, stream=None):
+def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool | None = None, offset: int | None = None, out=None, stream=None):
     """tf.gather: slices of params along axis at indices, per batch for the first batch_dims dims.
 
-    Indices in [-n, n) are valid (negatives count from the end); with check_bounds any other index
-    raises IndexError (and nothing is written; on CUDA at the stream's next Sync(), with zeros in the
-    rows bad indices select), without it gives zeros. Returns a new array, or out.
-    Global params and indices (ep.to_global) give a global tensor, laid out by sbp when given.
+    Indices in [-n, n) are valid (negatives count from the end); with check_bounds (the default) any
+    other index raises IndexError (and nothing is written; on CUDA at the stream's next Sync(), with
+    zeros in the rows bad indices select), with check_bounds=False it gives zeros. With offset,
+    params holds rows [offset, offset + n) of a longer axis (a shard, as OneFlow's split gather
+    holds it): indices name rows of the whole axis, not wrapped nor checked, and those params does
+    not hold give zeros, so the shards' results sum to the whole gather. Returns a new array, or
+    out. Global params and indices (ep.to_global) give a global tensor, laid out by sbp when given.
     """
     device = _same_device(params, indices, "params")
     # Shapes first: a contiguous NumPy copy of a 0-d array is 1-d.
@@ -148,8 +164,8 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
     stream = stream_for(device, stream)  # copies go on the caller's stream too
     params = contiguous(params, device, stream)
     indices = contiguous(indices, device, stream)
-    params_dtype, shape, primitive = _GATHER_OPS.get(
-        device, params.dtype, indices.dtype, params_shape, indices_shape, axis, batch_dims, check_bounds
+    params_dtype, shape, primitive, offset = _GATHER_OPS.get(
+        device, params.dtype, indices.dtype, params_shape, indices_shape, axis, batch_dims, check_bounds, offset
     )
     if out is None:
         out = empty(shape.shape, params_dtype, device, stream)
@@ -158,28 +174,30 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool = True, 
             check_out(out, "out", shape.shape, params_dtype, device)
         params = unaliased(params, out, device, stream)
         indices = unaliased(indices, out, device, stream)
-    if shape.batch * shape.num_indices == 0 or (not check_bounds and math.prod(shape.shape) == 0):
+    if shape.batch * shape.num_indices == 0 or (not primitive.check and math.prod(shape.shape) == 0):
         return out
-    _launch(primitive, indices_shape, stream, indices, shape.num_indices, params, shape.batch, shape.outer, shape.gather, shape.inner, out)
+    _launch(primitive, indices_shape, stream, indices, shape.num_indices, params, shape.batch, shape.outer, shape.gather, shape.inner, out, offset)
     return out
 
 
 @same_kind("params", "indices")
-def batch_gather(params, indices, *, check_bounds: bool = True, out=None, stream=None):
+def batch_gather(params, indices, *, check_bounds: bool | None = None, offset: int | None = None, out=None, stream=None):
     """OneFlow's batch_gather: every dim of indices but the last is a batch dim, and the gather
     runs along params' axis indices.ndim - 1."""
     device_of(indices, "indices")
     rank = len(tuple(indices.shape))
     if rank == 0:
         raise ValueError("indices: batch_gather needs indices of rank >= 1; got a 0-d array")
-    return gather(params, indices, rank - 1, rank - 1, check_bounds=check_bounds, out=out, stream=stream)
+    return gather(params, indices, rank - 1, rank - 1, check_bounds=check_bounds, offset=offset, out=out, stream=stream)
 
 
 @same_kind("dy", "indices")
-def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds: bool = True, stream=None):
+def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds: bool | None = None, offset: int | None = None, stream=None):
     """The gradient of gather with respect to params: dy's slices added into zeros of params_shape
     at indices; repeated indices accumulate. Out-of-range indices raise IndexError with check_bounds
-    and are dropped without it."""
+    (the default) and are dropped with check_bounds=False. With offset, params_shape is a shard
+    holding rows [offset, offset + n) of the axis, and the rows it does not hold are dropped (gather's
+    offset)."""
     device = _same_device(dy, indices, "dy")
     dy_shape, indices_shape = tuple(dy.shape), tuple(indices.shape)
     stream = stream_for(device, stream)
@@ -195,6 +213,7 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
     if dy_shape != shape.shape:
         raise ValueError(f"dy: has shape {dy_shape}; expected {shape.shape}, the gather's result shape")
     dx = empty(params_shape, dtype, device, stream)
-    primitive = NewPrimitive(UnsortedSegmentSumFactory, device, dtype, indices_dtype, wrap_negative=True, check_bounds=bool(check_bounds))
-    _launch(primitive, indices_shape, stream, indices, shape.num_indices, dy, shape.batch, shape.outer, shape.gather, shape.inner, dx)
+    wrap, check, offset = _index_options(check_bounds, offset)
+    primitive = NewPrimitive(UnsortedSegmentSumFactory, device, dtype, indices_dtype, wrap_negative=wrap, check_bounds=check)
+    _launch(primitive, indices_shape, stream, indices, shape.num_indices, dy, shape.batch, shape.outer, shape.gather, shape.inner, dx, offset)
     return dx

@@ -1,6 +1,6 @@
 """One rank's share of a global op: the ep.ops function on its pieces with the physical attributes
-ep.sbp.physical gives (gather's and gather_grad's offset launch BatchGather or UnsortedSegmentSum
-directly). Shared by the in-process SBP checks (tests/sbp) and the MPI global ops (global_ops.py).
+ep.sbp.physical gives (a gather's offset: ep.ops' shard gather). Shared by the in-process SBP checks
+(tests/sbp) and the MPI global ops (global_ops.py).
 """
 from __future__ import annotations
 
@@ -63,50 +63,19 @@ def zeros(shape: tuple[int, ...], dtype: np.dtype, device: str):
     return ep.ops.full(shape, 0, dtype=dtype, device=device)
 
 
-def _launch_with_offset(factory, device: str, data, indices, shape, out_shape, dtype, offset: int):
-    """BatchGather or UnsortedSegmentSum over a piece holding rows [offset, offset + shape.gather)."""
-    import ep
-    from ep.common.runtime.data_type import as_data_type
-    from ep.include.primitive import NewPrimitive
-    from ep.ops.arrays import contiguous
-
-    dev = ep.GetDevice(device)
-    data, indices = contiguous(data, dev), contiguous(indices, dev)
-    dtypes = as_data_type(data.dtype), as_data_type(indices.dtype)
-    primitive = NewPrimitive(factory, dev, *dtypes, wrap_negative=False, check_bounds=False)
-    out = zeros(out_shape, dtype, device)
-    primitive.Launch(
-        dev.default_stream, indices, shape.num_indices, data,
-        shape.batch, shape.outer, shape.gather, shape.inner, out, offset=offset,
-    )
-    return out
-
-
 def run_piece(name: str, local: dict, piece: Physical, out_dtype, device: str, **options):
     """The op on one rank's pieces (arrays on device, keyed as the op's parameters)
     with that rank's physical attributes (piece: ep.sbp.physical's); out_dtype: the result's. Where
     gather's or gather_grad's piece holds part of the gather axis (an offset), indices must be
     non-negative and in bounds: the launch checks neither. options: the ep.ops call's other
     keywords (unary's dtype, kCast's destination)."""
-    from ep.include.primitive import BatchGatherFactory, UnsortedSegmentSumFactory
-    from ep.ops.gather import gather_shape
-
     out_shape, attrs = piece.shapes["out"], piece.attributes
     empty_input = name != "pad" and any(math.prod(a.shape) == 0 for a in local.values())
     if math.prod(out_shape) == 0 or empty_input:
         # A rank holding no elements launches nothing: its piece of a partial sum is zeros (but
         # pad's: an empty x pads to a piece of its value).
         return zeros(out_shape, out_dtype, device)
-    if name in ("gather", "batch_gather") and attrs["offset"] is not None:
-        rank = len(local["indices"].shape)
-        axis, batch_dims = (rank - 1, rank - 1) if name == "batch_gather" else (attrs["axis"], attrs["batch_dims"])
-        shape = gather_shape(local["params"].shape, local["indices"].shape, axis, batch_dims)
-        return _launch_with_offset(
-            BatchGatherFactory, device, local["params"], local["indices"], shape, out_shape, out_dtype, attrs["offset"]
-        )
-    if name == "gather_grad" and attrs["offset"] is not None:
-        shape = gather_shape(attrs["params_shape"], local["indices"].shape, attrs["axis"], attrs["batch_dims"])
-        return _launch_with_offset(
-            UnsortedSegmentSumFactory, device, local["dy"], local["indices"], shape, out_shape, out_dtype, attrs["offset"]
-        )
+    if name in ("gather", "batch_gather", "gather_grad") and attrs["offset"] is not None:
+        # The piece holds rows [offset, ...) of the gather axis: ep.ops' shard gather.
+        options = {**options, "offset": attrs["offset"], "check_bounds": False}
     return run_op(name, local, attrs, **options)

@@ -322,3 +322,42 @@ def test_large_cpu_gather_runs_the_parallel_kernels():
     indices[[30000, 35000]] = [3000, -3001]
     with pytest.raises(IndexError, match=r"indices\[30000\] = 3000 is out of range"):
         ep.ops.gather(params, indices)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_shard_gathers_with_offsets_sum_to_the_whole_gather(device, axis):
+    # OneFlow's split gather: each shard of params holds rows [offset, offset + n) of the axis and
+    # gives zeros for the rows it lacks, so the shards' results add up to the gather of the whole.
+    rng = np.random.default_rng(axis)
+    table = rng.standard_normal((10, 7)).astype(np.float32)
+    indices = np.array([[9, 0, 4], [4, 6, 2]]) % table.shape[axis]
+    bounds = [(0, 3), (3, 4), (4, 10)] if axis == 0 else [(0, 2), (2, 7)]
+    total = np.zeros(np.take(table, indices, axis=axis).shape, np.float32)
+    for lo, hi in bounds:
+        shard = np.ascontiguousarray(np.take(table, np.arange(lo, hi), axis=axis))
+        part = to_numpy(ep.ops.gather(to_device(shard, device), to_device(indices, device), axis, offset=lo))
+        held = (indices >= lo) & (indices < hi)
+        full = np.take(table, indices, axis=axis)
+        mask = held.reshape((1,) * axis + held.shape + (1,) * (table.ndim - axis - 1))
+        np.testing.assert_array_equal(part, np.where(mask, full, 0))
+        total += part
+    np.testing.assert_array_equal(total, np.take(table, indices, axis=axis))
+
+
+def test_shard_gather_grads_with_offsets_make_the_whole_grad(device):
+    rng = np.random.default_rng(3)
+    indices = np.array([9, 0, 4, 4, 7])
+    dy = rng.standard_normal((5, 3)).astype(np.float32)
+    whole = np.zeros((10, 3), np.float32)
+    np.add.at(whole, indices, dy)
+    for lo, hi in [(0, 4), (4, 10)]:
+        part = ep.ops.gather_grad(to_device(dy, device), to_device(indices, device), (hi - lo, 3), offset=lo)
+        np.testing.assert_allclose(to_numpy(part), whole[lo:hi], rtol=1e-6)
+
+
+def test_an_offset_refuses_check_bounds(device):
+    params, indices = to_device(np.ones((3, 2), np.float32), device), to_device(np.array([0, 5]), device)
+    with pytest.raises(ValueError, match="check_bounds: True with offset=3"):
+        ep.ops.gather(params, indices, offset=3, check_bounds=True)
+    with pytest.raises(TypeError, match="offset"):
+        ep.ops.gather(params, indices, offset=1.5)
