@@ -258,3 +258,16 @@ def test_plot_without_matplotlib_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
     with pytest.raises(SystemExit, match=r"pip install -e '\.\[plot\]'"):
         pyplot()
+
+
+def test_after_times_each_call_right_after_each_other():
+    from ep.bench.after import after
+
+    calls = []
+    fns = {name: (lambda name=name: calls.append(name)) for name in "ab"}
+    seconds = after(fns, rounds=3)
+    assert sorted(seconds) == [("a", "a"), ("a", "b"), ("b", "a"), ("b", "b")]
+    assert all(len(values) == 3 for values in seconds.values())
+    # Each timed call right after its pair's first: the calls come in pairs (previous, timed).
+    pairs = list(zip(calls[::2], calls[1::2]))
+    assert sorted(set(pairs)) == sorted(seconds) and len(pairs) == 12

@@ -32,7 +32,10 @@ def _threads(peer: str) -> dict:
     """The process's OS threads now, and the peer's own thread count."""
     found = {"os_threads": len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None}
     if peer == "torch":
-        found["torch_threads"] = peers.torch_module().get_num_threads()
+        try:
+            found["torch_threads"] = peers.torch_module().get_num_threads()
+        except Unavailable as reason:
+            found["torch_threads"] = str(reason)
     return found
 
 

@@ -144,7 +144,9 @@ def _elementwise_call(library, column: int, workload: Workload, inputs: dict, ou
     return lambda: fn(*operands, out=out)
 
 
-def candidates(workload: Workload, device: str, inputs: dict, out, names=None) -> dict[tuple[str, bool], Callable | Unavailable]:
+def candidates(
+    workload: Workload, device: str, inputs: dict, out, names: tuple[str, ...] | None = None
+) -> dict[tuple[str, bool], Callable | Unavailable]:
     """{(peer name, with_out): fn} for device (the peers of names, default all); each fn runs the
     workload once and returns its output: out when with_out, else a fresh result.
 

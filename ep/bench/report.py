@@ -40,7 +40,8 @@ def workload_record(workload: Workload, nbytes: int, results: list[Result], copy
         best[with_out] = min(peers, key=lambda r: r.timing.median_s, default=None)
     rows = []
     for r in results:
-        row = {"impl": r.impl, "out": r.out, "status": r.status, "reason": r.reason, "matches_reference": r.matches_reference}
+        row = {"impl": r.impl, "out": r.out, "status": r.status, "reason": r.reason}
+        row["matches_reference"] = r.matches_reference
         peer = best[r.out]
         if r.timing is not None:
             seconds = r.timing.median_s
@@ -60,7 +61,8 @@ def workload_record(workload: Workload, nbytes: int, results: list[Result], copy
                 ratio_spread=None if ratios is None else half_iqr(ratios),
             )
         if r.alone_s:
-            row.update(alone_s=r.alone_s, alone_median_s=statistics.median(r.alone_s), alone_spread=relative_spread(r.alone_s))
+            alone = r.alone_s
+            row.update(alone_s=alone, alone_median_s=statistics.median(alone), alone_spread=relative_spread(alone))
         rows.append(row)
     return {
         "id": workload.id,
@@ -188,7 +190,12 @@ def table(report: dict) -> str:
     lines += _markdown([HEADER] + [row for record in timed for row in table_rows(record)])
     for record in report["workloads"]:
         if record["kind"] == "cold_start":
-            lines += ["", *_markdown([(record["id"], "median")] + [(r["impl"], _time(r["median_s"])) for r in record["results"]])]
+            # Each call's wall time and, on the same line, its CPU time.
+            times: dict[str, list[str]] = {}
+            for r in record["results"]:
+                name = r["impl"].removesuffix(", CPU time")
+                times.setdefault(name, ["", ""])[name != r["impl"]] = _time(r["median_s"])
+            lines += ["", *_markdown([(record["id"], "wall", "CPU")] + [(name, *t) for name, t in times.items()])]
     titles = [f"{r['id']}: {r['title']}" for r in report["workloads"]]
     return "\n".join(lines + ["", *titles])
 
