@@ -51,6 +51,7 @@ def test_report_header(report):
     assert copy["GBps"] > 0 and copy["GBps"] == max(copy["memcpy_GBps"], copy["threaded_GBps"])
     # Each peer alone ran in a process of its own, whose threads are reported.
     assert machine["alone"]["numpy"]["os_threads"] >= 1
+    assert all(threads["numba_pool"] == "not started" for threads in machine["alone"].values())
     if machine["torch"]:
         assert machine["alone"]["torch"]["torch_threads"] == machine["torch_threads"]
 

@@ -29,8 +29,15 @@ def run_alone(peer: str, device: str, quick: bool, ids: list[str], repeats: int,
 
 
 def _threads(peer: str) -> dict:
-    """The process's OS threads now, and the peer's own thread count."""
+    """The process's OS threads now, whether Numba's pool started (it must not have), and the
+    peer's own thread count."""
+    import numba
+
     found = {"os_threads": len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None}
+    try:
+        found["numba_pool"] = numba.threading_layer()
+    except ValueError:  # no parallel launch in this process
+        found["numba_pool"] = "not started"
     if peer == "torch":
         try:
             found["torch_threads"] = peers.torch_module().get_num_threads()
