@@ -23,10 +23,14 @@ import math
 
 import numpy as np
 
-from ep.common.runtime.device import DeviceType
 from ep.common.runtime.allocator import host_empty, reusable
+from ep.common.runtime.buffer import as_cuda_array
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType, GetDevice
+from ep.include.primitive.copy_nd import CopyNdFactory
+from ep.include.primitive.primitive import NewPrimitive
 from ep.sbp.physical import balanced_split, physical_slices
-from ep.sbp.sbp import SBP, Broadcast, NdSbp, PartialSum, Split, broadcast
+from ep.sbp.sbp import Broadcast, NdSbp, PartialSum, SBP, Split, broadcast
 
 Step = tuple[int, SBP, SBP]
 
@@ -146,10 +150,6 @@ def _empty(shape, dtype: np.dtype) -> np.ndarray:
 @functools.lru_cache(maxsize=1)
 def _copy_nd():
     """A 3-d CopyNd on the CPU and the stream it runs on."""
-    from ep.common.runtime.device import GetDevice
-    from ep.include.primitive.copy_nd import CopyNdFactory
-    from ep.include.primitive.primitive import NewPrimitive
-
     cpu = GetDevice(DeviceType.kCPU)
     return NewPrimitive(CopyNdFactory, cpu, 3), cpu.default_stream
 
@@ -158,8 +158,6 @@ def _copy_parts(whole: np.ndarray, axis: int, bounds, packed: np.ndarray, unpack
     """Between the parts [lo, hi) along axis of whole (C-contiguous) and packed, which holds those
     parts one after another, each C-contiguous: unpack copies packed into whole, else whole into
     packed. One CopyNd launch per part (threaded on the CPU), on raw bytes, so any dtype."""
-    from ep.common.runtime.data_type import DataType
-
     copy, stream = _copy_nd()
     lead, n, inner = _lead(whole.shape, axis), whole.shape[axis], math.prod(whole.shape[axis + 1:]) * whole.itemsize
     whole_bytes, packed_bytes = whole.reshape(-1).view(np.uint8), packed.reshape(-1).view(np.uint8)
@@ -365,8 +363,7 @@ def to_host(x) -> np.ndarray:
     """x as a C-contiguous NumPy array (a CUDA array is copied to the host)."""
     if isinstance(x, np.ndarray):
         return np.ascontiguousarray(x)
-    from ep.common.runtime.buffer import as_cuda_array
-    from ep.ops.copies import copy_to_host
+    from ep.ops.copies import copy_to_host  # here: boxing loads with `import ep`, ep.ops with Numba
 
     x = as_cuda_array(x, "x")
     return copy_to_host(x) if x.is_c_contiguous() else x.copy_to_host()  # numba gathers a strided view

@@ -14,7 +14,15 @@ from typing import Callable
 
 import numpy as np
 
+from ep.common.math.binary_functor import binary_dst_dtype, binary_keyword_attrs
+from ep.common.math.unary_functor import unary_keyword_attrs
+from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.device import GetDevice
+from ep.common.runtime.scalar import is_scalar, result_dtype
+from ep.include.primitive.binary_op import as_binary_op
+from ep.include.primitive.unary_op import as_unary_op
+from ep.ops.copies import copy_to_device
+from ep.ops.unary import unary_result_dtype
 from ep.sbp.boxing import cost, to_host
 from ep.sbp.global_tensor import GlobalTensor, agree, collective, device_name
 from ep.sbp.local import run_piece
@@ -88,8 +96,6 @@ def _indices_in_bounds(indices, n: int):
 
 
 def _on_device(x: np.ndarray):
-    from ep.ops.copies import copy_to_device
-
     return copy_to_device(np.ascontiguousarray(x), "cuda")
 
 
@@ -197,11 +203,6 @@ def pad(x, pad, value=0, *, sbp=None) -> GlobalTensor:
 @collective("ep.sbp.global_ops.unary")
 def unary(op, x, attr0=None, attr1=None, *, dtype=None, sbp=None, **attrs) -> GlobalTensor:
     """ep.ops.unary on a global tensor (dtype: kCast's destination; attributes also by keyword)."""
-    from ep.common.math.unary_functor import unary_keyword_attrs
-    from ep.common.runtime.data_type import as_data_type
-    from ep.include.primitive.unary_op import as_unary_op
-    from ep.ops.unary import unary_result_dtype
-
     _check({"x": x})
     if attrs:
         attr0, attr1 = unary_keyword_attrs(op, attrs, attr0, attr1)
@@ -215,10 +216,6 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, sbp=None, **attrs) -> Gl
 def binary(op, a, b, attr0=None, attr1=None, *, sbp=None, **attrs) -> GlobalTensor:
     """ep.ops.binary on global tensors (both operands global; make a scalar one with ep.to_global
     of a 0-d array under broadcast; attributes also by keyword)."""
-    from ep.common.math.binary_functor import binary_dst_dtype, binary_keyword_attrs
-    from ep.common.runtime.data_type import as_data_type
-    from ep.include.primitive.binary_op import as_binary_op
-
     _check({"a": a, "b": b})
     if attrs:
         attr0, attr1 = binary_keyword_attrs(op, attrs, attr0, attr1)
@@ -233,8 +230,6 @@ def binary(op, a, b, attr0=None, attr1=None, *, sbp=None, **attrs) -> GlobalTens
 @collective("ep.sbp.global_ops.where")
 def where(condition, x, y, *, sbp=None) -> GlobalTensor:
     """ep.ops.where on global tensors (all three global; a bool condition)."""
-    from ep.common.runtime.scalar import result_dtype
-
     tensors = {"condition": condition, "x": x, "y": y}
     _check(tensors)
     if condition.dtype != np.bool_:
@@ -246,8 +241,6 @@ def where(condition, x, y, *, sbp=None) -> GlobalTensor:
 @collective("ep.sbp.global_ops.one_hot")
 def one_hot(indices, num_classes=-1, *, dtype=np.int64, on_value=1, off_value=0, sbp=None) -> GlobalTensor:
     """ep.ops.one_hot on global indices (num_classes given: -1 would differ between pieces)."""
-    from ep.common.runtime.data_type import as_data_type
-
     _check({"indices": indices})
     dtype = as_data_type(dtype, "dtype")
     attrs = {"num_classes": num_classes, "dtype": dtype.value, "on_value": on_value, "off_value": off_value}
@@ -288,8 +281,6 @@ def fuse(fused, *args) -> GlobalTensor | tuple[GlobalTensor, ...]:
     """A call of an ep.fuse function on global tensors (every array argument; scalars as they are):
     run on each rank's pieces under the expression's signature their SBPs match (ep.sbp.ops.fuse),
     else after boxing them to the one of least boxing cost; a global tensor per output."""
-    from ep.common.runtime.scalar import is_scalar
-
     first = _check({fused._name(p): a for p, a in enumerate(args) if not is_scalar(a)})
     trace = fused.trace(args, GetDevice(device_name(first.placement)))
     # The arrays the outputs read, keyed by call position (the rule's input names); others unused.

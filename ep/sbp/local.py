@@ -8,14 +8,13 @@ import math
 
 import numpy as np
 
+import ep.ops
 from ep.sbp.signature import Physical
 
 
 def run_op(name: str, args: dict, attrs: dict, **options):
     """The ep.ops function name on arrays args (on one device) with the attributes attrs, as
     ep.sbp.signatures takes them; options: the call's other keywords (unary's cast dtype)."""
-    import ep.ops
-
     if name == "full":
         return ep.ops.full(attrs["shape"], attrs["fill_value"], dtype=attrs.get("dtype"), device=attrs.get("device", "cpu"), **options)
     if name in ("gather", "gather_grad"):
@@ -58,8 +57,6 @@ def run_op(name: str, args: dict, attrs: dict, **options):
 
 def zeros(shape: tuple[int, ...], dtype: np.dtype, device: str):
     """A new array of zeros on device ("cpu" or "cuda")."""
-    import ep.ops
-
     return ep.ops.full(shape, 0, dtype=dtype, device=device)
 
 

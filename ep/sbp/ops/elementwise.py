@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ep.common.primitive.broadcast import broadcast_shape
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
 from ep.sbp.ops import shape, signature
@@ -58,8 +59,6 @@ def _partial_sums(op: BinaryOp, dtype: np.dtype) -> list[dict]:
 
 
 def _broadcast(a, b) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    from ep.common.primitive.broadcast import broadcast_shape
-
     a, b = shape(a, "a"), shape(b, "b")
     return a, b, broadcast_shape(a, b)
 

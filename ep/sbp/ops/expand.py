@@ -8,15 +8,13 @@ broadcast one (each rank repeats its share of r).
 """
 from __future__ import annotations
 
-from ep.ops.expand import repeat_shape
+from ep.ops.expand import expand_shape, repeat_shape
 from ep.sbp.ops import box_shape, shape, signature
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Signature
 
 
 def _expand_shape(x, sizes, name="sizes"):
-    from ep.ops.expand import expand_shape
-
     return expand_shape(x, sizes, name)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ep.common.primitive.broadcast import broadcast_shape
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.elementwise_fused import Binary, Input
 from ep.sbp.ops import shape
@@ -30,8 +31,6 @@ def is_sum(node) -> bool:
 
 def fuse_shapes(expression, dtypes, **arrays) -> dict:
     """expression: the outputs' nodes; dtypes: their dtypes; arrays: the inputs' shapes."""
-    from ep.common.primitive.broadcast import broadcast_shape
-
     shapes = {name: shape(value, name) for name, value in arrays.items()}
     out: tuple[int, ...] = ()
     for name, s in shapes.items():

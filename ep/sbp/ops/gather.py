@@ -9,14 +9,13 @@ splits dx; indices split beyond the batch dims make dx a partial sum.
 """
 from __future__ import annotations
 
+from ep.ops.gather import gather_shape
 from ep.sbp.ops import box_shape, shape, signature
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Signature
 
 
 def _shape(params, indices, axis, batch_dims, name="params"):
-    from ep.ops.gather import gather_shape
-
     return gather_shape(shape(params, name), shape(indices, "indices"), axis, batch_dims)
 
 

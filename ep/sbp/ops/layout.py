@@ -7,14 +7,14 @@ rank would add its pad value), so pad has no P signature.
 """
 from __future__ import annotations
 
+from ep.ops.pad import pad_widths
+from ep.ops.permute import permute_shape
 from ep.sbp.ops import shape, signature
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Signature
 
 
 def _permute_shape(x, dims):
-    from ep.ops.permute import permute_shape
-
     return permute_shape(shape(x, "x"), dims)
 
 
@@ -33,8 +33,6 @@ def permute_attributes(slices, x, dims) -> dict:
 
 
 def _pad_widths(x, pad):
-    from ep.ops.pad import pad_widths
-
     return pad_widths(shape(x, "x"), pad)
 
 

@@ -8,6 +8,7 @@ out splits it where each operand holding that dim splits it too (an operand broa
 """
 from __future__ import annotations
 
+from ep.ops.matmul import matmul_shape
 from ep.sbp.ops import shape, signature
 from ep.sbp.ops.elementwise import _operand
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
@@ -15,8 +16,6 @@ from ep.sbp.signature import OpRule, Signature
 
 
 def matmul_shapes(a, b, dtype="float32") -> dict:
-    from ep.ops.matmul import matmul_shape
-
     a, b = shape(a, "a"), shape(b, "b")
     return {"a": a, "b": b, "out": matmul_shape(a, b)}
 

@@ -9,14 +9,13 @@ elementwise backward ops (not for bool: no softmax takes it).
 """
 from __future__ import annotations
 
+from ep.ops.softmax import softmax_dim
 from ep.sbp.ops import shape, signature
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Signature
 
 
 def _dim(x: tuple[int, ...], dim) -> int:
-    from ep.ops.softmax import softmax_dim
-
     return softmax_dim(len(x), dim)
 
 

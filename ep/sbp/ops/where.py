@@ -6,6 +6,7 @@ broadcast condition give a partial sum (not for bool data, whose sum is no count
 """
 from __future__ import annotations
 
+from ep.common.primitive.broadcast import broadcast_shape
 from ep.sbp.ops import shape, signature
 from ep.sbp.ops.elementwise import _numeric, _operand
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
@@ -15,8 +16,6 @@ _NAMES = ("condition", "x", "y")
 
 
 def where_shapes(condition, x, y, dtype="float32") -> dict:
-    from ep.common.primitive.broadcast import broadcast_shape
-
     shapes = {name: shape(value, name) for name, value in zip(_NAMES, (condition, x, y))}
     out = broadcast_shape(broadcast_shape(shapes["condition"], shapes["x"], ("condition", "x")), shapes["y"], ("condition, x", "y"))
     return {**shapes, "out": out}
