@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     bench_parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     bench_parser.add_argument("--compare", nargs="+", metavar="OLD_JSON", help="print this run's time over these reports'")
+    bench_parser.add_argument("--plot", metavar="FILE.png", help="also draw the results (needs matplotlib: pip install -e '.[plot]')")
     bench_parser.add_argument("--distributed", action="store_true", help="under mpiexec: boxing against raw MPI collectives")
     bench_parser.set_defaults(run=_bench)
 

@@ -11,6 +11,7 @@ from ep.common.math.ops.record import document_ops
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType, GetDevice
+from ep.common.runtime.allocator import host_empty
 from ep.common.runtime.buffer import plain
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import INT64_MAX, INT64_MIN
@@ -80,7 +81,7 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
             a = contiguous(a, _CPU)
             b = contiguous(b, _CPU)
             if out is None:
-                out = np.empty(shape, dst_dtype.dtype)
+                out = host_empty(shape, dst_dtype.dtype)
             else:
                 if not (plain(out) and out.dtype is dst_dtype.dtype and out.shape == shape and out.flags.writeable):
                     check_out(out, "out", shape, dst_dtype, _CPU)

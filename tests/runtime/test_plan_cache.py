@@ -1,5 +1,6 @@
 """PlanCache: one entry per exact argument tuple, made once, bounded, and never shared by values
 that only compare equal."""
+import dataclasses
 import threading
 
 import numpy as np
@@ -75,3 +76,14 @@ def test_a_float_size_is_refused_after_the_same_int_size_was_planned(device):
     primitive.Launch(stream, (3,), src, (2, 3), dst)
     with pytest.raises(TypeError, match="dst_dims"):
         primitive.Launch(stream, (3,), src, (2.0, 3), dst)
+
+
+def test_dataclasses_are_keyed_by_their_fields_exactly():
+    @dataclasses.dataclass(frozen=True)
+    class Node:
+        value: object
+
+    cache, made = _counting()
+    assert Node(0.0) == Node(-0.0)
+    assert cache.get(Node(0.0)) != cache.get(Node(-0.0)) and cache.get(Node(0.0)) is cache.get(Node(0.0))
+    assert len(made) == 2

@@ -7,6 +7,7 @@ exact_key(value).
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import struct
 from typing import Callable, Hashable
@@ -21,7 +22,8 @@ def exact_key(value: object) -> Hashable:
 
     A float (Python's or NumPy's) is keyed by its type and bit pattern, so -0.0 differs from 0.0
     and NaNs by their payloads; a tuple element by element; anything else by its type and value,
-    so 1, 1.0, True and np.int64(1) are four keys. A value whose parts are all ints, names,
+    so 1, 1.0, True and np.int64(1) are four keys; a dataclass (an expression's node) by its type
+    and its fields' keys. A value whose parts are all ints, names,
     enums, dtypes or None (shapes, most arguments) is its own key.
     """
     kind = type(value)
@@ -46,6 +48,9 @@ def _rule(kind: type) -> Callable[[object], Hashable]:
     """How exact_key keys a value of kind (kept per type: a program meets a few types)."""
     if issubclass(kind, np.dtype) or (issubclass(kind, enum.Enum) and not issubclass(kind, (int, float, str))):
         return _itself  # == already means the same type and value
+    if dataclasses.is_dataclass(kind):
+        names = tuple(field.name for field in dataclasses.fields(kind))
+        return lambda value: (kind, exact_key(tuple(getattr(value, name) for name in names)))
     if issubclass(kind, type) or kind.__eq__ is object.__eq__:
         return _itself  # classes, and objects equal only to themselves (a Device)
     if issubclass(kind, float):  # np.float64 too
