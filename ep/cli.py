@@ -10,36 +10,7 @@ import sys
 from typing import Callable
 
 from ep.common.runtime.names import did_you_mean
-
-
-def registry_rows(device: str | None = None, primitive: str | None = None, op: str | None = None) -> list[dict]:
-    """One row per registered (primitive, device, op, dtypes) combination; compiles nothing.
-
-    op matches an op's OneFlow name or value ("kRelu" or "relu").
-    """
-    from ep.common.runtime.device import DeviceType
-    from ep.include.primitive.primitive import RegisteredFactories
-
-    rows = []
-    for device_type in DeviceType:
-        if device not in (None, device_type.value):
-            continue
-        for factory_type, factory in RegisteredFactories(device_type).items():
-            name = factory_type.__name__.removesuffix("Factory")
-            if primitive not in (None, name):
-                continue
-            for each_op, dtypes in factory.Combinations():
-                if op is not None and (each_op is None or op not in (each_op.name, each_op.value)):
-                    continue
-                rows.append(
-                    {
-                        "primitive": name,
-                        "device": device_type.value,
-                        "op": None if each_op is None else each_op.name,
-                        "dtypes": [dtype.value for dtype in dtypes],
-                    }
-                )
-    return rows
+from ep.include.primitive.primitive import registry_rows
 
 
 def _print_table(header: tuple[str, ...], table: list[tuple]) -> None:

@@ -17,6 +17,12 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+import ep
+from ep.common.math.binary_functor import BINARY_FUNCTORS
+from ep.common.math.unary_functor import UNARY_FUNCTORS
+from ep.include.primitive.primitive import registry_rows
+from ep.testing import to_device
+
 # BroadcastElementwiseBinary's operand dims, one pair per path and side (None: a scalar value).
 BINARY_DIMS = (
     ((4,), (4,)),  # elementwise
@@ -35,22 +41,16 @@ class _Tiny:
     """Tiny arrays and a stream on one device, for one combination's launches."""
 
     def __init__(self, device: str) -> None:
-        import ep
-
         self.device = device
         self.stream = ep.GetDevice(device).default_stream
 
     def new(self, factory: type, *args, **kwargs):
-        import ep
-
         primitive = ep.NewPrimitive(factory, self.device, *args, **kwargs)
         if primitive is None:
             raise RuntimeError(f"{factory.__name__}.New{args} returned None for a listed combination")
         return primitive
 
     def array(self, values: object, dtype: str):
-        from ep.testing import to_device
-
         return to_device(np.asarray(values, dtype), self.device)
 
     def ones(self, count: int, dtype: str):
@@ -66,17 +66,11 @@ def _attrs(table: dict, enum_type: type, op: str) -> tuple:
 
 
 def _unary(tiny: _Tiny, op: str, src: str, dst: str) -> None:
-    import ep
-    from ep.common.math.unary_functor import UNARY_FUNCTORS
-
     primitive = tiny.new(ep.ElementwiseUnaryFactory, op, src, dst, *_attrs(UNARY_FUNCTORS, ep.UnaryOp, op))
     primitive.Launch(tiny.stream, tiny.ones(4, src), tiny.zeros(4, dst), 4)
 
 
 def _binary(tiny: _Tiny, op: str, src: str, dst: str) -> None:
-    import ep
-    from ep.common.math.binary_functor import BINARY_FUNCTORS
-
     attrs = _attrs(BINARY_FUNCTORS, ep.BinaryOp, op)
     primitive = tiny.new(ep.BroadcastElementwiseBinaryFactory, op, src, dst, 3, *attrs)
     value = np.ones((), src)[()]
@@ -88,48 +82,36 @@ def _binary(tiny: _Tiny, op: str, src: str, dst: str) -> None:
 
 
 def _gather(tiny: _Tiny, op: None, params: str, indices: str) -> None:
-    import ep
-
     primitive = tiny.new(ep.GatherFactory, params, indices, wrap_negative=True, check_bounds=True)
     for inner in INNER_SIZES:
         primitive.Launch(tiny.stream, tiny.array([0, 1], indices), 2, tiny.ones(2 * inner, params), 1, 2, inner, tiny.zeros(2 * inner, params))
 
 
 def _batch_gather(tiny: _Tiny, op: None, params: str, indices: str) -> None:
-    import ep
-
     primitive = tiny.new(ep.BatchGatherFactory, params, indices, wrap_negative=True, check_bounds=True)
     for inner in INNER_SIZES:
         primitive.Launch(tiny.stream, tiny.array([0, 1], indices), 2, tiny.ones(2 * inner, params), 1, 1, 2, inner, tiny.zeros(2 * inner, params))
 
 
 def _segment_sum(tiny: _Tiny, op: None, data: str, ids: str) -> None:
-    import ep
-
     primitive = tiny.new(ep.UnsortedSegmentSumFactory, data, ids, wrap_negative=True, check_bounds=True)
     for inner in INNER_SIZES:
         primitive.Launch(tiny.stream, tiny.array([0, 1], ids), 2, tiny.ones(2 * inner, data), 1, 1, 2, inner, tiny.zeros(2 * inner, data))
 
 
 def _expand(tiny: _Tiny, op: None, dtype: str) -> None:
-    import ep
-
     primitive = tiny.new(ep.ExpandFactory, dtype)
     for src_dims in ((1, 3), (2, 1)):
         primitive.Launch(tiny.stream, src_dims, tiny.ones(math.prod(src_dims), dtype), (2, 3), tiny.zeros(6, dtype))
 
 
 def _expand_grad(tiny: _Tiny, op: None, dtype: str) -> None:
-    import ep
-
     primitive = tiny.new(ep.ExpandGradFactory, dtype)
     for dst_dims in ((1, 3), (2, 1)):
         primitive.Launch(tiny.stream, (2, 3), tiny.ones(6, dtype), dst_dims, tiny.zeros(math.prod(dst_dims), dtype))
 
 
 def _copy_nd(tiny: _Tiny, op: None, dtype: str) -> None:
-    import ep
-
     primitive = tiny.new(ep.CopyNdFactory, 2)
     for strides in (None, (1, 2)):  # a box of a contiguous array, and a strided (transposed) view
         src, dst = tiny.ones(6, dtype), tiny.zeros(6, dtype)
@@ -137,8 +119,6 @@ def _copy_nd(tiny: _Tiny, op: None, dtype: str) -> None:
 
 
 def _permute(tiny: _Tiny, op: None, dtype: str) -> None:
-    import ep
-
     primitive = tiny.new(ep.PermuteFactory, 3)
     # A transpose of 32 x 32 (CUDA's shared-memory tiles, the CPU's tiles) and one whose last dim
     # stays (the strided copy).
@@ -148,8 +128,6 @@ def _permute(tiny: _Tiny, op: None, dtype: str) -> None:
 
 
 def _constant_pad(tiny: _Tiny, op: None, dtype: str) -> None:
-    import ep
-
     primitive = tiny.new(ep.ConstantPadFactory, dtype)
     primitive.Launch(tiny.stream, 2, (2, 3), tiny.ones(6, dtype), (1, 0), (0, 1), 0, tiny.zeros(12, dtype))
 
@@ -176,8 +154,6 @@ def chosen_rows(
     """registry_rows on devices whose op is one of ops (as `ep list --op` matches one), whose first
     dtype (the data's; a unary or binary op's source) is one of dtypes and whose primitive is one
     of primitives; None chooses every one."""
-    from ep.cli import registry_rows
-
     chosen: dict[tuple, dict] = {}
     for device in devices:
         for primitive in primitives or [None]:

@@ -80,7 +80,7 @@ def test_warmup_refuses_what_it_cannot_choose(tmp_path, args, message):
 
 
 def test_every_warmup_launch_is_a_registered_primitive():
-    from ep.cli import registry_rows
+    from ep.include.primitive.primitive import registry_rows
     from ep.warmup import LAUNCHES
 
     assert set(LAUNCHES) <= {row["primitive"] for row in registry_rows()}

@@ -122,7 +122,7 @@ def test_launch_checks_every_argument_before_writing(device):
 
 
 def test_python_command_lists_one_open_keyed_primitive():
-    from ep.cli import registry_rows
+    from ep.include.primitive.primitive import registry_rows
 
     rows = registry_rows(device="cpu", primitive="ElementwiseFused")
     assert sorted(row["dtypes"][0] for row in rows) == sorted(t.value for t in ep.DataType) and {row["op"] for row in rows} == {None}

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import ep
-from ep.cli import registry_rows
+from ep.include.primitive.primitive import registry_rows
 from ep.testing import to_device, to_numpy
 
 SUM_DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64]

@@ -108,3 +108,30 @@ def RegisteredFactories(device: object) -> dict[type[Factory], Factory]:
     device_type = as_device_type(device)
     _load(device_type)
     return {ft: f for (dt, ft), f in _REGISTRY.items() if dt is device_type}
+
+
+def registry_rows(device: str | None = None, primitive: str | None = None, op: str | None = None) -> list[dict]:
+    """One row per registered (primitive, device, op, dtypes) combination; compiles nothing.
+
+    op matches an op's OneFlow name or value ("kRelu" or "relu").
+    """
+    rows = []
+    for device_type in DeviceType:
+        if device not in (None, device_type.value):
+            continue
+        for factory_type, factory in RegisteredFactories(device_type).items():
+            name = factory_type.__name__.removesuffix("Factory")
+            if primitive not in (None, name):
+                continue
+            for each_op, dtypes in factory.Combinations():
+                if op is not None and (each_op is None or op not in (each_op.name, each_op.value)):
+                    continue
+                rows.append(
+                    {
+                        "primitive": name,
+                        "device": device_type.value,
+                        "op": None if each_op is None else each_op.name,
+                        "dtypes": [dtype.value for dtype in dtypes],
+                    }
+                )
+    return rows
