@@ -238,6 +238,19 @@ def where(condition, x, y, *, sbp=None) -> GlobalTensor:
     return apply("where", tensors, {"dtype": dtype.name}, dtype, sbp)
 
 
+@collective("ep.sbp.global_ops.matmul")
+def matmul(a, b, *, sbp=None) -> GlobalTensor:
+    """ep.ops.matmul on global tensors (S(0) x B -> S(0), B x S(1) -> S(1), S(1) x S(0) -> P, P x B
+    and B x P -> P, batch dims split on both: ep.sbp.ops.matmul); the dtype is a's and b's
+    promotion, float16, float32 or float64 (refused before anything is boxed)."""
+    tensors = {"a": a, "b": b}
+    _check(tensors)
+    dtype = result_dtype(a, b)
+    if dtype not in (np.float16, np.float32, np.float64):
+        raise TypeError(f"a, b: dtypes {a.dtype} and {b.dtype} multiply in {dtype}; expected float16, float32 or float64 (cast them first)")
+    return apply("matmul", tensors, {"dtype": dtype.name}, dtype, sbp)
+
+
 @collective("ep.sbp.global_ops.one_hot")
 def one_hot(indices, num_classes=-1, *, dtype=np.int64, on_value=1, off_value=0, sbp=None) -> GlobalTensor:
     """ep.ops.one_hot on global indices (num_classes given: -1 would differ between pieces)."""

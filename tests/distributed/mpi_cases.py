@@ -141,6 +141,11 @@ def op_cases():
     e = np.exp(sx - sx.max(1, keepdims=True))
     yield ("softmax", {"x": sx.astype(np.float32)}, {"dim": 1},
            lambda t: ep.ops.softmax(t["x"], 1, sbp=t["sbp"]), (e / e.sum(1, keepdims=True)).astype(np.float32))
+    # Batches split on both (b's batch dim of 1 broadcasts), and the contracted dim of 3 (uneven, a
+    # rank without any on 4) in a partial sum.
+    ma, mb = rng.integers(-9, 10, (2, n, 3)).astype(np.float64), rng.integers(-9, 10, (1, 3, 4)).astype(np.float64)
+    yield ("matmul", {"a": ma, "b": mb}, {"dtype": "float64"},
+           lambda t: ep.ops.matmul(t["a"], t["b"], sbp=t["sbp"]), np.matmul(ma, mb))
     sy, sdy = rng.random((n, 3)), rng.standard_normal((n, 3))
     yield ("log_softmax_grad", {"y": sy, "dy": sdy}, {"dim": 0},
            lambda t: ep.ops.log_softmax_grad(t["y"], t["dy"], 0, sbp=t["sbp"]), sdy - np.exp(sy) * sdy.sum(0))
@@ -213,6 +218,9 @@ def check_cost_model() -> None:
             ("gather", {"params": (params, (S(1),) * h), "indices": (idx, (S(0),) * h)}, {"axis": 0, "batch_dims": 0}, "float64",
              params[idx], lambda t, sbp: ep.ops.gather(t["params"], t["indices"], sbp=sbp)),
         ]
+        for layout in [(S(1), S(1)), (P, P)]:  # matmul: columns split in both, partial sums in both
+            cases.append(("matmul", {"a": (a, (layout[0],) * h), "b": (np.ascontiguousarray(b.T), (layout[1],) * h)}, {"dtype": "float32"}, "float32",
+                          a @ b.T, lambda t, sbp: ep.ops.matmul(t["a"], t["b"], sbp=sbp)))
         for name, inputs, attrs, out_dtype, expected, call in cases:
             for requested in (None, (B,) * h):
                 tensors = {n_: make_global(x, placement, s) for n_, (x, s) in inputs.items()}

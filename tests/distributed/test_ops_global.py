@@ -72,6 +72,34 @@ def test_every_ops_function_takes_and_returns_global_tensors(device):
         np.testing.assert_allclose(to_numpy(local), expected, rtol=1e-6, err_msg=str(k))
 
 
+def test_matmul_runs_the_matching_signature_else_boxes(device):
+    from numba import config
+
+    if device == "cuda" and config.ENABLE_CUDASIM:
+        pytest.skip("cuBLAS cannot run on Numba's CUDA simulator (no GPU)")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
+    for sa, sb, out_sbp in [(S(0), B, S(0)), (B, S(1), S(1)), (S(1), S(0), P), (P, B, P), (B, P, P), (B, B, B)]:
+        out = ep.ops.matmul(glob(a, device, sa), glob(b, device, sb))
+        assert type(out) is GlobalTensor and out.sbp == (out_sbp,), (sa, sb, out)
+        assert out.shape == (5, 4) and out.dtype == np.float32
+        np.testing.assert_allclose(out.numpy(), np.matmul(a, b), rtol=1e-5, atol=1e-6, err_msg=f"{sa} x {sb}")
+    # A partial sum boxed to B on request; both columns split (no signature) boxed to one that takes them.
+    for sa, sb, sbp in [(S(1), S(0), B), (S(1), S(1), None)]:
+        out = ep.ops.matmul(glob(a, device, sa), glob(b, device, sb), sbp=sbp)
+        assert sbp is None or out.sbp == (sbp,)
+        np.testing.assert_allclose(to_numpy(out.to_global(sbp=B).to_local()), np.matmul(a, b), rtol=1e-5, atol=1e-6)
+    # Batches split on both (and broadcast), a vector, and float32 x float64 promoting.
+    x, y, v = rng.standard_normal((2, 5, 3)), rng.standard_normal((1, 3, 4)).astype(np.float32), rng.standard_normal(3)
+    out = ep.ops.matmul(glob(x, device, S(0)), glob(y, device, B))
+    assert out.sbp == (S(0),) and out.dtype == np.float64
+    np.testing.assert_allclose(out.numpy(), np.matmul(x, y), rtol=1e-6)
+    np.testing.assert_allclose(ep.ops.matmul(glob(x, device, S(2)), glob(v, device, S(0))).numpy(), np.matmul(x, v), rtol=1e-6)
+    ints = glob(np.ones((2, 2), np.int32), device)
+    with pytest.raises(TypeError, match="a, b: dtypes int32 and int32 multiply in int32; expected float16, float32 or float64"):
+        ep.ops.matmul(ints, ints)
+
+
 def test_sbp_asks_for_the_results_layout(device):
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     for sbp in (S(0), S(1), B, P):
