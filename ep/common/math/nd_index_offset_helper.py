@@ -69,6 +69,22 @@ SPLIT_DIMS = MAX_NUM_DIMS - 1
 
 
 @scalar_function
+def packed_offsets(params, base, ndim, index):
+    """Where index (flat over ndim dims) starts in two strided buffers, from one int64 array that
+    holds the dims at params[base:], then their strides in the first and in the second buffer."""
+    first = 0
+    second = 0
+    for i in range(ndim - 1, -1, -1):
+        dim = params[base + i]
+        q = index // dim
+        position = index - q * dim
+        first += position * params[base + ndim + i]
+        second += position * params[base + 2 * ndim + i]
+        index = q
+    return first, second
+
+
+@scalar_function
 def split_offsets(n, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1, divmod):
     """(offset under strides0, offset under strides1) of the element at flat offset n of a
     C-contiguous shape of ndim dims, with ndim - 1 divisions.

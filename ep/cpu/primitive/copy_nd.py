@@ -13,6 +13,7 @@ import numpy as np
 
 from ep.common.jit import scalar_function, template
 from ep.common.math.intrinsics import VECTOR_BYTES, stream_copy_vector, stream_fence, stream_fill_vector, stream_store
+from ep.common.math.nd_index_offset_helper import packed_offsets
 from ep.common.primitive.copy_nd import CopyNdFactoryImpl
 from ep.common.primitive.strided_copy import CopyLaunch, CopyPlan, StridedCopyKernels
 from ep.common.runtime.data_type import DataType
@@ -73,21 +74,6 @@ def _stream_vectors(src, s, step, dst, d, n):
             stream_fill_vector(dst, d + j, value)
 
 
-@scalar_function
-def _row_offsets(params, num_row_dims, row):
-    # Where row (a flat index over the row dims) starts in src and in dst.
-    s = 0
-    d = 0
-    for i in range(num_row_dims - 1, -1, -1):
-        dim = params[_ROW_DIMS + i]
-        q = row // dim
-        index = row - q * dim
-        s += index * params[_ROW_DIMS + num_row_dims + i]
-        d += index * params[_ROW_DIMS + 2 * num_row_dims + i]
-        row = q
-    return s, d
-
-
 @template()
 def _copy_span(start, end, args):
     # The copy is rows of runs_per_row runs of `run` elements; run k of a row reads from its src
@@ -112,13 +98,13 @@ def _copy_span(start, end, args):
     row = u // row_units
     k = (u - row * row_units) // run
     j = u - row * row_units - k * run
-    # One call site of _row_offsets: every inlined copy is compiled again.
+    # One call site of packed_offsets: every inlined copy is compiled again.
     while u < end:
         if k == runs_per_row:
             k = 0
             row += 1
         if k == 0 or u == start:
-            base, dst_base = _row_offsets(params, num_row_dims, row)
+            base, dst_base = packed_offsets(params, _ROW_DIMS, num_row_dims, row)
         n = run - j if run - j < end - u else end - u
         s = base + k * run_stride + j * inner_stride
         d = dst_base + k * run_dst_stride + j

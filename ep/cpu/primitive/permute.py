@@ -12,8 +12,9 @@ from typing import Iterator
 
 import numpy as np
 
-from ep.common.jit import bound, scalar_function, template
+from ep.common.jit import bound, template
 from ep.common.math.intrinsics import prefetch, stack_array
+from ep.common.math.nd_index_offset_helper import packed_offsets
 from ep.common.primitive.permute import PermuteFactoryImpl, PermuteKernels, TransposePlan
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
@@ -29,21 +30,6 @@ _TILE_ELEMENTS = TILE * TILE
 
 # The span's int64 parameters: these scalars, then the outer dims and their src and dst strides.
 _ROWS, _COLS, _SRC_ROW_STRIDE, _DST_COL_STRIDE, _TILES_R, _TILES_C, _NUM_OUTER, _OUTER = range(8)
-
-
-@scalar_function
-def _outer_offsets(params, num_outer, o):
-    # Where outer index o (flat over the outer dims) starts in src and in dst.
-    s = 0
-    d = 0
-    for i in range(num_outer - 1, -1, -1):
-        dim = params[_OUTER + i]
-        q = o // dim
-        index = o - q * dim
-        s += index * params[_OUTER + num_outer + i]
-        d += index * params[_OUTER + 2 * num_outer + i]
-        o = q
-    return s, d
 
 
 @template("DTYPE")
@@ -64,7 +50,7 @@ def _transpose_span(start, stop, args):
         tc = item - t * tiles_c
         o = t // tiles_r
         tr = t - o * tiles_r
-        s, d = _outer_offsets(params, num_outer, o)
+        s, d = packed_offsets(params, _OUTER, num_outer, o)
         r0 = tr * TILE
         c0 = tc * TILE
         nr = rows - r0 if rows - r0 < TILE else TILE
