@@ -144,7 +144,8 @@ class BroadcastElementwiseBinaryImpl(BroadcastElementwiseBinary):
         # A NumPy array is never a scalar: the common case skips the isinstance (is_scalar's, inline).
         value0 = type(src0) is not _ndarray and isinstance(src0, SCALAR_TYPES)
         value1 = type(src1) is not _ndarray and isinstance(src1, SCALAR_TYPES)
-        launch = self._launches.get(src0_dims, src1_dims, value0, value1)
+        # Which operands are scalars, as one int (bools would make the key be built anew).
+        launch = self._launches.get(src0_dims, src1_dims, value0 + 2 * value1)
         device, dtype = self.device_type, self.src_dtype
         a = scalar_value(src0, "src0", dtype) if value0 else storage(src0, "src0", device, dtype, launch.count0, stream=stream)
         b = scalar_value(src1, "src1", dtype) if value1 else storage(src1, "src1", device, dtype, launch.count1, stream=stream)
@@ -152,9 +153,10 @@ class BroadcastElementwiseBinaryImpl(BroadcastElementwiseBinary):
         if launch.run is not None:
             launch.run(stream, a, b, out, *self.attrs)
 
-    def _new_launch(self, src0_dims, src1_dims, value0: bool, value1: bool) -> _Launch:
+    def _new_launch(self, src0_dims, src1_dims, scalars: int) -> _Launch:
         """The plan for these dims, made after checking them: within max_num_dims, a value only
-        with dims (), not two values, and broadcastable."""
+        with dims (), not two values, and broadcastable. scalars: bit 0 src0 is a value, bit 1 src1."""
+        value0, value1 = bool(scalars & 1), bool(scalars & 2)
         dims0 = validate.dims(src0_dims, "src0_dims", self.max_num_dims)
         dims1 = validate.dims(src1_dims, "src1_dims", self.max_num_dims)
         for name, value, dims in (("src0", value0, dims0), ("src1", value1, dims1)):

@@ -93,7 +93,8 @@ def kept(make, array, *args):
 def plain(x: object) -> bool:
     """The one fast-path test of ep: x is plain storage, a NumPy ndarray (the base class), C-contiguous,
     aligned and of a native byte order, which a CPU kernel reads as it is. Everything else (views,
-    subclasses, other libraries' arrays, device arrays) takes the general path that checks it."""
+    subclasses, other libraries' arrays, device arrays) takes the general path that checks it.
+    storage() makes the same test inline, in the hottest line of a launch."""
     return type(x) is _ndarray and (flags := x.flags).c_contiguous and flags.aligned and x.dtype.isnative
 
 
@@ -217,8 +218,11 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
     # launches of tiny arrays are dominated by these checks.
     # dtype.dtype is dtype.storage_dtype but for float16, whose arrays take the general path (a
     # view as uint16); a uint16 array is not float16 storage.
-    if device_type is _CPU and plain(obj) and obj.dtype is dtype.dtype is dtype.storage_dtype and obj.size >= count:
-        if not writable or obj.flags.writeable:
+    # plain()'s test, inline (a call is a tenth of a tiny launch): the dtype's identity with ep's
+    # own implies native byte order, and CPU kernels take storage of any alignment.
+    if type(obj) is _ndarray and device_type is _CPU and obj.dtype is dtype.dtype is dtype.storage_dtype and obj.size >= count:
+        flags = obj.flags
+        if flags.c_contiguous and (flags.writeable or not writable):
             return obj if obj.ndim == 1 else obj.reshape(obj.size)
     if device_type is _CPU:
         if is_dlpack(obj):

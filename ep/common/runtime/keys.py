@@ -23,18 +23,25 @@ def exact_key(value: object) -> Hashable:
     A float (Python's or NumPy's) is keyed by its type and bit pattern, so -0.0 differs from 0.0
     and NaNs by their payloads; a tuple element by element; anything else by its type and value,
     so 1, 1.0, True and np.int64(1) are four keys; a dataclass (an expression's node) by its type
-    and its fields' keys. A value whose parts are all ints, names,
-    enums, dtypes or None (shapes, most arguments) is its own key.
+    and its fields' keys. A value whose parts are all ints, names, enums, dtypes, None or tuples
+    of those (shapes, most arguments) is its own key.
     """
     kind = type(value)
     if kind in _SAME:
         return value
     if kind is tuple:
-        # Most keys (New's and the ops' arguments) are tuples of names, enums, dtypes and None:
-        # such a tuple is its own key, found without building another.
+        # Most keys (New's and Launch's arguments) are tuples of names, enums, dtypes, None and
+        # shapes: such a tuple is its own key, found without building another.
         for item in value:
-            if type(item) not in _SAME:
-                return tuple([item if type(item) in _SAME else exact_key(item) for item in value])
+            if type(item) in _SAME:
+                continue
+            if type(item) is tuple:
+                for part in item:
+                    if type(part) not in _SAME:
+                        break
+                else:
+                    continue
+            return tuple([item if type(item) in _SAME else exact_key(item) for item in value])
         return value
     rule = _RULES.get(kind)
     if rule is None:

@@ -32,15 +32,15 @@ class PlanCache(Generic[T]):
         self._lock = threading.Lock()
 
     def get(self, *args) -> T:
-        key = exact_key(args)
         try:
-            return self._entries[key]
+            return self._entries[exact_key(args)]
         except KeyError:
             pass
         except TypeError:
             # An unhashable argument (a list of dims): made on every call, or refused by make.
             return self._make(*args)
         made = self._make(*args)
+        key = exact_key(args)
         with self._lock:
             made = self._entries.setdefault(key, made)
             if len(self._entries) > self._maxsize:
