@@ -272,3 +272,24 @@ def test_after_times_each_call_right_after_each_other():
     # Each timed call right after its pair's first: the calls come in pairs (previous, timed).
     pairs = list(zip(calls[::2], calls[1::2]))
     assert sorted(set(pairs)) == sorted(seconds) and len(pairs) == 12
+
+
+def test_quick_has_this_rounds_ops_at_1_MiB_without_torch_compile():
+    from ep.bench import peers
+    from ep.bench.workloads import round_26_28, workloads
+
+    quick = {w.id: w for w in workloads("cpu", quick=True)}
+    full = {w.id for w in workloads("cpu", quick=False)}
+    for op in ("permute2d", "permute3d", "permute4d", "pad", "where", "full", "add_n", "one_hot", "cast", "W1", "W2", "W3"):
+        assert f"{op}-1MiB" in quick
+    assert {"permute2d-64MiB", "softmax-4096x4096", "matmul-1024", "bmm-4096x64", "W3-64MiB"} <= full
+    # --quick: no 64 MiB case of this round, and the output of each under 4 MiB.
+    for w in round_26_28(quick=True):
+        case = w.build()
+        assert case.bytes < 8 << 20, w.id
+    # The fused expressions alone get numexpr and torch.compile; --quick leaves torch.compile out.
+    assert peers.peer_names("cpu", {"unary"}) == ("numpy", "torch")
+    assert peers.peer_names("cpu", {"fused"}) == ("numpy", "torch", "numexpr", "torch.compile")
+    w1 = quick["W1-1MiB"]
+    made = peers.candidates(w1, "cpu", w1.build().inputs, None, names=("torch.compile",))
+    assert "left out by --quick" in str(made["torch.compile", False])

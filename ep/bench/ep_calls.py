@@ -1,6 +1,7 @@
 """ep's contenders per workload: the ops layer, and a bare Launch of the primitive (NewPrimitive
-once, then Launch), each with a fresh result and with a preallocated out=. A primitive or op that
-does not exist yet is reported, not fatal."""
+once, then Launch), each with a fresh result and with a preallocated out=; for a fused expression
+(kind "fused") the ep.ops chain and ep.fuse's fused function (made once) instead. A primitive or op
+that does not exist yet is reported, not fatal."""
 from __future__ import annotations
 
 import importlib
@@ -55,14 +56,17 @@ def _enum_member(enum: type, name: str):
 def candidates(
     workload: Workload, device: str, inputs: dict, out, fresh: Callable[[], object]
 ) -> dict[tuple[str, bool], Callable | Unavailable]:
-    """{(impl, with_out): fn} for impl "ep.ops" and "ep.Launch": each fn runs the workload once and
+    """{(impl, with_out): fn} for impl "ep.ops" and "ep.Launch" ("ep.ops" and "ep.fuse" for a fused
+    expression): each fn runs the workload once and
     returns its output, out when with_out, else a new array (fresh() makes the bare Launch's); an
     Unavailable in place of a fn says why it cannot run."""
     stream = ep.GetDevice(device).CreateStream()
     found: dict[tuple[str, bool], Callable | Unavailable] = {}
-    for impl, builders in (("ep.ops", _OPS), ("ep.Launch", _LAUNCH)):
+    for impl, builders in (("ep.ops", _OPS), ("ep.Launch", _LAUNCH), ("ep.fuse", _FUSE)):
+        if workload.kind not in builders:
+            continue  # a fused expression has no one primitive to Launch; only it has ep.fuse
         for with_out in (False, True):
-            if impl == "ep.ops":
+            if impl != "ep.Launch":
                 target = out if with_out else None
             else:
                 target = (lambda: out) if with_out else fresh
@@ -206,6 +210,210 @@ def _launch_binary(workload, device, stream, inputs, out):
     return run
 
 
+def _data_type(dtype):
+    from ep.common.runtime.data_type import as_data_type
+
+    return as_data_type(np.dtype(dtype))
+
+
+def _ops_permute(workload, device, stream, inputs, out):
+    permute, x, dims = _ops_function("permute"), inputs["x"], workload.attrs["dims"]
+    return lambda: permute(x, dims, out=out)
+
+
+def _launch_permute(workload, device, stream, inputs, out):
+    x, dims = inputs["x"], workload.attrs["dims"]
+    primitive = _primitive("PermuteFactory", device, len(x.shape))
+    dtype, shape = _data_type(x.dtype), tuple(x.shape)
+    def run():
+        o = out()
+        primitive.Launch(stream, dtype, len(shape), shape, x, dims, o)
+        return o
+
+    return run
+
+
+def _torch_pad_widths(shape, pad):
+    """torch's pad pairs (from the last dim backwards) as (before, after) per dim."""
+    before, after = [0] * len(shape), [0] * len(shape)
+    for pair in range(len(pad) // 2):
+        before[-1 - pair], after[-1 - pair] = pad[2 * pair], pad[2 * pair + 1]
+    return tuple(before), tuple(after)
+
+
+def _ops_pad(workload, device, stream, inputs, out):
+    pad, x, attrs = _ops_function("pad"), inputs["x"], workload.attrs
+    return lambda: pad(x, attrs["pad"], attrs["value"], out=out)
+
+
+def _launch_pad(workload, device, stream, inputs, out):
+    x, attrs = inputs["x"], workload.attrs
+    primitive = _primitive("ConstantPadFactory", device, _data_type(x.dtype))
+    shape = tuple(x.shape)
+    before, after = _torch_pad_widths(shape, attrs["pad"])
+    value = attrs["value"]
+    def run():
+        o = out()
+        primitive.Launch(stream, len(shape), shape, x, before, after, value, o)
+        return o
+
+    return run
+
+
+def _ops_where(workload, device, stream, inputs, out):
+    where = _ops_function("where")
+    c, x, y = inputs["condition"], inputs["x"], inputs["y"]
+    return lambda: where(c, x, y, out=out)
+
+
+def _launch_where(workload, device, stream, inputs, out):
+    c, x, y = inputs["condition"], inputs["x"], inputs["y"]
+    from ep.common.runtime.validate import MAX_NUM_DIMS
+
+    primitive = _primitive("WhereFactory", device, _data_type(np.bool_), _data_type(x.dtype), MAX_NUM_DIMS)
+    dims = (x.size,)
+    def run():
+        o = out()
+        primitive.Launch(stream, 1, dims, c, 1, dims, x, 1, dims, y, o)
+        return o
+
+    return run
+
+
+def _ops_full(workload, device, stream, inputs, out):
+    full = _ops_function("full")
+    shape, value = workload.attrs["shape"], workload.attrs["value"]
+    return lambda: full(shape, value, dtype=np.float32, device=device, out=out)
+
+
+def _launch_full(workload, device, stream, inputs, out):
+    primitive = _primitive("FillFactory", device, _data_type(np.float32))
+    value = workload.attrs["value"]
+    def run():
+        o = out()
+        primitive.Launch(stream, o, value, o.size)
+        return o
+
+    return run
+
+
+def _ops_add_n(workload, device, stream, inputs, out):
+    add_n, arrays = _ops_function("add_n"), list(inputs.values())
+    return lambda: add_n(arrays, out=out)
+
+
+def _launch_add_n(workload, device, stream, inputs, out):
+    arrays = list(inputs.values())
+    primitive = _primitive("AddFactory", device, _data_type(arrays[0].dtype))
+    count = arrays[0].size
+    def run():
+        o = out()
+        primitive.Launch(stream, arrays, len(arrays), o, count)
+        return o
+
+    return run
+
+
+def _ops_one_hot(workload, device, stream, inputs, out):
+    one_hot, indices, classes = _ops_function("one_hot"), inputs["indices"], workload.attrs["classes"]
+    return lambda: one_hot(indices, classes, out=out)
+
+
+def _launch_one_hot(workload, device, stream, inputs, out):
+    indices, classes = inputs["indices"], workload.attrs["classes"]
+    primitive = _primitive("OneHotFactory", device, _data_type(indices.dtype), _data_type(np.int64))
+    count = indices.size
+    def run():
+        o = out()
+        primitive.Launch(stream, indices, o, 1, 0, count, 0, classes)
+        return o
+
+    return run
+
+
+def _ops_softmax(workload, device, stream, inputs, out):
+    softmax, x = _ops_function("softmax"), inputs["x"]
+    return lambda: softmax(x, -1, out=out)
+
+
+def _launch_softmax(workload, device, stream, inputs, out):
+    x = inputs["x"]
+    primitive = _primitive("SoftmaxFactory", device, _data_type(x.dtype))
+    cols = x.shape[-1]
+    rows = x.size // cols
+    def run():
+        o = out()
+        primitive.Launch(stream, rows, cols, x, o)
+        return o
+
+    return run
+
+
+def _ops_matmul(workload, device, stream, inputs, out):
+    matmul, a, b = _ops_function("matmul"), inputs["a"], inputs["b"]
+    return lambda: matmul(a, b, out=out)
+
+
+def _launch_matmul(workload, device, stream, inputs, out):
+    a, b = inputs["a"], inputs["b"]
+    n_ = _enum_member(ep.BlasTransposeType, "N")
+    *batch, m, k = a.shape
+    n = b.shape[-1]
+    if workload.kind == "batch_matmul":
+        primitive = _primitive("BatchMatmulFactory", device, _data_type(a.dtype), n_, n_)
+        count = batch[0]
+        def run():
+            o = out()
+            primitive.Launch(stream, count, m, n, k, 1.0, a, b, 0.0, o)
+            return o
+    else:
+        primitive = _primitive("MatmulFactory", device, _data_type(a.dtype), n_, n_)
+        def run():
+            o = out()
+            primitive.Launch(stream, m, n, k, 1.0, a, b, 0.0, o)
+            return o
+
+    return run
+
+
+def _fused_outs(out):
+    """out as the expression's outputs: W2's two are the rows of one (2, count) array."""
+    return None if out is None else (tuple(out) if out.ndim == 2 and out.shape[0] == 2 else out)
+
+
+def _ops_fused(workload, device, stream, inputs, out):
+    unary, binary = _ops_function("unary"), _ops_function("binary")
+    expr = workload.attrs["expr"]
+    a, b, c = inputs.values()
+    if expr == "W1":
+        return lambda: unary("relu", binary("add", binary("mul", a, b), c), out=out)
+    if expr == "W3":
+        return lambda: unary("tanh", binary("add", binary("mul", a, b), c), out=out)
+    outs = (None, None) if out is None else _fused_outs(out)
+
+    def w2():
+        first = binary("add", binary("mul", a, 2), b, out=outs[0])
+        return first, binary("sub", unary("log", first), unary("sqrt", c), out=outs[1])
+
+    return w2
+
+
+# The expressions as ep.fuse traces them (ep.ops' functions, operators, NumPy's ufuncs by name).
+_FUSED_FNS = {
+    "W1": lambda x, y, z: ep.ops.unary("relu", x * y + z),
+    "W2": lambda x, y, z: (lambda a: (a, np.log(a) - np.sqrt(z)))(x * 2 + y),
+    "W3": lambda X, row, col: np.tanh(X * row + col),
+}
+
+
+def _fuse(workload, device, stream, inputs, out):
+    fused = ep.fuse(_FUSED_FNS[workload.attrs["expr"]])  # made once, as a program makes it
+    args, outs = tuple(inputs.values()), _fused_outs(out)
+    if outs is None:
+        return lambda: fused(*args)
+    return lambda: fused(*args, out=outs)
+
+
 _OPS = {
     "gather": _ops_gather,
     "batch_gather": _ops_gather,
@@ -214,6 +422,16 @@ _OPS = {
     "unary": _ops_unary,
     "cast": _ops_unary,
     "binary": _ops_binary,
+    "permute": _ops_permute,
+    "pad": _ops_pad,
+    "where": _ops_where,
+    "full": _ops_full,
+    "add_n": _ops_add_n,
+    "one_hot": _ops_one_hot,
+    "softmax": _ops_softmax,
+    "matmul": _ops_matmul,
+    "batch_matmul": _ops_matmul,
+    "fused": _ops_fused,
 }
 _LAUNCH = {
     "gather": _launch_gather,
@@ -223,4 +441,14 @@ _LAUNCH = {
     "unary": _launch_unary,
     "cast": _launch_unary,
     "binary": _launch_binary,
+    "permute": _launch_permute,
+    "pad": _launch_pad,
+    "where": _launch_where,
+    "full": _launch_full,
+    "add_n": _launch_add_n,
+    "one_hot": _launch_one_hot,
+    "softmax": _launch_softmax,
+    "matmul": _launch_matmul,
+    "batch_matmul": _launch_matmul,
 }
+_FUSE = {"fused": _fuse}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ep.bench.timing import Timing, half_iqr, relative_spread
 from ep.bench.workloads import Workload
 
-EP_IMPLS = ("ep.ops", "ep.Launch")
+EP_IMPLS = ("ep.ops", "ep.Launch", "ep.fuse")
 
 
 @dataclass

@@ -64,9 +64,10 @@ def main(args: argparse.Namespace) -> int:
         return 2
     chosen = [w for w in suite if not only or w.id in only]
     with_cold_start = not only or "C" in only
-    peer_names = peers.peer_names(device)
-    impl_count = 2 * (len(EP_IMPLS) + len(peer_names))  # fresh and out=
-    progress = Progress(total=1 + len(peer_names) + with_cold_start + len(chosen) * impl_count)
+    peer_names = peers.peer_names(device, {w.kind for w in chosen})
+    # Two ep contenders (ep.ops and ep.Launch or ep.fuse) and the peers, each fresh and out=.
+    impl_count = sum(2 * (2 + len(peers.peer_names(device, {w.kind}))) for w in chosen)
+    progress = Progress(total=1 + len(peer_names) + with_cold_start + impl_count)
     alone = {}
     for peer in peer_names:
         # Before ep's pool starts here, though each runs in a process of its own anyway.
@@ -140,7 +141,7 @@ def _run(
         except Exception as error:  # ep code still being written must not stop the run
             results[key] = Result(impl, with_out, "error", f"{type(error).__name__}: {error}")
             continue
-        matches = None if reference is None else _close(output, reference)
+        matches = None if reference is None else _close(output, reference, workload.tolerance)
         if reference is None:
             reference = output
         samples = alone.get(impl, {}).get("timings", {}).get(workload.id, {}).get("out" if with_out else "fresh")
@@ -159,6 +160,8 @@ def _run(
 
 def _to_host(output, sync) -> np.ndarray:
     sync()
+    if isinstance(output, tuple):  # a fused expression's outputs (W2's two)
+        return np.stack([_to_host(o, sync) for o in output])
     if hasattr(output, "copy_to_host"):  # numba device array
         return output.copy_to_host()
     if hasattr(output, "detach"):  # torch tensor
@@ -168,12 +171,13 @@ def _to_host(output, sync) -> np.ndarray:
     return np.array(output)
 
 
-def _close(output: np.ndarray, reference: np.ndarray) -> bool:
+def _close(output: np.ndarray, reference: np.ndarray, tolerance: float | None = None) -> bool:
     if output.shape != reference.shape:
         return False
     if np.issubdtype(reference.dtype, np.floating):
         a, b = output.astype(np.float64), reference.astype(np.float64)
-        return bool(np.allclose(a, b, rtol=_RTOL, atol=_ATOL, equal_nan=True))
+        rtol, atol = (_RTOL, _ATOL) if tolerance is None else (tolerance, tolerance)
+        return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
     return bool(np.array_equal(output, reference))
 
 

@@ -1,6 +1,8 @@
 """The workloads: the size grid of issue 25 (relu, mul, add of a column, expand, gather, repeat at
 16 elements, 1 MiB and 64 MiB), then issue 5's other gathers (G2, G3), unary ops (U2-U12; U7-U12
-the other transcendentals of issue 13) and B3; C, the cold start, lives in cold_start.py."""
+the other transcendentals of issue 13) and B3; then this round's ops: issue 26's permute, pad,
+where, full, add_n, one_hot and cast, issue 27's softmax and matmul, issue 28's fused expressions
+(W1-W3); C, the cold start, lives in cold_start.py."""
 from __future__ import annotations
 
 import dataclasses
@@ -29,12 +31,16 @@ class Workload:
 
     id: str
     title: str
-    kind: str  # gather, batch_gather, expand, repeat, unary, cast, binary
+    # gather, batch_gather, expand, repeat, unary, cast, binary, permute, pad, where, full, add_n,
+    # one_hot, softmax, matmul, batch_matmul, fused
+    kind: str
     build: Callable[[], Case] = field(repr=False)
     attrs: dict = field(default_factory=dict)
     memory_bound: bool = True
     # A tiny workload measures the cost of a call, not bandwidth.
     tiny: bool = False
+    # rtol = atol of the check against the first peer's output; None: the runner's default.
+    tolerance: float | None = None
 
 
 def _rng() -> np.random.Generator:
@@ -105,6 +111,154 @@ def _binary(id_, op, a_shape, b_shape, dst=F32) -> Workload:
     return Workload(id_, f"{op} {list(a_shape)} with {list(b_shape)}", "binary", build, attrs)
 
 
+def _permute(id_, in_shape, dims) -> Workload:
+    def build() -> Case:
+        x = _rng().standard_normal(in_shape, dtype=np.float32)
+        return Case({"x": x}, tuple(in_shape[d] for d in dims), F32, 2 * x.nbytes)
+
+    return Workload(id_, f"permute {list(in_shape)} by {dims}", "permute", build, {"dims": dims})
+
+
+def _pad(id_, in_shape, pad) -> Workload:
+    # pad: torch's (before, after) pairs from the last dim backwards.
+    out_shape = list(in_shape)
+    for pair in range(len(pad) // 2):
+        out_shape[-1 - pair] += pad[2 * pair] + pad[2 * pair + 1]
+    out_shape = tuple(out_shape)
+
+    def build() -> Case:
+        x = _rng().standard_normal(in_shape, dtype=np.float32)
+        return Case({"x": x}, out_shape, F32, _nbytes(x, math.prod(out_shape) * F32.itemsize))
+
+    return Workload(id_, f"pad {list(in_shape)} by {pad} with 0", "pad", build, {"pad": pad, "value": 0.0})
+
+
+def _where(id_, count) -> Workload:
+    def build() -> Case:
+        rng = _rng()
+        condition = rng.random(count) < 0.5
+        x, y = rng.standard_normal(count, dtype=np.float32), rng.standard_normal(count, dtype=np.float32)
+        return Case({"condition": condition, "x": x, "y": y}, (count,), F32, _nbytes(condition, x, y, x))
+
+    return Workload(id_, f"where {count} bool, float32, float32", "where", build)
+
+
+def _full(id_, count) -> Workload:
+    def build() -> Case:
+        return Case({}, (count,), F32, count * F32.itemsize)
+
+    return Workload(id_, f"full {count} float32 of 1.5", "full", build, {"value": 1.5, "shape": (count,)})
+
+
+def _add_n(id_, count, n=3) -> Workload:
+    def build() -> Case:
+        rng = _rng()
+        arrays = {f"a{i}": rng.standard_normal(count, dtype=np.float32) for i in range(n)}
+        return Case(arrays, (count,), F32, (n + 1) * count * F32.itemsize)
+
+    return Workload(id_, f"add_n of {n} x {count} float32", "add_n", build)
+
+
+def _one_hot(id_, count, classes) -> Workload:
+    i64 = np.dtype(np.int64)
+
+    def build() -> Case:
+        indices = _rng().integers(0, classes, count, dtype=np.int64)
+        return Case({"indices": indices}, (count, classes), i64, _nbytes(indices, count * classes * i64.itemsize))
+
+    return Workload(id_, f"one_hot {count} int64 of {classes} classes -> int64", "one_hot", build, {"classes": classes})
+
+
+def _softmax(id_, shape) -> Workload:
+    def build() -> Case:
+        x = _rng().standard_normal(shape, dtype=np.float32)
+        return Case({"x": x}, shape, F32, 2 * x.nbytes)
+
+    return Workload(id_, f"softmax {list(shape)} over the last dim", "softmax", build)
+
+
+def _matmul(id_, a_shape, b_shape) -> Workload:
+    out_shape = a_shape[:-1] + b_shape[-1:]
+    kind = "batch_matmul" if len(a_shape) == 3 else "matmul"
+
+    def build() -> Case:
+        rng = _rng()
+        a = rng.standard_normal(a_shape, dtype=np.float32)
+        b = rng.standard_normal(b_shape, dtype=np.float32)
+        return Case({"a": a, "b": b}, out_shape, F32, _nbytes(a, b, math.prod(out_shape) * F32.itemsize))
+
+    # BLAS libraries sum in different orders: a float32 dot of k terms differs by ~sqrt(k) ulps.
+    title = f"{'bmm' if kind == 'batch_matmul' else 'matmul'} {list(a_shape)} x {list(b_shape)}"
+    return Workload(id_, title, kind, build, memory_bound=False, tolerance=1e-4)
+
+
+# Issue 28's fused expressions: (formula, whether the inputs must be positive, outputs).
+FUSED = {
+    "W1": ("relu(x * y + z)", False, 1),
+    "W2": ("a = x * 2 + y; b = log(a) - sqrt(z)", True, 2),
+    "W3": ("tanh(X * row + col)", False, 1),
+}
+
+
+def _fused(id_, expr, count, compile_peer) -> Workload:
+    """An issue-28 expression with an output of count floats; W3's X is (rows, rows), row (rows,),
+    col (rows, 1); W2's two outputs are the two rows of one (2, count) array."""
+    formula, positive, outputs = FUSED[expr]
+    rows = math.isqrt(count)
+    names = ("X", "row", "col") if expr == "W3" else ("x", "y", "z")
+    shapes = ((rows, rows), (rows,), (rows, 1)) if expr == "W3" else ((count,),) * 3
+
+    def build() -> Case:
+        rng = _rng()
+        # W2 reads log(x * 2 + y) and sqrt(z): its inputs in [0.1, 1).
+        make = (lambda s: rng.uniform(0.1, 1, s).astype(np.float32)) if positive else (lambda s: rng.standard_normal(s, dtype=np.float32))
+        inputs = {name: make(shape) for name, shape in zip(names, shapes)}
+        out_shape = (2, count) if outputs == 2 else shapes[0]
+        return Case(inputs, out_shape, F32, _nbytes(*inputs.values(), outputs * count * F32.itemsize))
+
+    title = f"{expr} {formula}, " + ", ".join(f"{n} {list(s)}" for n, s in zip(names, shapes))
+    # W2's log and sqrt, and tanh, differ between libraries by an ulp or two.
+    return Workload(id_, title, "fused", build, {"expr": expr, "compile": compile_peer}, tolerance=1e-5)
+
+
+def round_26_28(quick: bool) -> list[Workload]:
+    """This round's ops (float32): issue 26's permute (a 2-D transpose, a 3-D (0, 2, 1), NCHW to
+    NHWC, each also at ~1 MiB), pad, where, full, add_n of 3, one_hot and a cast to float16 at ~1
+    MiB and ~64 MiB of output; issue 27's softmax and matmul (one 1024^3, a batch of 4096 64^3);
+    issue 28's W1-W3 at 2^24 elements and ~1 MiB. --quick keeps the ~1 MiB sizes, softmax's
+    [512, 1000], a 256^3 matmul and a batch of 64, and leaves torch.compile out."""
+    small = [
+        _permute("permute2d-1MiB", (512, 512), (1, 0)),
+        _permute("permute3d-1MiB", (4, 256, 256), (0, 2, 1)),
+        _permute("permute4d-1MiB", (4, 64, 32, 32), (0, 2, 3, 1)),
+    ]
+    large = [
+        _permute("permute2d-64MiB", (4096, 4096), (1, 0)),
+        _permute("permute3d-64MiB", (64, 512, 512), (0, 2, 1)),
+        _permute("permute4d-25MiB", (32, 64, 56, 56), (0, 2, 3, 1)),
+    ]
+    for label, count in (("1MiB", 1 << 18), ("64MiB", 1 << 24)):
+        found = [
+            _pad(f"pad-{label}", (math.isqrt(count) - 4,) * 2, (2, 2, 2, 2)),
+            _where(f"where-{label}", count),
+            _full(f"full-{label}", count),
+            _add_n(f"add_n-{label}", count),
+            _one_hot(f"one_hot-{label}", count // 256, 128),  # int64: 8 bytes an element
+            _unary(f"cast-{label}", "cast", 2 * count, True, np.float16),  # float16: 2 bytes
+        ]
+        (small if label == "1MiB" else large).extend(found)
+    small.append(_softmax("softmax-512x1000", (512, 1000)))
+    large += [_softmax("softmax-4096x4096", (4096, 4096)), _softmax("softmax-65536x128", (65536, 128))]
+    if quick:
+        small += [_matmul("matmul-256", (256, 256), (256, 256)), _matmul("bmm-64x64", (64, 64, 64), (64, 64, 64))]
+    else:
+        large += [_matmul("matmul-1024", (1024, 1024), (1024, 1024)), _matmul("bmm-4096x64", (4096, 64, 64), (4096, 64, 64))]
+    for expr in FUSED:
+        small.append(_fused(f"{expr}-1MiB", expr, 1 << 18, not quick))
+        large.append(_fused(f"{expr}-64MiB", expr, 1 << 24, not quick))
+    return small if quick else small + large
+
+
 # The size grid of issue 25: each family at 16 elements, 1 MiB and 64 MiB (its float32 output).
 SIZES = {"16": 16, "1MiB": 1 << 18, "64MiB": 1 << 24}
 
@@ -139,7 +293,7 @@ def _grid(label: str, count: int) -> list[Workload]:
 def workloads(device: str, quick: bool) -> list[Workload]:
     """The size grid (SIZES; --quick leaves out 64 MiB), then the other workloads, float32 unless
     said: a gather along an inner axis and a batch gather (G2, G3), the transcendentals (U2-U12,
-    issue 13), a cast (U6) and a comparison (B3).
+    issue 13), a cast (U6) and a comparison (B3); then this round's ops (round_26_28).
 
     Those others have issue 5's sizes on the CPU; on CUDA they grow 4x (buffers of 256 MiB, so
     the GPU is measured at its bandwidth, not its launch latency); --quick divides them by 64.
@@ -167,4 +321,4 @@ def workloads(device: str, quick: bool) -> list[Workload]:
         _unary("U12", "mish", n(1 << 22), False),
         _binary("B3", "less", (n(4096), 4096), (1, 4096), np.bool_),
     ]
-    return grid + others
+    return grid + others + round_26_28(quick)
