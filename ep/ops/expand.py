@@ -6,6 +6,7 @@ import sys
 from typing import Sequence
 
 from ep.common.runtime.data_type import as_data_type
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import INT64_MAX, INT64_MIN, dims, int64
 from ep.include.primitive.expand import ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGradFactory
@@ -102,16 +103,24 @@ def _allocatable(shape: tuple[int, ...], dtype, name: str) -> tuple[int, ...]:
     return shape
 
 
+def _expand_op(device, x_dtype, x_shape: tuple[int, ...], sizes) -> tuple:
+    """(DataType, the Expand, result shape) of an expand."""
+    dtype = as_data_type(x_dtype, "x")
+    return dtype, NewPrimitive(ExpandFactory, device, dtype), _allocatable(expand_shape(x_shape, sizes), dtype, "sizes")
+
+
+# Keyed by the caller's own arguments: a repeated call skips every check and derivation.
+_EXPAND_OPS = PlanCache(_expand_op)
+
+
 @same_kind("x")
 def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     """x broadcast to expand_shape(x.shape, sizes), as a new C-contiguous array (or out); a global
     x (ep.to_global) gives a global tensor, laid out by sbp when given."""
     device = device_of(x, "x")
-    dtype = as_data_type(x.dtype, "x")
-    primitive = NewPrimitive(ExpandFactory, device, dtype)
     # The shape before the copy: a contiguous copy of a 0-d array may be 1-d.
     x_shape = tuple(x.shape)
-    shape = _allocatable(expand_shape(x_shape, sizes), dtype, "sizes")
+    dtype, primitive, shape = _EXPAND_OPS.get(device, x.dtype, x_shape, sizes)
     stream = stream_for(device, stream)
     x = contiguous(x, device, stream)
     if out is None:
