@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 from ep.common.math.unary_functor import resolve_unary, unary_combinations
+from ep.common.primitive.elementwise_unary import ElementwiseUnaryKernels
 from ep.common.primitive.factory import GenericFactory
 from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
@@ -86,11 +87,16 @@ def check_distinct(dims: Sequence[int], strides: Sequence[int], name: str) -> No
 
 
 class BroadcastElementwiseUnaryKernels(abc.ABC):
-    """What a device supplies: a plan's launch and, for the PTX check, every kernel."""
+    """What a device supplies: its ElementwiseUnary kernels (unary, which run a flat plan), a
+    strided plan's launch and, for the PTX check, every kernel."""
+
+    def __init__(self, unary: ElementwiseUnaryKernels) -> None:
+        self.unary = unary
 
     @abc.abstractmethod
     def launcher(self, op, src_dtype: DataType, dst_dtype: DataType, plan: UnaryBroadcastPlan) -> Callable[..., None]:
-        """run(stream, src, dst, attr0, attr1) over flat storage, for a plan with count > 0; made once per plan."""
+        """run(stream, src, dst, attr0, attr1) over flat storage, for a plan that is not flat and
+        has count > 0; made once per plan."""
 
     @abc.abstractmethod
     def all_kernels(self) -> Iterator[object]:
@@ -136,8 +142,12 @@ class BroadcastElementwiseUnaryImpl(BroadcastElementwiseUnary):
             raise ValueError(f"src_dims: {src_dims} do not broadcast to dst_dims={dst_dims}; expected each of src's dims, aligned to the right, 1 or dst's")
         check_distinct(dst_dims, dst_strides, "dst_strides")
         plan = plan_broadcast_unary(src_dims, src_strides, dst_dims, dst_strides)
-        run = self._kernels.launcher(self.op, self.src_dtype, self.dst_dtype, plan) if plan.count else None
-        return plan, run
+        if not plan.count:
+            return plan, None
+        if plan.flat:
+            kernel, count = self._kernels.unary.kernel(self.op, self.src_dtype, self.dst_dtype), plan.count
+            return plan, lambda stream, src, dst, attr0, attr1: kernel.launch(stream, count, src, dst, count, attr0, attr1)
+        return plan, self._kernels.launcher(self.op, self.src_dtype, self.dst_dtype, plan)
 
 
 class BroadcastElementwiseUnaryFactoryImpl(GenericFactory, BroadcastElementwiseUnaryFactory):

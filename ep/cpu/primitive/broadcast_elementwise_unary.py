@@ -67,9 +67,6 @@ class CpuBroadcastElementwiseUnaryKernels(BroadcastElementwiseUnaryKernels):
 
     def launcher(self, op, src_dtype, dst_dtype, plan: UnaryBroadcastPlan) -> Callable[..., None]:
         count = plan.count
-        if plan.flat:
-            flat = UNARY_KERNELS.kernel(op, src_dtype, dst_dtype)
-            return lambda stream, src, dst, attr0, attr1: flat.launch(stream, count, src, dst, count, attr0, attr1)
         run = self.kernel(op, src_dtype, dst_dtype)
         strides = np.array((plan.src_strides, plan.dst_strides, contiguous_strides(plan.dims)), np.int64)
         cols = plan.dims[-1]
@@ -78,5 +75,5 @@ class CpuBroadcastElementwiseUnaryKernels(BroadcastElementwiseUnaryKernels):
 
 
 REGISTER_PRIMITIVE_FACTORY(
-    DeviceType.kCPU, BroadcastElementwiseUnaryFactory, BroadcastElementwiseUnaryFactoryImpl(DeviceType.kCPU, CpuBroadcastElementwiseUnaryKernels())
+    DeviceType.kCPU, BroadcastElementwiseUnaryFactory, BroadcastElementwiseUnaryFactoryImpl(DeviceType.kCPU, CpuBroadcastElementwiseUnaryKernels(UNARY_KERNELS))
 )

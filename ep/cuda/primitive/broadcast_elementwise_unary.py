@@ -80,9 +80,6 @@ class CudaBroadcastElementwiseUnaryKernels(BroadcastElementwiseUnaryKernels):
 
     def launcher(self, op, src_dtype, dst_dtype, plan: UnaryBroadcastPlan) -> Callable[..., None]:
         count = plan.count
-        if plan.flat:
-            flat = UNARY_KERNELS.kernel(op, src_dtype, dst_dtype)
-            return lambda stream, src, dst, attr0, attr1: flat.launch(stream, count, src, dst, count, attr0, attr1)
         kernel = self.kernel(op, src_dtype, dst_dtype)
         limit = fast_divmod.FAST_DIVMOD_LIMIT
         # Beyond the limit the boxes are cut at the first run, after storage() has checked the
@@ -101,5 +98,5 @@ class CudaBroadcastElementwiseUnaryKernels(BroadcastElementwiseUnaryKernels):
 
 
 REGISTER_PRIMITIVE_FACTORY(
-    DeviceType.kCUDA, BroadcastElementwiseUnaryFactory, BroadcastElementwiseUnaryFactoryImpl(DeviceType.kCUDA, CudaBroadcastElementwiseUnaryKernels())
+    DeviceType.kCUDA, BroadcastElementwiseUnaryFactory, BroadcastElementwiseUnaryFactoryImpl(DeviceType.kCUDA, CudaBroadcastElementwiseUnaryKernels(UNARY_KERNELS))
 )
