@@ -11,6 +11,7 @@ from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.where import WhereFactory
 from ep.ops.arrays import check_out, contiguous, device_of, output, same_kind, stream_for, unaliased
+from ep.ops.full import full
 from ep.ops.unary import unary
 
 _CPU = GetDevice(DeviceType.kCPU)
@@ -49,7 +50,8 @@ def where(condition, x, y, *, out=None, stream=None):
     for name, value in operands:
         wanted = DataType.kBool if name == "condition" else dtype
         if is_scalar(value):
-            value = _scalar_array(scalar_value(value, name, wanted), wanted, device, stream)
+            # A one-element array of the scalar, made on the device by Fill (no host copy).
+            value = full((), scalar_value(value, name, wanted), dtype=wanted, device=device, stream=stream)
         elif as_data_type(value.dtype, name) is not wanted:
             value = unary("cast", value, dtype=wanted, stream=stream)
         else:
@@ -69,13 +71,3 @@ def where(condition, x, y, *, out=None, stream=None):
     c, a, b = buffers
     primitive.Launch(stream, len(dims[0]), dims[0], c, len(dims[1]), dims[1], a, len(dims[2]), dims[2], b, out)
     return out
-
-
-def _scalar_array(value, dtype: DataType, device, stream):
-    """A one-element array of dtype holding value, on device (copied there on stream)."""
-    host = np.array(value, dtype.dtype)
-    if device.device_type is DeviceType.kCPU:
-        return host
-    from numba import cuda
-
-    return cuda.to_device(host, stream=stream.native)
