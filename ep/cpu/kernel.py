@@ -13,7 +13,7 @@ from ep.cpu.target import hoist_loop_constants, prefer_full_vector_width
 from ep.cpu.threading_layer import choose_threading_layer
 
 # Before any parallel kernel runs: the threading layer is fixed at the first parallel launch.
-THREADING_LAYER = choose_threading_layer()
+choose_threading_layer()
 # Likewise before the first compilation: the LLVM target options.
 CPU_FEATURES = prefer_full_vector_width()
 LLVM_OPTIONS = hoist_loop_constants()

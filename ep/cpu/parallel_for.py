@@ -15,6 +15,7 @@ the declared types: arrays 1-d and C-contiguous, of exactly their dtype (as chec
 from __future__ import annotations
 
 import functools
+import os
 from typing import Callable
 
 import numba
@@ -30,6 +31,23 @@ from ep.cpu.kernel import CpuKernel
 # Below this much work (elements touched) a launch runs on the calling thread: waking the thread
 # pool costs more than the loop.
 PARALLEL_THRESHOLD = 1 << 15
+
+# Cleared in a child forked after an OpenMP pool started: GNU OpenMP's pool does not survive fork()
+# (Numba kills a child that launches on it), so the child's launches run on the calling thread, as
+# PyTorch's do. TBB's pool survives.
+_pool = True
+
+
+def _after_fork_in_child() -> None:
+    global _pool
+    try:
+        layer = numba.threading_layer()  # raises until the first parallel launch starts the pool
+    except ValueError:
+        return
+    _pool = layer != "omp"
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def input_array(dtype: np.dtype, ndim: int = 1) -> numba.types.Array:
@@ -53,25 +71,24 @@ class ParallelFor:
         self.span = CpuKernel(_span_at, name, by_address=True, span=body, ARGS=self.args_type)
 
     @functools.cached_property
-    def compiled(self) -> tuple[Callable, int, int]:
-        """The entry's compiled entry point, the driver's address and the span's."""
+    def run(self) -> Callable:
+        """run(args, count, chunk, parallel): the entry's compiled entry point bound to the driver
+        and the span."""
         entry = _ENTER.entry(_INDEX, _INDEX, self.args_type, _INDEX, _INDEX, numba.boolean, parallel=False)
         driver = _DRIVER.task(_INDEX, _INDEX, _INDEX, _INDEX, numba.boolean, parallel=True)
-        return entry, driver, self.span.task(_INDEX, _INDEX, _INDEX)
+        return functools.partial(entry, driver, self.span.task(_INDEX, _INDEX, _INDEX))
 
     def __call__(self, args: tuple, count: int, work: int, grain: int = 0) -> None:
         """The span over items [0, count) of args, in chunks of grain items (default: one chunk per
         thread), in parallel when work (elements touched) reaches PARALLEL_THRESHOLD, else on the
         calling thread (in one chunk unless grain is given)."""
-        if count <= 0:
-            return
-        entry, driver, span = self.compiled
-        if work >= PARALLEL_THRESHOLD:
-            # One contiguous chunk per thread by default: Numba's schedule would give each thread a
-            # contiguous block of the chunks anyway (more chunks measured no faster).
-            entry(driver, span, args, count, grain or -(-count // numba.get_num_threads()), True)
-        else:
-            entry(driver, span, args, count, grain or count, False)
+        if count > 0:
+            if work < PARALLEL_THRESHOLD or not _pool:
+                self.run(args, count, grain or count, False)
+            else:
+                # One contiguous chunk per thread by default: Numba's schedule would give each thread
+                # a contiguous block of the chunks anyway (more chunks measured no faster).
+                self.run(args, count, grain or -(-count // numba.get_num_threads()), True)
 
 
 @template("span", "ARGS")
