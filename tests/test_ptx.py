@@ -6,6 +6,8 @@ kernels compile. It runs in subprocesses because a process is either simulated o
 into shards of the whole kernel list so that test workers share the work evenly.
 """
 
+import json
+
 import pytest
 from nvvm import run_without_simulator
 
@@ -17,3 +19,27 @@ SHARDS = 8
 def test_every_kernel_compiles_to_ptx(shard):
     stdout = run_without_simulator(["-m", "ep.cuda.ptx", "--shard", f"{shard}/{SHARDS}", "--ptxas"], timeout=3000)
     assert " 0 failed" in stdout
+
+
+# ElementwiseFused's representative expressions (ep/common/primitive/elementwise_fused.py), each a
+# flat kernel moving packs (ep.cuda.pack) and a broadcast one moving elements: the shards above
+# compile them too; this runs them alone (`-k fused`) and checks the flat ones are the packed ones.
+FUSED = """
+import json
+from ep.cuda import ptx
+from ep.common.primitive.elementwise_fused import REPRESENTATIVE
+kernels = [kernel for _, kernel in ptx.kernels(["ElementwiseFusedFactory"])]
+packed = [vars(k._fn.__globals__["bound"]).get("PACK") for k in kernels if k.name.startswith("fused_flat")]
+print("fused", json.dumps([len(REPRESENTATIVE), len(kernels), sorted(packed)]))
+ptx.main(["ElementwiseFusedFactory", "--ptxas"])
+"""
+
+
+@pytest.mark.ptx
+def test_fused_kernels_move_packs_and_compile_to_ptx():
+    stdout = run_without_simulator(["-c", FUSED], timeout=1200)
+    line = next(line for line in stdout.splitlines() if line.startswith("fused "))
+    expressions, kernels, lanes = json.loads(line.removeprefix("fused "))
+    assert kernels == 2 * expressions
+    assert lanes == [2, 2, 4, 4, 4], line  # int32 division's and float64's 2 lanes; float32's and float16's 4
+    assert " 0 failed" in stdout, stdout[-4000:]

@@ -152,3 +152,138 @@ def test_a_new_process_loads_the_expression_from_the_disk_cache(tmp_path):
     assert any(name.startswith("fused_flat") for name in first)  # compiled by the first process
     assert second == [] and values == again
     np.testing.assert_allclose(values, np.exp(np.arange(5, dtype=np.float32) * np.float32(0.5)), rtol=1e-6)
+
+
+# CUDA's flat kernel (every array argument has the output's dims) moves packs (ep/cuda/pack.py): as
+# many lanes as 16 bytes of the widest dtype among the array arguments and outputs hold (at most 4;
+# 2 with an op that narrows them), one vector access per buffer where every buffer is aligned to its
+# pack, else one element per work item, and a tail shorter than a pack element by element. A
+# broadcast argument runs the per-element kernel. Each case: expression, NumPy reference, dtypes of
+# the array arguments, scalars, lanes of CUDA's packs.
+def _numpy_cases():
+    return {
+        "relu_fma_float32": (
+            Unary(U.kRelu, Binary(B.kAdd, Binary(B.kMul, x, y), z)),
+            lambda a, b, c: [np.maximum(a * b + c, np.float32(0))], (np.float32,) * 3, (), 4,
+        ),
+        "float16_rounds": (
+            Binary(B.kAdd, Binary(B.kMul, x, y), x),
+            lambda a, b: [((a * b).astype(np.float16) + a).astype(np.float16)], (np.float16,) * 2, (), 4,  # 8-byte packs: at most 4 lanes
+        ),
+        "float64_scalar": (
+            Binary(B.kSub, Binary(B.kMul, x, Scalar(2)), y),
+            lambda a, b, s: [a * s - b], (np.float64,) * 2, (1.5,), 2,
+        ),
+        "mixed_outputs": (  # float64, bool and int8 outputs of float32 and float16 arguments: 2 lanes
+            (Cast(Binary(B.kMul, x, x), "float64"), Binary(B.kGreaterThan, x, Cast(y, "float32")), Cast(y, "int8")),
+            lambda a, b: [(a * a).astype(np.float64), a > b.astype(np.float32), b.astype(np.int8)],
+            (np.float32, np.float16), (), 2,
+        ),
+        "bool_where_int8": (  # 1-byte buffers: 4 lanes
+            (Where(x, y, z), Binary(B.kLogicalAnd, x, Binary(B.kGreaterThan, y, z))),
+            lambda c, a, b: [np.where(c, a, b), c & (a > b)], (np.bool_, np.int8, np.int8), (), 4,
+        ),
+        "int32_floor_div": (  # an integer division narrows the pack (binary NARROW_PACKS): 2 lanes
+            (Binary(B.kFloorDiv, x, Scalar(1)), Cast(x, "float32")),
+            lambda a, s: [np.floor_divide(a, s), a.astype(np.float32)], (np.int32,), (np.int32(3),), 2,
+        ),
+    }
+
+
+PACKED = _numpy_cases()
+
+
+def _values(dtype, n, seed):
+    """n small values of dtype (quarters for floats), which every formula here computes exactly."""
+    rng = np.random.default_rng(seed)
+    if dtype is np.bool_:
+        return rng.random(n) < 0.5
+    values = rng.integers(-20, 21, n)
+    if np.issubdtype(dtype, np.floating):
+        return (values / 4).astype(dtype)
+    return values.astype(dtype)
+
+
+def _offset_view(values, device, offset):
+    """values on device as a view offset elements into its buffer (misaligned for a pack where offset > 0)."""
+    return to_device(np.concatenate([np.zeros(offset, values.dtype), values]), device)[offset:]
+
+
+@pytest.fixture
+def flat_launches(device, monkeypatch):
+    """(kernel name, work items, packs) of every CUDA fused launch the test makes (empty on the CPU)."""
+    launches = []
+    if device != "cpu":
+        from ep.cuda.kernel import CudaKernel
+
+        original = CudaKernel.launch
+
+        def recording(self, stream, work, *args):
+            if self.name.startswith("fused_"):
+                launches.append((self.name, work, args[-1] if self.name.startswith("fused_flat") else None))
+            return original(self, stream, work, *args)
+
+        monkeypatch.setattr(CudaKernel, "launch", recording)
+    return launches
+
+
+@pytest.mark.parametrize("case", sorted(PACKED))
+def test_packs_tails_and_offset_buffers(device, case, flat_launches):
+    expression, reference, dtypes, scalars, lanes = PACKED[case]
+    fused = ep.NewPrimitive(ep.ElementwiseFusedFactory, device, expression, *dtypes, *(np.asarray(s).dtype for s in scalars))
+    stream = ep.GetDevice(device).CreateStream()
+    n = 41
+    values = [_values(dtype, n, seed) for seed, dtype in enumerate(dtypes)]
+    expected = [np.asarray(e) for e in reference(*values, *scalars)]
+    aligned = (0,) * len(dtypes)
+    for count in (1, 3, 4, 8, 17, 40):
+        # Aligned buffers; the last input a view one element into its buffer; the first output one.
+        for offsets, dst_offset in ((aligned, 0), (aligned[:-1] + (1,), 0), (aligned, 1)):
+            args = [_offset_view(v, device, o)[:count] for v, o in zip(values, offsets)]
+            buffers = [to_device(np.zeros(n + 1, d), device) for d in fused.dst_dtypes]
+            starts = [dst_offset] + [0] * (len(buffers) - 1)
+            dsts = [buffer[start : start + count] for buffer, start in zip(buffers, starts)]
+            del flat_launches[:]
+            fused.Launch(stream, [*args, *scalars], [(count,)] * len(dtypes) + [()] * len(scalars), dsts)
+            stream.Sync()
+            where = (case, count, offsets, dst_offset)
+            for buffer, start, want in zip(buffers, starts, expected):
+                got = to_numpy(buffer)
+                assert got.dtype == want.dtype, where
+                np.testing.assert_array_equal(got[start : start + count], want[:count], err_msg=str(where))
+                # Nothing written around the count's elements.
+                assert not got[:start].any() and not got[start + count :].any(), where
+            if device == "cpu":
+                continue
+            ((name, work, packs),) = flat_launches  # one launch per call
+            assert name.startswith("fused_flat"), where
+            if any(offsets) or dst_offset:
+                assert (packs, work) == (0, count), where  # a misaligned buffer: element by element
+            else:  # full packs, then the tail element by element
+                assert (packs, work) == (count // lanes, count - count // lanes * (lanes - 1)), where
+    if device != "cpu":
+        assert {getattr(k, "lanes", None) for k in fused.device_kernels.values()} == {lanes}
+
+
+def test_broadcast_operands_beside_flat_ones_take_the_element_kernel(device, flat_launches):
+    """A row and a column beside flat float16 and misaligned float32 arguments, outputs of three dtypes."""
+    rng = np.random.default_rng(5)
+    a = (rng.integers(-20, 21, (5, 7)) / 4).astype(np.float16)
+    b = (rng.integers(-20, 21, 7) / 4).astype(np.float32)
+    c = (rng.integers(-20, 21, (5, 1)) / 4).astype(np.float32)
+    d = (rng.integers(-20, 21, (5, 7)) / 4).astype(np.float32)
+    s = Binary(B.kAdd, Binary(B.kMul, Cast(x, "float32"), y), z)
+    expression = (Cast(Binary(B.kSub, s, Input(3)), "float64"), Binary(B.kLessThan, s, Input(3)), Cast(s, "float16"))
+    fused = ep.NewPrimitive(ep.ElementwiseFusedFactory, device, expression, np.float16, np.float32, np.float32, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    args = [to_device(a, device), to_device(b, device), to_device(c, device), _offset_view(d.ravel(), device, 1)]
+    dsts = [_offset_view(np.zeros(35, t), device, 1) for t in fused.dst_dtypes]
+    fused.Launch(stream, args, [a.shape, b.shape, c.shape, d.shape], dsts)
+    stream.Sync()
+    expected_s = a.astype(np.float32) * b + c
+    got = [to_numpy(o).reshape(5, 7) for o in dsts]
+    np.testing.assert_array_equal(got[0], (expected_s - d).astype(np.float64))
+    np.testing.assert_array_equal(got[1], expected_s < d)
+    np.testing.assert_array_equal(got[2], expected_s.astype(np.float16))
+    if device != "cpu":
+        assert [name for name, _, _ in flat_launches] == ["fused_strided"]

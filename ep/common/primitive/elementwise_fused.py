@@ -280,7 +280,9 @@ class ElementwiseFusedFactoryImpl(GenericFactory, ElementwiseFusedFactory):
 
 
 # Expressions the PTX check compiles (flat and broadcast each): ep.fuse's workloads, float16
-# rounding after each op, integer semantics and a select.
+# rounding after each op, integer semantics and a select, and outputs of mixed dtypes (CUDA's flat
+# kernel moves packs of the widest one's 16 bytes: float64's 2 lanes, float32's, float16's and
+# bool's narrower packs beside it).
 _x, _y, _z = Input(0), Input(1), Input(2)
 _a = Binary(BinaryOp.kAdd, Binary(BinaryOp.kMul, _x, Scalar(3)), _y)
 REPRESENTATIVE = (
@@ -290,5 +292,13 @@ REPRESENTATIVE = (
     (
         Where(Binary(BinaryOp.kGreaterThan, _x, Scalar(2)), Binary(BinaryOp.kFloorDiv, _x, Scalar(2)), Cast(_y, "int32")),
         ("int32", "uint8", "int32"),
+    ),
+    (
+        (
+            Cast(Binary(BinaryOp.kMul, _x, _x), "float64"),
+            Binary(BinaryOp.kGreaterThan, _x, Cast(_y, "float32")),
+            Cast(_y, "int8"),
+        ),
+        ("float32", "float16"),
     ),
 )
