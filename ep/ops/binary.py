@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -11,15 +12,14 @@ from ep.common.math.ops.record import document_ops
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType, GetDevice
-from ep.common.runtime.allocator import host_empty
 from ep.common.runtime.buffer import plain
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import INT64_MAX, INT64_MIN
-from ep.common.runtime.scalar import integer_out_of_range, is_scalar, result_dtype, scalar_value
+from ep.common.runtime.scalar import integer_out_of_range, is_scalar, promote, result_dtype, scalar_promotion_key, scalar_value
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS, BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import check_out, contiguous, device_of, output, same_kind, stream_for, unaliased
+from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
 from ep.ops.unary import unary
 
 _CPU = GetDevice(DeviceType.kCPU)
@@ -34,8 +34,9 @@ def binary_src_dtype(a: object, b: object) -> DataType:
     return as_data_type(result_dtype(a, b), "a, b")
 
 
-def _exact_scalar(op: BinaryOp, value: object, name: str, src_dtype: DataType, array: object) -> tuple[object, DataType]:
-    """(value, src_dtype) for the scalar operand name beside array, as NumPy 2 evaluates it.
+def _exact_scalar(op: BinaryOp, value: object, name: str, src_dtype: DataType, array_dtype: DataType) -> tuple[object, DataType]:
+    """(value, src_dtype) for the scalar operand name beside an array of array_dtype, as NumPy 2
+    evaluates it.
 
     An integer outside an integer src_dtype's range has no value in it. NumPy compares an integer
     array with any such int (as with +-inf: every element is below or above it); a logical op
@@ -47,11 +48,73 @@ def _exact_scalar(op: BinaryOp, value: object, name: str, src_dtype: DataType, a
     if op in _LOGICAL and not INT64_MIN <= value <= INT64_MAX:
         raise OverflowError(f"{name}: {value!r} does not fit in int64")
     side = integer_out_of_range(value, src_dtype)
-    if side and op in _COMPARISONS and np.dtype(array.dtype).kind in "iu":
+    if side and op in _COMPARISONS and array_dtype.is_integer:
         return side * math.inf, DataType.kDouble
     if side and op in _LOGICAL:
         return 1, src_dtype
     return value, src_dtype
+
+
+class _Rule(NamedTuple):
+    """What binary makes of (op, attributes, the operands' kinds) once: all but the buffers and a
+    scalar's value."""
+
+    op: BinaryOp
+    primitive: object
+    device: object
+    src_dtype: DataType
+    dst_dtype: DataType
+    shape: tuple[int, ...]
+    dims0: tuple[int, ...]
+    dims1: tuple[int, ...]
+    scalar: int  # the operand that is a scalar: 0 (a), 1 (b), or -1 (neither)
+    array_dtype: DataType  # the other operand's own dtype, beside a scalar
+    negative_powers: bool  # NumPy's power of integers: b's values are checked on every call
+
+
+def _kind(x: object, name: str) -> tuple:
+    """What binary's rule depends on in an operand: an array's device, dtype and shape; a scalar's
+    type alone (its value is converted on every call)."""
+    if is_scalar(x):
+        return type(x), None, None
+    return device_of(x, name), np.dtype(x.dtype), tuple(x.shape)
+
+
+def _rule(op, attr0, attr1, device_a, dtype_a, shape_a, device_b, dtype_b, shape_b, src_dtype=None) -> _Rule:
+    """The rule of op on operands of these kinds (_kind's: a scalar's device is its type); src_dtype
+    overrides NumPy's promotion (a comparison with an int beyond an integer array's range)."""
+    name, op = op, as_binary_op(op)
+    if dtype_a is None and dtype_b is None:
+        raise TypeError("a, b: both are scalars; at least one must be an array")
+    scalar = 0 if dtype_a is None else 1 if dtype_b is None else -1
+    if scalar < 0 and device_a is not device_b:
+        raise TypeError(f"a, b: a is on {device_a.device_type.value} and b on {device_b.device_type.value}")
+    device, array_dtype = (device_b, dtype_b) if scalar == 0 else (device_a, dtype_a)
+    array_dtype = as_data_type(array_dtype, "b" if scalar == 0 else "a")
+    if src_dtype is None:
+        key_a = scalar_promotion_key(device_a) if scalar == 0 else dtype_a
+        key_b = scalar_promotion_key(device_b) if scalar == 1 else dtype_b
+        src_dtype = as_data_type(promote(key_a, key_b), "a, b")
+    computed = alias_dtype(name, src_dtype)
+    if computed is None:
+        raise refuse_alias(name, src_dtype, "a, b")
+    dst_dtype = binary_dst_dtype(op, computed)
+    if dst_dtype is None:
+        raise TypeError(f"op: {op.name} does not support dtype {computed.value}")
+    if scalar < 0:
+        shape = broadcast_shape(shape_a, shape_b, names=("a", "b"))
+        dims0, dims1 = _array_dims(shape_a, shape_b, shape)
+    else:
+        shape = tuple(shape_b if scalar == 0 else shape_a)
+        flat = (math.prod(shape),)
+        dims0, dims1 = ((), flat) if scalar == 0 else (flat, ())
+    primitive = NewPrimitive(BroadcastElementwiseBinaryFactory, device, op, computed, dst_dtype, MAX_NUM_DIMS, attr0, attr1)
+    return _Rule(op, primitive, device, computed, dst_dtype, shape, dims0, dims1, scalar, array_dtype, checks_negative_powers(name, computed))
+
+
+# Keyed by the caller's own arguments and the operands' kinds, so a repeated call skips every
+# normalization, whatever its scalar's value.
+_RULES = PlanCache(_rule)
 
 
 @same_kind("a", "b")
@@ -72,88 +135,48 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
     """
     if attrs:
         attr0, attr1 = binary_keyword_attrs(op, attrs, attr0, attr1)
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is b.dtype:
-        # Two CPU arrays of one dtype: everything but the buffers comes from the cache.
-        primitive, dst_dtype, shape, dims0, dims1 = _ARRAY_PLANS.get(op, a.dtype, a.shape, b.shape, attr0, attr1)
-        # None: a NumPy alias that computes in another dtype, which the general path below casts to.
-        if primitive is not None:
-            stream = stream_for(_CPU, stream)
-            a = contiguous(a, _CPU)
-            b = contiguous(b, _CPU)
-            if out is None:
-                out = host_empty(shape, dst_dtype.dtype)
-            else:
-                if not (plain(out) and out.dtype is dst_dtype.dtype and out.shape == shape and out.flags.writeable):
-                    check_out(out, "out", shape, dst_dtype, _CPU)
-                # Arrays that own their memory cannot overlap out: only views need the overlap test.
-                if a is not out and (a.base is not None or out.base is not None):
-                    a = unaliased(a, out, _CPU, stream, elementwise=True)
-                if b is not out and (b.base is not None or out.base is not None):
-                    b = unaliased(b, out, _CPU, stream, elementwise=True)
-            primitive.Launch(stream, dims0, a, dims1, b, out)
-            return out
-    name, op = op, as_binary_op(op)
-    if is_scalar(a) and is_scalar(b):
-        raise TypeError("a, b: both are scalars; at least one must be an array")
-    arrays = [(operand, x) for operand, x in (("a", a), ("b", b)) if not is_scalar(x)]
-    devices = {operand: device_of(x, operand) for operand, x in arrays}
-    device = next(iter(devices.values()))
-    if len({d.device_type for d in devices.values()}) > 1:
-        raise TypeError(f"a, b: a is on {devices['a'].device_type.value} and b on {devices['b'].device_type.value}")
-    src_dtype = binary_src_dtype(a, b)
-    if is_scalar(a):
-        a, src_dtype = _exact_scalar(op, a, "a", src_dtype, b)
-    elif is_scalar(b):
-        b, src_dtype = _exact_scalar(op, b, "b", src_dtype, a)
-    computed = alias_dtype(name, src_dtype)
-    if computed is None:
-        raise refuse_alias(name, src_dtype, "a, b")
-    if checks_negative_powers(name, computed):
+    # NumPy arrays' kinds inline: a tiny call's cost is these lines.
+    kinds = (
+        *((_CPU, a.dtype, a.shape) if type(a) is np.ndarray else _kind(a, "a")),
+        *((_CPU, b.dtype, b.shape) if type(b) is np.ndarray else _kind(b, "b")),
+    )
+    rule = _RULES.get(op, attr0, attr1, *kinds)
+    scalar = rule.scalar
+    if scalar >= 0:
+        name = "ab"[scalar]
+        value, src_dtype = _exact_scalar(rule.op, b if scalar else a, name, rule.src_dtype, rule.array_dtype)
+        if src_dtype is not rule.src_dtype:
+            rule = _RULES.get(op, attr0, attr1, *kinds, src_dtype)
+        value = scalar_value(value, name, rule.src_dtype)
+        a, b = (value, b) if scalar == 0 else (a, value)
+    _, primitive, device, src_dtype, dst_dtype, shape, dims0, dims1, _, _, negative_powers = rule
+    if negative_powers:
         _refuse_negative_powers(b)
-    src_dtype = computed
-    dst_dtype = binary_dst_dtype(op, src_dtype)
-    if dst_dtype is None:
-        raise TypeError(f"op: {op.name} does not support dtype {src_dtype.value}")
-    shape = broadcast_shape(np.shape(a), np.shape(b), names=("a", "b"))
     stream = stream_for(device, stream)
-    if out is not None:
+    if out is None:
+        out = empty(shape, dst_dtype, device, stream)
+    elif not (plain(out) and out.dtype is dst_dtype.dtype and out.shape == shape and out.flags.writeable):
         check_out(out, "out", shape, dst_dtype, device)
-    operands = []
-    for operand, x in (("a", a), ("b", b)):
-        if is_scalar(x):
-            operands.append(scalar_value(x, operand, src_dtype))
-            continue
-        if as_data_type(x.dtype, operand) is not src_dtype:
-            x = unary("cast", x, dtype=src_dtype, stream=stream)
-        else:
-            x = contiguous(x, device, stream)
-        operands.append(x if out is None else unaliased(x, out, device, stream, elementwise=True))
-    a, b = operands
-    primitive = NewPrimitive(BroadcastElementwiseBinaryFactory, device, op, src_dtype, dst_dtype, MAX_NUM_DIMS, attr0, attr1)
-    out = output(out, shape, dst_dtype, device, stream)
-    primitive.Launch(stream, *_launch_dims(a, b, shape), out)
+    # Two NumPy arrays of the dtype that own their memory are taken as they are (they cannot overlap out).
+    fresh = type(out) is np.ndarray and out.base is None
+    if scalar != 0 and not (fresh and plain(a) and a.base is None and a.dtype is src_dtype.dtype):
+        a = _operand(a, src_dtype, out, device, stream)
+    if scalar != 1 and not (fresh and plain(b) and b.base is None and b.dtype is src_dtype.dtype):
+        b = _operand(b, src_dtype, out, device, stream)
+    primitive.Launch(stream, dims0, a, dims1, b, out)
     return out
 
 
-def _array_plan(op, dtype, a_shape, b_shape, attr0, attr1):
-    """(primitive, dst dtype, shape, dims0, dims1) of two CPU arrays of one dtype."""
-    name, op = op, as_binary_op(op)
-    src_dtype = as_data_type(dtype, "a, b")
-    if alias_dtype(name, src_dtype) is not src_dtype or checks_negative_powers(name, src_dtype):
-        return None, None, None, None, None
-    dst_dtype = binary_dst_dtype(op, src_dtype)
-    if dst_dtype is None:
-        raise TypeError(f"op: {op.name} does not support dtype {src_dtype.value}")
-    shape = broadcast_shape(a_shape, b_shape, names=("a", "b"))
-    dims0, dims1 = _array_dims(a_shape, b_shape, shape)
-    primitive = NewPrimitive(
-        BroadcastElementwiseBinaryFactory, _CPU, op, src_dtype, dst_dtype, MAX_NUM_DIMS, attr0, attr1
-    )
-    return primitive, dst_dtype, shape, dims0, dims1
-
-
-# Keyed by the caller's own arguments, so a repeated call skips every normalization.
-_ARRAY_PLANS = PlanCache(_array_plan)
+def _operand(x, src_dtype: DataType, out, device, stream):
+    """An array operand as the primitive takes it: contiguous, in src_dtype, and not overlapping out."""
+    if x.dtype is src_dtype.dtype or x.dtype == src_dtype.dtype:
+        x = contiguous(x, device, stream)
+    else:
+        x = unary("cast", x, dtype=src_dtype, stream=stream)
+    # Arrays that own their memory cannot overlap: only views need the overlap test.
+    if type(x) is not np.ndarray or type(out) is not np.ndarray or x.base is not None or out.base is not None:
+        x = unaliased(x, out, device, stream, elementwise=True)
+    return x
 
 
 def _refuse_negative_powers(b) -> None:
@@ -176,20 +199,6 @@ def _array_dims(a_shape: tuple[int, ...], b_shape: tuple[int, ...], shape: tuple
             f"alternating dims after merging; at most {MAX_NUM_DIMS} are supported"
         )
     return dims0, dims1
-
-
-def _launch_dims(a, b, shape: tuple[int, ...]) -> tuple:
-    """(dims0, a, dims1, b) for Launch, folded so that operands of any rank fit MAX_NUM_DIMS.
-
-    A scalar's dims are (); an array beside a scalar is one flat dim. Two arrays get their
-    simplified broadcast dims, which index the same elements.
-    """
-    if is_scalar(a):
-        return (), a, (b.size,), b
-    if is_scalar(b):
-        return (a.size,), a, (), b
-    dims0, dims1 = _array_dims(a.shape, b.shape, shape)
-    return dims0, a, dims1, b
 
 
 document_ops(binary, BINARY_FUNCTORS.values(), "a, b")

@@ -168,7 +168,7 @@ def test_out_errors_name_out(device):
 
 
 def _cache_sizes():
-    return (len(unary_module._PRIMITIVES), len(binary_module._ARRAY_PLANS), len(gather_module._GATHER_OPS), len(primitive_module._PRIMITIVES))
+    return (len(unary_module._PRIMITIVES), len(binary_module._RULES), len(gather_module._GATHER_OPS), len(primitive_module._PRIMITIVES))
 
 
 def _factory_cache(factory_type):

@@ -29,7 +29,7 @@ def result_dtype(a: object, b: object) -> np.dtype:
     -> float16), else takes NumPy's default of its kind (int8 + 1.5 -> float64, bool + 3 -> int64).
     A Python int out of the dtype's range is refused later, by scalar_value, as NumPy refuses it.
     """
-    return _result_dtype(promotion_key(a), promotion_key(b))
+    return promote(promotion_key(a), promotion_key(b))
 
 
 def promotion_key(x: object):
@@ -38,24 +38,28 @@ def promotion_key(x: object):
     NumPy 2 (NEP 50) promotes a Python scalar by its kind, never by its value, so False, 0 and 0.0
     stand for every bool, int and float (subclasses included).
     """
-    kind = _WEAK.get(type(x))
-    if kind is not None:
-        return kind
-    if isinstance(x, np.generic):
-        return x.dtype
-    if isinstance(x, bool):
-        return False
-    if isinstance(x, int):
-        return 0
-    if isinstance(x, float):
-        return 0.0
+    if isinstance(x, (bool, int, float, np.generic)):
+        return scalar_promotion_key(type(x))
     return np.dtype(x.dtype)
+
+
+def scalar_promotion_key(kind: type):
+    """promotion_key of every scalar of type kind (a Python or NumPy scalar type)."""
+    weak = _WEAK.get(kind)
+    if weak is not None:
+        return weak
+    if issubclass(kind, np.generic):
+        return np.dtype(kind)
+    if issubclass(kind, bool):
+        return False
+    return 0 if issubclass(kind, int) else 0.0
 
 
 # typed: False, 0 and 0.0 are equal keys otherwise. Keys are dtypes and three representatives,
 # so the cache holds a few dozen entries.
 @functools.lru_cache(maxsize=256, typed=True)
-def _result_dtype(a, b) -> np.dtype:
+def promote(a, b) -> np.dtype:
+    """NumPy 2's promotion of two promotion keys (promotion_key's); TypeError naming a, b."""
     try:
         return np.result_type(a, b)
     except TypeError as error:  # NumPy's DTypePromotionError (structured, datetime, ...) names nothing
