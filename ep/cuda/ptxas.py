@@ -180,11 +180,12 @@ def traits(kernel) -> Traits:
     wide16 = bindings.get("move16") is move16 and (bindings.get("wide16") or bindings.get("WIDE16")) is True
     loads = stores = int(wide16)
     if "PACK" in bindings:
-        # An elementwise template's dst is the buffer it stores; its other buffers are loaded.
+        # An elementwise template's dst (a fused kernel's dst, dst1, ...) are the buffers it stores;
+        # its other buffers are loaded.
         names = kernel._fn.__code__.co_varnames[: kernel._fn.__code__.co_argcount]
         for name, argtype in zip(names, kernel.argtypes):
             if isinstance(argtype, types.Array) and bindings["PACK"] * as_dtype(argtype.dtype).itemsize == 16:
-                if name == "dst":
+                if name == "dst" or (name.startswith("dst") and name[3:].isdigit()):
                     stores += 1
                 # Not loaded in packs: a fill kernel's value buffer (TensorFill, one element read once) and
                 # a one-hot's indices (one per row).
