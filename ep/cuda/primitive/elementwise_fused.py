@@ -226,15 +226,20 @@ class CudaElementwiseFusedKernels(ElementwiseFusedKernels):
         # buffers hold the plan's counts: dims no buffer could hold would take billions of boxes.
         parts = _parts(plan, strided, limit) if plan.count <= limit else None
 
+        def boxes(values, outs) -> Iterator[tuple]:
+            # (args, dsts, count, split) per box: the buffers from the box's first elements on.
+            nonlocal parts
+            if parts is None:
+                parts = _parts(plan, strided, limit)
+            for firsts, count, split in parts:
+                args = values if not any(firsts) else [v if f is None else v[f:] for v, f in zip(values, firsts)]
+                dsts = outs if not firsts[-1] else [o[firsts[-1]:] for o in outs]
+                yield args, dsts, count, split
+
         if strided:
 
             def run(stream, values, outs) -> None:
-                nonlocal parts
-                if parts is None:
-                    parts = _parts(plan, strided, limit)
-                for firsts, count, split in parts:
-                    args = values if not any(firsts) else [v if f is None else v[f:] for v, f in zip(values, firsts)]
-                    dsts = outs if not firsts[-1] else [o[firsts[-1]:] for o in outs]
+                for args, dsts, count, split in boxes(values, outs):
                     kernel.launch(stream, count, *args, *dsts, count, *split)
 
             return run
@@ -245,12 +250,7 @@ class CudaElementwiseFusedKernels(ElementwiseFusedKernels):
         dst_packs = [pack_bytes(lanes, d.storage_dtype) for d in primitive.dst_dtypes]
 
         def run_packed(stream, values, outs) -> None:
-            nonlocal parts
-            if parts is None:
-                parts = _parts(plan, strided, limit)
-            for firsts, count, split in parts:
-                args = values if not any(firsts) else [v if f is None else v[f:] for v, f in zip(values, firsts)]
-                dsts = outs if not firsts[-1] else [o[firsts[-1]:] for o in outs]
+            for args, dsts, count, _ in boxes(values, outs):
                 misaligned = any(address(args[i]) % b for i, b in arrays) or any(address(d) % b for d, b in zip(dsts, dst_packs))
                 packs, work = pack_count(lanes, count, misaligned)
                 kernel.launch(stream, work, *args, *dsts, count, packs)
