@@ -1,4 +1,5 @@
-"""ConstantPad's CPU kernel: one span per unit size over dst's rows, run by ParallelFor.
+"""ConstantPad's CPU kernel: a span per unit size over dst's rows, run by ParallelFor (and one with
+streaming stores for 4- and 8-byte units, which only large outputs of long rows compile).
 
 A row of dst (its last merged dim) is [pad | a run of src | pad], or all pad when one of its outer
 indices lies outside src; a span finds where its first row starts with one division per dim and
@@ -12,7 +13,7 @@ from typing import Iterator
 import numba
 import numpy as np
 
-from ep.common.jit import scalar_function, template
+from ep.common.jit import bound, scalar_function, template
 from ep.common.math.intrinsics import VECTOR_BYTES, stack_array, stream_copy_vector, stream_fence, stream_fill_vector, stream_store
 from ep.common.primitive.byte_units import unit_dtype
 from ep.common.primitive.constant_pad import ConstantPadFactoryImpl, ConstantPadKernels, PadPlan
@@ -63,7 +64,36 @@ def _stream_run(dst, d, n, src, s, copy, value):
         stream_store(dst, d + e, src[s + e] if copy else value)
 
 
-@template()
+@scalar_function
+def _write_row(dst, d, row, lo, hi, src, s, before, value, stream):
+    # Row dst[d : d + row] with ordinary stores: [pad | src[s + lo - before : s + hi - before] | pad]
+    # over [0, lo), [lo, hi) and [hi, row), or all pad when s < 0 (stream: unused, _stream_row's).
+    out = dst[d : d + row]
+    if s < 0:
+        _fill(out, 0, row, value)
+    else:
+        _fill(out, 0, lo, value)
+        x = src[s + lo - before : s + hi - before]
+        for j in range(np.uint64(hi - lo)):
+            out[np.uint64(lo) + j] = x[j]
+        _fill(out, hi, row, value)
+
+
+@scalar_function
+def _stream_row(dst, d, row, lo, hi, src, s, before, value, stream):
+    # _write_row's row, with streaming stores when stream.
+    if stream:
+        if s < 0:
+            _stream_run(dst, d, row, src, 0, False, value)
+        else:
+            _stream_run(dst, d, lo, src, 0, False, value)
+            _stream_run(dst, d + lo, hi - lo, src, s + lo - before, True, value)
+            _stream_run(dst, d + hi, row - hi, src, 0, False, value)
+    else:
+        _write_row(dst, d, row, lo, hi, src, s, before, value, stream)
+
+
+@template("write_row")
 def _pad_rows(start, stop, args):
     src, dst, params, value = args
     row = params[_ROW]
@@ -88,7 +118,6 @@ def _pad_rows(start, stop, args):
         index[k] = q - p * size
         q = p
     for r in range(start, stop):
-        out = dst[r * row : (r + 1) * row]
         # Where the row reads src, or -1 when an outer index lies outside src.
         s = 0
         for k in range(num_outer):
@@ -97,22 +126,7 @@ def _pad_rows(start, stop, args):
                 s = -1
                 break
             s += i * params[_OUTER + 4 * k + 3]
-        if stream:
-            d = r * row
-            if s < 0:
-                _stream_run(dst, d, row, src, 0, False, value)
-            else:
-                _stream_run(dst, d, lo, src, 0, False, value)
-                _stream_run(dst, d + lo, hi - lo, src, s + lo - before, True, value)
-                _stream_run(dst, d + hi, row - hi, src, 0, False, value)
-        elif s < 0:
-            _fill(out, 0, row, value)
-        else:
-            _fill(out, 0, lo, value)
-            x = src[s + lo - before : s + hi - before]
-            for j in range(np.uint64(hi - lo)):
-                out[np.uint64(lo) + j] = x[j]
-            _fill(out, hi, row, value)
+        bound.write_row(dst, r * row, row, lo, hi, src, s, before, value, stream)
         # The next row's outer index.
         k = num_outer - 1
         while k >= 0:
@@ -126,16 +140,19 @@ def _pad_rows(start, stop, args):
 
 
 @functools.cache
-def _span(unit: int) -> ParallelFor:
-    """The pad of unit-byte elements."""
+def _span(unit: int, stream: bool) -> ParallelFor:
+    """The pad of unit-byte elements, with streaming stores (where the host asks for them) or
+    ordinary ones only: the streaming runs are most of the span's compile time, so a pad that
+    never streams does not compile them."""
     dtype = unit_dtype(unit)
     arg_types = (input_array(dtype), output_array(dtype), input_array(np.dtype(np.int64)), numba.from_dtype(dtype))
-    return ParallelFor(_pad_rows, f"constant_pad_u{8 * unit}", arg_types)
+    name = f"constant_pad_stream_u{8 * unit}" if stream else f"constant_pad_u{8 * unit}"
+    return ParallelFor(_pad_rows, name, arg_types, write_row=_stream_row if stream else _write_row)
 
 
 class CpuConstantPadKernels(ConstantPadKernels):
     def prepare(self, plan: PadPlan, unit: int) -> tuple:
-        """(unit, the span's parameters, rows, elements, grain in rows)."""
+        """(the span, its parameters, rows, elements, grain in rows)."""
         outer = []
         for k in range(len(plan.dst_dims) - 1):
             outer += [plan.dst_dims[k], plan.src_dims[k], plan.before[k], plan.src_strides[k]]
@@ -144,16 +161,18 @@ class CpuConstantPadKernels(ConstantPadKernels):
         params = np.array([row, plan.src_dims[-1], plan.before[-1], int(stream), len(plan.dst_dims) - 1, *outer], np.int64)
         rows = plan.count // row
         grain = max(TASK_BYTES // (unit * row), 1) if plan.count >= PARALLEL_THRESHOLD else 0
-        return unit, params, rows, plan.count, grain
+        return _span(unit, stream), params, rows, plan.count, grain
 
     def pad(self, stream, prepared, src, dst, value) -> None:
-        unit, params, rows, count, grain = prepared
+        span, params, rows, count, grain = prepared
         dtype = value.dtype
-        _span(unit)((src.view(dtype), dst.view(dtype), params, value), rows, count, grain)
+        span((src.view(dtype), dst.view(dtype), params, value), rows, count, grain)
 
     def all_kernels(self) -> Iterator[object]:
         for unit in (1, 2, 4, 8):
-            yield _span(unit)
+            yield _span(unit, False)
+            if unit >= 4:
+                yield _span(unit, True)
 
 
 REGISTER_PRIMITIVE_FACTORY(

@@ -10,9 +10,10 @@ index (an error path, not worth compiling). Reads from params too large for the 
 prefetched: rows a few ahead, or for an element gather with every index in range the next slab,
 since their addresses come from indices and the hardware prefetcher cannot guess them.
 Such an element gather reads through 32-bit positions in the slab, converted once for all the
-slabs that share the indices, and streams a large output past the caches. The copies (one span
-for element gathers, one for rows) are compiled on their own, so that a first launch compiles
-only the one it needs.
+slabs that share the indices, and streams a large output past the caches. The copies are
+compiled on their own, so that a first launch compiles only the one it needs: for element gathers
+with every index in range a span that streams and one that never does (chosen by the output's
+size), for other element gathers a plain loop, and one span for rows.
 """
 from __future__ import annotations
 
@@ -127,40 +128,60 @@ def _segment(row, stop, num_indices, outer):
     return batch_outer, (batch_outer // outer) * num_indices + i0, count
 
 
-@template()
-def _gather_element_span(row, stop, args):
-    # Rows [row, stop) of out for inner == 1, cut into segments of one (batch, outer) slab each:
-    # the elements of the slab src that the segment's indices select, zeros for the others. Inside
-    # a segment the loops see plain views, which is what lets LLVM vectorize them.
-    indices, in_, out, params, mode = args
-    num_indices, outer, gather = params[_NUM_INDICES], params[_OUTER], params[_GATHER]
-    lo, hi, wrap, ahead = params[_LO], params[_HI], params[_WRAP], params[_AHEAD]
-    slabs = params[_ROWS] // num_indices
-    line = _LINE_BYTES // in_.itemsize if in_.itemsize <= _LINE_BYTES else 1
-    # In range once negatives wrap (mode _IN_RANGE with wrap): a negative index gains gather.
-    wrap_add = gather if wrap else 0
-    # With every index in range, positions are 32-bit when they fit (gather <= 2**32): a few
-    # instructions an element and half the index bytes in L1.
-    # Segments are at most _POSITIONS long, the positions' buffer (the host's chunks see to it).
-    short = num_indices <= _POSITIONS or stop - row <= _POSITIONS
-    narrow = mode == _IN_RANGE and gather <= _NARROW_LIMIT and short
-    positions = stack_array(_POSITIONS, np.uint32)
-    positions_of = -1
-    positions_count = 0
-    # A large output is streamed past the caches (no read for ownership of its lines), when its
-    # elements are 4 or 8 bytes and aligned (streaming stores need both).
-    stream = (
-        narrow
-        and (out.itemsize == 4 or out.itemsize == 8)
-        and slabs * num_indices * out.itemsize >= STREAM_BYTES
-        and out.ctypes.data % out.itemsize == 0
-    )
-    while row < stop:
-        batch_outer, first_index, count = _segment(row, stop, num_indices, outer)
-        segment = indices[first_index : first_index + count]
-        src = in_[batch_outer * gather : (batch_outer + 1) * gather]
-        dst = out[row : row + count]
-        if narrow:
+@scalar_function
+def _copy_segment(src, positions, dst, count, next_src, next_lines, line, stream):
+    # A segment's elements with ordinary stores: the span of a launch too small to stream.
+    _copy_elements(src, positions, dst, count, next_src, next_lines, line)
+
+
+@scalar_function
+def _copy_or_stream_segment(src, positions, dst, count, next_src, next_lines, line, stream):
+    # A copy of the loop per store: with one loop and a flag, LLVM merges the two stores of an
+    # element (streaming, ordinary) into one ordinary store.
+    if stream:
+        _stream_elements(src, positions, dst, count, next_src, next_lines, line)
+    else:
+        _copy_elements(src, positions, dst, count, next_src, next_lines, line)
+
+
+def _in_range_element_span(copy_segment: Callable) -> Callable:
+    """The span template over rows of one element whose indices are all in range (the index pass's
+    _IN_RANGE) in slabs of at most _NARROW_LIMIT elements, moving a segment's elements with
+    copy_segment (_copy_or_stream_segment, or _copy_segment for a launch too small to stream: the
+    streaming loop is about a quarter of the span's compile time)."""
+
+    @template()
+    def span(row, stop, args):
+        # Rows [row, stop) of out, cut into segments of one (batch, outer) slab each: the elements of
+        # the slab src that the segment's indices select. Inside a segment the loops see plain
+        # views, which is what lets LLVM vectorize them.
+        indices, in_, out, params, mode = args
+        num_indices, outer, gather = params[_NUM_INDICES], params[_OUTER], params[_GATHER]
+        lo, wrap, ahead = params[_LO], params[_WRAP], params[_AHEAD]
+        slabs = params[_ROWS] // num_indices
+        line = _LINE_BYTES // in_.itemsize if in_.itemsize <= _LINE_BYTES else 1
+        # In range once negatives wrap (with wrap): a negative index gains gather.
+        wrap_add = gather if wrap else 0
+        # The indices as 32-bit positions in the slab (gather <= 2**32): a few instructions an
+        # element and half the index bytes in L1.
+        positions = stack_array(_POSITIONS, np.uint32)
+        positions_of = -1
+        positions_count = 0
+        # A large output is streamed past the caches (no read for ownership of its lines), when its
+        # elements are 4 or 8 bytes and aligned (streaming stores need both).
+        stream = (
+            (out.itemsize == 4 or out.itemsize == 8)
+            and slabs * num_indices * out.itemsize >= STREAM_BYTES
+            and out.ctypes.data % out.itemsize == 0
+        )
+        while row < stop:
+            batch_outer, first_index, count = _segment(row, stop, num_indices, outer)
+            # Segments fit the positions' buffer (the host's chunks see to it; a longer one would
+            # go in pieces).
+            count = count if count <= _POSITIONS else _POSITIONS
+            segment = indices[first_index : first_index + count]
+            src = in_[batch_outer * gather : (batch_outer + 1) * gather]
+            dst = out[row : row + count]
             # The next slab is read while this one is worked on (ahead says it is dense), a line at
             # a time spread over the elements: a steady stream of line fetches the loads never wait
             # on, where a burst at the start would fill the miss queues.
@@ -173,26 +194,40 @@ def _gather_element_span(row, stop, args):
                     value = np.int64(segment[i])
                     positions[i] = np.uint32(value - lo + (wrap_add if value < 0 else 0))
                 positions_of, positions_count = first_index, count
-            # A copy of the loop per store: with one loop and a flag, LLVM merges the two stores of an
-            # element (streaming, ordinary) into one ordinary store.
-            if stream:
-                _stream_elements(src, positions, dst, count, next_src, next_lines, line)
+            copy_segment(src, positions, dst, count, next_src, next_lines, line, stream)
+            row += count
+        if stream:
+            stream_fence()
+
+    return span
+
+
+# The in-range element spans: streaming a large output, and never streaming.
+_gather_element_span = _in_range_element_span(_copy_or_stream_segment)
+_gather_copy_element_span = _in_range_element_span(_copy_segment)
+
+
+@template()
+def _gather_checked_element_span(row, stop, args):
+    # Rows [row, stop) of out for inner == 1 where some index is out of range (zeros for it) or a
+    # slab is too long for 32-bit positions: rare, so a plain loop, quick to compile.
+    indices, in_, out, params, mode = args
+    num_indices, outer, gather = params[_NUM_INDICES], params[_OUTER], params[_GATHER]
+    lo, hi, wrap = params[_LO], params[_HI], params[_WRAP]
+    while row < stop:
+        batch_outer, first_index, count = _segment(row, stop, num_indices, outer)
+        segment = indices[first_index : first_index + count]
+        src = in_[batch_outer * gather : (batch_outer + 1) * gather]
+        dst = out[row : row + count]
+        for i in range(count):
+            r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
+            # Statements, not `src[r] if r >= 0 else 0`: Numba types that expression of uint64
+            # and int as float64, which would round 64-bit units.
+            if r >= 0:
+                dst[i] = src[r]
             else:
-                _copy_elements(src, positions, dst, count, next_src, next_lines, line)
-        else:
-            # Some index out of range (zeros for it) or a slab too long for 32-bit positions: rare,
-            # so a plain loop, quick to compile.
-            for i in range(count):
-                r = gather_row(np.int64(segment[i]), lo, hi, gather, wrap)
-                # Statements, not `src[r] if r >= 0 else 0`: Numba types that expression of uint64
-                # and int as float64, which would round 64-bit units.
-                if r >= 0:
-                    dst[i] = src[r]
-                else:
-                    dst[i] = 0
+                dst[i] = 0
         row += count
-    if stream:
-        stream_fence()
 
 
 @template()
@@ -247,39 +282,69 @@ _PARAMS = input_array(np.dtype(np.int64))
 _INDEX_PASS = CpuKernel(_index_pass, "gather_index_pass")
 
 
+def _span_args(index_dtype: np.dtype, dtype: np.dtype) -> tuple:
+    """A span's argument types: (indices, in, out, params, the index pass's mode)."""
+    return (input_array(index_dtype), input_array(dtype), output_array(dtype), _PARAMS, numba.int64)
+
+
 @functools.cache
 def _span(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> ParallelFor:
-    """The span over rows of one element (elements) or of any length, for indices of index_dtype
-    and buffers of dtype: (indices, in, out, params, the index pass's mode)."""
-    args = (input_array(index_dtype), input_array(dtype), output_array(dtype), _PARAMS, numba.int64)
-    template, kind = (_gather_element_span, "element") if elements else (_gather_row_span, "row")
-    return ParallelFor(template, f"gather_{kind}_span_{dtype}_{index_dtype}", args)
+    """The span over rows of any length, or (elements) of one element with some index out of range
+    or slabs too long for 32-bit positions, for indices of index_dtype and buffers of dtype."""
+    template, kind = (_gather_checked_element_span, "element") if elements else (_gather_row_span, "row")
+    return ParallelFor(template, f"gather_{kind}_span_{dtype}_{index_dtype}", _span_args(index_dtype, dtype))
 
 
 @functools.cache
-def _compiled(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> tuple[Callable, ParallelFor]:
-    """The index pass's entry point for 1-d C-contiguous indices of index_dtype, and the span over
-    rows (of one element or not) of buffers of dtype."""
-    return _INDEX_PASS.entry(input_array(index_dtype), _PARAMS, parallel=False), _span(index_dtype, dtype, elements)
+def _in_range_span(index_dtype: np.dtype, dtype: np.dtype, stream: bool) -> ParallelFor:
+    """The span over rows of one element whose indices are all in range, streaming a large output
+    (stream) or never."""
+    template, kind = (_gather_element_span, "stream") if stream else (_gather_copy_element_span, "copy")
+    return ParallelFor(template, f"gather_in_range_{kind}_span_{dtype}_{index_dtype}", _span_args(index_dtype, dtype))
+
+
+@functools.cache
+def _compiled(
+    index_dtype: np.dtype, dtype: np.dtype, elements: bool, narrow: bool, stream: bool
+) -> tuple[Callable, ParallelFor, ParallelFor]:
+    """The index pass's entry point for 1-d C-contiguous indices of index_dtype; the span a launch
+    runs when every index is in range; and the one it runs otherwise. Element rows (elements) with
+    32-bit positions (narrow) have an in-range span of their own, which streams (stream) or not."""
+    index_pass = _INDEX_PASS.entry(input_array(index_dtype), _PARAMS, parallel=False)
+    span = _span(index_dtype, dtype, elements)
+    return index_pass, _in_range_span(index_dtype, dtype, stream) if elements and narrow else span, span
 
 
 class _Entry:
-    """_compiled for one index dtype, one buffer dtype and rows of one element or not, compiled on
-    first use; a plan holds it, so that a launch finds its entry without a lookup."""
+    """_compiled for one index dtype, one buffer dtype and kind of rows, compiled on first use; a
+    plan holds it, so that a launch finds its entry without a lookup."""
 
     __slots__ = ("_key", "_compiled")
 
-    def __init__(self, index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> None:
-        self._key = (index_dtype, dtype, elements)
+    def __init__(self, index_dtype: np.dtype, dtype: np.dtype, elements: bool, narrow: bool, stream: bool) -> None:
+        self._key = (index_dtype, dtype, elements, narrow, stream)
         self._compiled = None
 
-    def get(self) -> tuple[Callable, ParallelFor]:
+    def get(self) -> tuple[Callable, ParallelFor, ParallelFor]:
         if self._compiled is None:
             self._compiled = _compiled(*self._key)
         return self._compiled
 
 
 _entry = functools.cache(_Entry)
+
+
+def _row_entry(index_dtype: np.dtype, dtype: np.dtype) -> _Entry:
+    """The entry of a gather of rows of dtype wider than one element."""
+    return _entry(index_dtype, dtype, False, False, False)
+
+
+def _element_entry(index_dtype: np.dtype, dtype: np.dtype, sizes: GatherSizes, rows: int) -> _Entry:
+    """The entry of an element gather of dtype: with 32-bit positions when a slab allows them, and
+    streaming when its output is large enough (as the in-range span decides)."""
+    narrow = sizes.gather <= _NARROW_LIMIT
+    stream = narrow and dtype.itemsize in (4, 8) and rows * dtype.itemsize >= STREAM_BYTES
+    return _entry(index_dtype, dtype, True, narrow, stream)
 
 
 class _Plan(NamedTuple):
@@ -338,13 +403,13 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
     )
     row_bytes = sizes.inner * itemsize
     width = next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)
-    entry = _entry(index_dtype, dtype, sizes.inner == 1)
+    entry = _element_entry(index_dtype, dtype, sizes, rows) if sizes.inner == 1 else _row_entry(index_dtype, dtype)
     counts += (rows, rows_per_chunk, work)
     if sizes.inner == 1 or width <= itemsize:
         return _Plan(*counts, _params(args), entry)
     unit = np.dtype(f"uint{8 * width}")
     unit_args = args[:_INNER] + (row_bytes // width,) + args[_INNER + 1 :]
-    unit_entry = _entry(index_dtype, unit, row_bytes == width)
+    unit_entry = _element_entry(index_dtype, unit, sizes, rows) if row_bytes == width else _row_entry(index_dtype, unit)
     return _Plan(*counts, _params(args), entry, unit, _params(unit_args), unit_entry)
 
 
@@ -364,9 +429,11 @@ def _run(plan: _Plan, indices, in_, out) -> bool:
         params, entry = plan.unit_params, plan.unit_entry
     else:
         params, entry = plan.params, plan.entry
-    index_pass, span = entry.get()
+    index_pass, in_range_span, span = entry.get()
     mode = index_pass(indices, params)
-    if mode == _REFUSED:
+    if mode == _IN_RANGE:
+        span = in_range_span
+    elif mode == _REFUSED:
         return False
     span((indices, in_, out, params, mode), plan.rows, plan.work, plan.grain)
     return True
@@ -413,6 +480,9 @@ class CpuGatherKernels(IndexedKernels):
             for index_dtype in INDEX_TYPES:
                 for elements in (True, False):
                     yield _span(index_dtype.dtype, dtype, elements)
+                yield _in_range_span(index_dtype.dtype, dtype, False)
+                if dtype.itemsize in (4, 8):
+                    yield _in_range_span(index_dtype.dtype, dtype, True)
 
 
 CPU_GATHER_KERNELS = CpuGatherKernels()
