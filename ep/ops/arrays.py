@@ -163,7 +163,7 @@ def stream_for(device: Device, stream: Stream | None) -> Stream:
 def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream):
     """A new C-contiguous array on device (on the CPU a large one may reuse a released result's memory)."""
     try:
-        if device.device_type is DeviceType.kCPU:
+        if device.device_type is _CPU_TYPE:
             return host_empty(shape, dtype.dtype)
         from numba import cuda
 

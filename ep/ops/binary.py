@@ -153,28 +153,27 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
     if negative_powers:
         _refuse_negative_powers(b)
     stream = stream_for(device, stream)
+    given = out
     if out is None:
         out = empty(shape, dst_dtype, device, stream)
     elif not (plain(out) and out.dtype is dst_dtype.dtype and out.shape == shape and out.flags.writeable):
         check_out(out, "out", shape, dst_dtype, device)
-    # Two NumPy arrays of the dtype that own their memory are taken as they are (they cannot overlap out).
-    fresh = type(out) is np.ndarray and out.base is None
-    if scalar != 0 and not (fresh and plain(a) and a.base is None and a.dtype is src_dtype.dtype):
-        a = _operand(a, src_dtype, out, device, stream)
-    if scalar != 1 and not (fresh and plain(b) and b.base is None and b.dtype is src_dtype.dtype):
-        b = _operand(b, src_dtype, out, device, stream)
+    if scalar != 0:
+        a = _operand(a, src_dtype, given, device, stream)
+    if scalar != 1:
+        b = _operand(b, src_dtype, given, device, stream)
     primitive.Launch(stream, dims0, a, dims1, b, out)
     return out
 
 
 def _operand(x, src_dtype: DataType, out, device, stream):
-    """An array operand as the primitive takes it: contiguous, in src_dtype, and not overlapping out."""
-    if x.dtype is src_dtype.dtype or x.dtype == src_dtype.dtype:
-        x = contiguous(x, device, stream)
-    else:
-        x = unary("cast", x, dtype=src_dtype, stream=stream)
-    # Arrays that own their memory cannot overlap: only views need the overlap test.
-    if type(x) is not np.ndarray or type(out) is not np.ndarray or x.base is not None or out.base is not None:
+    """An array operand as the primitive takes it: C-contiguous, in src_dtype, and not overlapping
+    out (the caller's out=, or None: a result binary made overlaps nothing)."""
+    if x.dtype is not src_dtype.dtype and x.dtype != src_dtype.dtype:
+        return unary("cast", x, dtype=src_dtype, stream=stream)
+    x = contiguous(x, device, stream)
+    # Two NumPy arrays that own their memory cannot overlap: only views need the overlap test.
+    if out is not None and (type(x) is not np.ndarray or type(out) is not np.ndarray or x.base is not None or out.base is not None):
         x = unaliased(x, out, device, stream, elementwise=True)
     return x
 
