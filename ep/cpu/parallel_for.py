@@ -31,6 +31,10 @@ from ep.cpu.kernel import CpuKernel
 # Below this much work (elements touched) a launch runs on the calling thread: waking the thread
 # pool costs more than the loop.
 PARALLEL_THRESHOLD = 1 << 15
+# Bytes a parallel chunk moves at least, where a primitive sets a grain: every chunk's start costs
+# (divisions, and atomic reference counts of the arrays it slices, which the threads' cores pass
+# back and forth), so a 1 MiB gather in 256 chunks took 4x its time in 16.
+TASK_BYTES = 1 << 16
 
 # Cleared in a child forked after an OpenMP pool started: GNU OpenMP's pool does not survive fork()
 # (Numba kills a child that launches on it), so the child's launches run on the calling thread, as

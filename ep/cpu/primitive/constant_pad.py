@@ -19,7 +19,7 @@ from ep.common.primitive.byte_units import unit_dtype
 from ep.common.primitive.constant_pad import ConstantPadFactoryImpl, ConstantPadKernels, PadPlan
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
-from ep.cpu.parallel_for import PARALLEL_THRESHOLD, ParallelFor, input_array, output_array
+from ep.cpu.parallel_for import PARALLEL_THRESHOLD, TASK_BYTES, ParallelFor, input_array, output_array
 from ep.cpu.primitive.copy_nd import STREAM_BYTES
 from ep.include.primitive.constant_pad import ConstantPadFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -32,8 +32,6 @@ _MAX_OUTER = MAX_NUM_DIMS
 # Rows at least this long are streamed (in a large output): short rows put a row's unaligned ends,
 # stored one by one, on most cache lines, which measured several times slower than ordinary stores.
 STREAM_ROW_BYTES = 4096
-# Bytes per parallel chunk at least: a chunk's start costs a division per dim.
-TASK_BYTES = 1 << 16
 
 
 @scalar_function

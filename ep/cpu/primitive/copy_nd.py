@@ -18,12 +18,10 @@ from ep.common.primitive.copy_nd import CopyNdFactoryImpl
 from ep.common.primitive.strided_copy import CopyLaunch, CopyPlan, StridedCopyKernels
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.cpu.parallel_for import PARALLEL_THRESHOLD, ParallelFor, input_array, output_array
+from ep.cpu.parallel_for import PARALLEL_THRESHOLD, TASK_BYTES, ParallelFor, input_array, output_array
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
-# Bytes copied per parallel chunk: every core gets many chunks, and a chunk's start costs a few divisions.
-TASK_BYTES = 1 << 16
 # Outputs at least this large are written with streaming stores: they would not stay in the
 # caches anyway, and ordinary stores would read every line first.
 STREAM_BYTES = 8 << 20

@@ -30,12 +30,12 @@ from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX
 from ep.cpu.kernel import CpuKernel
-from ep.cpu.parallel_for import PARALLEL_THRESHOLD, ParallelFor, input_array, output_array
+from ep.cpu.parallel_for import PARALLEL_THRESHOLD, TASK_BYTES, ParallelFor, input_array, output_array
 from ep.cpu.primitive.copy_nd import STREAM_BYTES
 from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
-# Rows are split into this many chunks (or fewer), enough to balance any core count.
+# Rows are split into this many chunks (or fewer, of TASK_BYTES at least), enough to balance any core count.
 _CHUNKS = 256
 # A params buffer this large is not expected in the caches: the kernel then prefetches the rows it
 # reads next, whose addresses come from indices and so are beyond the hardware prefetcher.
@@ -383,7 +383,7 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
         ahead = int(sizes.params_count * itemsize >= _PREFETCH_BYTES and slab_bytes <= _SLAB_PREFETCH_BYTES and dense)
     else:
         ahead = _AHEAD if sizes.params_count * itemsize >= _PREFETCH_BYTES else 0
-    rows_per_chunk = max(1, -(-rows // _CHUNKS) if parallel else rows)
+    rows_per_chunk = max(1, -(-rows // _CHUNKS), TASK_BYTES // max(sizes.inner * itemsize, 1)) if parallel else max(rows, 1)
     if sizes.num_indices > _POSITIONS:
         # An element gather's segment (rows of one slab in one chunk) fits its positions' buffer.
         rows_per_chunk = min(rows_per_chunk, _POSITIONS)
