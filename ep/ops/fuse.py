@@ -25,6 +25,7 @@ import numpy as np
 from ep.common.primitive.broadcast import broadcast_shape
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.dlpack import from_dlpack, is_dlpack
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
 from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedFactory, Input, Scalar
 from ep.include.primitive.primitive import NewPrimitive
@@ -41,14 +42,15 @@ MAX_TRACES = 64
 @dataclass(frozen=True)
 class _Trace:
     """What one trace made: the primitive, its arguments' sources (("array", call position) or a
-    ScalarSlot), the call positions each output reads, whether fn returned one array, and the
-    outputs' nodes (the expression)."""
+    ScalarSlot), the call positions each output reads, whether fn returned one array, the
+    outputs' nodes (the expression), and the calls' shape checks."""
 
     primitive: object
     sources: tuple
     reads: tuple[tuple[int, ...], ...]
     single: bool
     nodes: tuple
+    shapes: PlanCache  # the arguments' shapes (None for a scalar) -> Fused._shapes', checked once
 
 
 def fuse(fn: Callable) -> Callable:
@@ -95,17 +97,17 @@ class Fused:
             return run_agreed("ep.fuse", _CALL, (self, *args), kwargs, call)
         values, key, namespace, device = [], [], None, None
         for position, arg in enumerate(args):
-            name = self._name(position)
-            if is_scalar(arg):
-                values.append(arg)
-                key.append(_kind(arg))
-                continue
-            if type(arg) is not np.ndarray and is_dlpack(arg):
-                namespace = _namespace(arg) if device is None else namespace
-                arg = from_dlpack(arg, name)
-            found = device_of(arg, name)
+            if type(arg) is not np.ndarray:
+                if is_scalar(arg):
+                    values.append(arg)
+                    key.append(_kind(arg))
+                    continue
+                if is_dlpack(arg):
+                    namespace = _namespace(arg) if device is None else namespace
+                    arg = from_dlpack(arg, self._name(position))
+            found = device_of(arg, self._name(position))
             if device is not None and found.device_type is not device.device_type:
-                raise TypeError(f"{name}: is on {found.device_type.value}, the arguments before it on {device.device_type.value}; expected one device")
+                raise TypeError(f"{self._name(position)}: is on {found.device_type.value}, the arguments before it on {device.device_type.value}; expected one device")
             device = device or found
             values.append(arg)
             key.append(_kind(arg))
@@ -113,7 +115,7 @@ class Fused:
             raise TypeError("args: no array among the arguments; a fused call needs one (its result has their broadcast shape)")
         trace = self._trace((tuple(key), device.device_type), values, device)
         stream = stream_for(device, stream)
-        shape, shapes = self._shapes(trace, values)
+        shape, shapes = trace.shapes.get(tuple(None if is_scalar(v) else tuple(v.shape) for v in values))
         primitive = trace.primitive
         given = out
         outs = self._outs(out, trace, shape, device, stream)
@@ -129,7 +131,9 @@ class Fused:
                 continue
             x = contiguous(values[source[1]], device, stream)
             for o in outs if given is not None else ():
-                x = unaliased(x, o, device, stream, elementwise=shapes[source[1]] == shape)
+                # Two NumPy arrays that own their memory cannot overlap: only views need the test.
+                if x is o or type(x) is not np.ndarray or type(o) is not np.ndarray or x.base is not None or o.base is not None:
+                    x = unaliased(x, o, device, stream, elementwise=shapes[source[1]] == shape)
             launch_args.append(x)
             arg_dims.append(shapes[source[1]])
         primitive.Launch(stream, launch_args, arg_dims, outs)
@@ -139,23 +143,24 @@ class Fused:
             outs = [namespace.from_dlpack(o) if isinstance(o, np.ndarray) else namespace.asarray(o) for o in outs]
         return outs[0] if trace.single else tuple(outs)
 
-    def _shapes(self, trace: _Trace, values: list) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]]:
-        """The output shape and each array argument's; ValueError where they do not broadcast, or
-        where an output reads arrays of a smaller broadcast."""
-        shapes = {p: tuple(values[p].shape) for p in {p for reads in trace.reads for p in reads}}
+    def _shapes(self, reads: tuple, arg_shapes: tuple) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]]:
+        """The output shape and each array argument's (arg_shapes: each argument's, None for a
+        scalar), for outputs that read the arguments at reads' positions; ValueError where they do
+        not broadcast, or where an output reads arrays of a smaller broadcast."""
+        shapes = {p: arg_shapes[p] for p in {p for output_reads in reads for p in output_reads}}
         shape: tuple[int, ...] = ()
         names: list[str] = []
         for p in sorted(shapes):
             before = f"the broadcast of {', '.join(names)}" if len(names) > 1 else names[0] if names else "()"
             shape = broadcast_shape(shape, shapes[p], (before, self._name(p)))
             names.append(self._name(p))
-        for j, reads in enumerate(trace.reads):
+        for j, output_reads in enumerate(reads):
             own: tuple[int, ...] = ()
-            for p in reads:
+            for p in output_reads:
                 own = broadcast_shape(own, shapes[p])
             if own != shape:
                 raise ValueError(
-                    f"output {j}: has shape {own} (the broadcast of {', '.join(self._name(p) for p in reads)}), the "
+                    f"output {j}: has shape {own} (the broadcast of {', '.join(self._name(p) for p in output_reads)}), the "
                     f"outputs' common shape is {shape}; ep.fuse writes outputs of one shape"
                 )
         return shape, shapes
@@ -211,7 +216,7 @@ class Fused:
             tuple(sorted({tracer.arguments[i][1] for i in _leaves(output.node) if not isinstance(tracer.arguments[i], ScalarSlot)}))
             for output in outputs
         )
-        trace = _Trace(primitive, sources, reads, single, nodes)
+        trace = _Trace(primitive, sources, reads, single, nodes, PlanCache(functools.partial(self._shapes, reads)))
         with self._lock:
             self._traces[key] = trace
             if len(self._traces) > MAX_TRACES:
