@@ -2,9 +2,13 @@
 
 Each chosen registry combination (primitive, device, op, dtypes) is launched once on tiny arrays,
 once per shape class that picks its own kernel (a binary op's elementwise, scalar, row, column and
-general paths, the broadcast operand on either side; gather's element and row spans), so warmup
-compiles what real launches need, with their argument types. Numba's compile events tell a
-combination that compiled from one that came from the cache.
+general paths, the broadcast operand on either side; gather's element and row spans; softmax's
+rows of one block and longer ones), so warmup compiles what real launches need, with their
+argument types. Numba's compile events tell a combination that compiled from one that came from
+the cache. Not launched (said so at the start): ElementwiseFused (its expressions are the
+caller's), the Matmuls (NumPy's BLAS on the CPU), Memcpy, Memset and BroadcastElementwiseUnary.
+Nor are the spans only large launches run (streaming stores from 8 MiB, an element gather's
+out-of-range fallback): their first such launch compiles them.
 """
 from __future__ import annotations
 
@@ -132,6 +136,49 @@ def _constant_pad(tiny: _Tiny, op: None, dtype: str) -> None:
     primitive.Launch(tiny.stream, 2, (2, 3), tiny.ones(6, dtype), (1, 0), (0, 1), 0, tiny.zeros(12, dtype))
 
 
+def _softmax(factory: type, backward: bool) -> Callable[..., None]:
+    def launch(tiny: _Tiny, op: None, dtype: str) -> None:
+        primitive = tiny.new(factory, dtype)
+        # Rows of one block (the CPU's own span for cols <= its BLOCK of 8192) and longer ones.
+        for cols in (3, 8193):
+            buffers = [tiny.ones(cols, dtype) for _ in range(3 if backward else 2)]
+            primitive.Launch(tiny.stream, 1, cols, *buffers)
+
+    return launch
+
+
+def _cast(tiny: _Tiny, op: None, src: str, dst: str) -> None:
+    tiny.new(ep.CastFactory, src, dst).Launch(tiny.stream, tiny.ones(4, src), tiny.zeros(4, dst), 4)
+
+
+def _fill(tiny: _Tiny, op: None, dtype: str) -> None:
+    tiny.new(ep.FillFactory, dtype).Launch(tiny.stream, tiny.zeros(4, dtype), 1, 4)
+
+
+def _tensor_fill(tiny: _Tiny, op: None, dtype: str) -> None:
+    tiny.new(ep.TensorFillFactory, dtype).Launch(tiny.stream, tiny.ones(1, dtype), tiny.zeros(4, dtype), 4)
+
+
+def _where(tiny: _Tiny, op: None, cond: str, dtype: str) -> None:
+    primitive = tiny.new(ep.WhereFactory, cond, dtype, 3)
+    # The flat select and the broadcast rows.
+    for cond_dims, x_dims in (((4,), (4,)), ((2, 1), (1, 3))):
+        z_dims = tuple(np.broadcast_shapes(cond_dims, x_dims))
+        c, x = tiny.ones(math.prod(cond_dims), cond), tiny.ones(math.prod(x_dims), dtype)
+        primitive.Launch(tiny.stream, len(cond_dims), cond_dims, c, len(x_dims), x_dims, x, len(x_dims), x_dims, x, tiny.zeros(math.prod(z_dims), dtype))
+
+
+def _add(tiny: _Tiny, op: None, dtype: str) -> None:
+    primitive = tiny.new(ep.AddFactory, dtype)
+    for arity in (2, 3):
+        primitive.Launch(tiny.stream, [tiny.ones(4, dtype) for _ in range(arity)], arity, tiny.zeros(4, dtype), 4)
+
+
+def _one_hot(tiny: _Tiny, op: None, indices: str, dtype: str) -> None:
+    primitive = tiny.new(ep.OneHotFactory, indices, dtype, check_bounds=True)
+    primitive.Launch(tiny.stream, tiny.array([0, 2], indices), tiny.zeros(6, dtype), 1, 0, 2, 0, 3)
+
+
 # Per primitive (registry_rows' name): launch(tiny, op name or None, *dtypes) covering its kernels.
 LAUNCHES: dict[str, Callable[..., None]] = {
     "ElementwiseUnary": _unary,
@@ -144,6 +191,16 @@ LAUNCHES: dict[str, Callable[..., None]] = {
     "CopyNd": _copy_nd,
     "Permute": _permute,
     "ConstantPad": _constant_pad,
+    "Softmax": _softmax(ep.SoftmaxFactory, backward=False),
+    "LogSoftmax": _softmax(ep.LogSoftmaxFactory, backward=False),
+    "SoftmaxBackward": _softmax(ep.SoftmaxBackwardFactory, backward=True),
+    "LogSoftmaxBackward": _softmax(ep.LogSoftmaxBackwardFactory, backward=True),
+    "Cast": _cast,
+    "Fill": _fill,
+    "TensorFill": _tensor_fill,
+    "Where": _where,
+    "Add": _add,
+    "OneHot": _one_hot,
 }
 
 

@@ -57,6 +57,28 @@ def test_warmup_leaves_nothing_for_real_calls_to_compile(tmp_path):
     assert result.stdout.split()[-1] == "0"
 
 
+# The other primitives' ops, after a warmup of their float32 rows (softmax's rows of one block and
+# longer ones): nothing to compile either.
+OTHER_CALLS = """
+import numpy as np, numba.core.event as event, ep
+with event.install_recorder("numba:compile") as recorder:
+    x = np.random.randn(30, 20).astype(np.float32)
+    ep.ops.softmax(x), ep.ops.softmax(np.ones((2, 9000), np.float32)), ep.ops.log_softmax(x)
+    ep.ops.softmax_grad(x, x), ep.ops.log_softmax_grad(x, x)
+    ep.ops.where(np.asarray(x > 0), x, x), ep.ops.full((4, 5), 1.5, dtype=np.float32), ep.ops.add_n([x, x, x])
+print(sum(e.is_start for _, e in recorder.buffer))
+"""
+
+
+def test_warmup_of_the_other_primitives_leaves_nothing_to_compile(tmp_path):
+    primitives = ["Softmax", "LogSoftmax", "SoftmaxBackward", "LogSoftmaxBackward", "Where", "Fill", "Add"]
+    rows, *_ = _warmup(tmp_path, "--primitives", *primitives, "--dtypes", "float32", "bool")
+    # The softmax family's float32 rows, Where's with a bool condition (8 data dtypes), Fill's and Add's bool and float32.
+    assert rows == 4 + 8 + 2 + 2
+    result = _run(tmp_path, "-c", OTHER_CALLS)
+    assert result.stdout.split()[-1] == "0", result.stdout
+
+
 def test_warmup_shows_tqdms_bar_when_tqdm_is_installed(tmp_path):
     # A stand-in tqdm module: warmup passes its rows through tqdm(...).
     (tmp_path / "tqdm.py").write_text("def tqdm(rows, **options):\n    print('TQDM', options['desc'], file=options['file'])\n    return rows\n")
