@@ -144,11 +144,12 @@ def _copy_or_stream_segment(src, positions, dst, count, next_src, next_lines, li
         _copy_elements(src, positions, dst, count, next_src, next_lines, line)
 
 
-def _in_range_element_span(copy_segment: Callable) -> Callable:
+def _in_range_element_span(copy_segment: Callable, streams: bool) -> Callable:
     """The span template over rows of one element whose indices are all in range (the index pass's
     _IN_RANGE) in slabs of at most _NARROW_LIMIT elements, moving a segment's elements with
-    copy_segment (_copy_or_stream_segment, or _copy_segment for a launch too small to stream: the
-    streaming loop is about a quarter of the span's compile time)."""
+    copy_segment: _copy_or_stream_segment (streams: the host runs it for an output of STREAM_BYTES
+    or more, _element_entry) or _copy_segment (the streaming loop is about a quarter of the span's
+    compile time)."""
 
     @template()
     def span(row, stop, args):
@@ -169,11 +170,7 @@ def _in_range_element_span(copy_segment: Callable) -> Callable:
         positions_count = 0
         # A large output is streamed past the caches (no read for ownership of its lines), when its
         # elements are 4 or 8 bytes and aligned (streaming stores need both).
-        stream = (
-            (out.itemsize == 4 or out.itemsize == 8)
-            and slabs * num_indices * out.itemsize >= STREAM_BYTES
-            and out.ctypes.data % out.itemsize == 0
-        )
+        stream = streams and (out.itemsize == 4 or out.itemsize == 8) and out.ctypes.data % out.itemsize == 0
         while row < stop:
             batch_outer, first_index, count = _segment(row, stop, num_indices, outer)
             # Segments fit the positions' buffer (the host's chunks see to it; a longer one would
@@ -203,8 +200,8 @@ def _in_range_element_span(copy_segment: Callable) -> Callable:
 
 
 # The in-range element spans: streaming a large output, and never streaming.
-_gather_element_span = _in_range_element_span(_copy_or_stream_segment)
-_gather_copy_element_span = _in_range_element_span(_copy_segment)
+_gather_element_span = _in_range_element_span(_copy_or_stream_segment, True)
+_gather_copy_element_span = _in_range_element_span(_copy_segment, False)
 
 
 @template()
@@ -341,7 +338,8 @@ def _row_entry(index_dtype: np.dtype, dtype: np.dtype) -> _Entry:
 
 def _element_entry(index_dtype: np.dtype, dtype: np.dtype, sizes: GatherSizes, rows: int) -> _Entry:
     """The entry of an element gather of dtype: with 32-bit positions when a slab allows them, and
-    streaming when its output is large enough (as the in-range span decides)."""
+    streaming when its output of 4- or 8-byte elements is large enough (the one place that decides
+    it; the streaming span then checks only the output's alignment)."""
     narrow = sizes.gather <= _NARROW_LIMIT
     stream = narrow and dtype.itemsize in (4, 8) and rows * dtype.itemsize >= STREAM_BYTES
     return _entry(index_dtype, dtype, True, narrow, stream)
