@@ -85,7 +85,7 @@ def packed_kernel(scalars: tuple[bool, ...], outputs: int) -> Callable:
     slots compute, INDEX, opaque, PACK, pack_array, load_pack, store_pack, and the storage types of
     the array arguments' lanes (T<i>) and the outputs' (D<j>). scalars: which arguments are Scalars."""
     arrays = [i for i, scalar in enumerate(scalars) if not scalar]
-    # The outputs are dst, dst1, ...: ptxas.traits takes the buffer named dst for the one a kernel stores.
+    # The outputs are dst, dst1, ...: the names ptxas.traits counts as the buffers a kernel stores.
     dst = ["dst"] + [f"dst{j}" for j in range(1, outputs)]
     parameters = [f"a{i}" for i in range(len(scalars))] + dst + ["count", "packs"]
     # packs: work items 0 to packs - 1 are full packs of PACK elements (the host found every buffer
