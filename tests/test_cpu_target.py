@@ -1,4 +1,4 @@
-"""ep.cpu.target: 512-bit vectors where the CPU has AVX-512, nothing changed elsewhere; loop constants out of a prange's loop.
+"""ep.common.cpu_target: 512-bit vectors where the CPU has AVX-512, nothing changed elsewhere; loop constants out of a prange's loop.
 
 This machine may lack AVX-512, so the end-to-end check compiles (never runs) a kernel for
 skylake-avx512 and reads the machine code.
@@ -11,7 +11,7 @@ import sys
 import pytest
 from numba import config
 
-from ep.cpu import target
+from ep.common import cpu_target as target
 
 AVX512_HOST = "+avx,+avx2,+fma,+f16c,+bmi,+bmi2,+popcnt,+lzcnt,+movbe,+sse4.2,+avx512f,+avx512dq,+avx512bw,+avx512vl,+avx512cd"
 
@@ -39,30 +39,35 @@ def test_a_users_features_are_left_alone(monkeypatch):
 
 
 COMPILE_SCRIPT = """
-import numba
+import sys
+import numba.core.codegen
 import numpy as np
 from numba import types
-from ep.cpu import target
-target.get_host_cpu_features = lambda: {features!r}
+sys.path.insert(0, {tests!r})
+# The host ep sees: a CPU with AVX-512 (ep reads the features when it is imported).
+numba.core.codegen.get_host_cpu_features = lambda: {features!r}
 import ep
+from test_cpu_target import _innermost_vector_loop
+# An alias lookup first: it loads the op records, whose Numba functions start Numba's code
+# generator (before any CPU kernel module is imported): it must start with ep's features.
+ep.UnaryOp.aliases()
 primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cpu", ep.UnaryOp.kExp, np.float32, np.float32)
 kernel = primitive._kernel.span.serial
 # The span takes its launch's arguments by address, and its item range.
 kernel.compile((types.int64, types.int64, types.int64))
-asm = "\\n".join(kernel.inspect_asm().values())
-print("zmm" if "zmm" in asm else "no zmm")
+loop = _innermost_vector_loop("\\n".join(kernel.inspect_asm().values()))
+print("zmm" if all("ymm" not in line for line in loop) and any("zmm" in line for line in loop) else "ymm")
 """
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="x86 machine code")
 def test_exp_kernel_for_an_avx512_cpu_uses_zmm(tmp_path):
-    # A fresh cache, so the kernel is compiled for the pretended CPU rather than loaded.
+    # Compiled (never run) for skylake-avx512 in a fresh process and cache: the vector loop works
+    # on 16 float32 lanes (with the CPU's own tuning it takes 8, in ymm registers).
     env = dict(os.environ, NUMBA_CPU_NAME="skylake-avx512", NUMBA_CACHE_DIR=str(tmp_path))
     env.pop("NUMBA_CPU_FEATURES", None)
-    result = subprocess.run(
-        [sys.executable, "-c", COMPILE_SCRIPT.format(features=AVX512_HOST)],
-        env=env, capture_output=True, text=True, timeout=600,
-    )
+    script = COMPILE_SCRIPT.format(tests=os.path.dirname(__file__), features=AVX512_HOST)
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert result.stdout.split()[-1] == "zmm"
 
@@ -87,7 +92,7 @@ def test_prange_loop_keeps_its_constants_out_of_the_loop():
     from numba import njit, prange
 
     from ep.common.math import fast_math
-    from ep.cpu.kernel import LLVM_OPTIONS  # importing it (as importing ep does) set the option
+    from ep.common.jit import LLVM_OPTIONS  # importing it (as every ep kernel does) set the option
 
     assert LLVM_OPTIONS == "-avoid-speculation=false"
 

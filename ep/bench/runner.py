@@ -208,7 +208,7 @@ def _machine(device: str) -> dict:
         "logical_cpus": os.cpu_count(),
         "numba_threads": numba.get_num_threads(),
         "threading_layer": _threading_layer(),
-        "ep_512_bit_vectors": importlib.import_module("ep.cpu.kernel").CPU_FEATURES is not None,
+        "ep_512_bit_vectors": importlib.import_module("ep.common.jit").CPU_FEATURES is not None,
         "python": platform.python_version(),
         "numpy": np.__version__,
         "numba": numba.__version__,

@@ -15,6 +15,13 @@ from numba import njit
 from numba import types as numba_types
 from numba.core.extending import _Intrinsic as Intrinsic
 
+from ep.common.cpu_target import hoist_loop_constants, prefer_full_vector_width
+
+# Before ep makes its first Numba function (below and in every module that imports this one): the
+# CPU code generator reads its features when the first one is made, LLVM its options at each build.
+CPU_FEATURES = prefer_full_vector_width()
+LLVM_OPTIONS = hoist_loop_constants()
+
 
 def scalar_function(fn: Callable) -> Callable:
     """Compile fn for use inside CPU and CUDA kernels.

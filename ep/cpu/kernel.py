@@ -1,5 +1,6 @@
 """CpuKernel: a kernel template specialized and compiled with @njit (cached on disk), and the
-process-wide settings every CPU build shares: the threading layer and the LLVM target options."""
+process-wide setting every parallel launch shares: the threading layer (the LLVM target options are
+ep.common.jit's)."""
 from __future__ import annotations
 
 import functools
@@ -9,14 +10,10 @@ import numba
 from numba import njit
 
 from ep.common.jit import specialize
-from ep.cpu.target import hoist_loop_constants, prefer_full_vector_width
 from ep.cpu.threading_layer import choose_threading_layer
 
 # Before any parallel kernel runs: the threading layer is fixed at the first parallel launch.
 choose_threading_layer()
-# Likewise before the first compilation: the LLVM target options.
-CPU_FEATURES = prefer_full_vector_width()
-LLVM_OPTIONS = hoist_loop_constants()
 
 
 class CpuKernel:

@@ -1,5 +1,7 @@
 """The LLVM options of ep's CPU kernels: full-width vectors on CPUs with AVX-512, and loop
-constants kept out of a prange's loop.
+constants kept out of a prange's loop. ep.common.jit applies them when it is imported, before ep
+creates its first Numba function: Numba's CPU code generator reads the features once, when it
+starts, and ep's first function (a math record's) starts it.
 
 LLVM tunes its Intel AVX-512 server models (skylake-avx512 up to sapphirerapids) with
 "prefer-256-bit": loops vectorize with ymm registers, 8 float32 lanes, where PyTorch's AVX-512
@@ -17,9 +19,10 @@ def prefer_full_vector_width() -> str | None:
     """Numba's CPU feature string with "-prefer-256-bit" on a CPU with AVX-512F; the string set, or
     None where nothing changed (no AVX-512, or NUMBA_CPU_FEATURES given).
 
-    Numba reads it when its CPU code generator starts, at the first compilation in the process, so
-    this runs when ep.cpu.kernel is imported, before any ep kernel compiles; Numba's on-disk cache
-    keys compiled code by the feature string, so a cached kernel never crosses settings.
+    Numba reads it when its CPU code generator starts (at the first @njit function made in the
+    process), so ep.common.jit runs this on import; where the process made a Numba function before
+    it imported ep, the generator keeps the host's tuning. Numba's on-disk cache keys compiled code
+    by the generator's feature string, so a cached kernel never crosses settings.
     """
     if config.CPU_FEATURES is not None:
         return None
