@@ -167,13 +167,14 @@ def _log_reduced(e, f):
 def _exponent_offset(x):
     """x's bits offset by 1 - sqrt(1/2), for a normal float32 x: the exponent field of the result
     steps where x's significand m crosses sqrt(1/2), so x = m * 2^e with m in [sqrt(1/2), sqrt(2))."""
-    return _as_int32(x) + (_ONE_BITS - _SQRT_HALF_BITS)
+    # np.int32: Numba widens int32 arithmetic to int64, whose lanes halve the loop's vector width.
+    return np.int32(_as_int32(x) + (_ONE_BITS - _SQRT_HALF_BITS))
 
 
 @scalar_function
 def _exponent(ix):
     """e of _exponent_offset's x = m * 2^e, as an int32."""
-    return (ix >> _MANT_BITS) - _EXP_BIAS
+    return np.int32((ix >> _MANT_BITS) - _EXP_BIAS)
 
 
 @scalar_function
