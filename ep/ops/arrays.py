@@ -220,6 +220,11 @@ def output(out, shape: tuple[int, ...], dtype: DataType, device: Device, stream:
 
 def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: Device):
     """out, if it is a writable C-contiguous array of shape and dtype on device; otherwise a clear error."""
+    # A NumPy array of ep's own dtype object (so native), shape and flags: the common case, in one test.
+    if type(out) is np.ndarray and device.device_type is _CPU_TYPE and out.dtype is dtype.dtype and out.shape == shape:
+        flags = out.flags
+        if flags.writeable and flags.c_contiguous:
+            return out
     if device_type_of(out, name) is not device.device_type:
         raise TypeError(f"{name}: is on {device_type_of(out, name).value}; expected an array on {device.device_type.value}")
     if tuple(out.shape) != tuple(shape):

@@ -24,12 +24,13 @@ import numpy as np
 
 from ep.common.primitive.broadcast import broadcast_shape
 from ep.common.runtime.data_type import as_data_type
+from ep.common.runtime.buffer import plain
 from ep.common.runtime.dlpack import from_dlpack, is_dlpack
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
 from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedFactory, Input, Scalar
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import _namespace, check_out, contiguous, device_of, empty, stream_for, unaliased
+from ep.ops.arrays import _CPU, _namespace, check_out, contiguous, device_of, empty, stream_for, unaliased
 from ep.ops.dispatch import GlobalTensor, global_call
 from ep.sbp.global_tensor import run_agreed
 from ep.ops.trace import ScalarSlot, Traced, TracedScalar, Tracer
@@ -89,38 +90,46 @@ class Fused:
         return names[position] if position < len(names) else f"args[{position}]"
 
     def __call__(self, *args, out=None, stream=None):
-        if any(type(arg) is GlobalTensor for arg in args):
-            # As same_kind hands ep.ops calls on: once every rank agreed on the arguments.
-            tensors = {self._name(p): arg for p, arg in enumerate(args) if not is_scalar(arg)}
-            kwargs = {"out": out, "stream": stream}
-            call = lambda: global_call("fuse", tensors, (self, *args), kwargs)  # noqa: E731
-            return run_agreed("ep.fuse", _CALL, (self, *args), kwargs, call)
-        values, key, namespace, device = [], [], None, None
+        for arg in args:
+            if type(arg) is GlobalTensor:
+                # As same_kind hands ep.ops calls on: once every rank agreed on the arguments.
+                tensors = {self._name(p): arg for p, arg in enumerate(args) if not is_scalar(arg)}
+                kwargs = {"out": out, "stream": stream}
+                call = lambda: global_call("fuse", tensors, (self, *args), kwargs)  # noqa: E731
+                return run_agreed("ep.fuse", _CALL, (self, *args), kwargs, call)
+        # Each argument's value, its _kind and its shape (None for a scalar); NumPy arrays first,
+        # with the fewest calls: a small fused call is mostly this loop and the launch's checks.
+        values, key, arg_shapes, namespace, device = [], [], [], None, None
         for position, arg in enumerate(args):
-            if type(arg) is not np.ndarray:
-                if is_scalar(arg):
-                    values.append(arg)
-                    key.append(_kind(arg))
-                    continue
+            if type(arg) is np.ndarray:
+                found = _CPU
+            elif is_scalar(arg):
+                values.append(arg)
+                key.append(_kind(arg))
+                arg_shapes.append(None)
+                continue
+            else:
+                name = self._name(position)
                 if is_dlpack(arg):
                     namespace = _namespace(arg) if device is None else namespace
-                    arg = from_dlpack(arg, self._name(position))
-            found = device_of(arg, self._name(position))
-            if device is not None and found.device_type is not device.device_type:
+                    arg = from_dlpack(arg, name)
+                found = device_of(arg, name)
+            if device is None:
+                device = found
+            elif found.device_type is not device.device_type:
                 raise TypeError(f"{self._name(position)}: is on {found.device_type.value}, the arguments before it on {device.device_type.value}; expected one device")
-            device = device or found
             values.append(arg)
             key.append(_kind(arg))
+            arg_shapes.append(tuple(arg.shape))
         if device is None:
             raise TypeError("args: no array among the arguments; a fused call needs one (its result has their broadcast shape)")
         trace = self._trace((tuple(key), device.device_type), values, device)
         stream = stream_for(device, stream)
-        shape, shapes = trace.shapes.get(tuple(None if is_scalar(v) else tuple(v.shape) for v in values))
-        primitive = trace.primitive
+        shape, shapes = trace.shapes.get(*arg_shapes)
         given = out
         outs = self._outs(out, trace, shape, device, stream)
         launch_args, arg_dims = [], []
-        for i, source in enumerate(trace.sources):
+        for source in trace.sources:
             if isinstance(source, ScalarSlot):
                 value = source.value if source.position is None else values[source.position]
                 name = repr(value) if source.position is None else self._name(source.position)
@@ -129,21 +138,24 @@ class Fused:
                 launch_args.append(scalar_value(value, name, source.dtype))
                 arg_dims.append(())
                 continue
-            x = contiguous(values[source[1]], device, stream)
+            position = source[1]
+            x = values[position]
+            if not plain(x):
+                x = contiguous(x, device, stream)
             for o in outs if given is not None else ():
                 # Two NumPy arrays that own their memory cannot overlap: only views need the test.
                 if x is o or type(x) is not np.ndarray or type(o) is not np.ndarray or x.base is not None or o.base is not None:
-                    x = unaliased(x, o, device, stream, elementwise=shapes[source[1]] == shape)
+                    x = unaliased(x, o, device, stream, elementwise=shapes[position] == shape)
             launch_args.append(x)
-            arg_dims.append(shapes[source[1]])
-        primitive.Launch(stream, launch_args, arg_dims, outs)
+            arg_dims.append(shapes[position])
+        trace.primitive.Launch(stream, launch_args, arg_dims, outs)
         if given is not None:
             return given
         if namespace is not None:
             outs = [namespace.from_dlpack(o) if isinstance(o, np.ndarray) else namespace.asarray(o) for o in outs]
         return outs[0] if trace.single else tuple(outs)
 
-    def _shapes(self, reads: tuple, arg_shapes: tuple) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]]:
+    def _shapes(self, reads: tuple, *arg_shapes: tuple | None) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]]:
         """The output shape and each array argument's (arg_shapes: each argument's, None for a
         scalar), for outputs that read the arguments at reads' positions; ValueError where they do
         not broadcast, or where an output reads arrays of a smaller broadcast."""
@@ -193,7 +205,7 @@ class Fused:
             return found
         tracer = Tracer(tuple(self._name(p) for p in range(len(values))))
         traced = [
-            tracer.scalar(p, value) if kind[0] == "scalar" else tracer.array(p, kind[1])
+            tracer.scalar(p, value) if type(kind) is tuple else tracer.array(p, kind)
             for p, (value, kind) in enumerate(zip(values, key[0]))
         ]
         result = self._fn(*traced)
@@ -227,12 +239,14 @@ class Fused:
 _CALL = inspect.signature(Fused.__call__)
 
 
-def _kind(arg) -> tuple:
-    """What a trace depends on of an argument: an array's dtype, a scalar's promotion kind."""
+def _kind(arg) -> object:
+    """What a trace depends on of an argument: an array's dtype, a scalar's promotion kind (a tuple)."""
+    if type(arg) is np.ndarray:
+        return arg.dtype
     if is_scalar(arg):
         kind = promotion_key(arg)
         return ("scalar", type(kind), kind)
-    return ("array", np.dtype(arg.dtype))
+    return np.dtype(arg.dtype)
 
 
 def _positional_names(fn: Callable) -> tuple[str, ...]:

@@ -26,6 +26,7 @@ from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import scalar_value
 from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
@@ -34,8 +35,6 @@ from ep.include.primitive.elementwise_fused import (
 )
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
 
-# Plans kept per primitive; dims are caller data, so the count is unbounded without a limit.
-MAX_CACHED_PLANS = 256
 # How a kernel reads an argument: the output's own elements (flat), a row of its own along the
 # output's innermost dim (row), one value per output row (column: broadcast along it), a value (scalar).
 FLAT, ROW, COLUMN, SCALAR = "flat", "row", "column", "scalar"
@@ -195,7 +194,10 @@ class ElementwiseFusedImpl(ElementwiseFused):
         self.scalars = frozenset(i for node in outputs for i in _scalar_indices(node))
         self._kernels = kernels
         self._stream_type = STREAM_TYPES[device_type]
-        self._plans: dict[tuple, tuple[FusedPlan, Callable | None]] = {}
+        self._plans: PlanCache[tuple[FusedPlan, Callable | None]] = PlanCache(self._plan)
+        # Per argument: a Scalar's?, its dtype, its name in errors (made once: a launch is microseconds).
+        self._arguments = tuple((i in self.scalars, dtype, f"args[{i}]") for i, dtype in enumerate(dtypes))
+        self._outputs = tuple((dtype, f"dsts[{j}]") for j, dtype in enumerate(self.dst_dtypes))
         # The device's kernels of this expression, by the argument kinds of their plans (a device's key).
         self.device_kernels: dict[tuple, object] = {}
 
@@ -213,27 +215,19 @@ class ElementwiseFusedImpl(ElementwiseFused):
             if not isinstance(given, (tuple, list)) or len(given) != expected:
                 got = f"{len(given)} entries" if isinstance(given, (tuple, list)) else repr(type(given).__name__)
                 raise TypeError(f"{name}: expected a tuple or list of {expected} entries; got {got}")
-        plan, run = self._plan(tuple(arg_dims))
+        plan, run = self._plans.get(*arg_dims)  # unpacked: a key of two levels is exact_key's fast path
         device = self.device_type
-        values = []
-        for i, (arg, dtype) in enumerate(zip(args, self.dtypes)):
-            if i in self.scalars:
-                values.append(scalar_value(arg, f"args[{i}]", dtype))
-            else:
-                values.append(storage(arg, f"args[{i}]", device, dtype, plan.counts[i], stream=stream))
-        outs = [storage(d, f"dsts[{j}]", device, t, plan.count, writable=True, stream=stream) for j, (d, t) in enumerate(zip(dsts, self.dst_dtypes))]
+        values = [
+            scalar_value(arg, name, dtype) if scalar else storage(arg, name, device, dtype, count, stream=stream)
+            for arg, (scalar, dtype, name), count in zip(args, self._arguments, plan.counts)
+        ]
+        outs = [storage(d, name, device, dtype, plan.count, writable=True, stream=stream) for d, (dtype, name) in zip(dsts, self._outputs)]
         if run is not None:
             run(stream, values, outs)
 
-    def _plan(self, arg_dims: tuple) -> tuple[FusedPlan, Callable | None]:
-        """The kept plan and run of these dims, made after checking them: each array argument's
-        dims valid, each scalar's (), and all broadcasting together."""
-        try:
-            found = self._plans.get(arg_dims)
-        except TypeError:  # unhashable dims: checked below
-            found = None
-        if found is not None:
-            return found
+    def _plan(self, *arg_dims: object) -> tuple[FusedPlan, Callable | None]:
+        """The plan and run of these dims, made after checking them: each array argument's dims
+        valid, each scalar's (), and all broadcasting together."""
         shapes: list[tuple[int, ...] | None] = []
         for i, dims in enumerate(arg_dims):
             dims = validate.dims(dims, f"arg_dims[{i}]")
@@ -248,11 +242,7 @@ class ElementwiseFusedImpl(ElementwiseFused):
             if shape is not None:
                 out = broadcast_shape(out, shape, ("the broadcast of the arguments before", f"arg_dims[{i}]"))
         plan = plan_fused(shapes)
-        found = plan, self._kernels.launcher(self, plan) if plan.count else None
-        if len(self._plans) >= MAX_CACHED_PLANS:
-            self._plans.clear()
-        self._plans[arg_dims] = found
-        return found
+        return plan, self._kernels.launcher(self, plan) if plan.count else None
 
 
 def _scalar_indices(node: tuple) -> Iterator[int]:

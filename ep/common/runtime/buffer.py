@@ -223,7 +223,7 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
     if type(obj) is _ndarray and device_type is _CPU and obj.dtype is dtype.dtype is dtype.storage_dtype and obj.size >= count:
         flags = obj.flags
         if flags.c_contiguous and (flags.writeable or not writable):
-            return obj if obj.ndim == 1 else obj.reshape(obj.size)
+            return obj if obj.ndim == 1 else obj.ravel()  # a view: obj is C-contiguous
     if device_type is _CPU:
         if is_dlpack(obj):
             # Another library's array (a PyTorch tensor): a NumPy view of its memory, no copy, when
