@@ -35,6 +35,8 @@ from ep.include.primitive.elementwise_fused import (
 )
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
 
+# Launch's sequences, tested by type first (isinstance, on the slow path, admits their subclasses).
+_SEQUENCES = (tuple, list)
 # How a kernel reads an argument: the output's own elements (flat), a row of its own along the
 # output's innermost dim (row), one value per output row (column: broadcast along it), a value (scalar).
 FLAT, ROW, COLUMN, SCALAR = "flat", "row", "column", "scalar"
@@ -211,10 +213,11 @@ class ElementwiseFusedImpl(ElementwiseFused):
         if type(stream) is not self._stream_type:
             stream = check_stream(stream, self.device_type)
         n = len(self.dtypes)
-        for name, given, expected in (("args", args, n), ("arg_dims", arg_dims, n), ("dsts", dsts, len(self.outputs))):
-            if not isinstance(given, (tuple, list)) or len(given) != expected:
-                got = f"{len(given)} entries" if isinstance(given, (tuple, list)) else repr(type(given).__name__)
-                raise TypeError(f"{name}: expected a tuple or list of {expected} entries; got {got}")
+        if not (type(args) in _SEQUENCES and type(arg_dims) in _SEQUENCES and type(dsts) in _SEQUENCES and len(args) == len(arg_dims) == n and len(dsts) == len(self.outputs)):
+            for name, given, expected in (("args", args, n), ("arg_dims", arg_dims, n), ("dsts", dsts, len(self.outputs))):
+                if not isinstance(given, (tuple, list)) or len(given) != expected:
+                    got = f"{len(given)} entries" if isinstance(given, (tuple, list)) else repr(type(given).__name__)
+                    raise TypeError(f"{name}: expected a tuple or list of {expected} entries; got {got}")
         plan, run = self._plans.get(*arg_dims)  # unpacked: a key of two levels is exact_key's fast path
         device = self.device_type
         values = [
