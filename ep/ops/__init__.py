@@ -8,6 +8,7 @@ Each op also takes global tensors (ep.to_global) and returns one, sbp= its layou
 """
 from ep.ops.add_n import add_n
 from ep.ops.binary import binary
+from ep.ops.describe import describe
 from ep.ops.expand import expand, expand_grad, repeat
 from ep.ops.full import full
 from ep.ops.gather import batch_gather, gather, gather_grad
@@ -19,4 +20,4 @@ from ep.ops.softmax import log_softmax, log_softmax_grad, softmax, softmax_grad
 from ep.ops.unary import unary
 from ep.ops.where import where
 
-__all__ = ["add_n", "binary", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where"]
+__all__ = ["add_n", "binary", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where"]

@@ -322,10 +322,17 @@ def test_help_says_the_integer_semantics():
 
 
 def test_describe_gives_the_record_of_a_member():
-    assert U.kLeakyRelu.describe().startswith("leaky_relu(x, negative_slope=0.01)  [kLeakyRelu; float]")
-    assert "also less, lt" in B.kLessThan.describe()
-    assert B.kReluBackwardWithDyY.describe().startswith("relu_backward_with_dy_y(dy, y)")
-    assert all(op.describe() for op in [*U, *B])
+    assert ep.ops.describe(U.kLeakyRelu).startswith("leaky_relu(x, negative_slope=0.01)  [kLeakyRelu; float]")
+    assert "also less, lt" in ep.ops.describe(B.kLessThan)
+    assert ep.ops.describe(B.kReluBackwardWithDyY).startswith("relu_backward_with_dy_y(dy, y)")
+    assert all(ep.ops.describe(op) for op in [*U, *B])
+    # By any name the ops take: OneFlow's, the value, an alias.
+    assert ep.ops.describe("arccos") == ep.ops.describe("kAcos") == ep.ops.describe(U.kAcos)
+    assert ep.ops.describe("lt") == ep.ops.describe(B.kLessThan)
+    with pytest.raises(ValueError, match="op: 'relux' is neither a unary nor a binary op; did you mean 'relu'"):
+        ep.ops.describe("relux")
+    with pytest.raises(TypeError, match="op: 3 is not a unary op"):
+        ep.ops.describe(3)
 
 
 @pytest.mark.parametrize("data_type", list(ep.DataType))

@@ -1,6 +1,6 @@
 """What NumPy's and PyTorch's names of ep's ops compute on each dtype, where OneFlow's rule differs.
 
-An op's record lists its aliases; an alias means its library's function. Where that library
+An op's enum lists its aliases; an alias means its library's function. Where that library
 computes on other dtypes than OneFlow's op (NumPy's true_divide of ints gives float64, its power of
 bools int8; torch.special.expit of ints gives float32) or refuses a dtype (NumPy's subtract of
 bools), ep.ops casts the operands to the library's dtype or refuses them, and NewPrimitive has no

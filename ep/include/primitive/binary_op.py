@@ -96,10 +96,34 @@ class BinaryOp(ElementwiseOp):
     kTanBackwardWithDyX = "tan_backward_with_dy_x"
 
     @classmethod
-    def _records(cls) -> tuple[dict, str]:
-        from ep.common.math.binary_functor import BINARY_FUNCTORS
+    def aliases(cls) -> list[tuple[str, BinaryOp]]:
+        """NumPy's and PyTorch's names of the ops, which the name lookup also takes ("arccos" for kAcos)."""
+        return _ALIASES
 
-        return BINARY_FUNCTORS, "a, b"
+
+# NumPy's and PyTorch's names of the ops: each means its library's function (ep/common/math/aliases.py
+# says where that library's dtype rule differs from OneFlow's).
+_ALIASES = [
+    ("subtract", BinaryOp.kSub),
+    ("multiply", BinaryOp.kMul),
+    ("divide", BinaryOp.kDiv),
+    ("true_divide", BinaryOp.kDiv),
+    ("maximum", BinaryOp.kMax),
+    ("minimum", BinaryOp.kMin),
+    ("power", BinaryOp.kPow),
+    ("floor_divide", BinaryOp.kFloorDiv),
+    ("remainder", BinaryOp.kFloorMod),
+    ("mod", BinaryOp.kFloorMod),
+    ("eq", BinaryOp.kEqual),
+    ("ne", BinaryOp.kNotEqual),
+    ("less", BinaryOp.kLessThan),
+    ("lt", BinaryOp.kLessThan),
+    ("le", BinaryOp.kLessEqual),
+    ("greater", BinaryOp.kGreaterThan),
+    ("gt", BinaryOp.kGreaterThan),
+    ("ge", BinaryOp.kGreaterEqual),
+    ("isclose", BinaryOp.kIsClose),
+]
 
 
 def as_binary_op(op: object, name: str = "op") -> BinaryOp:

@@ -82,10 +82,40 @@ class UnaryOp(ElementwiseOp):
     kCast = "cast"
 
     @classmethod
-    def _records(cls) -> tuple[dict, str]:
-        from ep.common.math.unary_functor import UNARY_FUNCTORS
+    def aliases(cls) -> list[tuple[str, UnaryOp]]:
+        """NumPy's and PyTorch's names of the ops, which the name lookup also takes ("arccos" for kAcos)."""
+        return _ALIASES
 
-        return UNARY_FUNCTORS, "x"
+
+# NumPy's and PyTorch's names of the ops: each means its library's function (ep/common/math/aliases.py
+# says where that library's dtype rule differs from OneFlow's).
+_ALIASES = [
+    ("positive", UnaryOp.kIdentity),
+    ("hardswish", UnaryOp.kHardSwish),
+    ("hardsigmoid", UnaryOp.kHardSigmoid),
+    ("hardshrink", UnaryOp.kHardShrink),
+    ("hardtanh", UnaryOp.kHardTanh),
+    ("softshrink", UnaryOp.kSoftShrink),
+    ("softsign", UnaryOp.kSoftSign),
+    ("softplus", UnaryOp.kSoftPlus),
+    ("absolute", UnaryOp.kAbs),
+    ("arccos", UnaryOp.kAcos),
+    ("arccosh", UnaryOp.kAcosh),
+    ("arcsin", UnaryOp.kAsin),
+    ("arcsinh", UnaryOp.kAsinh),
+    ("arctan", UnaryOp.kAtan),
+    ("arctanh", UnaryOp.kAtanh),
+    ("psi", UnaryOp.kDigamma),
+    ("gammaln", UnaryOp.kLgamma),
+    ("logsigmoid", UnaryOp.kLogSigmoid),
+    ("neg", UnaryOp.kNegative),
+    ("expit", UnaryOp.kSigmoid),
+    ("fix", UnaryOp.kTrunc),
+    ("isinf", UnaryOp.kIsInf),
+    ("isnan", UnaryOp.kIsNan),
+    ("isfinite", UnaryOp.kIsFinite),
+    ("invert", UnaryOp.kBitwiseNot),
+]
 
 
 def as_unary_op(op: object, name: str = "op") -> UnaryOp:

@@ -43,7 +43,6 @@ SIGMOID = UnaryFunctor(
     UnaryOp.kSigmoid, sigmoid, FLOAT, float32_formula=sigmoid_float32, with_dy_x=sigmoid_backward_with_dy_x,
     with_dy_y=sigmoid_backward_with_dy_y,
     doc="1 / (1 + exp(-x))",
-    aliases=("expit",),
 )
 
 
@@ -90,7 +89,6 @@ LOG_SIGMOID = UnaryFunctor(
     UnaryOp.kLogSigmoid, log_sigmoid, FLOAT, float32_formula=log_sigmoid_float32,
     with_dy_x=log_sigmoid_backward_with_dy_x,
     doc="log(sigmoid(x)) = -softplus(-x)",
-    aliases=("logsigmoid",),
 )
 
 
@@ -107,7 +105,6 @@ def identity_backward_with_dy_x(dy, x, attr0, attr1):
 IDENTITY = UnaryFunctor(
     UnaryOp.kIdentity, identity, ALL_TYPES, with_dy_x=identity_backward_with_dy_x,
     doc="x unchanged, as a new array",
-    aliases=("positive",),
 )
 
 
@@ -373,7 +370,6 @@ SOFT_PLUS = UnaryFunctor(
     UnaryOp.kSoftPlus, soft_plus, FLOAT, _SOFT_PLUS_ATTRS, float32_formula=soft_plus_float32,
     with_dy_x=softplus_backward_with_dy_x,
     doc="log(1 + exp(beta x)) / beta; x where beta x > threshold",
-    aliases=("softplus",),
 )
 
 
@@ -425,7 +421,6 @@ def softsign_backward_with_dy_x(dy, x, attr0, attr1):
 SOFT_SIGN = UnaryFunctor(
     UnaryOp.kSoftSign, soft_sign, FLOAT, with_dy_x=softsign_backward_with_dy_x,
     doc="x / (1 + |x|)",
-    aliases=("softsign",),
 )
 
 
@@ -446,7 +441,6 @@ def zero_where_y_is_zero(dy, y, attr0, attr1):
 SOFT_SHRINK = UnaryFunctor(
     UnaryOp.kSoftShrink, soft_shrink, FLOAT, (("lambd", 0.5),), with_dy_y=zero_where_y_is_zero, backward_attrs=0,
     doc="x - lambd above lambd, x + lambd below -lambd, else 0",
-    aliases=("softshrink",),
 )
 
 
@@ -467,7 +461,6 @@ _HARD_TANH_ATTRS = (("min_val", -1.0), ("max_val", 1.0))
 HARD_TANH = UnaryFunctor(
     UnaryOp.kHardTanh, hard_tanh, FLOAT, _HARD_TANH_ATTRS, with_dy_y=hardtanh_backward_with_dy_y,
     doc="x clamped to [min_val, max_val]",
-    aliases=("hardtanh",),
 )
 
 
@@ -487,7 +480,6 @@ def hardsigmoid_backward_with_dy_x(dy, x, attr0, attr1):
 HARD_SIGMOID = UnaryFunctor(
     UnaryOp.kHardSigmoid, hard_sigmoid, FLOAT, with_dy_x=hardsigmoid_backward_with_dy_x,
     doc="clamp(x / 6 + 1/2, 0, 1)",
-    aliases=("hardsigmoid",),
 )
 
 
@@ -508,7 +500,6 @@ def hardswish_backward_with_dy_x(dy, x, attr0, attr1):
 HARD_SWISH = UnaryFunctor(
     UnaryOp.kHardSwish, hard_swish, FLOAT, with_dy_x=hardswish_backward_with_dy_x,
     doc="x * hardsigmoid(x)",
-    aliases=("hardswish",),
 )
 
 
@@ -520,7 +511,6 @@ def hard_shrink(x, lambd, attr1):
 HARD_SHRINK = UnaryFunctor(
     UnaryOp.kHardShrink, hard_shrink, FLOAT, (("lambd", 0.5),), with_dy_y=zero_where_y_is_zero, backward_attrs=0,
     doc="0 for -lambd <= x <= lambd, else x",
-    aliases=("hardshrink",),
 )
 
 

@@ -44,12 +44,11 @@ SIGN = UnaryFunctor(
 ABS = UnaryFunctor(
     UnaryOp.kAbs, of_x_in_type(abs), NUMBERS, with_dy_x=dy_times(sign),
     doc="|x|; integers wrap (abs of the most negative value is itself)",
-    aliases=("absolute",),
 )
 
 
 NEGATIVE = UnaryFunctor(
-    UnaryOp.kNegative, of_x_in_type(operator.neg), NUMBERS, doc="-x; integers wrap", aliases=("neg",)
+    UnaryOp.kNegative, of_x_in_type(operator.neg), NUMBERS, doc="-x; integers wrap"
 )
 
 
@@ -131,7 +130,7 @@ ROUND = UnaryFunctor(
     UnaryOp.kRound, of_x(round_half_even), FLOAT,
     doc="the nearest integer value, halves to even (np.round, torch.round)",
 )
-TRUNC = UnaryFunctor(UnaryOp.kTrunc, of_x(round_toward_zero), FLOAT, doc="x rounded toward zero", aliases=("fix",))
+TRUNC = UnaryFunctor(UnaryOp.kTrunc, of_x(round_toward_zero), FLOAT, doc="x rounded toward zero")
 
 
 # binary: the division helpers first
@@ -183,10 +182,10 @@ ADD = BinaryFunctor(
     BinaryOp.kAdd, of_a_b_in_type(operator.add), ALL_TYPES, doc="a + b; integers wrap", commutative=True
 )
 SUB = BinaryFunctor(
-    BinaryOp.kSub, of_a_b_in_type(operator.sub), ALL_TYPES, doc="a - b; integers wrap", aliases=("subtract",)
+    BinaryOp.kSub, of_a_b_in_type(operator.sub), ALL_TYPES, doc="a - b; integers wrap"
 )
 MUL = BinaryFunctor(
-    BinaryOp.kMul, of_a_b_in_type(operator.mul), ALL_TYPES, doc="a * b; integers wrap", aliases=("multiply",),
+    BinaryOp.kMul, of_a_b_in_type(operator.mul), ALL_TYPES, doc="a * b; integers wrap",
     commutative=True,
 )
 
@@ -201,7 +200,6 @@ def int_div(a, b, attr0, attr1):
 DIV = BinaryFunctor(
     BinaryOp.kDiv, of_a_b(divide), ALL_TYPES, int_formula=int_div,
     doc="a / b; integers and bool: truncated toward zero and x / 0 = 0 (NumPy and PyTorch give floats)",
-    aliases=("divide", "true_divide"),
 )
 
 
@@ -218,14 +216,12 @@ def _picking_a_where(keeps_a):
 MAX = BinaryFunctor(
     BinaryOp.kMax, _picking_a_where(operator.ge), ALL_TYPES,
     doc="the greater of a and b; NaN if either is NaN (np.maximum, torch.maximum)",
-    aliases=("maximum",),
 )
 
 
 MIN = BinaryFunctor(
     BinaryOp.kMin, _picking_a_where(operator.le), ALL_TYPES,
     doc="the lesser of a and b; NaN if either is NaN (np.minimum, torch.minimum)",
-    aliases=("minimum",),
 )
 
 
@@ -256,7 +252,6 @@ def int_power(a, b, attr0, attr1):
 POW = BinaryFunctor(
     BinaryOp.kPow, power, ALL_TYPES, int_formula=int_power,
     doc="a ** b; integers wrap, and a negative exponent gives 0 but for bases 1 and -1 (NumPy raises)",
-    aliases=("power",),
 )
 
 
@@ -291,7 +286,6 @@ def _int_divmod_part(index):
 FLOOR_DIV = BinaryFunctor(
     BinaryOp.kFloorDiv, floor_div, ALL_TYPES, int_formula=_int_divmod_part(0),
     doc="floor(a / b), as np.floor_divide; integers: x // 0 = 0",
-    aliases=("floor_divide",),
 )
 
 
@@ -317,5 +311,4 @@ def floor_mod(a, b, attr0, attr1):
 FLOOR_MOD = BinaryFunctor(
     BinaryOp.kFloorMod, floor_mod, ALL_TYPES, int_formula=_int_divmod_part(1),
     doc="a - floor(a / b) * b, with b's sign (np.remainder, torch.remainder); integers: x % 0 = 0",
-    aliases=("remainder", "mod"),
 )

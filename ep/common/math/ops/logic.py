@@ -20,22 +20,22 @@ from ep.include.primitive.unary_op import UnaryOp
 
 # A comparison is its operator on a and b, in the operands' type.
 EQUAL = BinaryFunctor(
-    BinaryOp.kEqual, of_a_b(operator.eq), ALL_TYPES, to_bool=True, doc="a == b", aliases=("eq",), commutative=True
+    BinaryOp.kEqual, of_a_b(operator.eq), ALL_TYPES, to_bool=True, doc="a == b", commutative=True
 )
 NOT_EQUAL = BinaryFunctor(
-    BinaryOp.kNotEqual, of_a_b(operator.ne), ALL_TYPES, to_bool=True, doc="a != b", aliases=("ne",), commutative=True
+    BinaryOp.kNotEqual, of_a_b(operator.ne), ALL_TYPES, to_bool=True, doc="a != b", commutative=True
 )
 LESS_THAN = BinaryFunctor(
-    BinaryOp.kLessThan, of_a_b(operator.lt), ALL_TYPES, to_bool=True, doc="a < b", aliases=("less", "lt")
+    BinaryOp.kLessThan, of_a_b(operator.lt), ALL_TYPES, to_bool=True, doc="a < b"
 )
 LESS_EQUAL = BinaryFunctor(
-    BinaryOp.kLessEqual, of_a_b(operator.le), ALL_TYPES, to_bool=True, doc="a <= b", aliases=("le",)
+    BinaryOp.kLessEqual, of_a_b(operator.le), ALL_TYPES, to_bool=True, doc="a <= b"
 )
 GREATER_THAN = BinaryFunctor(
-    BinaryOp.kGreaterThan, of_a_b(operator.gt), ALL_TYPES, to_bool=True, doc="a > b", aliases=("greater", "gt")
+    BinaryOp.kGreaterThan, of_a_b(operator.gt), ALL_TYPES, to_bool=True, doc="a > b"
 )
 GREATER_EQUAL = BinaryFunctor(
-    BinaryOp.kGreaterEqual, of_a_b(operator.ge), ALL_TYPES, to_bool=True, doc="a >= b", aliases=("ge",)
+    BinaryOp.kGreaterEqual, of_a_b(operator.ge), ALL_TYPES, to_bool=True, doc="a >= b"
 )
 
 _IS_CLOSE_ATTRS = (("atol", 1e-8), ("rtol", 1e-5))
@@ -55,7 +55,6 @@ def is_close(a, b, atol, rtol):
 IS_CLOSE = BinaryFunctor(
     BinaryOp.kIsClose, is_close, ALL_TYPES, _IS_CLOSE_ATTRS, to_bool=True,
     doc="|a - b| <= atol + rtol * |b| or a == b, as np.isclose; NaN is close to nothing",
-    aliases=("isclose",),
 )
 
 
@@ -84,7 +83,7 @@ NOT_EQUAL_ZERO = UnaryFunctor(UnaryOp.kNotEqualZero, not_equal_zero, ALL_TYPES, 
 
 
 IS_INF = UnaryFunctor(
-    UnaryOp.kIsInf, of_x(math.isinf), ALL_TYPES, to_bool=True, doc="x is +inf or -inf", aliases=("isinf",)
+    UnaryOp.kIsInf, of_x(math.isinf), ALL_TYPES, to_bool=True, doc="x is +inf or -inf"
 )
 
 
@@ -93,12 +92,11 @@ def is_nan(x, attr0, attr1):
     return x != x
 
 
-IS_NAN = UnaryFunctor(UnaryOp.kIsNan, is_nan, ALL_TYPES, to_bool=True, doc="x is NaN", aliases=("isnan",))
+IS_NAN = UnaryFunctor(UnaryOp.kIsNan, is_nan, ALL_TYPES, to_bool=True, doc="x is NaN")
 
 
 IS_FINITE = UnaryFunctor(
     UnaryOp.kIsFinite, of_x(math.isfinite), ALL_TYPES, to_bool=True, doc="x is neither infinite nor NaN",
-    aliases=("isfinite",),
 )
 
 
@@ -151,4 +149,4 @@ def bitwise_not(x, attr0, attr1):
     return as_type(x ^ as_type(-1, x), x)
 
 
-BITWISE_NOT = UnaryFunctor(UnaryOp.kBitwiseNot, bitwise_not, BITS, doc="~x; not x for bool", aliases=("invert",))
+BITWISE_NOT = UnaryFunctor(UnaryOp.kBitwiseNot, bitwise_not, BITS, doc="~x; not x for bool")

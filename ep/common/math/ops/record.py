@@ -27,8 +27,8 @@ class _Record:
 
     attrs names attr0 and attr1 in order with PyTorch's parameter names, which ep.ops also takes as
     keywords, each with PyTorch's default (None: the caller must give it). doc says in one line what
-    the op computes; aliases are NumPy's and PyTorch's names for the same function, which the enum's
-    name lookup accepts (ep.common.runtime.names).
+    the op computes; aliases (NumPy's and PyTorch's names for the same function, which the enum's
+    name lookup accepts) are the enum's.
     """
 
     op: enum.Enum
@@ -37,7 +37,11 @@ class _Record:
     attrs: Attrs = ()
     to_bool: bool = False
     doc: str = ""
-    aliases: tuple[str, ...] = ()
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """The op's aliases, from its enum's table."""
+        return tuple(alias for alias, op in type(self.op).aliases() if op is self.op)
 
 
 @dataclass(frozen=True)

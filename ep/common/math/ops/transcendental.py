@@ -147,7 +147,6 @@ digamma = of_x_in_type(_digamma)
 DIGAMMA = UnaryFunctor(
     UnaryOp.kDigamma, digamma, FLOAT, with_dy_x=dy_times(trigamma),
     doc="the derivative of lgamma",
-    aliases=("psi",),
 )
 
 
@@ -160,7 +159,6 @@ def lgamma(x, attr0, attr1):
 LGAMMA = UnaryFunctor(
     UnaryOp.kLgamma, lgamma, FLOAT, with_dy_x=dy_times(digamma),
     doc="log |Gamma(x)|",
-    aliases=("gammaln",),
 )
 
 
@@ -187,7 +185,6 @@ def asinh_backward_with_dy_x(dy, x, attr0, attr1):
 ASINH = UnaryFunctor(
     UnaryOp.kAsinh, asinh, FLOAT, with_dy_x=asinh_backward_with_dy_x,
     doc="inverse hyperbolic sine",
-    aliases=("arcsinh",),
 )
 
 
@@ -203,7 +200,6 @@ def acosh_backward_with_dy_x(dy, x, attr0, attr1):
 ACOSH = UnaryFunctor(
     UnaryOp.kAcosh, acosh, FLOAT, with_dy_x=acosh_backward_with_dy_x,
     doc="inverse hyperbolic cosine",
-    aliases=("arccosh",),
 )
 
 
@@ -219,7 +215,6 @@ def atanh_backward_with_dy_x(dy, x, attr0, attr1):
 ATANH = UnaryFunctor(
     UnaryOp.kAtanh, atanh, FLOAT, with_dy_x=atanh_backward_with_dy_x,
     doc="inverse hyperbolic tangent",
-    aliases=("arctanh",),
 )
 
 
@@ -268,7 +263,6 @@ def asin_backward_with_dy_x(dy, x, attr0, attr1):
 ASIN = UnaryFunctor(
     UnaryOp.kAsin, asin, FLOAT, with_dy_x=asin_backward_with_dy_x,
     doc="inverse sine",
-    aliases=("arcsin",),
 )
 
 
@@ -283,7 +277,6 @@ def acos_backward_with_dy_x(dy, x, attr0, attr1):
 ACOS = UnaryFunctor(
     UnaryOp.kAcos, acos, FLOAT, with_dy_x=acos_backward_with_dy_x,
     doc="inverse cosine",
-    aliases=("arccos",),
 )
 
 
@@ -298,5 +291,4 @@ def atan_backward_with_dy_x(dy, x, attr0, attr1):
 ATAN = UnaryFunctor(
     UnaryOp.kAtan, atan, FLOAT, with_dy_x=atan_backward_with_dy_x,
     doc="inverse tangent",
-    aliases=("arctan",),
 )
