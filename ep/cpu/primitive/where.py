@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 import numba
 import numpy as np
 
-from ep.common.jit import bound, template
+from ep.common.jit import template
 from ep.common.math.nd_index_offset_helper import offset_to_index
 from ep.common.primitive.byte_units import unit_dtype
 from ep.common.primitive.where import COND_BYTES, DATA_BYTES, WhereFactoryImpl, WhereKernels, WherePlan
