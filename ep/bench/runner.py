@@ -5,7 +5,6 @@ EP_BENCH_ONLY=U1,T-unary,C (workload ids, comma-separated) runs only those workl
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import platform
@@ -24,6 +23,7 @@ from ep.bench.progress import Progress
 from ep.bench.report import EP_IMPLS, Result, cold_start_record, table, workload_record, write_json
 from ep.bench.timing import measure_interleaved
 from ep.bench.workloads import Workload, workloads
+from ep.common.cpu_target import full_vector_width_in_use
 
 # Outputs of ep and the peers agree within twice the float32 accuracy bound of ep's ops.
 _RTOL = _ATOL = 4e-6
@@ -208,7 +208,7 @@ def _machine(device: str) -> dict:
         "logical_cpus": os.cpu_count(),
         "numba_threads": numba.get_num_threads(),
         "threading_layer": _threading_layer(),
-        "ep_512_bit_vectors": importlib.import_module("ep.common.jit").CPU_FEATURES is not None,
+        "ep_512_bit_vectors": full_vector_width_in_use(),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "numba": numba.__version__,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 from numba import config
 from numba.core.codegen import get_host_cpu_features
+from numba.core.registry import cpu_target
 
 
 def prefer_full_vector_width() -> str | None:
@@ -31,6 +32,12 @@ def prefer_full_vector_width() -> str | None:
         return None
     config.CPU_FEATURES = features + ",-prefer-256-bit"
     return config.CPU_FEATURES
+
+
+def full_vector_width_in_use() -> bool:
+    """Whether Numba's CPU code generator compiles with ep's 512-bit setting (it does not where it
+    started before ep was imported, or on a CPU without AVX-512)."""
+    return "-prefer-256-bit" in cpu_target.target_context.codegen().magic_tuple()[2].split(",")
 
 
 # MachineLICM's switch: when on (LLVM's default) it hoists nothing out of an inner loop that might
