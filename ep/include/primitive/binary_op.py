@@ -96,14 +96,14 @@ class BinaryOp(ElementwiseOp):
     kTanBackwardWithDyX = "tan_backward_with_dy_x"
 
     @classmethod
-    def aliases(cls) -> list[tuple[str, BinaryOp]]:
-        """NumPy's and PyTorch's names of the ops, which the name lookup also takes ("arccos" for kAcos)."""
+    def aliases(cls) -> tuple[tuple[str, BinaryOp], ...]:
+        """NumPy's and PyTorch's names of the ops, which the name lookup also takes ("maximum" for kMax)."""
         return _ALIASES
 
 
 # NumPy's and PyTorch's names of the ops: each means its library's function (ep/common/math/aliases.py
 # says where that library's dtype rule differs from OneFlow's).
-_ALIASES = [
+_ALIASES = (
     ("subtract", BinaryOp.kSub),
     ("multiply", BinaryOp.kMul),
     ("divide", BinaryOp.kDiv),
@@ -123,7 +123,7 @@ _ALIASES = [
     ("gt", BinaryOp.kGreaterThan),
     ("ge", BinaryOp.kGreaterEqual),
     ("isclose", BinaryOp.kIsClose),
-]
+)
 
 
 def as_binary_op(op: object, name: str = "op") -> BinaryOp:

@@ -82,14 +82,14 @@ class UnaryOp(ElementwiseOp):
     kCast = "cast"
 
     @classmethod
-    def aliases(cls) -> list[tuple[str, UnaryOp]]:
+    def aliases(cls) -> tuple[tuple[str, UnaryOp], ...]:
         """NumPy's and PyTorch's names of the ops, which the name lookup also takes ("arccos" for kAcos)."""
         return _ALIASES
 
 
 # NumPy's and PyTorch's names of the ops: each means its library's function (ep/common/math/aliases.py
 # says where that library's dtype rule differs from OneFlow's).
-_ALIASES = [
+_ALIASES = (
     ("positive", UnaryOp.kIdentity),
     ("hardswish", UnaryOp.kHardSwish),
     ("hardsigmoid", UnaryOp.kHardSigmoid),
@@ -115,7 +115,7 @@ _ALIASES = [
     ("isnan", UnaryOp.kIsNan),
     ("isfinite", UnaryOp.kIsFinite),
     ("invert", UnaryOp.kBitwiseNot),
-]
+)
 
 
 def as_unary_op(op: object, name: str = "op") -> UnaryOp:
