@@ -31,6 +31,8 @@ ALLOWED = {
     "common/runtime": ("ep.common.runtime",),
     "common/math": ("ep.common.runtime", "ep.common.jit", "ep.common.math", "ep.include.primitive.unary_op", "ep.include.primitive.binary_op"),
     "include": ("ep.common.runtime", "ep.include"),
+    # The global view sits below the ops: each op's SBP rules are the ops' (ep/ops/*_sbp.py).
+    "sbp": ("ep.common", "ep.include", "ep.sbp"),
 }
 
 

@@ -20,4 +20,10 @@ from ep.ops.softmax import log_softmax, log_softmax_grad, softmax, softmax_grad
 from ep.ops.unary import unary
 from ep.ops.where import where
 
+# Each family's SBP rules, beside its ops: they register with ep.sbp as they load.
+from ep.ops import (  # noqa: E402, F401  (imported for their registration)
+    add_n_sbp, elementwise_sbp, expand_sbp, full_sbp, fuse_sbp, gather_sbp, layout_sbp, matmul_sbp, one_hot_sbp,
+    softmax_sbp, where_sbp,
+)
+
 __all__ = ["add_n", "binary", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where"]

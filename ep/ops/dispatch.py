@@ -11,6 +11,7 @@ each, instructions per call before -> after moving the test here: binary 36,302 
 """
 from __future__ import annotations
 
+from ep.sbp import global_ops
 from ep.sbp.global_tensor import GlobalTensor
 
 __all__ = ["GlobalTensor", "global_call"]
@@ -23,10 +24,6 @@ def global_call(name: str, tensors: dict[str, object], args: tuple, kwargs: dict
     tensors that is not a global tensor."""
     if not any(type(t) is GlobalTensor for t in tensors.values()):
         raise TypeError(f"sbp: {name} takes sbp= only with global tensors (ep.to_global); got sbp={kwargs['sbp']!r} and none")
-    # The global engine runs ep.ops on each rank's pieces, so it imports ep.ops: loaded here, on the
-    # first global call, it is the one late import between the two.
-    from ep.sbp import global_ops
-
     kwargs = dict(kwargs)
     for key in ("out", "stream"):
         value = kwargs.pop(key, None)

@@ -12,7 +12,7 @@ from ep.common.runtime.validate import integer
 from ep.include.primitive.one_hot import OneHotFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import contiguous, device_of, output, same_kind, stream_for, unaliased
-from ep.ops.copies import copy_to_host
+from ep.common.primitive.copies import copy_to_host
 from ep.ops.gather import _launch as launch_naming_indices
 
 _INDEX_DTYPES = {dtype.dtype for dtype in INDEX_TYPES}

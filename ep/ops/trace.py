@@ -16,13 +16,12 @@ import numpy as np
 
 from ep.common.math.aliases import alias_dtype, checks_negative_powers, refuse_alias
 from ep.common.math.binary_functor import binary_attrs, binary_dst_dtype, binary_keyword_attrs
-from ep.common.math.unary_functor import unary_attrs, unary_keyword_attrs
+from ep.common.math.unary_functor import unary_attrs, unary_keyword_attrs, unary_result_dtype
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.scalar import result_dtype
 from ep.include.primitive.binary_op import as_binary_op
 from ep.include.primitive.elementwise_fused import Binary, Cast, Input, Scalar, Unary, Where
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
-from ep.ops.unary import unary_result_dtype
 
 _ELEMENTWISE = ("unary", "binary", "where")
 

@@ -1,34 +1,17 @@
 """ep.ops.unary: an ElementwiseUnary over an array of any shape and strides."""
 from __future__ import annotations
 
-
-
 from ep.common.math.aliases import alias_dtype, refuse_alias
 from ep.common.runtime.buffer import plain
-from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.math.ops.record import document_ops
-from ep.common.math.unary_functor import UNARY_FUNCTORS, unary_attrs, unary_dst_dtypes, unary_keyword_attrs
+from ep.common.math.unary_functor import UNARY_FUNCTORS, unary_attrs, unary_keyword_attrs, unary_result_dtype
 from ep.include.primitive.cast import CastFactory
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
 from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
-
-
-
-def unary_result_dtype(op: UnaryOp, src_dtype: DataType, dtype: object = None) -> DataType:
-    """The dtype op gives for src_dtype (dtype is kCast's destination); TypeError when unsupported."""
-    choices = unary_dst_dtypes(op, src_dtype)
-    if not choices:
-        raise TypeError(f"op: {op.name} does not support dtype {src_dtype.value}")
-    if op is UnaryOp.kCast:
-        if dtype is None:
-            raise TypeError("dtype: kCast needs a destination dtype")
-        return as_data_type(dtype)
-    if dtype is not None and as_data_type(dtype) is not choices[0]:
-        raise TypeError(f"dtype: {op.name} of {src_dtype.value} gives {choices[0].value}; got dtype={dtype!r}")
-    return choices[0]
 
 
 def _primitive(op, device_type, x_dtype, attr0, attr1, dtype):

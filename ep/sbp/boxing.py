@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 
+from ep.common.primitive.copies import copy_to_device, copy_to_host
 from ep.common.runtime.allocator import host_empty, reusable
 from ep.common.runtime.buffer import as_cuda_array
 from ep.common.runtime.data_type import DataType
@@ -363,8 +364,6 @@ def to_host(x) -> np.ndarray:
     """x as a C-contiguous NumPy array (a CUDA array is copied to the host)."""
     if isinstance(x, np.ndarray):
         return np.ascontiguousarray(x)
-    from ep.ops.copies import copy_to_host  # here: boxing loads with `import ep`, ep.ops with Numba
-
     x = as_cuda_array(x, "x")
     return copy_to_host(x) if x.is_c_contiguous() else x.copy_to_host()  # numba gathers a strided view
 
@@ -373,8 +372,6 @@ def to_device(x: np.ndarray, device_type: DeviceType):
     """A host array on a device of device_type (itself on the cpu)."""
     if device_type is DeviceType.kCPU:
         return x
-    from ep.ops.copies import copy_to_device
-
     return copy_to_device(np.ascontiguousarray(x), "cuda")
 
 

@@ -15,14 +15,13 @@ from typing import Callable
 import numpy as np
 
 from ep.common.math.binary_functor import binary_dst_dtype, binary_keyword_attrs
-from ep.common.math.unary_functor import unary_keyword_attrs
+from ep.common.math.unary_functor import unary_keyword_attrs, unary_result_dtype
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.device import GetDevice
 from ep.common.runtime.scalar import is_scalar, result_dtype
 from ep.include.primitive.binary_op import as_binary_op
 from ep.include.primitive.unary_op import as_unary_op
-from ep.ops.copies import copy_to_device
-from ep.ops.unary import unary_result_dtype
+from ep.common.primitive.copies import copy_to_device
 from ep.sbp.boxing import cost, to_host
 from ep.sbp.global_tensor import GlobalTensor, agree, collective, device_name
 from ep.sbp.local import run_piece

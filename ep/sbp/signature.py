@@ -1,16 +1,18 @@
 """SBP signatures of the ep.ops functions, and each rank's physical shapes and attributes.
 
 A Signature gives one SBP per input and output of an op (keyed by the ep.ops parameter names; the
-result is "out"); an nd-signature is one Signature per hierarchy axis. Each op's rules live in
-ep.sbp.ops (loaded on first use: they use ep.ops' shape rules, which import Numba).
+result is "out"); an nd-signature is one Signature per hierarchy axis. Each op's rules live beside
+the op, in ep/ops/<family>_sbp.py, which registers them here (register_rules) when ep.ops loads.
 """
 from __future__ import annotations
 
 import importlib
 import itertools
+import sys
 from types import MappingProxyType
 from typing import Callable, Mapping, NamedTuple
 
+from ep.common.runtime.validate import dims
 from ep.sbp.physical import Index, hierarchy_of, physical_slices
 from ep.sbp.sbp import SBP
 
@@ -50,7 +52,8 @@ class Signature:
 
 
 class OpRule(NamedTuple):
-    """An op's SBP rules, each called with the op's logical shapes and attributes as keywords."""
+    """An op's SBP rules, each called with the op's logical shapes and attributes as keywords, and
+    how a rank runs the op on its pieces."""
 
     signatures: Callable[..., list[Signature]]
     """The 1-d signatures."""
@@ -59,40 +62,54 @@ class OpRule(NamedTuple):
     attributes: Callable[..., dict]
     """attributes(slices, **logical): the op's attributes on one rank, from the box each input and
     output holds there (physical_slices)."""
+    run: Callable[..., object]
+    """run(args, attrs, **options): the ep.ops function on arrays args (keyed by its parameter
+    names) with the attributes attrs, as the signatures take them; options: the call's other keywords."""
 
 
-# The module holding each op's OpRule (in its RULES), by ep.ops function name.
-_MODULES = {
-    "full": "ep.sbp.ops.full",
-    "gather": "ep.sbp.ops.gather",
-    "batch_gather": "ep.sbp.ops.gather",
-    "gather_grad": "ep.sbp.ops.gather",
-    "matmul": "ep.sbp.ops.matmul",
-    "expand": "ep.sbp.ops.expand",
-    "expand_grad": "ep.sbp.ops.expand",
-    "repeat": "ep.sbp.ops.expand",
-    "permute": "ep.sbp.ops.layout",
-    "pad": "ep.sbp.ops.layout",
-    "unary": "ep.sbp.ops.elementwise",
-    "binary": "ep.sbp.ops.elementwise",
-    "where": "ep.sbp.ops.where",
-    "add_n": "ep.sbp.ops.add_n",
-    "one_hot": "ep.sbp.ops.one_hot",
-    "softmax": "ep.sbp.ops.softmax",
-    "log_softmax": "ep.sbp.ops.softmax",
-    "softmax_grad": "ep.sbp.ops.softmax",
-    "log_softmax_grad": "ep.sbp.ops.softmax",
-    "fuse": "ep.sbp.ops.fuse",
-}
-OPS = tuple(_MODULES)
+# The ep.ops functions with SBP rules; each family's ep/ops/<family>_sbp.py registers its OpRules.
+OPS = (
+    "full", "gather", "batch_gather", "gather_grad", "matmul", "expand", "expand_grad", "repeat",
+    "permute", "pad", "unary", "binary", "where", "add_n", "one_hot", "softmax", "log_softmax",
+    "softmax_grad", "log_softmax_grad", "fuse",
+)
+_RULES: dict[str, OpRule] = {}
+
+
+def register_rules(rules: Mapping[str, OpRule]) -> None:
+    """Adds ops' rules by ep.ops function name (each module of ep/ops/*_sbp.py, on import)."""
+    for name, op_rule in rules.items():
+        if name not in OPS:
+            raise ValueError(f"name: {name!r} is not among OPS")
+        _RULES[name] = op_rule
 
 
 def rule(name: str) -> OpRule:
     """The OpRule of the ep.ops function name; ValueError for another name."""
-    module = _MODULES.get(name) if isinstance(name, str) else None
-    if module is None:
+    if not isinstance(name, str) or name not in OPS:
         raise ValueError(f"name: {name!r} is not an op with SBP signatures; expected one of {', '.join(OPS)}")
-    return importlib.import_module(module).RULES[name]
+    found = _RULES.get(name)
+    if found is None:
+        # The registry's providers: ep.ops registers every op's rules as it loads (a separate
+        # step, as NewPrimitive loads the device modules: `import ep` stays without Numba).
+        importlib.import_module("ep.ops")
+        found = _RULES[name]
+    return found
+
+
+def signature(out: SBP, **inputs: SBP) -> Signature:
+    """A Signature of an op with one output, "out"."""
+    return Signature(inputs, {"out": out})
+
+
+def box_shape(box: tuple[slice, ...]) -> tuple[int, ...]:
+    """The shape of a box physical_slices gives."""
+    return tuple(s.stop - s.start for s in box)
+
+
+def shape(value: object, name: str) -> tuple[int, ...]:
+    """A logical shape argument, checked (non-negative integer sizes, any rank)."""
+    return dims(value, name, sys.maxsize)
 
 
 def _call(name: str, fn: Callable, *args, **logical):

@@ -29,6 +29,20 @@ def unary_dst_dtypes(op: UnaryOp, src_dtype: DataType) -> tuple[DataType, ...]:
     return (DataType.kBool,) if functor.to_bool else (src_dtype,)
 
 
+def unary_result_dtype(op: UnaryOp, src_dtype: DataType, dtype: object = None) -> DataType:
+    """The dtype op gives for src_dtype (dtype is kCast's destination); TypeError when unsupported."""
+    choices = unary_dst_dtypes(op, src_dtype)
+    if not choices:
+        raise TypeError(f"op: {op.name} does not support dtype {src_dtype.value}")
+    if op is UnaryOp.kCast:
+        if dtype is None:
+            raise TypeError("dtype: kCast needs a destination dtype")
+        return as_data_type(dtype)
+    if dtype is not None and as_data_type(dtype) is not choices[0]:
+        raise TypeError(f"dtype: {op.name} of {src_dtype.value} gives {choices[0].value}; got dtype={dtype!r}")
+    return choices[0]
+
+
 def unary_combinations() -> Iterator[tuple[UnaryOp, DataType, DataType]]:
     """Every implemented (op, src_dtype, dst_dtype)."""
     for op, functor in UNARY_FUNCTORS.items():

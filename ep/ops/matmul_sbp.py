@@ -8,11 +8,10 @@ out splits it where each operand holding that dim splits it too (an operand broa
 """
 from __future__ import annotations
 
-from ep.ops.matmul import matmul_shape
-from ep.sbp.ops import shape, signature
-from ep.sbp.ops.elementwise import _operand
+from ep.ops.elementwise_sbp import _operand
+from ep.ops.matmul import matmul, matmul_shape
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature
+from ep.sbp.signature import OpRule, Signature, register_rules, shape, signature
 
 
 def matmul_shapes(a, b, dtype="float32") -> dict:
@@ -41,4 +40,5 @@ def matmul_attributes(slices, a, b, dtype="float32") -> dict:
     return {}
 
 
-RULES = {"matmul": OpRule(matmul_signatures, matmul_shapes, matmul_attributes)}
+RULES = {"matmul": OpRule(matmul_signatures, matmul_shapes, matmul_attributes, lambda args, attrs, **options: matmul(args["a"], args["b"], **options))}
+register_rules(RULES)

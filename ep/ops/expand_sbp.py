@@ -8,10 +8,9 @@ broadcast one (each rank repeats its share of r).
 """
 from __future__ import annotations
 
-from ep.ops.expand import expand_shape, repeat_shape
-from ep.sbp.ops import box_shape, shape, signature
+from ep.ops.expand import expand, expand_grad, expand_shape, repeat, repeat_shape
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature
+from ep.sbp.signature import OpRule, Signature, box_shape, register_rules, shape, signature
 
 
 def _expand_shape(x, sizes, name="sizes"):
@@ -96,7 +95,8 @@ def repeat_attributes(slices, x, sizes) -> dict:
 
 
 RULES = {
-    "expand": OpRule(expand_signatures, expand_shapes, expand_attributes),
-    "expand_grad": OpRule(expand_grad_signatures, expand_grad_shapes, expand_grad_attributes),
-    "repeat": OpRule(repeat_signatures, repeat_shapes, repeat_attributes),
+    "expand": OpRule(expand_signatures, expand_shapes, expand_attributes, lambda args, attrs, **options: expand(args["x"], attrs["sizes"], **options)),
+    "expand_grad": OpRule(expand_grad_signatures, expand_grad_shapes, expand_grad_attributes, lambda args, attrs, **options: expand_grad(args["dy"], attrs["input_shape"], **options)),
+    "repeat": OpRule(repeat_signatures, repeat_shapes, repeat_attributes, lambda args, attrs, **options: repeat(args["x"], attrs["sizes"], **options)),
 }
+register_rules(RULES)

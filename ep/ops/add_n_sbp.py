@@ -5,10 +5,10 @@ partial sum (not for bool, whose sum is no count), all broadcast a broadcast.
 """
 from __future__ import annotations
 
-from ep.sbp.ops import shape, signature
-from ep.sbp.ops.elementwise import _numeric
+from ep.ops.add_n import add_n
+from ep.ops.elementwise_sbp import _numeric
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature
+from ep.sbp.signature import OpRule, Signature, register_rules, shape, signature
 
 
 def add_n_shapes(dtype="float32", **arrays) -> dict:
@@ -37,4 +37,5 @@ def add_n_attributes(slices, dtype="float32", **arrays) -> dict:
     return {}
 
 
-RULES = {"add_n": OpRule(add_n_signatures, add_n_shapes, add_n_attributes)}
+RULES = {"add_n": OpRule(add_n_signatures, add_n_shapes, add_n_attributes, lambda args, attrs, **options: add_n([args[f"arrays[{i}]"] for i in range(len(args))], **options))}
+register_rules(RULES)

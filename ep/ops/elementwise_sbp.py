@@ -13,9 +13,10 @@ import numpy as np
 from ep.common.primitive.broadcast import broadcast_shape
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
-from ep.sbp.ops import shape, signature
+from ep.ops.binary import binary
+from ep.ops.unary import unary
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature
+from ep.sbp.signature import OpRule, Signature, register_rules, shape, signature
 
 LINEAR_UNARY_OPS = frozenset({UnaryOp.kIdentity, UnaryOp.kNegative})
 
@@ -89,6 +90,7 @@ def binary_attributes(slices, op, a, b, attr0=None, attr1=None, dtype="float32")
 
 
 RULES = {
-    "unary": OpRule(unary_signatures, unary_shapes, unary_attributes),
-    "binary": OpRule(binary_signatures, binary_shapes, binary_attributes),
+    "unary": OpRule(unary_signatures, unary_shapes, unary_attributes, lambda args, attrs, **options: unary(attrs["op"], args["x"], attrs.get("attr0"), attrs.get("attr1"), **options)),
+    "binary": OpRule(binary_signatures, binary_shapes, binary_attributes, lambda args, attrs, **options: binary(attrs["op"], args["a"], args["b"], attrs.get("attr0"), attrs.get("attr1"), **options)),
 }
+register_rules(RULES)

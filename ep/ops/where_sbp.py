@@ -7,10 +7,10 @@ broadcast condition give a partial sum (not for bool data, whose sum is no count
 from __future__ import annotations
 
 from ep.common.primitive.broadcast import broadcast_shape
-from ep.sbp.ops import shape, signature
-from ep.sbp.ops.elementwise import _numeric, _operand
+from ep.ops.elementwise_sbp import _numeric, _operand
+from ep.ops.where import where
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature
+from ep.sbp.signature import OpRule, Signature, register_rules, shape, signature
 
 _NAMES = ("condition", "x", "y")
 
@@ -36,4 +36,5 @@ def where_attributes(slices, condition, x, y, dtype="float32") -> dict:
     return {}
 
 
-RULES = {"where": OpRule(where_signatures, where_shapes, where_attributes)}
+RULES = {"where": OpRule(where_signatures, where_shapes, where_attributes, lambda args, attrs, **options: where(args["condition"], args["x"], args["y"], **options))}
+register_rules(RULES)

@@ -9,10 +9,9 @@ splits dx; indices split beyond the batch dims make dx a partial sum.
 """
 from __future__ import annotations
 
-from ep.ops.gather import gather_shape
-from ep.sbp.ops import box_shape, shape, signature
+from ep.ops.gather import batch_gather, gather, gather_grad, gather_shape
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature
+from ep.sbp.signature import OpRule, Signature, box_shape, register_rules, shape, signature
 
 
 def _shape(params, indices, axis, batch_dims, name="params"):
@@ -112,7 +111,8 @@ def gather_grad_attributes(slices, dy, indices, params_shape, axis=0, batch_dims
 
 
 RULES = {
-    "gather": OpRule(gather_signatures, gather_shapes, gather_attributes),
-    "batch_gather": OpRule(batch_gather_signatures, batch_gather_shapes, batch_gather_attributes),
-    "gather_grad": OpRule(gather_grad_signatures, gather_grad_shapes, gather_grad_attributes),
+    "gather": OpRule(gather_signatures, gather_shapes, gather_attributes, lambda args, attrs, **options: gather(args["params"], args["indices"], axis=attrs["axis"], batch_dims=attrs["batch_dims"], **options)),
+    "batch_gather": OpRule(batch_gather_signatures, batch_gather_shapes, batch_gather_attributes, lambda args, attrs, **options: batch_gather(args["params"], args["indices"], **options)),
+    "gather_grad": OpRule(gather_grad_signatures, gather_grad_shapes, gather_grad_attributes, lambda args, attrs, **options: gather_grad(args["dy"], args["indices"], attrs["params_shape"], axis=attrs["axis"], batch_dims=attrs["batch_dims"], **options)),
 }
+register_rules(RULES)

@@ -9,10 +9,9 @@ elementwise backward ops (not for bool: no softmax takes it).
 """
 from __future__ import annotations
 
-from ep.ops.softmax import softmax_dim
-from ep.sbp.ops import shape, signature
+from ep.ops.softmax import log_softmax, log_softmax_grad, softmax, softmax_dim, softmax_grad
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature
+from ep.sbp.signature import OpRule, Signature, register_rules, shape, signature
 
 
 def _dim(x: tuple[int, ...], dim) -> int:
@@ -49,6 +48,18 @@ def attributes(slices, dim=-1, **shapes) -> dict:
     return {"dim": dim}
 
 
-_FORWARD = OpRule(forward_signatures, forward_shapes, attributes)
-_GRAD = OpRule(grad_signatures, grad_shapes, attributes)
-RULES = {"softmax": _FORWARD, "log_softmax": _FORWARD, "softmax_grad": _GRAD, "log_softmax_grad": _GRAD}
+def _forward(op):
+    return OpRule(forward_signatures, forward_shapes, attributes, lambda args, attrs, **options: op(args["x"], attrs["dim"], **options))
+
+
+def _grad(op):
+    return OpRule(grad_signatures, grad_shapes, attributes, lambda args, attrs, **options: op(args["y"], args["dy"], attrs["dim"], **options))
+
+
+RULES = {
+    "softmax": _forward(softmax),
+    "log_softmax": _forward(log_softmax),
+    "softmax_grad": _grad(softmax_grad),
+    "log_softmax_grad": _grad(log_softmax_grad),
+}
+register_rules(RULES)

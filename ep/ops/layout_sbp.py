@@ -7,11 +7,10 @@ rank would add its pad value), so pad has no P signature.
 """
 from __future__ import annotations
 
-from ep.ops.pad import pad_widths
-from ep.ops.permute import permute_shape
-from ep.sbp.ops import shape, signature
+from ep.ops.pad import pad, pad_widths
+from ep.ops.permute import permute, permute_shape
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature
+from ep.sbp.signature import OpRule, Signature, register_rules, shape, signature
 
 
 def _permute_shape(x, dims):
@@ -52,6 +51,7 @@ def pad_attributes(slices, x, pad, value=0) -> dict:
 
 
 RULES = {
-    "permute": OpRule(permute_signatures, permute_shapes, permute_attributes),
-    "pad": OpRule(pad_signatures, pad_shapes, pad_attributes),
+    "permute": OpRule(permute_signatures, permute_shapes, permute_attributes, lambda args, attrs, **options: permute(args["x"], attrs["dims"], **options)),
+    "pad": OpRule(pad_signatures, pad_shapes, pad_attributes, lambda args, attrs, **options: pad(args["x"], attrs["pad"], attrs.get("value", 0), **options)),
 }
+register_rules(RULES)

@@ -15,10 +15,9 @@ import numpy as np
 from ep.common.primitive.broadcast import broadcast_shape
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.elementwise_fused import Binary, Input
-from ep.sbp.ops import shape
-from ep.sbp.ops.elementwise import _operand
+from ep.ops.elementwise_sbp import _operand
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature
+from ep.sbp.signature import OpRule, Signature, register_rules, shape
 
 
 def is_sum(node) -> bool:
@@ -57,4 +56,5 @@ def fuse_attributes(slices, expression, dtypes, **arrays) -> dict:
     return {}
 
 
-RULES = {"fuse": OpRule(fuse_signatures, fuse_shapes, fuse_attributes)}
+RULES = {"fuse": OpRule(fuse_signatures, fuse_shapes, fuse_attributes, None)}
+register_rules(RULES)

@@ -5,9 +5,9 @@ fill each rank's share, a partial sum the value on one rank and zeros elsewhere)
 """
 from __future__ import annotations
 
-from ep.sbp.ops import box_shape, shape, signature
+from ep.ops.full import full
 from ep.sbp.sbp import broadcast as B
-from ep.sbp.signature import OpRule, Signature
+from ep.sbp.signature import OpRule, Signature, box_shape, register_rules, shape, signature
 
 
 def full_signatures(shape, fill_value, dtype=None, device="cpu") -> list[Signature]:
@@ -28,4 +28,5 @@ def _shape(value) -> tuple[int, ...]:
     return shape((value,) if isinstance(value, int) else value, "shape")
 
 
-RULES = {"full": OpRule(full_signatures, full_shapes, full_attributes)}
+RULES = {"full": OpRule(full_signatures, full_shapes, full_attributes, lambda args, attrs, **options: full(attrs["shape"], attrs["fill_value"], dtype=attrs.get("dtype"), device=attrs.get("device", "cpu"), **options))}
+register_rules(RULES)

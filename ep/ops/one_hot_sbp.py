@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ep.common.runtime.validate import count
-from ep.sbp.ops import shape, signature
+from ep.ops.one_hot import one_hot
 from ep.sbp.sbp import broadcast as B, split as S
-from ep.sbp.signature import OpRule, Signature
+from ep.sbp.signature import OpRule, Signature, register_rules, shape, signature
 
 
 def one_hot_shapes(indices, num_classes, dtype=np.int64, on_value=1, off_value=0) -> dict:
@@ -32,4 +32,10 @@ def one_hot_attributes(slices, indices, num_classes, dtype=np.int64, on_value=1,
     return {"num_classes": num_classes, "dtype": dtype, "on_value": on_value, "off_value": off_value}
 
 
-RULES = {"one_hot": OpRule(one_hot_signatures, one_hot_shapes, one_hot_attributes)}
+def _run_one_hot(args, attrs, **options):
+    values = {key: attrs[key] for key in ("dtype", "on_value", "off_value") if key in attrs}
+    return one_hot(args["indices"], attrs["num_classes"], **values, **options)
+
+
+RULES = {"one_hot": OpRule(one_hot_signatures, one_hot_shapes, one_hot_attributes, _run_one_hot)}
+register_rules(RULES)
