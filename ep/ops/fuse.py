@@ -9,7 +9,7 @@ compiles nothing new unless its broadcast pattern (which arguments are read alon
 innermost dim) is new. The call takes what ep.ops functions take: NumPy, PyTorch, CuPy and numba
 arrays, Python and NumPy scalars (NEP 50), NumPy broadcasting, any strides (a non-contiguous array
 is copied first, as ep.ops do), out= (an array or a tuple), stream=. Global tensors go to
-ep.sbp.global_ops.fuse (the expression's SBP rule: ep.sbp.ops.fuse).
+ep.sbp.global_ops.fuse (the expression's SBP rule: ep.ops.fuse_sbp).
 """
 from __future__ import annotations
 

@@ -240,7 +240,7 @@ def where(condition, x, y, *, sbp=None) -> GlobalTensor:
 @collective("ep.sbp.global_ops.matmul")
 def matmul(a, b, *, sbp=None) -> GlobalTensor:
     """ep.ops.matmul on global tensors (S(0) x B -> S(0), B x S(1) -> S(1), S(1) x S(0) -> P, P x B
-    and B x P -> P, batch dims split on both: ep.sbp.ops.matmul); the dtype is a's and b's
+    and B x P -> P, batch dims split on both: ep.ops.matmul_sbp); the dtype is a's and b's
     promotion, float16, float32 or float64 (refused before anything is boxed)."""
     tensors = {"a": a, "b": b}
     _check(tensors)
@@ -291,7 +291,7 @@ def log_softmax_grad(y, dy, dim=-1, *, sbp=None) -> GlobalTensor:
 @collective("ep.sbp.global_ops.fuse")
 def fuse(fused, *args) -> GlobalTensor | tuple[GlobalTensor, ...]:
     """A call of an ep.fuse function on global tensors (every array argument; scalars as they are):
-    run on each rank's pieces under the expression's signature their SBPs match (ep.sbp.ops.fuse),
+    run on each rank's pieces under the expression's signature their SBPs match (ep.ops.fuse_sbp),
     else after boxing them to the one of least boxing cost; a global tensor per output."""
     first = _check({fused._name(p): a for p, a in enumerate(args) if not is_scalar(a)})
     trace = fused.trace(args, GetDevice(device_name(first.placement)))
