@@ -18,6 +18,30 @@ def test_import_ep_compiles_nothing_and_skips_numba():
     assert result.stdout.strip() == "False"
 
 
+LOADING_SCRIPT = """
+import json, sys
+import numpy as np
+import ep
+loaded = lambda: sorted(m.rpartition(".")[2] for m in sys.modules if m.startswith("ep.{device}.primitive."))
+first = ep.NewPrimitive(ep.GatherFactory, "{device}", np.float32, np.int64) is not None
+after_gather = loaded()
+# SoftmaxBackwardFactory's interface module has no namesake in the backend: every module loads.
+second = ep.NewPrimitive(ep.SoftmaxBackwardFactory, "{device}", np.float32) is not None
+print(json.dumps([first, after_gather, second, len(loaded())]))
+"""
+
+
+def test_a_first_new_primitive_loads_its_namesake_module_only(device):
+    script = LOADING_SCRIPT.format(device=device)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    first, after_gather, second, modules = json.loads(result.stdout.splitlines()[-1])
+    assert first and second
+    assert "gather" in after_gather and "softmax" not in after_gather and len(after_gather) <= 3, after_gather
+    assert modules >= 20
+    assert len(ep.include.primitive.primitive.RegisteredFactories(device)) >= 20
+
+
 @pytest.mark.parametrize("data_type", list(ep.DataType))
 def test_data_type_converts_to_numpy(data_type):
     assert np.dtype(data_type) == np.dtype(data_type.value)
