@@ -6,9 +6,10 @@ import math
 import numpy as np
 
 from ep.common.primitive.broadcast import broadcast_shape
-from ep.common.runtime.buffer import as_cuda_array, span
+from ep.common.runtime.buffer import span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType
+from ep.common.runtime.dlpack import as_cuda_array
 from ep.common.runtime.scalar import is_scalar, result_dtype
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.include.primitive.broadcast_matmul import BroadcastMatmulFactory

@@ -25,9 +25,9 @@ import numpy as np
 
 from ep.common.primitive.copies import copy_to_device, copy_to_host
 from ep.common.runtime.allocator import host_empty, reusable
-from ep.common.runtime.buffer import as_cuda_array
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, GetDevice
+from ep.common.runtime.dlpack import as_cuda_array
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.sbp.physical import balanced_split, physical_slices

@@ -10,7 +10,7 @@ import pytest
 
 import ep
 import ep.ops
-from ep.common.runtime import buffer, stream as streams
+from ep.common.runtime import buffer, dlpack, stream as streams
 from ep.common.runtime.device import Device, DeviceType, cuda_available
 from ep.testing import to_device, to_numpy
 
@@ -165,13 +165,13 @@ def test_the_default_stream_exports_a_valid_cai_v3_handle(cuda_device):
     [({}, None), ({"stream": None}, None), ({"stream": 1}, 1), ({"stream": 2}, 2), ({"stream": 0x5000}, 0x5000)],
 )
 def test_the_cai_stream_key_names_the_producer(interface, expected):
-    assert buffer.producer_stream(interface, "x") == expected
+    assert dlpack.producer_stream(interface, "x") == expected
 
 
 @pytest.mark.parametrize("value, message", [(0, "stream 0, which CAI v3 forbids"), (-1, "stream -1"), ("s", "stream 's'")])
 def test_a_cai_stream_key_v3_forbids_is_refused(value, message):
     with pytest.raises(ValueError, match=f"x: __cuda_array_interface__ has {message}"):
-        buffer.producer_stream({"stream": value}, "x")
+        dlpack.producer_stream({"stream": value}, "x")
 
 
 @pytest.fixture

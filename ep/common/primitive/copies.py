@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ep.common.runtime.buffer import as_cuda_array
 from ep.common.runtime.device import Device, DeviceType, GetDevice
+from ep.common.runtime.dlpack import as_cuda_array
 from ep.include.primitive.memcpy import MemcpyFactory
 from ep.include.primitive.primitive import NewPrimitive
 

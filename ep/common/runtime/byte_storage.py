@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ep.common.runtime.buffer import as_cuda_array, check_device_address, is_cuda_buffer, kept, plain_ndarray
+from ep.common.runtime.buffer import check_device_address, is_cuda_buffer, kept, plain_ndarray
 from ep.common.runtime.device import DeviceType
-from ep.common.runtime.dlpack import host_array, is_dlpack
+from ep.common.runtime.dlpack import as_cuda_array, host_array, is_dlpack
 
 _BYTE = np.dtype(np.uint8)
 

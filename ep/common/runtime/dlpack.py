@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ep.common.runtime.data_type import ALL_TYPES
+from ep.common.runtime.stream import bound_handle
 
 # DLPack's DLDeviceType codes (dlpack.h) for the memory ep's devices can read.
 KDL_CPU = 1
@@ -63,8 +64,6 @@ def from_dlpack(obj: object, name: str = "x"):
             )
     elif not hasattr(obj, "__cuda_array_interface__"):
         raise TypeError(f"{name}: {type(obj).__name__} is not an array; expected one with __dlpack__ or __cuda_array_interface__")
-    from ep.common.runtime.buffer import as_cuda_array  # here: buffer imports this module
-
     return as_cuda_array(obj, name)
 
 
@@ -94,3 +93,49 @@ def _describe(obj: object) -> str:
 
 def _where(device_type: int) -> str:
     return {KDL_CUDA: "CUDA memory", KDL_CUDA_MANAGED: "CUDA managed memory"}.get(device_type, f"DLPack device type {device_type}")
+
+
+def as_cuda_array(obj, name: str = "array", stream=None):
+    """A numba device array viewing a CUDA buffer (numba's and the simulator's arrays pass through).
+
+    The host never waits for the stream obj was produced on (its CAI v3 "stream", or the stream a
+    numba array is bound to): given the ep CudaStream a launch will read obj on, that stream waits
+    for it on the device (an event); without one, nothing is ordered.
+
+    TypeError naming name when obj's __cuda_array_interface__ describes no array numba can view,
+    or when the simulator is given anything but its own arrays (it has no device memory to view).
+    """
+    if getattr(obj, "__cuda_ndarray__", False):
+        if stream is not None:
+            bound = obj.stream
+            if bound is not stream.native and not isinstance(bound, int):  # 0: bound to no stream
+                stream.wait_for(bound_handle(bound))
+        return obj
+    # A PyTorch CUDA tensor handed straight to a Launch: the same refusals as through ep.ops.
+    check_exportable(obj, name)
+    from numba import config, cuda
+
+    if config.ENABLE_CUDASIM:
+        raise TypeError(f"{name}: {type(obj).__name__} is not an array of the CUDA simulator; expected one from numba.cuda")
+    try:
+        interface = obj.__cuda_array_interface__
+        # sync=False: numba would otherwise block the host on the producer's stream (cuStreamSynchronize).
+        array = cuda.from_cuda_array_interface(interface, owner=obj, sync=False)
+    except Exception as error:  # numba raises KeyError, TypeError, ValueError, ... for a malformed interface
+        raise TypeError(f"{name}: its __cuda_array_interface__ is not a valid array ({type(error).__name__}: {error})") from None
+    if stream is not None:
+        stream.wait_for(producer_stream(interface, name))
+    return array
+
+
+def producer_stream(interface: dict, name: str = "array") -> int | None:
+    """The CUstream handle a CAI v3 consumer must order after: its "stream" key, None when absent
+    or None (no ordering needed). ValueError naming name for 0, which v3 forbids as ambiguous."""
+    handle = interface.get("stream")
+    if handle is None:
+        return None
+    if type(handle) is not int or handle < 0:
+        raise ValueError(f"{name}: __cuda_array_interface__ has stream {handle!r}; expected None or a CUstream handle (int > 0)")
+    if handle == 0:
+        raise ValueError(f"{name}: __cuda_array_interface__ has stream 0, which CAI v3 forbids; expected None, 1, 2 or a stream handle")
+    return handle
