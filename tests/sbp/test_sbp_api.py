@@ -2,6 +2,7 @@
 seed's two worked examples (gather with its gather axis split; expand under S(3))."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -191,3 +192,26 @@ def test_repeat_under_split_repeats_each_ranks_share():
     sig = Signature({"x": B}, {"out": split(0)})
     counts = [physical("repeat", sig, (3,), (r,), x=(1, 3), sizes=(4, 1)).attributes["sizes"] for r in range(3)]
     assert counts == [(2, 1), (1, 1), (1, 1)]
+
+
+RULES_SCRIPT = """
+import json, sys
+import ep
+# Before ep.ops is imported: the first lookup loads it, and every op in OPS has its rules there.
+before = "ep.ops" in sys.modules
+from ep.sbp.signature import OPS, rule
+ruled = [name for name in OPS if rule(name).signatures is not None]
+runs = [name for name in OPS if rule(name).run is not None]
+print(json.dumps([before, ruled, runs, list(OPS)]))
+"""
+
+
+def test_every_op_of_OPS_has_its_rules_registered_by_ep_ops():
+    result = subprocess.run([sys.executable, "-c", RULES_SCRIPT], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    before, ruled, runs, ops = json.loads(result.stdout.splitlines()[-1])
+    assert not before and ruled == ops
+    # Each op a rank runs on its pieces has its run; fuse's global call runs the fused callable itself.
+    assert runs == [name for name in ops if name != "fuse"]
+    with pytest.raises(ValueError, match="name: 'nope' is not an op with SBP signatures"):
+        ep.sbp.signature.rule("nope")

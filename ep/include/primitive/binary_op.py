@@ -1,6 +1,8 @@
 """BinaryOp: the BroadcastElementwiseBinary ops, with OneFlow's names."""
 from __future__ import annotations
 
+from enum import nonmember
+
 from ep.common.runtime.names import lookup
 from ep.include.primitive.elementwise_op import ElementwiseOp
 
@@ -95,35 +97,29 @@ class BinaryOp(ElementwiseOp):
     kSquareBackwardWithDyX = "square_backward_with_dy_x"
     kTanBackwardWithDyX = "tan_backward_with_dy_x"
 
-    @classmethod
-    def aliases(cls) -> tuple[tuple[str, BinaryOp], ...]:
-        """NumPy's and PyTorch's names of the ops, which the name lookup also takes ("maximum" for kMax)."""
-        return _ALIASES
-
-
-# NumPy's and PyTorch's names of the ops: each means its library's function (ep/common/math/aliases.py
-# says where that library's dtype rule differs from OneFlow's).
-_ALIASES = (
-    ("subtract", BinaryOp.kSub),
-    ("multiply", BinaryOp.kMul),
-    ("divide", BinaryOp.kDiv),
-    ("true_divide", BinaryOp.kDiv),
-    ("maximum", BinaryOp.kMax),
-    ("minimum", BinaryOp.kMin),
-    ("power", BinaryOp.kPow),
-    ("floor_divide", BinaryOp.kFloorDiv),
-    ("remainder", BinaryOp.kFloorMod),
-    ("mod", BinaryOp.kFloorMod),
-    ("eq", BinaryOp.kEqual),
-    ("ne", BinaryOp.kNotEqual),
-    ("less", BinaryOp.kLessThan),
-    ("lt", BinaryOp.kLessThan),
-    ("le", BinaryOp.kLessEqual),
-    ("greater", BinaryOp.kGreaterThan),
-    ("gt", BinaryOp.kGreaterThan),
-    ("ge", BinaryOp.kGreaterEqual),
-    ("isclose", BinaryOp.kIsClose),
-)
+    # NumPy's and PyTorch's names of the ops, each meaning its library's function
+    # (ep/common/math/aliases.py says where that library's dtype rule differs from OneFlow's).
+    _alias_names = nonmember((
+        ("subtract", "kSub"),
+        ("multiply", "kMul"),
+        ("divide", "kDiv"),
+        ("true_divide", "kDiv"),
+        ("maximum", "kMax"),
+        ("minimum", "kMin"),
+        ("power", "kPow"),
+        ("floor_divide", "kFloorDiv"),
+        ("remainder", "kFloorMod"),
+        ("mod", "kFloorMod"),
+        ("eq", "kEqual"),
+        ("ne", "kNotEqual"),
+        ("less", "kLessThan"),
+        ("lt", "kLessThan"),
+        ("le", "kLessEqual"),
+        ("greater", "kGreaterThan"),
+        ("gt", "kGreaterThan"),
+        ("ge", "kGreaterEqual"),
+        ("isclose", "kIsClose"),
+    ))
 
 
 def as_binary_op(op: object, name: str = "op") -> BinaryOp:

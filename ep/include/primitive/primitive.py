@@ -53,7 +53,7 @@ def _load(device_type: DeviceType, factory_type: type[Factory] | None = None) ->
     module (ep/cpu/primitive/gather.py for ep/include/primitive/gather.py), if it registers it, else
     every module of the backend (a first NewPrimitive then imports one module, not two dozen: a
     fifth of a warm first call)."""
-    if device_type in _LOADED:
+    if device_type in _LOADED or (device_type, factory_type) in _REGISTRY:
         return
     with _LOADING:
         if device_type in _LOADED or (device_type, factory_type) in _REGISTRY:

@@ -1,6 +1,8 @@
 """UnaryOp: the ElementwiseUnary ops, with OneFlow's names; the value is the op's snake_case name."""
 from __future__ import annotations
 
+from enum import nonmember
+
 from ep.common.runtime.names import lookup
 from ep.include.primitive.elementwise_op import ElementwiseOp
 
@@ -81,41 +83,35 @@ class UnaryOp(ElementwiseOp):
     # conversion
     kCast = "cast"
 
-    @classmethod
-    def aliases(cls) -> tuple[tuple[str, UnaryOp], ...]:
-        """NumPy's and PyTorch's names of the ops, which the name lookup also takes ("arccos" for kAcos)."""
-        return _ALIASES
-
-
-# NumPy's and PyTorch's names of the ops: each means its library's function (ep/common/math/aliases.py
-# says where that library's dtype rule differs from OneFlow's).
-_ALIASES = (
-    ("positive", UnaryOp.kIdentity),
-    ("hardswish", UnaryOp.kHardSwish),
-    ("hardsigmoid", UnaryOp.kHardSigmoid),
-    ("hardshrink", UnaryOp.kHardShrink),
-    ("hardtanh", UnaryOp.kHardTanh),
-    ("softshrink", UnaryOp.kSoftShrink),
-    ("softsign", UnaryOp.kSoftSign),
-    ("softplus", UnaryOp.kSoftPlus),
-    ("absolute", UnaryOp.kAbs),
-    ("arccos", UnaryOp.kAcos),
-    ("arccosh", UnaryOp.kAcosh),
-    ("arcsin", UnaryOp.kAsin),
-    ("arcsinh", UnaryOp.kAsinh),
-    ("arctan", UnaryOp.kAtan),
-    ("arctanh", UnaryOp.kAtanh),
-    ("psi", UnaryOp.kDigamma),
-    ("gammaln", UnaryOp.kLgamma),
-    ("logsigmoid", UnaryOp.kLogSigmoid),
-    ("neg", UnaryOp.kNegative),
-    ("expit", UnaryOp.kSigmoid),
-    ("fix", UnaryOp.kTrunc),
-    ("isinf", UnaryOp.kIsInf),
-    ("isnan", UnaryOp.kIsNan),
-    ("isfinite", UnaryOp.kIsFinite),
-    ("invert", UnaryOp.kBitwiseNot),
-)
+    # NumPy's and PyTorch's names of the ops, each meaning its library's function
+    # (ep/common/math/aliases.py says where that library's dtype rule differs from OneFlow's).
+    _alias_names = nonmember((
+        ("positive", "kIdentity"),
+        ("hardswish", "kHardSwish"),
+        ("hardsigmoid", "kHardSigmoid"),
+        ("hardshrink", "kHardShrink"),
+        ("hardtanh", "kHardTanh"),
+        ("softshrink", "kSoftShrink"),
+        ("softsign", "kSoftSign"),
+        ("softplus", "kSoftPlus"),
+        ("absolute", "kAbs"),
+        ("arccos", "kAcos"),
+        ("arccosh", "kAcosh"),
+        ("arcsin", "kAsin"),
+        ("arcsinh", "kAsinh"),
+        ("arctan", "kAtan"),
+        ("arctanh", "kAtanh"),
+        ("psi", "kDigamma"),
+        ("gammaln", "kLgamma"),
+        ("logsigmoid", "kLogSigmoid"),
+        ("neg", "kNegative"),
+        ("expit", "kSigmoid"),
+        ("fix", "kTrunc"),
+        ("isinf", "kIsInf"),
+        ("isnan", "kIsNan"),
+        ("isfinite", "kIsFinite"),
+        ("invert", "kBitwiseNot"),
+    ))
 
 
 def as_unary_op(op: object, name: str = "op") -> UnaryOp:
