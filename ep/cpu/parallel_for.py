@@ -36,21 +36,21 @@ PARALLEL_THRESHOLD = 1 << 15
 # back and forth), so a 1 MiB gather in 256 chunks took 4x its time in 16.
 TASK_BYTES = 1 << 16
 
-# The threads of Numba's pool, fixed when the process starts (NUMBA_NUM_THREADS).
-_POOL_THREADS = numba.config.NUMBA_NUM_THREADS
-# Cleared in a child forked after an OpenMP pool started: GNU OpenMP's pool does not survive fork()
-# (Numba kills a child that launches on it), so the child's launches run on the calling thread, as
-# PyTorch's do. TBB's pool survives.
-_pool = True
+# The threads of Numba's pool, fixed when the process starts (NUMBA_NUM_THREADS), which a parallel
+# launch splits its items among; 0 in a child forked after an OpenMP pool started: GNU OpenMP's
+# pool does not survive fork() (Numba kills a child that launches on it), so the child's launches
+# run on the calling thread, as PyTorch's do. TBB's pool survives.
+_threads = numba.config.NUMBA_NUM_THREADS
 
 
 def _after_fork_in_child() -> None:
-    global _pool
+    global _threads
     try:
         layer = numba.threading_layer()  # raises until the first parallel launch starts the pool
     except ValueError:
         return
-    _pool = layer != "omp"
+    if layer == "omp":
+        _threads = 0
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -78,9 +78,9 @@ class ParallelFor:
 
     @functools.cached_property
     def run(self) -> Callable:
-        """run(args, count, chunk, parallel): the entry's compiled entry point bound to the driver
-        and the span."""
-        entry = _ENTER.entry(_INDEX, _INDEX, self.args_type, _INDEX, _INDEX, numba.boolean, parallel=False)
+        """run(args, count, work, grain, threads): the entry's compiled entry point bound to the
+        driver and the span."""
+        entry = _ENTER.entry(_INDEX, _INDEX, self.args_type, _INDEX, _INDEX, _INDEX, _INDEX, parallel=False)
         driver = _DRIVER.task(_INDEX, _INDEX, _INDEX, _INDEX, numba.boolean, parallel=True)
         return functools.partial(entry, driver, self.span.task(_INDEX, _INDEX, _INDEX))
 
@@ -88,15 +88,12 @@ class ParallelFor:
         """The span over items [0, count) of args, in chunks of grain items (default: one chunk per
         thread), in parallel when work (elements touched) reaches PARALLEL_THRESHOLD, else on the
         calling thread (in one chunk unless grain is given)."""
-        if count > 0:
-            if work < PARALLEL_THRESHOLD or not _pool:
-                self.run(args, count, grain or count, False)
-            else:
-                # One contiguous chunk per pool thread by default: Numba's static schedule gives each
-                # running thread a contiguous block of the chunks (more chunks measured no faster).
-                # The pool's size, not numba.get_num_threads(): that call took 0.7 us of every
-                # launch, and with fewer threads set the schedule still shares the chunks out evenly.
-                self.run(args, count, grain or -(-count // _POOL_THREADS), True)
+        self.run(args, count, work, grain, _threads)
+
+    def launch(self, stream, count: int, *args: object) -> None:
+        """CudaKernel.launch's form, for a span of one item per element: the span over items
+        [0, count) of args (a cpu stream runs it at once)."""
+        self.run(args, count, count, 0, _threads)
 
 
 @template("span", "ARGS")
@@ -125,9 +122,23 @@ def _drive(span, address, count, chunk, parallel):
 
 
 @template()
-def _enter(driver, span, args, count, chunk, parallel):
+def _enter(driver, span, args, count, work, grain, threads):
     # The launch's arguments in this frame, their address to the driver: a serial build per
     # argument types, a few calls, where a parallel loop over them would cost a parfor's compile.
+    # The schedule is chosen here too, compiled: in Python it was a tenth of a tiny launch.
+    if count <= 0:
+        return
+    parallel = work >= PARALLEL_THRESHOLD and threads > 0
+    if grain > 0:
+        chunk = grain
+    elif parallel:
+        # One contiguous chunk per pool thread: Numba's static schedule gives each running thread a
+        # contiguous block of the chunks (more chunks measured no faster). The pool's size, not
+        # numba.get_num_threads(): that call took 0.7 us of every launch, and with fewer threads
+        # set the schedule still shares the chunks out evenly.
+        chunk = (count + threads - 1) // threads
+    else:
+        chunk = count
     _call(driver, (span, address_of(args), count, chunk, parallel))
 
 

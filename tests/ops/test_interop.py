@@ -419,6 +419,30 @@ class _NegatedCudaTensor:
         return self._negative
 
 
+class _ReadOnlyCudaArray:
+    """Stands in for another library's read-only CUDA array: __cuda_array_interface__'s data is
+    (pointer, True). The refusal is decided before its memory is looked at."""
+
+    __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0, True), "version": 3}
+
+
+def test_a_cuda_launch_refuses_to_write_read_only_memory(device):
+    if device != "cuda":
+        pytest.skip("a CUDA launch's buffers (tests/ops/test_arguments.py has the CPU's)")
+    stream = ep.GetDevice(device).default_stream
+    src = to_device(np.ones(4, np.float32), device)
+    relu = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "relu", np.float32, np.float32)
+    with pytest.raises(ValueError, match=r"^dst: the array is read-only"):
+        relu.Launch(stream, src, _ReadOnlyCudaArray(), 4)
+    memset = ep.NewPrimitive(ep.MemsetFactory, device)
+    with pytest.raises(ValueError, match=r"^ptr: the array is read-only"):
+        memset.Launch(stream, _ReadOnlyCudaArray(), 0, 16)
+    memcpy = ep.NewPrimitive(ep.MemcpyFactory, device, ep.MemcpyKind.kDtoD)
+    with pytest.raises(ValueError, match=r"^dst: the array is read-only"):
+        memcpy.Launch(stream, _ReadOnlyCudaArray(), src, 16)
+    np.testing.assert_array_equal(to_numpy(src), np.ones(4, np.float32))
+
+
 @pytest.mark.parametrize("negative, requires_grad, message", [(True, False, "negative bit"), (False, True, "requires grad")])
 def test_a_cuda_launch_refuses_what_the_ops_refuse(device, negative, requires_grad, message):
     # A CUDA tensor handed straight to Launch passes the same checks as one given to ep.ops.

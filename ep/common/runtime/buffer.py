@@ -176,7 +176,7 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
     # own implies native byte order, and CPU kernels take storage of any alignment.
     if type(obj) is _ndarray and device_type is _CPU and obj.dtype is dtype.dtype is dtype.storage_dtype and obj.size >= count:
         flags = obj.flags
-        if flags.c_contiguous and (flags.writeable or not writable):
+        if flags.c_contiguous and (not writable or flags.writeable):
             return obj if obj.ndim == 1 else obj.ravel()  # a view: obj is C-contiguous
     if device_type is _CPU:
         if is_dlpack(obj):
@@ -203,7 +203,7 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
         if not is_cuda_buffer(obj):
             where = "a numpy.ndarray" if isinstance(obj, np.ndarray) else type(obj).__name__
             raise TypeError(f"{name}: {where} was given to a cuda primitive; expected an object with __cuda_array_interface__")
-        array = as_cuda_array(obj, name, stream)
+        array = as_cuda_array(obj, name, stream, writable)
         contiguous = array.is_c_contiguous()
         start = check_device_address(array, name)
     if array.dtype != dtype.dtype:

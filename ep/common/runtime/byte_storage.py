@@ -35,7 +35,7 @@ def byte_storage(obj: object, name: str, device_type: DeviceType, nbytes: int, w
         if not is_cuda_buffer(obj):
             where = "a numpy.ndarray" if isinstance(obj, np.ndarray) else type(obj).__name__
             raise TypeError(f"{name}: {where} was given as cuda memory; expected an object with __cuda_array_interface__")
-        array = as_cuda_array(obj, name, stream)
+        array = as_cuda_array(obj, name, stream, writable)
         contiguous = array.is_c_contiguous()
     if not contiguous:
         raise ValueError(f"{name}: memory must be C-contiguous; got strides {tuple(array.strides)} for shape {tuple(array.shape)}")

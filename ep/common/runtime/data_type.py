@@ -1,8 +1,6 @@
 """DataType: the eight element types a primitive can be created for."""
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ep.common.runtime.names import NamedEnum, did_you_mean
@@ -20,10 +18,15 @@ class DataType(NamedEnum):
     kFloat = "float32"
     kDouble = "float64"
 
-    @functools.cached_property
-    def dtype(self) -> np.dtype:
-        """The NumPy dtype; it also makes ``np.dtype(DataType.kFloat)`` work."""
-        return np.dtype(self.value)
+    def __init__(self, value: str) -> None:
+        # Plain attributes, read in every launch's checks (a cached_property on a member costs 3x).
+        #: The NumPy dtype; it also makes ``np.dtype(DataType.kFloat)`` work.
+        self.dtype = np.dtype(value)
+        # float16 is computed in float32, and moves as its 16-bit pattern (Numba's CPU has no float16).
+        #: The dtype scalar math runs in.
+        self.compute_dtype = np.dtype(np.float32) if value == "float16" else self.dtype
+        #: The dtype kernels see.
+        self.storage_dtype = np.dtype(np.uint16) if value == "float16" else self.dtype
 
     @property
     def itemsize(self) -> int:
@@ -36,16 +39,6 @@ class DataType(NamedEnum):
     @property
     def is_integer(self) -> bool:
         return self in INTEGER_TYPES
-
-    @functools.cached_property
-    def storage_dtype(self) -> np.dtype:
-        """The dtype kernels see: float16 moves as its 16-bit pattern (Numba's CPU has no float16)."""
-        return np.dtype(np.uint16) if self is DataType.kFloat16 else self.dtype
-
-    @functools.cached_property
-    def compute_dtype(self) -> np.dtype:
-        """The dtype scalar math runs in: float16 is computed in float32."""
-        return np.dtype(np.float32) if self is DataType.kFloat16 else self.dtype
 
     @classmethod
     def _missing_(cls, value: object) -> DataType | None:

@@ -95,7 +95,7 @@ def _where(device_type: int) -> str:
     return {KDL_CUDA: "CUDA memory", KDL_CUDA_MANAGED: "CUDA managed memory"}.get(device_type, f"DLPack device type {device_type}")
 
 
-def as_cuda_array(obj, name: str = "array", stream=None):
+def as_cuda_array(obj, name: str = "array", stream=None, writable: bool = False):
     """A numba device array viewing a CUDA buffer (numba's and the simulator's arrays pass through).
 
     The host never waits for the stream obj was produced on (its CAI v3 "stream", or the stream a
@@ -103,7 +103,9 @@ def as_cuda_array(obj, name: str = "array", stream=None):
     for it on the device (an event); without one, nothing is ordered.
 
     TypeError naming name when obj's __cuda_array_interface__ describes no array numba can view,
-    or when the simulator is given anything but its own arrays (it has no device memory to view).
+    or when the simulator is given anything but its own arrays (it has no device memory to view);
+    ValueError when writable and the interface marks the memory read-only (numba's arrays, which
+    have no such mark, are writable).
     """
     if getattr(obj, "__cuda_ndarray__", False):
         if stream is not None:
@@ -113,6 +115,11 @@ def as_cuda_array(obj, name: str = "array", stream=None):
         return obj
     # A PyTorch CUDA tensor handed straight to a Launch: the same refusals as through ep.ops.
     check_exportable(obj, name)
+    if writable:
+        interface = getattr(obj, "__cuda_array_interface__", None)
+        data = interface.get("data") if isinstance(interface, dict) else None
+        if type(data) is tuple and len(data) == 2 and data[1]:
+            raise ValueError(f"{name}: the array is read-only (its __cuda_array_interface__ says so)")
     from numba import config, cuda
 
     if config.ENABLE_CUDASIM:

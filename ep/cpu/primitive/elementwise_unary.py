@@ -18,26 +18,20 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 def _unary(start, stop, args):
     # Slices indexed by the range variable alone: LLVM then knows every index is non-negative,
     # drops Numba's wraparound checks and vectorizes.
-    src, dst, attr0, attr1 = args
+    src, dst, _, attr0, attr1 = args  # ElementwiseUnaryKernels' arguments (count: stop's bound)
     x = src[start:stop]
     out = dst[start:stop]
     for i in range(stop - start):
         out[i] = bound.store(bound.formula(bound.load(x[i]), attr0, attr1))
 
 
-class CpuUnaryKernel(ParallelFor):
-    def launch(self, stream, work: int, src, dst, count: int, attr0, attr1) -> None:
-        """ElementwiseUnaryKernels' launch: count elements of src into dst (a cpu stream runs it at once)."""
-        self((src, dst, attr0, attr1), count, work)
-
-
 class CpuElementwiseUnaryKernels(ElementwiseUnaryKernels):
     @functools.cache
-    def kernel(self, op, src_dtype, dst_dtype) -> CpuUnaryKernel:
+    def kernel(self, op, src_dtype, dst_dtype) -> ParallelFor:
         name = f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}"
         attr = numba.from_dtype(src_dtype.compute_dtype)  # unary_attrs' scalars
-        arg_types = (input_array(src_dtype.storage_dtype), output_array(dst_dtype.storage_dtype), attr, attr)
-        return CpuUnaryKernel(_unary, name, arg_types, **unary_bindings(DeviceType.kCPU, op, src_dtype, dst_dtype))
+        arg_types = (input_array(src_dtype.storage_dtype), output_array(dst_dtype.storage_dtype), numba.int64, attr, attr)
+        return ParallelFor(_unary, name, arg_types, **unary_bindings(DeviceType.kCPU, op, src_dtype, dst_dtype))
 
 
 # One instance, so that Cast (cast.py) launches the very kernels ElementwiseUnary compiled.
