@@ -234,11 +234,15 @@ def specialize(template: Callable, name: str, **bindings: object) -> Callable:
     The copy is what Numba compiles: each specialization is its own function (as a C++ template
     instance is). Its qualname, name plus kernel_digest, keys Numba's on-disk cache: a cached
     kernel is reused until something it compiles changes. bindings must fill exactly the slots
-    the template declared with @template.
+    the template declared with @template (none for a function without the declaration, which
+    may read no slot).
     """
     slots = getattr(template, "slots", None)
     if slots is None:
-        raise TypeError(f"{template.__qualname__}: is not a kernel template; declare its slots with @template")
+        # A function that reads no slot is a template of none: @template() is optional for it.
+        if used_slots(template):
+            raise TypeError(f"{template.__qualname__}: is not a kernel template; declare its slots with @template")
+        slots = frozenset()
     if set(bindings) != slots:
         raise TypeError(f"{template.__qualname__}: bindings {sorted(bindings)} do not fill its slots {sorted(slots)}")
     filled = types.ModuleType(f"bound_{name}")

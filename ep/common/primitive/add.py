@@ -11,9 +11,9 @@ import abc
 from typing import Iterator, Sequence
 
 from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_attrs
-from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.buffer import storage
-from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.common.runtime.validate import count as check_count
@@ -76,13 +76,6 @@ class AddImpl(Add):
         self._kernels.kernel(self.dtype, len(sources)).launch(stream, count, padded, out, count, attr0, attr1)
 
 
-class AddFactoryImpl(GenericFactory, AddFactory):
+class AddFactoryImpl(DtypeFactory, AddFactory):
     primitive_type = AddImpl
-
-    def New(self, dtype) -> Add | None:
-        dtype = as_data_type(dtype)
-        return self._new((dtype,)) if dtype in ADD_TYPES else None
-
-    def Combinations(self):
-        for dtype in ADD_TYPES:
-            yield None, (dtype,)
+    dtypes = ADD_TYPES

@@ -16,10 +16,10 @@ import numpy as np
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.primitive.byte_units import unit_dtype
-from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.buffer import storage
-from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
+from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.scalar import scalar_value
 from ep.common.runtime.stream import STREAM_TYPES, check_stream
@@ -163,12 +163,5 @@ def _paddings(value: object, name: str, num_dims: int) -> tuple[int, ...]:
     return checked
 
 
-class ConstantPadFactoryImpl(GenericFactory, ConstantPadFactory):
+class ConstantPadFactoryImpl(DtypeFactory, ConstantPadFactory):
     primitive_type = ConstantPadImpl
-
-    def New(self, dtype) -> ConstantPad | None:
-        return self._new((as_data_type(dtype, "dtype"),))
-
-    def Combinations(self) -> Iterator[tuple[object, tuple]]:
-        for dtype in ALL_TYPES:
-            yield None, (dtype,)

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import math
-from typing import Iterator
 
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.primitive.broadcast_dims import BroadcastDimsPrimitive
-from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.factory import DtypeFactory
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels
 from ep.common.runtime.buffer import storage
-from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
+from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.stream import check_stream
 from ep.include.primitive.expand import Expand, ExpandFactory
@@ -39,12 +38,5 @@ class ExpandImpl(BroadcastDimsPrimitive, Expand):
             self._kernels.run(stream, args, src, dst, "dst_dims")
 
 
-class ExpandFactoryImpl(GenericFactory, ExpandFactory):
+class ExpandFactoryImpl(DtypeFactory, ExpandFactory):
     primitive_type = ExpandImpl
-
-    def New(self, dtype) -> Expand | None:
-        return self._new((as_data_type(dtype),))
-
-    def Combinations(self) -> Iterator[tuple[object, tuple]]:
-        for dtype in ALL_TYPES:
-            yield None, (dtype,)

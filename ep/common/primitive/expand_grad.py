@@ -6,8 +6,8 @@ from typing import Iterator
 
 from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan, expand_grad_plan
 from ep.common.primitive.broadcast_dims import BroadcastDimsPrimitive
-from ep.common.primitive.factory import GenericFactory
-from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.primitive.factory import DtypeFactory
+from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
 
@@ -39,13 +39,6 @@ class ExpandGradImpl(BroadcastDimsPrimitive, ExpandGrad):
             self._kernels.launch(stream, self.dtype, plan, src, dst)
 
 
-class ExpandGradFactoryImpl(GenericFactory, ExpandGradFactory):
+class ExpandGradFactoryImpl(DtypeFactory, ExpandGradFactory):
     primitive_type = ExpandGradImpl
-
-    def New(self, dtype) -> ExpandGrad | None:
-        dtype = as_data_type(dtype)
-        return self._new((dtype,) if dtype in ACCUMULATE_DTYPES else None)
-
-    def Combinations(self) -> Iterator[tuple[object, tuple]]:
-        for dtype in ACCUMULATE_DTYPES:
-            yield None, (dtype,)
+    dtypes = ACCUMULATE_DTYPES

@@ -2,24 +2,26 @@
 
 A generic factory (one per primitive, in ep/common/primitive/<primitive>.py) resolves New's
 arguments to a key, keeps one primitive per key in its PlanCache, lists its Combinations, and
-derives the kernels for the PTX check from them. A device contributes only its kernels: the
-object a device file passes in (`kernels`), with the methods the primitive's generic file names.
+lists the kernels for the PTX check. A device contributes only its kernels: the object a device
+file passes in (`kernels`), with the methods the primitive's generic file names.
 """
 from __future__ import annotations
 
 import abc
 from typing import Iterator
 
-from ep.common.runtime.plan_cache import PlanCache
+from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
+from ep.common.runtime.plan_cache import PlanCache
 from ep.include.primitive.primitive import Factory, Primitive
 
+
 class GenericFactory(Factory):
-    """A primitive's factory on one device: New resolves its arguments with resolve() and returns
-    the cached primitive_type(device_type, kernels, *key).
+    """A primitive's factory on one device: New resolves its arguments to a key and returns the
+    cached primitive_type(device_type, kernels, *key).
 
     Subclasses (one per primitive) define New with the interface's signature, calling _new, and
-    Combinations; kernel_keys() says which device kernels the PTX check compiles.
+    Combinations (DtypeFactory defines both for a New taking one dtype).
     """
 
     primitive_type: type[Primitive]
@@ -41,5 +43,24 @@ class GenericFactory(Factory):
         """Every (op or None, dtypes in New's order) this factory implements; compiles nothing."""
 
     def Kernels(self) -> Iterator[object]:
-        """Every device kernel a launch of this factory's primitives can run, for the PTX check."""
-        return self.kernels.all_kernels()
+        """Every device kernel a launch of this factory's primitives can run, for the PTX check:
+        the device's kernels.all_kernels(), or else its kernels.kernel(op, *dtypes) for each of
+        the Combinations (op left out where it is None)."""
+        all_kernels = getattr(self.kernels, "all_kernels", None)
+        if all_kernels is not None:
+            return all_kernels()
+        return (self.kernels.kernel(*(() if op is None else (op,)), *dtypes) for op, dtypes in self.Combinations())
+
+
+class DtypeFactory(GenericFactory):
+    """A factory whose New takes one dtype: its primitive for each of `dtypes`, None for another."""
+
+    dtypes: tuple[DataType, ...] = ALL_TYPES
+
+    def New(self, dtype) -> Primitive | None:
+        dtype = as_data_type(dtype)
+        return self._new((dtype,)) if dtype in self.dtypes else None
+
+    def Combinations(self) -> Iterator[tuple[object, tuple]]:
+        for dtype in self.dtypes:
+            yield None, (dtype,)

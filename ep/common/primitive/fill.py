@@ -14,9 +14,9 @@ from typing import Iterator
 import numpy as np
 
 from ep.common.jit import scalar_function
-from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.buffer import kept, storage
-from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
+from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.scalar import scalar_value
 from ep.common.runtime.stream import STREAM_TYPES, check_stream
@@ -61,7 +61,7 @@ def _view(flat, unit: np.dtype):
 
 class FillKernels(abc.ABC):
     """What a device supplies: per element size, a kernel launched as
-    kernel.launch(stream, dst, source, count): dst flat storage viewed as UNIT_DTYPES[size],
+    kernel.launch(stream, count, dst, source, count): dst flat storage viewed as UNIT_DTYPES[size],
     source the value's bits (from_scalar) or a one-element buffer of them (from_buffer), as the
     device's kernels were made for."""
 
@@ -88,15 +88,8 @@ class FillImpl(Fill):
         bits = fill_bits(scalar, "scalar", self.dtype)
         dst = storage(dst, "dst", self.device_type, self.dtype, count, writable=True, stream=stream)
         if count:
-            self._kernel.launch(stream, as_units(dst, self.dtype.itemsize), bits, count)
+            self._kernel.launch(stream, count, as_units(dst, self.dtype.itemsize), bits, count)
 
 
-class FillFactoryImpl(GenericFactory, FillFactory):
+class FillFactoryImpl(DtypeFactory, FillFactory):
     primitive_type = FillImpl
-
-    def New(self, dtype) -> Fill | None:
-        return self._new((as_data_type(dtype),))
-
-    def Combinations(self) -> Iterator[tuple[object, tuple]]:
-        for dtype in ALL_TYPES:
-            yield None, (dtype,)

@@ -37,7 +37,7 @@ class MemsetImpl(Memset):
         byte = byte_value(value)
         ptr = byte_storage(ptr, "ptr", self.device_type, count, writable=True, stream=stream)
         if count:
-            self._kernel.launch(stream, ptr, byte, count)
+            self._kernel.launch(stream, count, ptr, byte, count)
 
 
 class MemsetFactoryImpl(GenericFactory, MemsetFactory):

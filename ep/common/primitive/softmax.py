@@ -6,9 +6,9 @@ import abc
 from typing import Iterator
 
 from ep.common.math.softmax import LOG_SOFTMAX, LOG_SOFTMAX_BACKWARD, SOFTMAX, SOFTMAX_BACKWARD, SoftmaxOp
-from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.buffer import storage
-from ep.common.runtime.data_type import FLOATING_TYPES, DataType, as_data_type
+from ep.common.runtime.data_type import FLOATING_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, count
@@ -84,16 +84,10 @@ class LogSoftmaxBackwardImpl(_RowsPrimitive, LogSoftmaxBackward):
         self._run(stream, rows, cols, ((y, "y"), (dy, "dy")), dx, "dx")
 
 
-class _RowsFactory(GenericFactory):
+class _RowsFactory(DtypeFactory):
     """New(dtype) of the four factories: the floating dtypes (float16 computed in float32)."""
 
-    def New(self, dtype):
-        dtype = as_data_type(dtype)
-        return self._new((dtype,)) if dtype in FLOATING_TYPES else None
-
-    def Combinations(self) -> Iterator[tuple[object, tuple]]:
-        for dtype in FLOATING_TYPES:
-            yield None, (dtype,)
+    dtypes = FLOATING_TYPES
 
 
 class SoftmaxFactoryImpl(_RowsFactory, SoftmaxFactory):

@@ -2,12 +2,11 @@
 made to read the value from src on the device (fill.from_buffer)."""
 from __future__ import annotations
 
-from typing import Iterator
 
-from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.factory import DtypeFactory
 from ep.common.primitive.fill import FillKernels, as_units
 from ep.common.runtime.buffer import storage
-from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
+from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, count as check_count
@@ -30,15 +29,8 @@ class TensorFillImpl(TensorFill):
         dst = storage(dst, "dst", self.device_type, self.dtype, count, writable=True, stream=stream)
         if count:
             itemsize = self.dtype.itemsize
-            self._kernel.launch(stream, as_units(dst, itemsize), as_units(src, itemsize), count)
+            self._kernel.launch(stream, count, as_units(dst, itemsize), as_units(src, itemsize), count)
 
 
-class TensorFillFactoryImpl(GenericFactory, TensorFillFactory):
+class TensorFillFactoryImpl(DtypeFactory, TensorFillFactory):
     primitive_type = TensorFillImpl
-
-    def New(self, dtype) -> TensorFill | None:
-        return self._new((as_data_type(dtype),))
-
-    def Combinations(self) -> Iterator[tuple[object, tuple]]:
-        for dtype in ALL_TYPES:
-            yield None, (dtype,)

@@ -17,17 +17,11 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 @template("value_of")
 def _fill(start, stop, args):
     # A slice indexed by the range variable alone: LLVM vectorizes the stores.
-    dst, source = args
+    dst, source, _ = args  # FillKernels' arguments (count: stop's bound)
     value = bound.value_of(source)
     out = dst[start:stop]
     for i in range(stop - start):
         out[i] = value
-
-
-class CpuFillKernel(ParallelFor):
-    def launch(self, stream, dst, source, count: int) -> None:
-        """FillKernels' launch: source's value into count elements of dst (a cpu stream runs it at once)."""
-        self((dst, source), count, count)
 
 
 class CpuFillKernels(FillKernels):
@@ -37,12 +31,12 @@ class CpuFillKernels(FillKernels):
         self.value_of = value_of
 
     @functools.cache
-    def kernel(self, itemsize: int) -> CpuFillKernel:
+    def kernel(self, itemsize: int) -> ParallelFor:
         unit = UNIT_DTYPES[itemsize]
         buffered = self.value_of is from_buffer
         source = input_array(unit) if buffered else numba.from_dtype(unit)
         name = f"{'tensor_fill' if buffered else 'fill'}_u{8 * itemsize}"
-        return CpuFillKernel(_fill, name, (output_array(unit), source), value_of=self.value_of)
+        return ParallelFor(_fill, name, (output_array(unit), source, numba.int64), value_of=self.value_of)
 
 
 KERNELS = CpuFillKernels(from_scalar)
