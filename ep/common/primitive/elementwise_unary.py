@@ -50,8 +50,9 @@ class ElementwiseUnaryImpl(ElementwiseUnary):
             stream = check_stream(stream, self.device_type)
         if type(count) is not int or not 0 <= count <= INT64_MAX:
             count = check_count(count)
-        src = storage(src, "src", self.device_type, self.src_dtype, count, stream=stream)
-        dst = storage(dst, "dst", self.device_type, self.dst_dtype, count, writable=True, stream=stream)
+        # storage's arguments by position (writable, stream): keywords cost a twentieth of a tiny launch.
+        src = storage(src, "src", self.device_type, self.src_dtype, count, False, stream)
+        dst = storage(dst, "dst", self.device_type, self.dst_dtype, count, True, stream)
         if count:
             # The attributes by name, not *self.attrs: a star call costs a fifth of a tiny launch.
             attr0, attr1 = self.attrs
