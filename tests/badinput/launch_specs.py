@@ -31,7 +31,7 @@ class Call:
 @dataclass
 class Spec:
     """One primitive: New for a device, a good call for sizes, and each parameter's kind
-    ("in", "out", "count", "offset", "dims", "dtype")."""
+    ("in", "out", "count", "offset", "dims", "dtype", "scalar": a value for an int64 element)."""
 
     name: str
     new: Callable[[str], object]
@@ -117,6 +117,20 @@ def _segment_sum(device, sizes, seed):
             "data": to_device(data, device), "batch_dim_size": batch, "outer_dim_size": outer, "num_segments": segments,
             "inner_dim_size": inner, "out": out.middle, "offset": 0}
     return Call(args, {"out": out}, {"out": expected.ravel()})
+
+
+def _fill(device, sizes, seed):
+    (n,) = sizes
+    dst = Guarded(device, np.int64, n)
+    args = {"stream": _stream(device), "dst": dst.middle, "scalar": -seed - 7, "count": n}
+    return Call(args, {"dst": dst}, {"dst": np.full(n, -seed - 7, np.int64)})
+
+
+def _tensor_fill(device, sizes, seed):
+    (n,) = sizes
+    dst = Guarded(device, np.int64, n)
+    args = {"stream": _stream(device), "src": to_device(np.array([-seed - 7], np.int64), device), "dst": dst.middle, "count": n}
+    return Call(args, {"dst": dst}, {"dst": np.full(n, -seed - 7, np.int64)})
 
 
 def _expand(device, sizes, seed):
@@ -206,6 +220,16 @@ SPECS = {
             {"segment_ids": "in", "data": "in", "out": "out", "num_segment_ids": "count", "batch_dim_size": "count",
              "outer_dim_size": "count", "num_segments": "count", "inner_dim_size": "count", "offset": "offset"},
             {"segment_ids": np.dtype(np.int32), "data": _i64, "out": _i64},
+        ),
+        Spec(
+            "Fill",
+            lambda d: ep.NewPrimitive(ep.FillFactory, d, np.int64),
+            _fill, st.tuples(_any), 1, {"dst": "out", "scalar": "scalar", "count": "count"}, {"dst": _i64},
+        ),
+        Spec(
+            "TensorFill",
+            lambda d: ep.NewPrimitive(ep.TensorFillFactory, d, np.int64),
+            _tensor_fill, st.tuples(_any), 1, {"src": "in", "dst": "out", "count": "count"}, {"src": _i64, "dst": _i64},
         ),
         Spec(
             "Expand",
@@ -339,6 +363,11 @@ DIMS_KINDS = [
     ("negative entry", lambda g: (-1,) + g[1:], ValueError), ("2**63 entry", lambda g: (1 << 63,) + g[1:], ValueError),
     ("10**400 entry", lambda g: (10**400,) + g[1:], ValueError), ("65 entries", lambda g: (1,) * 65, ValueError),
 ]
+SCALAR_KINDS = [  # a value for an int64 element
+    ("None", None, TypeError), ("str", "1", TypeError), ("list", [1], TypeError), ("complex", 1j, TypeError),
+    ("array", np.zeros(2), TypeError), ("object", object(), TypeError), ("2**63", 1 << 63, OverflowError),
+    ("-10**400", -(10**400), OverflowError), ("nan", math.nan, ValueError), ("inf", math.inf, ValueError),
+]
 DTYPE_KINDS = [
     ("None", None, TypeError), ("complex", np.complex64, TypeError), ("complex name", "complex64", TypeError),
     ("float", 3.5, TypeError), ("object", object(), TypeError), ("datetime", "M8[s]", TypeError),
@@ -367,7 +396,7 @@ def bad_argument(data, device: str, spec: Spec, param: str, call: Call) -> tuple
     if kind == "dims":
         label, make, error = data.draw(st.sampled_from(DIMS_KINDS), label="kind")
         return label, make(tuple(good)), error
-    kinds = {"count": COUNT_KINDS, "offset": OFFSET_KINDS, "dtype": DTYPE_KINDS}[kind]
+    kinds = {"count": COUNT_KINDS, "offset": OFFSET_KINDS, "dtype": DTYPE_KINDS, "scalar": SCALAR_KINDS}[kind]
     return data.draw(st.sampled_from(kinds), label="kind")
 
 

@@ -1,11 +1,11 @@
-"""Bad arguments to the Launch of ElementwiseUnary, BroadcastElementwiseBinary: each parameter in turn gets a bad value of its kind."""
+"""Bad arguments to the Launch of ElementwiseUnary, BroadcastElementwiseBinary, Fill, TensorFill: each parameter in turn gets a bad value of its kind."""
 import pytest
 from hypothesis import given, strategies as st
 
 from guards import FAST
 from launch_specs import PARAMS, check_bad_argument
 
-FAMILY = ("ElementwiseUnary", "BroadcastElementwiseBinary")
+FAMILY = ("ElementwiseUnary", "BroadcastElementwiseBinary", "Fill", "TensorFill")
 
 
 @pytest.mark.parametrize("name, param", [p for p in PARAMS if p[0] in FAMILY])
