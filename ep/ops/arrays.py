@@ -61,6 +61,8 @@ def same_kind(*names: str):
                 if type(arg) not in _NATIVE:
                     break
             else:
+                if not kwargs:
+                    return function(*args)  # without **{}: a third of this wrapper's cost
                 for arg in kwargs.values():
                     if type(arg) not in _NATIVE:
                         break
