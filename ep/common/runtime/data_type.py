@@ -19,13 +19,11 @@ class DataType(NamedEnum):
     kDouble = "float64"
 
     def __init__(self, value: str) -> None:
-        # Plain attributes, read in every launch's checks (a cached_property on a member costs 3x).
-        #: The NumPy dtype; it also makes ``np.dtype(DataType.kFloat)`` work.
-        self.dtype = np.dtype(value)
-        # float16 is computed in float32, and moves as its 16-bit pattern (Numba's CPU has no float16).
-        #: The dtype scalar math runs in.
+        # Plain attributes, not cached properties: every launch's checks read them (a third the cost).
+        self.dtype = np.dtype(value)  # the NumPy dtype; np.dtype(DataType.kFloat) works through it
+        # The dtype scalar math runs in, and the one kernels see: float16 computes in float32 and
+        # moves as its 16-bit pattern (Numba's CPU has no float16).
         self.compute_dtype = np.dtype(np.float32) if value == "float16" else self.dtype
-        #: The dtype kernels see.
         self.storage_dtype = np.dtype(np.uint16) if value == "float16" else self.dtype
 
     @property
