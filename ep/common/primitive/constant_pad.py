@@ -11,17 +11,14 @@ import abc
 import math
 from typing import Iterator, NamedTuple, Sequence
 
-import numpy as np
-
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
-from ep.common.primitive.byte_units import unit_dtype
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.common.runtime.scalar import scalar_value
+from ep.common.runtime.scalar import scalar_bits
 from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, MAX_NUM_DIMS, count as check_count, dims as check_dims, int64
 from ep.include.primitive.constant_pad import ConstantPad, ConstantPadFactory
@@ -100,7 +97,6 @@ class ConstantPadImpl(ConstantPad):
         self.dtype = dtype
         self._kernels = kernels
         self._stream_type = STREAM_TYPES[device_type]
-        self._unit = unit_dtype(dtype.itemsize)
         # Keyed by the caller's own arguments: a repeated launch skips every check.
         self._plans = PlanCache(self._check)
 
@@ -108,16 +104,11 @@ class ConstantPadImpl(ConstantPad):
         if type(stream) is not self._stream_type:
             stream = check_stream(stream, self.device_type)
         args = self._plans.get(num_dims, src_dims, padding_before, padding_after)
-        value = self.value_bits(pad_value)
+        value = scalar_bits(pad_value, "pad_value", self.dtype)
         src = storage(src, "src", self.device_type, self.dtype, args.src_count, stream=stream)
         dst = storage(dst, "dst", self.device_type, self.dtype, args.dst_count, writable=True, stream=stream)
         if args.prepared is not None:
             self._kernels.pad(stream, args.prepared, src, dst, value)
-
-    def value_bits(self, pad_value) -> np.generic:
-        """pad_value in the primitive's dtype (scalar_value's conversion), as its bits in the unit."""
-        value = np.array(scalar_value(pad_value, "pad_value", self.dtype), self.dtype.dtype)
-        return value.view(self._unit)[()]
 
     def _check(self, num_dims, src_dims, padding_before, padding_after) -> PadArgs:
         num_dims = check_count(num_dims, "num_dims")

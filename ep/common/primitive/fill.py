@@ -1,7 +1,7 @@
 """Fill on every device: New's resolution, Launch's checks, and the kernels a device supplies.
 
 A fill does not care what its elements mean, only their bytes: the scalar is converted to the
-primitive's dtype on the host (ep's one conversion rule, runtime.scalar.scalar_value) and its bit
+primitive's dtype on the host (ep's one conversion rule, runtime.scalar.scalar_bits) and its bit
 pattern is written as an unsigned integer of the element's size. So four kernels (1, 2, 4 and 8
 bytes) serve every dtype, -0.0 and NaN payloads arrive as given, and TensorFill and Memset launch
 the same kernels with the value read from a device buffer or given as a byte.
@@ -18,7 +18,7 @@ from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.buffer import kept, storage
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.common.runtime.scalar import scalar_value
+from ep.common.runtime.scalar import scalar_bits
 from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, count as check_count
 from ep.include.primitive.fill import Fill, FillFactory
@@ -37,14 +37,6 @@ def from_scalar(value):
 def from_buffer(src):
     """A fill kernel's value when it is read from a one-element device buffer (TensorFill)."""
     return src[0]
-
-
-def fill_bits(scalar: object, name: str, dtype: DataType) -> np.unsignedinteger:
-    """scalar converted to dtype (scalar_value: TypeError for a non-scalar, OverflowError for an
-    integer out of range, ValueError for NaN or inf to an integer dtype), as the unsigned integer
-    holding its bits."""
-    value = scalar_value(scalar, name, dtype)
-    return np.asarray(value).astype(dtype.dtype).view(UNIT_DTYPES[dtype.itemsize])[()]
 
 
 def as_units(flat, itemsize: int):
@@ -85,7 +77,7 @@ class FillImpl(Fill):
             stream = check_stream(stream, self.device_type)
         if type(count) is not int or not 0 <= count <= INT64_MAX:
             count = check_count(count)
-        bits = fill_bits(scalar, "scalar", self.dtype)
+        bits = scalar_bits(scalar, "scalar", self.dtype)
         dst = storage(dst, "dst", self.device_type, self.dtype, count, writable=True, stream=stream)
         if count:
             self._kernel.launch(stream, count, as_units(dst, self.dtype.itemsize), bits, count)

@@ -4,7 +4,7 @@ A one-hot is a gather from the identity matrix: row i of out is row indices[i] -
 eye(upper_bound - lower_bound), with on_value and off_value for its ones and zeros. So its index
 rule is Gather's (gather_row, with offset lower_bound and no wrap), its sizes are GatherSizes (one
 batch, one outer row, gather = the classes, inner 1), and on CUDA its bounds check is Gather's
-(gather_common.check_later). The values are written as their bits (Fill's fill_bits, ep's one
+(gather_common.check_later). The values are written as their bits (scalar_bits, ep's one
 scalar conversion), so kernels are keyed by the index dtype and out's element bytes.
 """
 from __future__ import annotations
@@ -13,13 +13,14 @@ import abc
 from typing import Iterator
 
 from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.fill import UNIT_DTYPES, as_units, fill_bits
+from ep.common.primitive.fill import UNIT_DTYPES, as_units
 from ep.common.primitive.gather import GatherSizes, gather_sizes
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, INDEX_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
+from ep.common.runtime.scalar import scalar_bits
 from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.one_hot import OneHot, OneHotFactory
@@ -82,8 +83,8 @@ class OneHotImpl(OneHot):
             stream = check_stream(stream, self.device_type)
         plan = self._plans.get(num_indices, lower_bound, upper_bound)
         sizes, count = plan[0], plan[1]
-        on = fill_bits(on_value, "on_value", self.out_dtype)
-        off = fill_bits(off_value, "off_value", self.out_dtype)
+        on = scalar_bits(on_value, "on_value", self.out_dtype)
+        off = scalar_bits(off_value, "off_value", self.out_dtype)
         device = self.device_type
         indices = storage(indices, "indices", device, self.indices_dtype, sizes.index_count, stream=stream)
         out = storage(out, "out", device, self.out_dtype, count, writable=True, stream=stream)

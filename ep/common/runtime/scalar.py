@@ -97,6 +97,13 @@ def scalar_value(value: object, name: str, dtype: DataType):
     return compute(int(value))
 
 
+def scalar_bits(value: object, name: str, dtype: DataType) -> np.unsignedinteger:
+    """scalar_value(value, name, dtype) as an element of dtype, read as the unsigned integer of its
+    size: how a kernel that writes a value as bytes takes it (-0.0 and NaN payloads as converted)."""
+    element = np.asarray(scalar_value(value, name, dtype)).astype(dtype.dtype)
+    return element.view(f"u{dtype.itemsize}")[()]
+
+
 def integer_out_of_range(value: object, dtype: DataType) -> int:
     """For a Python or NumPy integer outside integer dtype's range: 1 above it, -1 below; else 0."""
     if not dtype.is_integer or isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
