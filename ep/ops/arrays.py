@@ -24,7 +24,8 @@ from ep.sbp.global_tensor import run_agreed
 
 
 _CPU_TYPE = DeviceType.kCPU
-_CPU = GetDevice(_CPU_TYPE)
+# The CPU Device, which every NumPy array is on.
+CPU = GetDevice(_CPU_TYPE)
 
 # Types an ops function takes as they are, by class: NumPy arrays, numba device arrays, scalars,
 # names, shapes. A type seen later joins once found to be neither another library's array nor a
@@ -118,7 +119,7 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
         value = tensors[name]
         if is_dlpack(value):
             if not seen_array:
-                namespace = _namespace(value)
+                namespace = namespace_of(value)
             if position < len(args):
                 args[position] = from_dlpack(value, name)
             else:
@@ -138,7 +139,7 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
     return namespace.asarray(result)  # numba's device arrays offer __cuda_array_interface__, not DLPack
 
 
-def _namespace(array) -> types.ModuleType:
+def namespace_of(array) -> types.ModuleType:
     """The array-API namespace of array's library (its top-level module when it has none: torch)."""
     get = getattr(array, "__array_namespace__", None)
     return get() if get is not None else sys.modules[type(array).__module__.partition(".")[0]]
@@ -147,7 +148,7 @@ def _namespace(array) -> types.ModuleType:
 def device_of(x: object, name: str) -> Device:
     """The Device an array lives on (NumPy -> cpu, __cuda_array_interface__ -> cuda)."""
     if type(x) is np.ndarray:  # the common case, without GetDevice's argument checks
-        return _CPU
+        return CPU
     if isinstance(x, np.ndarray):
         plain_ndarray(x, name)  # refuses a masked array, whose mask would be lost
     device_type = device_type_of(x, name)

@@ -11,7 +11,6 @@ from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_dst_dtype, bin
 from ep.common.math.ops.record import document_ops
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.runtime.data_type import DataType, as_data_type
-from ep.common.runtime.device import DeviceType, GetDevice
 from ep.common.runtime.buffer import plain
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import INT64_MAX, INT64_MIN
@@ -19,10 +18,9 @@ from ep.common.runtime.scalar import integer_out_of_range, is_scalar, promote, r
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS, BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
+from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
 from ep.ops.unary import unary
 
-_CPU = GetDevice(DeviceType.kCPU)
 _COMPARISONS = frozenset(
     (BinaryOp.kEqual, BinaryOp.kNotEqual, BinaryOp.kLessThan, BinaryOp.kLessEqual, BinaryOp.kGreaterThan, BinaryOp.kGreaterEqual)
 )
@@ -137,8 +135,8 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
         attr0, attr1 = binary_keyword_attrs(op, attrs, attr0, attr1)
     # NumPy arrays' kinds inline: a tiny call's cost is these lines.
     kinds = (
-        *((_CPU, a.dtype, a.shape) if type(a) is np.ndarray else _kind(a, "a")),
-        *((_CPU, b.dtype, b.shape) if type(b) is np.ndarray else _kind(b, "b")),
+        *((CPU, a.dtype, a.shape) if type(a) is np.ndarray else _kind(a, "a")),
+        *((CPU, b.dtype, b.shape) if type(b) is np.ndarray else _kind(b, "b")),
     )
     rule = _RULES.get(op, attr0, attr1, *kinds)
     scalar = rule.scalar

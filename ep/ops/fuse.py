@@ -30,7 +30,7 @@ from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
 from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedFactory, Input, Scalar
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import _CPU, _namespace, check_out, contiguous, device_of, empty, stream_for, unaliased
+from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, namespace_of, stream_for, unaliased
 from ep.ops.dispatch import GlobalTensor, global_call
 from ep.sbp.global_tensor import run_agreed
 from ep.ops.trace import ScalarSlot, Traced, TracedScalar, Tracer
@@ -102,7 +102,7 @@ class Fused:
         values, key, arg_shapes, namespace, device = [], [], [], None, None
         for position, arg in enumerate(args):
             if type(arg) is np.ndarray:
-                found = _CPU
+                found = CPU
             elif is_scalar(arg):
                 values.append(arg)
                 key.append(_kind(arg))
@@ -111,7 +111,7 @@ class Fused:
             else:
                 name = self._name(position)
                 if is_dlpack(arg):
-                    namespace = _namespace(arg) if device is None else namespace
+                    namespace = namespace_of(arg) if device is None else namespace
                     arg = from_dlpack(arg, name)
                 found = device_of(arg, name)
             if device is None:

@@ -5,16 +5,13 @@ import numpy as np
 
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.runtime.data_type import DataType, as_data_type
-from ep.common.runtime.device import DeviceType, GetDevice
 from ep.common.runtime.scalar import is_scalar, result_dtype, scalar_value
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.where import WhereFactory
-from ep.ops.arrays import check_out, contiguous, device_of, output, same_kind, stream_for, unaliased
+from ep.ops.arrays import CPU, check_out, contiguous, device_of, output, same_kind, stream_for, unaliased
 from ep.ops.full import full
 from ep.ops.unary import unary
-
-_CPU = GetDevice(DeviceType.kCPU)
 
 
 @same_kind("condition", "x", "y")
@@ -31,7 +28,7 @@ def where(condition, x, y, *, out=None, stream=None):
     operands = (("condition", condition), ("x", x), ("y", y))
     arrays = {name: value for name, value in operands if not is_scalar(value)}
     devices = {name: device_of(value, name) for name, value in arrays.items()}
-    device = next(iter(devices.values()), _CPU)
+    device = next(iter(devices.values()), CPU)
     for name, other in devices.items():
         if other.device_type is not device.device_type:
             first = next(iter(devices))

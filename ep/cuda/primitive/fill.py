@@ -47,7 +47,8 @@ class PackedFillKernel(CudaKernel):
         super().__init__(_fill, name, argtypes, value_of=value_of, **slots)
         self._pack = pack_bytes(self.lanes, unit)
 
-    def launch(self, stream, work: int, dst, source, count: int) -> None:
+    def launch(self, stream, elements: int, dst, source, count: int) -> None:
+        # elements is count (FillKernels' form); the grid covers the work items pack_count finds.
         packs, work = pack_count(self.lanes, count, address(dst) % self._pack)
         CudaKernel.launch(self, stream, work, dst, source, count, packs)
 
