@@ -443,6 +443,22 @@ def test_a_cuda_launch_refuses_to_write_read_only_memory(device):
     np.testing.assert_array_equal(to_numpy(src), np.ones(4, np.float32))
 
 
+@pytest.mark.parametrize("data, error, message", [
+    ([0, True], ValueError, r"^dst: the array is read-only"),  # a list is read as numba reads it
+    ((0, True, 0), TypeError, r"^dst: its __cuda_array_interface__ is not a valid array .*pair"),
+    (0, TypeError, r"^dst: its __cuda_array_interface__ is not a valid array .*pair"),
+])
+def test_a_cuda_launch_reads_the_read_only_mark_of_any_pair(device, data, error, message):
+    if device != "cuda":
+        pytest.skip("a CUDA launch's buffers")
+    interface = {"shape": (4,), "typestr": "<f4", "data": data, "version": 3}
+    dst = type("Foreign", (), {"__cuda_array_interface__": interface})()
+    relu = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "relu", np.float32, np.float32)
+    src = to_device(np.ones(4, np.float32), device)
+    with pytest.raises(error, match=message):
+        relu.Launch(ep.GetDevice(device).default_stream, src, dst, 4)
+
+
 @pytest.mark.parametrize("negative, requires_grad, message", [(True, False, "negative bit"), (False, True, "requires grad")])
 def test_a_cuda_launch_refuses_what_the_ops_refuse(device, negative, requires_grad, message):
     # A CUDA tensor handed straight to Launch passes the same checks as one given to ep.ops.

@@ -115,17 +115,19 @@ def as_cuda_array(obj, name: str = "array", stream=None, writable: bool = False)
         return obj
     # A PyTorch CUDA tensor handed straight to a Launch: the same refusals as through ep.ops.
     check_exportable(obj, name)
-    if writable:
-        interface = getattr(obj, "__cuda_array_interface__", None)
-        data = interface.get("data") if isinstance(interface, dict) else None
-        if type(data) is tuple and len(data) == 2 and data[1]:
-            raise ValueError(f"{name}: the array is read-only (its __cuda_array_interface__ says so)")
+    try:
+        # Read once: a property could describe other memory, or drop its read-only mark, on a second read.
+        interface = obj.__cuda_array_interface__
+        read_only = _read_only(interface)
+    except Exception as error:
+        raise TypeError(f"{name}: its __cuda_array_interface__ is not a valid array ({type(error).__name__}: {error})") from None
+    if writable and read_only:
+        raise ValueError(f"{name}: the array is read-only (its __cuda_array_interface__ says so)")
     from numba import config, cuda
 
     if config.ENABLE_CUDASIM:
         raise TypeError(f"{name}: {type(obj).__name__} is not an array of the CUDA simulator; expected one from numba.cuda")
     try:
-        interface = obj.__cuda_array_interface__
         # sync=False: numba would otherwise block the host on the producer's stream (cuStreamSynchronize).
         array = cuda.from_cuda_array_interface(interface, owner=obj, sync=False)
     except Exception as error:  # numba raises KeyError, TypeError, ValueError, ... for a malformed interface
@@ -133,6 +135,15 @@ def as_cuda_array(obj, name: str = "array", stream=None, writable: bool = False)
     if stream is not None:
         stream.wait_for(producer_stream(interface, name))
     return array
+
+
+def _read_only(interface: dict) -> bool:
+    """Whether a CAI dict marks its memory read-only; TypeError unless its data is a (pointer,
+    read_only) pair (numba reads any sequence's first item, and would ignore a mark elsewhere)."""
+    data = interface["data"]
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise TypeError(f"data is {data!r}; expected a (pointer, read_only) pair")
+    return bool(data[1])
 
 
 def producer_stream(interface: dict, name: str = "array") -> int | None:
