@@ -271,6 +271,19 @@ SPECS = {
 
 PARAMS = [(name, param) for name, spec in SPECS.items() for param in ("stream", *spec.kinds)]
 
+# The module (test_launch_<family>.py) that gives each Spec's parameters their bad values, in
+# three parts so that they run side by side; a new Spec joins one (test_launch_layouts checks).
+FAMILIES = {
+    "elementwise": ("ElementwiseUnary", "BroadcastElementwiseBinary", "Fill", "TensorFill"),
+    "indexed": ("Gather", "BatchGather", "UnsortedSegmentSum"),
+    "copies": ("Expand", "ExpandGrad", "CopyNd", "Permute", "ConstantPad"),
+}
+
+
+def family_params(family: str) -> list[tuple[str, str]]:
+    """(primitive, parameter) of every Spec of family."""
+    return [p for p in PARAMS if p[0] in FAMILIES[family]]
+
 
 def launch(primitive, call: Call) -> None:
     primitive.Launch(*call.args.values())

@@ -3,12 +3,10 @@ import pytest
 from hypothesis import given, strategies as st
 
 from guards import FAST
-from launch_specs import PARAMS, check_bad_argument
-
-FAMILY = ("Gather", "BatchGather", "UnsortedSegmentSum")
+from launch_specs import check_bad_argument, family_params
 
 
-@pytest.mark.parametrize("name, param", [p for p in PARAMS if p[0] in FAMILY])
+@pytest.mark.parametrize("name, param", family_params("indexed"))
 @FAST
 @given(data=st.data())
 def test_bad_argument_is_named_and_changes_nothing(device, name, param, data):

@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 from ep.testing import to_numpy
 from guards import FAST, Guarded, digest, expect_error, misaligned_copy
-from launch_specs import SPECS, launch
+from launch_specs import FAMILIES, SPECS, launch
 
 
 class Tagged(np.ndarray):
@@ -68,3 +68,9 @@ def test_edge_layouts_give_numpy_results_and_write_only_the_output(device, name,
             guarded.check_guards()
             np.testing.assert_array_equal(guarded.value(), call.expected[param])
     assert {key: digest(arg) for key, arg in call.args.items() if key not in call.outputs} == inputs
+
+
+def test_every_spec_gets_its_bad_arguments_in_one_family():
+    # A Spec in no family would get no bad-argument tests, silently.
+    names = [name for members in FAMILIES.values() for name in members]
+    assert sorted(names) == sorted(SPECS)
