@@ -22,7 +22,7 @@ def _copy_span(start, stop, args):
 
 # A copy on every thread, by the CPU's one parallel loop (which also fixes ep's threading layer
 # and LLVM options before this first parallel launch).
-_THREADED_COPY = ParallelFor(_copy_span, "bench_copy", (input_array(_F32), output_array(_F32)))
+_THREADED_COPY = ParallelFor(_copy_span, "bench_copy", (input_array(_F32), output_array(_F32)), aligned=1)
 
 
 def _threaded_copy(src: np.ndarray, dst: np.ndarray) -> None:

@@ -122,6 +122,7 @@ def _swapped(x, y, attr0, attr1):
 
 # Per path: its span, over elements (elementwise, scalar) or rows (the others).
 _TEMPLATES = {"elementwise": _elementwise, "scalar": _scalar, "row": _row, "column": _column, "general": _general}
+_OVER_ELEMENTS = ("elementwise", "scalar")
 # The paths whose kernels take the broadcast operand on the right, and so have a swapped build
 # (but for a commutative op).
 _SWAPPABLE = ("scalar", "row", "column")
@@ -157,7 +158,8 @@ class CpuBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
     def kernel(self, op, src_dtype: DataType, dst_dtype: DataType, path: str, swap: bool = False) -> ParallelFor:
         name = f"binary_{path}{'_swapped' if swap else ''}_{op.value}_{src_dtype.value}_{dst_dtype.value}"
         bindings = {"formula": self.formula(op, src_dtype, swap), "load": load_fn(src_dtype, DeviceType.kCPU), "store": store_fn(dst_dtype, DeviceType.kCPU)}
-        return ParallelFor(_TEMPLATES[path], name, _arg_types(src_dtype, dst_dtype, path), **bindings)
+        aligned = 2 if path in _OVER_ELEMENTS else None  # dst
+        return ParallelFor(_TEMPLATES[path], name, _arg_types(src_dtype, dst_dtype, path), aligned=aligned, **bindings)
 
     def combination_kernels(self, op, src_dtype, dst_dtype) -> Iterator[ParallelFor]:
         for path in _TEMPLATES:

@@ -84,7 +84,8 @@ class CpuElementwiseFusedKernels(ElementwiseFusedKernels):
         if found is None:
             span = fused_span(kinds, len(primitive.outputs), flat)
             name = "fused_flat" if flat else "fused_rows"
-            found = primitive.device_kernels.setdefault(kinds, ParallelFor(span, name, _arg_types(primitive, flat), compute=primitive.formula))
+            aligned = len(kinds) if flat else None  # the first output, where items are its elements
+            found = primitive.device_kernels.setdefault(kinds, ParallelFor(span, name, _arg_types(primitive, flat), aligned=aligned, compute=primitive.formula))
         return found
 
     def kernels(self, primitive: ElementwiseFusedImpl) -> Iterator[ParallelFor]:

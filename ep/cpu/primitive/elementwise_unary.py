@@ -31,7 +31,7 @@ class CpuElementwiseUnaryKernels(ElementwiseUnaryKernels):
         name = f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}"
         attr = numba.from_dtype(src_dtype.compute_dtype)  # unary_attrs' scalars
         arg_types = (input_array(src_dtype.storage_dtype), output_array(dst_dtype.storage_dtype), numba.int64, attr, attr)
-        return ParallelFor(_unary, name, arg_types, **unary_bindings(DeviceType.kCPU, op, src_dtype, dst_dtype))
+        return ParallelFor(_unary, name, arg_types, aligned=1, **unary_bindings(DeviceType.kCPU, op, src_dtype, dst_dtype))
 
 
 # One instance, so that Cast (cast.py) launches the very kernels ElementwiseUnary compiled.

@@ -36,7 +36,7 @@ class CpuFillKernels(FillKernels):
         buffered = self.value_of is from_buffer
         source = input_array(unit) if buffered else numba.from_dtype(unit)
         name = f"{'tensor_fill' if buffered else 'fill'}_u{8 * itemsize}"
-        return ParallelFor(_fill, name, (output_array(unit), source, numba.int64), value_of=self.value_of)
+        return ParallelFor(_fill, name, (output_array(unit), source, numba.int64), aligned=0, value_of=self.value_of)
 
 
 KERNELS = CpuFillKernels(from_scalar)

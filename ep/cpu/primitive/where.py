@@ -65,7 +65,8 @@ class CpuWhereKernels(WhereKernels):
         if path == "general":
             types += (input_array(np.dtype(np.int64), 2), numba.int64)
         span = _general if path == "general" else _elementwise
-        return ParallelFor(span, f"where_{path}_{cond_bytes}_{data_bytes}", types)
+        aligned = None if path == "general" else 3  # z, where items are its elements
+        return ParallelFor(span, f"where_{path}_{cond_bytes}_{data_bytes}", types, aligned=aligned)
 
     def all_kernels(self) -> Iterator[ParallelFor]:
         for cond_bytes in COND_BYTES:
