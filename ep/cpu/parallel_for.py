@@ -33,6 +33,8 @@ from ep.cpu.kernel import CpuKernel
 # Below this much work (elements touched) a launch runs on the calling thread: waking the thread
 # pool costs more than the loop.
 PARALLEL_THRESHOLD = 1 << 15
+# The boundary aligned= starts chunks on: a cache line, which a vector store must not straddle.
+LINE_BYTES = 64
 # Bytes a parallel chunk moves at least, where a primitive sets a grain: every chunk's start costs
 # (divisions, and atomic reference counts of the arrays it slices, which the threads' cores pass
 # back and forth), so a 1 MiB gather in 256 chunks took 4x its time in 16.
@@ -163,12 +165,12 @@ def _enter(driver, span, args, count, work, grain, threads):
 
 @template("ALIGNED")
 def _enter_aligned(driver, span, args, count, work, grain, threads):
-    # _enter, with chunks of whole 64-item blocks from the first 64-byte aligned item of
-    # args[ALIGNED]: every chunk starts 64-byte aligned (for items of any size).
+    # _enter, with chunks of whole LINE_BYTES-item blocks from the first line-aligned item of
+    # args[ALIGNED]: every chunk starts on a line (for items of any size).
     if count > 0:
         out = args[bound.ALIGNED]
-        head = ((-_data_address(out)) & 63) // out.itemsize
-        _schedule(driver, span, address_of(args), count, work, grain, threads, head if head < count else count, np.int64(64))
+        head = ((-_data_address(out)) & (LINE_BYTES - 1)) // out.itemsize
+        _schedule(driver, span, address_of(args), count, work, grain, threads, head if head < count else count, np.int64(LINE_BYTES))
 
 
 @functools.cache
