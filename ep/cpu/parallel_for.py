@@ -168,9 +168,8 @@ def _enter_aligned(driver, span, args, count, work, grain, threads):
     # _enter, with chunks of whole LINE_BYTES-item blocks from the first line-aligned item of
     # args[ALIGNED]: every chunk starts on a line (for items of any size).
     if count > 0:
-        out = args[bound.ALIGNED]
-        head = ((-_data_address(out)) & (LINE_BYTES - 1)) // out.itemsize
-        _schedule(driver, span, address_of(args), count, work, grain, threads, head if head < count else count, np.int64(LINE_BYTES))
+        head = line_head(args[bound.ALIGNED], 0, count)
+        _schedule(driver, span, address_of(args), count, work, grain, threads, head, np.int64(LINE_BYTES))
 
 
 @functools.cache
@@ -220,6 +219,14 @@ def load_from(typingctx, address, value_type):
         return impl_ret_borrowed(context, builder, loaded, builder.load(pointer))
 
     return loaded(address, value_type), codegen
+
+
+@scalar_function
+def line_head(array, start, count):
+    """How many of array's items [start, start + count) come before its first one on a cache
+    line (all count if none does): a span writing array splits its vector loop there."""
+    head = ((-(_data_address(array) + start * array.itemsize)) & (LINE_BYTES - 1)) // array.itemsize
+    return head if head < count else count
 
 
 @intrinsic

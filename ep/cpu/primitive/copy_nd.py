@@ -18,7 +18,7 @@ from ep.common.primitive.copy_nd import CopyNdFactoryImpl
 from ep.common.primitive.strided_copy import CopyLaunch, CopyPlan, StridedCopyKernels
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.cpu.parallel_for import LINE_BYTES, PARALLEL_THRESHOLD, TASK_BYTES, ParallelFor, input_array, output_array
+from ep.cpu.parallel_for import PARALLEL_THRESHOLD, TASK_BYTES, ParallelFor, input_array, line_head, output_array
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -121,8 +121,7 @@ def _copy_span(start, end, args):
         else:
             # Up to dst's first cache line, then from it: the vector loop's stores start on a line
             # (a store across two is slower). One call site in a loop: each inlined copy compiles again.
-            m = ((-(address + d * unit)) & (LINE_BYTES - 1)) // unit
-            m = m if m < n else n
+            m = line_head(dst, d, n)
             p = 0
             while p < n:
                 _move(src, s + p * inner_stride, inner_stride, dst, d + p, m)
