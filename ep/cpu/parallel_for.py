@@ -225,19 +225,8 @@ def load_from(typingctx, address, value_type):
 def line_head(array, start, count):
     """How many of array's items [start, start + count) come before its first one on a cache
     line (all count if none does): a span writing array splits its vector loop there."""
-    head = ((-(_data_address(array) + start * array.itemsize)) & (LINE_BYTES - 1)) // array.itemsize
+    head = ((-(array.ctypes.data + start * array.itemsize)) & (LINE_BYTES - 1)) // array.itemsize
     return head if head < count else count
-
-
-@intrinsic
-def _data_address(typingctx, array):
-    """The address of array's first element (array.ctypes.data, without typing the ctypes object)."""
-
-    def codegen(context, builder, signature, args):
-        data = cgutils.create_struct_proxy(signature.args[0])(context, builder, value=args[0]).data
-        return builder.ptrtoint(data, context.get_value_type(numba.int64))
-
-    return numba.int64(array), codegen
 
 
 # The one parallel build, reached by every span through an entry with its arguments' address, so
