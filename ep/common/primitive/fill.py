@@ -14,6 +14,7 @@ from typing import Iterator
 import numpy as np
 
 from ep.common.jit import scalar_function
+from ep.common.primitive.byte_units import unit_dtype
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.buffer import kept, storage
 from ep.common.runtime.data_type import DataType
@@ -23,8 +24,8 @@ from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, count as check_count
 from ep.include.primitive.fill import Fill, FillFactory
 
-# The unsigned integer each element size is filled as.
-UNIT_DTYPES = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+# The unsigned integer each element size is filled as (byte_units' unit of that size).
+UNIT_DTYPES = {size: unit_dtype(size) for size in (1, 2, 4, 8)}
 
 
 @scalar_function
