@@ -1,8 +1,7 @@
 """ep: OneFlow-style execution-provider primitives, on the CPU and NVIDIA GPUs, with Numba."""
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import Device, DeviceType, GetDevice
+from ep.common.runtime.device import Device, DeviceType, GetDevice, Stream
 from ep.common.runtime.dlpack import from_dlpack
-from ep.common.runtime.stream import Stream
 from ep.include.primitive import (
     AddFactory,
     BatchGatherFactory,

@@ -12,11 +12,10 @@ import numpy as np
 from ep.common.runtime.allocator import host_empty
 from ep.common.runtime.buffer import check_device_address, device_type_of, plain, plain_ndarray, span
 from ep.common.runtime.data_type import DataType, as_data_type
-from ep.common.runtime.device import Device, DeviceType, GetDevice
+from ep.common.runtime.device import Device, DeviceType, GetDevice, Stream, check_stream
 from ep.common.runtime.dlpack import as_cuda_array, from_dlpack, is_dlpack
 from ep.common.runtime.overlap import overlaps
 from ep.common.runtime.scalar import is_scalar
-from ep.common.runtime.stream import Stream, check_stream
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.dispatch import GlobalTensor, global_call

@@ -16,9 +16,8 @@ import numpy as np
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES
 from ep.common.runtime.buffer import plain
 from ep.common.runtime.data_type import INDEX_TYPES, DataType, as_data_type
-from ep.common.runtime.device import Device
+from ep.common.runtime.device import Device, caller_indices
 from ep.common.runtime.plan_cache import PlanCache
-from ep.common.runtime.stream import caller_indices
 from ep.common.runtime.validate import dims, integer
 from ep.include.primitive.batch_gather import BatchGatherFactory
 from ep.include.primitive.gather import IndexOutOfRange

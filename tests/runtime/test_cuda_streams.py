@@ -10,7 +10,7 @@ import pytest
 
 import ep
 import ep.ops
-from ep.common.runtime import buffer, dlpack, stream as streams
+from ep.common.runtime import buffer, device as streams, dlpack
 from ep.common.runtime.device import Device, DeviceType, cuda_available
 from ep.testing import to_device, to_numpy
 

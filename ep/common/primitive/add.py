@@ -14,8 +14,7 @@ from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_attrs
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.validate import count as check_count
 from ep.include.primitive.add import Add, AddFactory
 from ep.include.primitive.binary_op import BinaryOp

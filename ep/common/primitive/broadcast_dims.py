@@ -6,8 +6,7 @@ from typing import Callable
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.validate import dims as check_dims
 
 # Dims a caller may name before merging (NumPy's limit); what kernels index is bounded by MAX_NUM_DIMS.

@@ -17,9 +17,8 @@ from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.scalar import scalar_bits
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, MAX_NUM_DIMS, count as check_count, dims as check_dims, int64
 from ep.include.primitive.constant_pad import ConstantPad, ConstantPadFactory
 

@@ -10,8 +10,7 @@ from ep.common.runtime.plan_cache import PlanCache
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels, span
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, as_data_type
-from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.validate import count as check_count, dims as check_dims
 from ep.include.primitive.copy_nd import CopyNd, CopyNdFactory
 

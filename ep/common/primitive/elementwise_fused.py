@@ -25,10 +25,9 @@ from ep.common.primitive.fused_formula import children, compose_formula, node_dt
 from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
-from ep.common.runtime.device import DeviceType
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import scalar_value
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 from ep.include.primitive.elementwise_fused import (
     NODE_TYPES, Binary, Cast, ElementwiseFused, ElementwiseFusedFactory, Input, Scalar, Unary, Where,

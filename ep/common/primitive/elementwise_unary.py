@@ -9,8 +9,7 @@ from ep.common.math.unary_functor import UNARY_FUNCTORS, resolve_unary, unary_co
 from ep.common.primitive.factory import GenericFactory
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, count as check_count
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
 

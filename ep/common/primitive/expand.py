@@ -9,8 +9,7 @@ from ep.common.primitive.factory import DtypeFactory
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import check_stream
+from ep.common.runtime.device import DeviceType, check_stream
 from ep.include.primitive.expand import Expand, ExpandFactory
 
 

@@ -18,9 +18,8 @@ from ep.common.primitive.byte_units import unit_dtype
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.buffer import kept, storage
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.scalar import scalar_bits
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, count as check_count
 from ep.include.primitive.fill import Fill, FillFactory
 

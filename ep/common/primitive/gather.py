@@ -17,8 +17,7 @@ from ep.common.primitive.factory import GenericFactory
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, INDEX_TYPES, DataType, as_data_type
-from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, count as check_count, int64 as check_int64
 from ep.include.primitive.batch_gather import BatchGather, BatchGatherFactory
 from ep.include.primitive.gather import Gather, GatherFactory, IndexOutOfRange

@@ -22,9 +22,8 @@ from ep.common.primitive.factory import GenericFactory
 from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType, as_data_type
-from ep.common.runtime.device import DeviceType
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.scalar import scalar_value
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.include.primitive.batch_matmul import BatchMatmul, BatchMatmulFactory
 from ep.include.primitive.blas import BlasTransposeType, as_transpose
 from ep.include.primitive.broadcast_matmul import BroadcastMatmul, BroadcastMatmulFactory

@@ -17,9 +17,8 @@ from ep.common.primitive.factory import GenericFactory
 from ep.common.runtime.buffer import address, is_cuda_buffer
 from ep.common.runtime.byte_storage import byte_storage
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.dlpack import is_dlpack
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, count as check_count
 from ep.include.primitive.memcpy import Memcpy, MemcpyFactory, MemcpyKind, as_memcpy_kind
 

@@ -9,8 +9,7 @@ from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.fill import FillKernels
 from ep.common.runtime.byte_storage import byte_storage
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, count as check_count, integer
 from ep.include.primitive.memset import Memset, MemsetFactory
 

@@ -19,9 +19,8 @@ from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, INDEX_TYPES, DataType, as_data_type
-from ep.common.runtime.device import DeviceType
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.scalar import scalar_bits
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
 from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.one_hot import OneHot, OneHotFactory
 

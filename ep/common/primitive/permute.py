@@ -23,8 +23,7 @@ from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
-from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, MAX_NUM_DIMS, count as check_count, dims as check_dims, integer
 from ep.include.primitive.permute import Permute, PermuteFactory
 

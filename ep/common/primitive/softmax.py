@@ -9,8 +9,7 @@ from ep.common.math.softmax import LOG_SOFTMAX, LOG_SOFTMAX_BACKWARD, SOFTMAX, S
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import FLOATING_TYPES, DataType
-from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, count
 from ep.include.primitive.softmax import LogSoftmax, LogSoftmaxFactory, Softmax, SoftmaxFactory
 from ep.include.primitive.softmax_backward import (

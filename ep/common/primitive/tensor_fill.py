@@ -7,8 +7,7 @@ from ep.common.primitive.factory import DtypeFactory
 from ep.common.primitive.fill import FillKernels, as_units
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.validate import INT64_MAX, count as check_count
 from ep.include.primitive.tensor_fill import TensorFill, TensorFillFactory
 

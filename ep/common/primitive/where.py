@@ -20,8 +20,7 @@ from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, DataType, INTEGER_TYPES, as_data_type
-from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.include.primitive.where import Where, WhereFactory
 

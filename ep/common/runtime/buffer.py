@@ -6,9 +6,8 @@ import weakref
 import numpy as np
 
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType
+from ep.common.runtime.device import DeviceType, bound_handle
 from ep.common.runtime.dlpack import as_cuda_array, host_array, is_dlpack
-from ep.common.runtime.stream import bound_handle
 
 
 _ndarray = np.ndarray

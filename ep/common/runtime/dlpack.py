@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ep.common.runtime.data_type import ALL_TYPES
-from ep.common.runtime.stream import bound_handle
+from ep.common.runtime.device import bound_handle
 
 # DLPack's DLDeviceType codes (dlpack.h) for the memory ep's devices can read.
 KDL_CPU = 1

@@ -22,7 +22,7 @@ from numba import cuda
 from ep.common.jit import template
 from ep.common.primitive.gather import GatherSizes, gather_row
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
-from ep.common.runtime.stream import caller_indices
+from ep.common.runtime.device import caller_indices
 from ep.cuda.kernel import CudaKernel, keep_launch
 from ep.include.primitive.gather import IndexOutOfRange
 

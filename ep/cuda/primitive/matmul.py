@@ -29,8 +29,7 @@ from ep.common.primitive.matmul import (
 )
 from ep.common.runtime.buffer import address
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType
-from ep.common.runtime.stream import current_device_index
+from ep.common.runtime.device import DeviceType, current_device_index
 from ep.include.primitive.batch_matmul import BatchMatmulFactory
 from ep.include.primitive.broadcast_matmul import BroadcastMatmulFactory
 from ep.include.primitive.matmul import MatmulFactory
