@@ -311,7 +311,7 @@ def check_agreement() -> None:
     for dtype in (object, "U3", [("a", "i4"), ("b", "f8")]):
         raises(TypeError, "local: dtype(", lambda: ep.to_global(np.zeros((2, 3), dtype), pl, B))
         raises(TypeError, f"rank {last}: local: dtype(", lambda: ep.to_global(np.zeros((2, 3), dtype if odd else np.float32), pl, B))
-    same = f"; every rank must give the same"
+    same = "; every rank must give the same"
     # Boxing: S(0) -> B on all but the last rank, S(1) there (rank 0 returned garbage, the other
     # raised mpi4py's bare Exception); also the last rank's sbp equal to the tensor's (no boxing).
     raises(ValueError, f"sbp: rank {last} gave S(1) and rank 0 B{same} sbp to GlobalTensor.to_global", lambda: t.to_global(sbp=S(1) if odd else B))
@@ -331,7 +331,7 @@ def check_agreement() -> None:
     raises(ValueError, f"sizes: rank {last} gave (3, 1, 1) and rank 0 (2, 1, 1)", lambda: ep.ops.repeat(t, (3, 1, 1) if odd else (2, 1, 1)))
     idx = make_global(np.arange(3), pl, B)
     raises(ValueError, f"axis: rank {last} gave 1 and rank 0 0{same} axis to ep.sbp.global_ops.gather", lambda: global_ops.gather(t, idx, 1 if odd else 0))
-    raises(ValueError, f"negative_slope", lambda: ep.ops.unary("leaky_relu", t, negative_slope=0.5 if odd else 0.25))
+    raises(ValueError, "negative_slope", lambda: ep.ops.unary("leaky_relu", t, negative_slope=0.5 if odd else 0.25))
     # A rank calling with arguments Python refuses (one too many) raises it on every rank.
     raises(TypeError, f"rank {last}: ", lambda: global_ops.expand(t, (2, SIZE * 2, 3), *((1,) if odd else ())))
     # The ranks still agree afterwards.
