@@ -69,6 +69,18 @@ def test_dst_may_be_a_source(device):
     np.testing.assert_array_equal(to_numpy(x), 3 * np.arange(5))
 
 
+@pytest.mark.parametrize("arity, position", [(10, 8), (10, 9), (17, 15), (17, 16), (17, 3)])
+def test_dst_may_be_a_source_a_later_pass_reads(device, arity, position):
+    # Past 8 sources the sum runs in passes: dst, when a later pass reads it, must still hold its own values.
+    add = ep.NewPrimitive(ep.AddFactory, device, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    xs = [np.full(5, i + 1, np.float32) for i in range(arity)]
+    srcs = [to_device(x, device) for x in xs]
+    add.Launch(stream, srcs, arity, srcs[position], 5)
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(srcs[position]), reference(xs, np.float32))
+
+
 def test_count_writes_the_first_elements_only(device):
     xs = [np.ones(6, np.int32)] * 2
     np.testing.assert_array_equal(launch(device, xs, count=4), [2, 2, 2, 2, 0, 0])

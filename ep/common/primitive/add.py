@@ -3,7 +3,8 @@
 Each element is summed with the binary add op's formula (BinaryOp.kAdd's record: integers wrap,
 bools or, float16 adds in float32 and rounds once at the store), so add_n and binary add agree.
 A kernel takes up to MAX_ARITY sources in one pass; a larger arity sums its first MAX_ARITY into
-dst, then dst and the next MAX_ARITY - 1 into dst, and so on.
+dst, then dst and the next MAX_ARITY - 1 into dst, and so on. When dst is one of the sources a later
+pass reads, the running sum goes to the stream's scratch instead, and to dst only in the last pass.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
+from ep.common.runtime.overlap import overlaps
 from ep.common.runtime.validate import count as check_count
 from ep.include.primitive.add import Add, AddFactory
 from ep.include.primitive.binary_op import BinaryOp
@@ -63,11 +65,13 @@ class AddImpl(Add):
         if not count:
             return
         first, rest = buffers[:MAX_ARITY], buffers[MAX_ARITY:]
-        self._pass(stream, first, out, count)
+        # The running sum, which each later pass reads as its first source: dst, unless a later
+        # pass reads dst as a source (the sum would have overwritten it by then).
+        acc = stream.temporary(count, self.dtype.storage_dtype) if any(overlaps(b, out) for b in rest) else out
+        self._pass(stream, first, acc, count)  # acc is dst when nothing follows
         while rest:
-            # dst is the running sum: each later pass reads it as its first source.
-            step, rest = [out] + rest[: MAX_ARITY - 1], rest[MAX_ARITY - 1 :]
-            self._pass(stream, step, out, count)
+            step, rest = [acc] + rest[: MAX_ARITY - 1], rest[MAX_ARITY - 1 :]
+            self._pass(stream, step, acc if rest else out, count)
 
     def _pass(self, stream, sources: list, out, count: int) -> None:
         padded = tuple(sources) + (sources[0],) * (MAX_ARITY - len(sources))

@@ -164,6 +164,10 @@ class Stream:
 class CpuStream(Stream):
     """Launches run synchronously in the calling thread, so Sync has nothing to wait for."""
 
+    def temporary(self, count: int, dtype: np.dtype) -> np.ndarray:
+        """A host buffer of count elements of dtype for one launch's scratch."""
+        return np.empty(count, dtype)
+
 
 class CudaStream(Stream):
     """A CUDA stream: native is the numba stream launches go on, handle the CUstream as an int
