@@ -1,7 +1,6 @@
 """ep.ops.pad: torch.nn.functional.pad's constant mode, then the ConstantPad primitive."""
 from __future__ import annotations
 
-import functools
 from typing import Sequence
 
 from ep.common.runtime.data_type import as_data_type
@@ -17,7 +16,7 @@ def pad_widths(shape: Sequence[int], pad: object) -> tuple[tuple[int, ...], tupl
 
     pad holds pairs (before, after) from the last dim backwards, at most one pair per dim; dims it
     does not reach are not padded; a negative entry crops. ValueError naming pad when its length is
-    odd or above 2 * len(shape), or when a crop leaves a dim below zero.
+    odd or above 2 * len(shape), or when its crops (negative entries) leave a dim below zero, before any padding.
     """
     if isinstance(pad, (str, bytes)) or not hasattr(pad, "__iter__"):
         raise TypeError(f"pad: {pad!r} is not a sequence of ints")
@@ -31,20 +30,16 @@ def pad_widths(shape: Sequence[int], pad: object) -> tuple[tuple[int, ...], tupl
     for pair in range(len(values) // 2):
         dim = ndim - 1 - pair
         before[dim], after[dim] = values[2 * pair], values[2 * pair + 1]
-    result = tuple(n + b + a for n, b, a in zip(shape, before, after))
-    for dim, size in enumerate(result):
-        if size < 0:
+    for dim, (n, b, a) in enumerate(zip(shape, before, after)):
+        # torch crops first, then pads: the crops alone must leave the dim a size >= 0.
+        cropped = n + min(b, 0) + min(a, 0)
+        if cropped < 0:
             pair = ndim - 1 - dim
             raise ValueError(
-                f"pad: pad[{2 * pair}], pad[{2 * pair + 1}] = {before[dim]}, {after[dim]} crop dim {dim} of size"
-                f" {shape[dim]} to {size}; expected a size >= 0"
+                f"pad: pad[{2 * pair}], pad[{2 * pair + 1}] = {b}, {a} crop dim {dim} of size {n} to {cropped};"
+                " expected a size >= 0"
             )
-    return tuple(before), tuple(after), result
-
-
-@functools.lru_cache(maxsize=64)
-def _pad_primitive(device, dtype):
-    return NewPrimitive(ConstantPadFactory, device, dtype)
+    return tuple(before), tuple(after), tuple(n + b + a for n, b, a in zip(shape, before, after))
 
 
 @same_kind("x")
@@ -60,7 +55,7 @@ def pad(x, pad: Sequence[int], value=0, *, out=None, stream=None):
     x_shape = tuple(x.shape)
     before, after, shape = pad_widths(x_shape, pad)
     value = scalar_value(value, "value", dtype)
-    primitive = _pad_primitive(device, dtype)
+    primitive = NewPrimitive(ConstantPadFactory, device, dtype)
     stream = stream_for(device, stream)
     x = contiguous(x, device, stream)
     out = output(out, shape, dtype, device, stream)

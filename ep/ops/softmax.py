@@ -7,7 +7,6 @@ rows computed there, and the result permuted back: no loop over rows in Python.
 """
 from __future__ import annotations
 
-import functools
 import math
 
 from ep.common.runtime.data_type import FLOATING_TYPES, as_data_type
@@ -26,16 +25,6 @@ def softmax_dim(ndim: int, dim: object, name: str = "dim") -> int:
     if not -size <= dim < size:
         raise IndexError(f"{name}: {dim} is out of range for an array of {ndim} dims; expected {-size} <= dim < {size}")
     return dim % size
-
-
-@functools.lru_cache(maxsize=64)
-def _primitive(factory, device, dtype):
-    return NewPrimitive(factory, device, dtype)
-
-
-@functools.lru_cache(maxsize=64)
-def _permute(device, num_dims: int):
-    return NewPrimitive(PermuteFactory, device, num_dims)
 
 
 def _rows(factory, name: str, arrays: tuple[tuple[object, str], ...], dim, out, stream):
@@ -64,7 +53,7 @@ def _rows(factory, name: str, arrays: tuple[tuple[object, str], ...], dim, out, 
     rows = count // cols
     # An input sharing memory with out but not element for element is copied first (NumPy's out= rule).
     inputs = [unaliased(contiguous(array, device, stream), out, device, stream, elementwise=True) for array, _ in arrays]
-    primitive = _primitive(factory, device, dtype)
+    primitive = NewPrimitive(factory, device, dtype)
     if all(size == 1 for size in shape[dim + 1 :]):
         # The rows are consecutive already (out may be an input: each element is read before its write).
         primitive.Launch(stream, rows, cols, *(x.reshape(count) for x in inputs), out.reshape(count))
@@ -73,7 +62,7 @@ def _rows(factory, name: str, arrays: tuple[tuple[object, str], ...], dim, out, 
     order = (*range(dim), *range(dim + 1, len(shape)), dim)
     back = tuple(order.index(d) for d in range(len(shape)))
     moved_shape = tuple(shape[d] for d in order)
-    permute = _permute(device, len(shape))
+    permute = NewPrimitive(PermuteFactory, device, len(shape))
     moved = []
     for x in inputs:
         m = empty(moved_shape, dtype, device, stream)

@@ -60,6 +60,9 @@ def test_out_overlapping_the_input_reads_the_input_first():
         ((1,) * 8, ValueError, r"pad: has 8 entries, more than 2 \* 3 for an array of 3 dims"),
         ((-3, -2), ValueError, r"pad: pad\[0\], pad\[1\] = -3, -2 crop dim 2 of size 4 to -1; expected a size >= 0"),
         ((0, 0, -2, -2), ValueError, r"pad: pad\[2\], pad\[3\] = -2, -2 crop dim 1 of size 3 to -1"),
+        # torch crops before it pads: a crop past the dim is refused though padding would refill it.
+        ((-5, 2), ValueError, r"pad: pad\[0\], pad\[1\] = -5, 2 crop dim 2 of size 4 to -1; expected a size >= 0"),
+        ((2, -6), ValueError, r"pad: pad\[0\], pad\[1\] = 2, -6 crop dim 2 of size 4 to -2"),
         ((1, 1.5), TypeError, r"pad\[1\]: 1.5 is not an integer"),
         (2, TypeError, r"pad: 2 is not a sequence of ints"),
     ],

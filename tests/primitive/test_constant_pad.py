@@ -121,6 +121,27 @@ def test_unpadded_dims_merge(dims, before, after, merged):
     assert simplify_padding(dims, before, after) == merged
 
 
+@pytest.mark.parametrize("before, after", [((2**61, 0), (-2**61, 0)), ((-2**61, 0), (2**61, 0)), ((2**62, 1), (-2**62, -1)), ((5, 0), (-5, 0))])
+def test_paddings_past_the_dim_pad_the_whole_dim(device, before, after):
+    # Merging dims scales a padding by the inner size: one past the dim is clamped first, so a
+    # pad whose output fits is not refused for an intermediate beyond int64.
+    primitive = ep.NewPrimitive(ep.ConstantPadFactory, device, np.int64)
+    stream = ep.GetDevice(device).CreateStream()
+    src = to_device(np.arange(12, dtype=np.int64), device)
+    dst_dims = tuple(s + b + a for s, b, a in zip((3, 4), before, after))
+    dst = to_device(np.zeros(int(np.prod(dst_dims)), np.int64), device)
+    primitive.Launch(stream, 2, (3, 4), src, before, after, 7, dst)
+    stream.Sync()
+    expected = np.full(dst_dims, 7, np.int64)
+    # Which dst elements hold src's: those whose source index lies in src.
+    for i in range(dst_dims[0]):
+        for j in range(dst_dims[1]):
+            si, sj = i - before[0], j - before[1]
+            if 0 <= si < 3 and 0 <= sj < 4:
+                expected[i, j] = si * 4 + sj
+    np.testing.assert_array_equal(to_numpy(dst).reshape(dst_dims), expected)
+
+
 def bad_launch(device, num_dims, src_dims, before, after, value=0, src_size=6, dst_size=24, dtype=np.float32):
     primitive = ep.NewPrimitive(ep.ConstantPadFactory, device, np.float32)
     stream = ep.GetDevice(device).CreateStream()

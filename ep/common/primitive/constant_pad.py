@@ -34,6 +34,11 @@ def simplify_padding(
     # From the innermost out: a dim merges into the group inside it when that group's outermost dim
     # is unpadded (it then steps through src and dst alike).
     for size, b, a in reversed(tuple(zip(src_dims, before, after))):
+        # A padding past the dim's far end pads no more: clamped to [-size, dst size] (the same
+        # pad), so that merging, which scales it, stays within int64.
+        dst = size + b + a
+        b = -size if b < -size else dst if b > dst else b
+        a = dst - size - b
         if dims and pads[0] == [0, 0]:
             inner = dims[0]
             dims[0], pads[0] = size * inner, [b * inner, a * inner]
