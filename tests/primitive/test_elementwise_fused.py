@@ -84,6 +84,16 @@ def test_attributes_and_predicates(device):
     np.testing.assert_array_equal(got[2], np.maximum(a, 0.0))
 
 
+def test_subtrees_that_differ_in_a_zero_sign_are_two(device):
+    # Equal subtrees are computed once; one with attribute -0.0 is not one with 0.0.
+    a = np.array([-2.0, -1.0, 1.0], np.float32)
+    expression = (Unary(U.kSoftPlus, x, 0.0), Unary(U.kSoftPlus, x, -0.0), Unary(U.kLeakyRelu, x, 0.0), Unary(U.kLeakyRelu, x, -0.0))
+    got = launch(device, expression, [a])
+    for output, (op, beta) in zip(got, [("softplus", 0.0), ("softplus", -0.0), ("leaky_relu", 0.0), ("leaky_relu", -0.0)]):
+        expected = ep.ops.unary(op, a, beta)
+        assert output.view(np.uint32).tolist() == expected.view(np.uint32).tolist(), (op, beta)
+
+
 def test_resolution_and_refusals():
     new = lambda e, *d: ep.NewPrimitive(ep.ElementwiseFusedFactory, "cpu", e, *d)  # noqa: E731
     assert new(Unary(U.kSqrt, x), "int32") is None  # sqrt has no integer formula

@@ -23,6 +23,7 @@ from ep.common.math.special import as_type
 from ep.common.math.unary_functor import UNARY_FUNCTORS
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
+from ep.common.runtime.keys import exact_key
 
 
 def _float_store(np_type: type) -> Callable:
@@ -64,7 +65,8 @@ class _Writer:
         self.device = device
         self.lines: list[str] = []
         self.globals: dict[str, object] = {}
-        self.names: dict[tuple, str] = {}
+        # By exact_key: a subtree with attribute -0.0 is not one with 0.0 (softplus' beta).
+        self.names: dict[object, str] = {}
 
     def bind(self, name: str, value: object) -> str:
         self.globals[name] = value
@@ -72,7 +74,8 @@ class _Writer:
 
     def value(self, node: tuple) -> str:
         """The local holding node's compute value, its lines written first (once per subtree)."""
-        found = self.names.get(node)
+        key = exact_key(node)
+        found = self.names.get(key)
         if found is not None:
             return found
         kind = node[0]
@@ -101,7 +104,7 @@ class _Writer:
             a0, a1 = self.bind(f"A{k}_0", attrs[0]), self.bind(f"A{k}_1", attrs[1])
             name = f"t{k}"
             self.lines.append(f"{name} = {l}({s}({f}({', '.join(operands)}, {a0}, {a1})))")
-        self.names[node] = name
+        self.names[key] = name
         return name
 
 
