@@ -522,3 +522,25 @@ def test_ops_rank_above_max_num_dims_when_it_merges(device):
     alternating = (2, 1) * 5
     with pytest.raises(ValueError, match="at most 8 are supported"):
         ops_binary(device, "add", np.ones(alternating, np.float32), np.ones(alternating[::-1], np.float32))
+
+
+def test_a_broadcast_beyond_int64_is_refused_by_every_broadcasting_primitive(device):
+    # Each operand's dims fit in int64, their broadcast does not: named, before any plan or write.
+    from ep.include.primitive.elementwise_fused import Binary, Input
+
+    stream = ep.GetDevice(device).CreateStream()
+    H = 1 << 32
+    buffer = to_device(np.zeros(4, np.float32), device)
+    binary = ep.NewPrimitive(ep.BroadcastElementwiseBinaryFactory, device, ep.BinaryOp.kAdd, np.float32, np.float32)
+    where = ep.NewPrimitive(ep.WhereFactory, device, np.bool_, np.float32, 8)
+    fused = ep.NewPrimitive(ep.ElementwiseFusedFactory, device, Binary(ep.BinaryOp.kAdd, Input(0), Input(1)), np.float32, np.float32)
+    launches = [
+        (lambda: binary.Launch(stream, (H, 1, H), buffer, (1, H, 1), buffer, buffer), "src0_dims=.* and src1_dims="),
+        (lambda: where.Launch(stream, 3, (H, 1, H), to_device(np.zeros(4, bool), device), 3, (1, H, 1), buffer, 1, (1,), buffer, buffer), "cond_dims=.* and x_dims="),
+        (lambda: fused.Launch(stream, [buffer, buffer], [(H, 1, 4), (1, H, 1)], [buffer]), r"the broadcast of the arguments before=.* and arg_dims\[1\]="),
+    ]
+    for launch, names in launches:
+        with pytest.raises(ValueError, match=f"shapes {names}.* broadcast to .*, more than 2\\*\\*63 - 1 elements"):
+            launch()
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(buffer), 0)

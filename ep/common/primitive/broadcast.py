@@ -5,11 +5,15 @@ tests check them against NumPy.
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence
+
+from ep.common.runtime.validate import INT64_MAX
 
 
 def broadcast_shape(a: Sequence[int], b: Sequence[int], names: tuple[str, str] = ("a", "b")) -> tuple[int, ...]:
-    """NumPy's broadcast of shapes a and b; ValueError naming both when they are incompatible."""
+    """NumPy's broadcast of shapes a and b; ValueError naming both when they are incompatible or
+    their broadcast holds more than 2**63 - 1 elements (each may fit where the broadcast does not)."""
     a, b = tuple(a), tuple(b)
     rank = max(len(a), len(b))
     pa, pb = (1,) * (rank - len(a)) + a, (1,) * (rank - len(b)) + b
@@ -18,6 +22,8 @@ def broadcast_shape(a: Sequence[int], b: Sequence[int], names: tuple[str, str] =
         if x != y and x != 1 and y != 1:
             raise ValueError(f"shapes {names[0]}={a} and {names[1]}={b} do not broadcast together")
         out.append(y if x == 1 else x)
+    if math.prod(out) > INT64_MAX:
+        raise ValueError(f"shapes {names[0]}={a} and {names[1]}={b} broadcast to {tuple(out)}, more than 2**63 - 1 elements")
     return tuple(out)
 
 
