@@ -53,7 +53,7 @@ def run(device, factory, dtype, rows, cols, inputs, guard=GUARD):
 def check(factory, dtype, got, expected):
     rtol, atol = TOLERANCE[np.dtype(dtype)]
     if factory is ep.LogSoftmaxFactory:
-        # x - (max + log(sum)): the subtraction's rounding is relative to the row's largest terms.
+        # x - max - log(sum): the subtractions' rounding is relative to the row's largest terms.
         atol = max(atol, rtol * np.abs(expected).max(initial=0))
     np.testing.assert_allclose(got.astype(np.float64), expected, rtol=rtol, atol=atol)
 
@@ -91,6 +91,19 @@ def test_every_float_dtype_is_registered(device, factory):
 @pytest.mark.parametrize("factory", list(FORWARD), ids=lambda f: f.__name__)
 def test_forward_matches_torch_for_large_inputs(device, factory, dtype, shape):
     forward_case(device, factory, dtype, *shape)
+
+
+@pytest.mark.parametrize("dtype, offset", [(np.float32, 1e6), (np.float32, 1e8), (np.float64, 1e17)], ids=str)
+def test_log_softmax_of_a_large_offset_keeps_the_log_of_the_sum(device, dtype, offset):
+    # (x - max) - log(sum): rounded x - (max + log(sum)) lost log(sum) beside a max of 1e8.
+    rows = np.array([[0.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-3.0, 0.0, 0.0]])
+    x = (rows + offset).astype(dtype)
+    expected = torch.log_softmax(torch.from_numpy(x.astype(np.float64) - offset), -1).numpy()
+    got = run(device, ep.LogSoftmaxFactory, dtype, 3, 3, [x]).astype(np.float64)
+    # x - offset is exact only where the offset's spacing is 1 or finer: the rows as rounded.
+    np.testing.assert_allclose(got, torch.log_softmax(torch.from_numpy(x.astype(np.float64)), -1).numpy(), rtol=TOLERANCE[np.dtype(dtype)][0])
+    if offset <= 1e6:
+        np.testing.assert_allclose(got, expected, rtol=TOLERANCE[np.dtype(dtype)][0])
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)

@@ -89,12 +89,12 @@ def formulas(op: SoftmaxOp, compute_dtype: np.dtype) -> SoftmaxFormulas:
 
             @scalar_function
             def finish(mx, s):
-                shift = mx + m.log(s)
-                return shift, shift
+                return mx, m.log(s)
 
+            # (x - max) - log(sum), not x - (max + log(sum)): beside a large max, log(sum) is lost.
             @scalar_function
             def output(a, b, p, q):
-                return a - p
+                return (a - p) - q
 
         else:
 
