@@ -76,3 +76,31 @@ def test_exact_key():
     ]
     for a, b in unlike:
         assert exact_key(a) != exact_key(b), (a, b)
+
+
+def test_objects_that_change_in_place_are_keyed_by_their_value_or_not_at_all():
+    torch = pytest.importorskip("torch")
+    axis = torch.tensor(0)
+    assert exact_key(axis) == (torch.Tensor, 0)
+    axis.fill_(1)
+    assert exact_key(axis) == (torch.Tensor, 1)
+    device = ep.GetDevice("cpu")
+    assert exact_key(device) is device  # equal only to itself
+    for changing in (torch.tensor([3, 2]), torch.tensor(1.5), bytearray(b"ab"), np.array([1, 2])):
+        with pytest.raises(TypeError):
+            hash(exact_key(changing))
+
+
+def test_ops_read_an_argument_changed_in_place_anew(device):
+    # A cached plan keyed by the object would keep its old value: a silent wrong shape.
+    torch = pytest.importorskip("torch")
+    params = to_device(np.arange(6.0).reshape(2, 3), device)
+    axis = torch.tensor(0)
+    assert ep.ops.gather(params, to_device(np.array([1]), device), axis).shape == (1, 3)
+    axis.fill_(1)
+    np.testing.assert_array_equal(to_numpy(ep.ops.gather(params, to_device(np.array([1]), device), axis)), [[1.0], [4.0]])
+    sizes = torch.tensor([3, 2])
+    x = to_device(np.arange(3.0).reshape(3, 1), device)
+    assert ep.ops.expand(x, sizes).shape == (3, 2)
+    sizes[1] = 5
+    np.testing.assert_array_equal(to_numpy(ep.ops.expand(x, sizes)), np.broadcast_to(np.arange(3.0).reshape(3, 1), (3, 5)))

@@ -1,13 +1,14 @@
 """What Expand and ExpandGrad check alike: dims where one broadcasts to the other, a plan per pair, the buffers."""
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
-from ep.common.runtime.validate import dims as check_dims
+from ep.common.runtime.validate import INT64_MAX, dims as check_dims
 
 # Dims a caller may name before merging (NumPy's limit); what kernels index is bounded by MAX_NUM_DIMS.
 MAX_CALLER_DIMS = 64
@@ -23,6 +24,8 @@ def check_broadcast_dims(small: object, large: object, names: tuple[str, str]) -
         d = large[lead + i]
         if s != d and s != 1:
             raise ValueError(f"{names[0]}[{i}] = {s} does not broadcast to {names[1]}[{lead + i}] = {d}; expected {d} or 1")
+    if math.prod(large) > INT64_MAX:
+        raise ValueError(f"{names[1]}: {large} holds more than 2**63 - 1 elements")
     return small, large
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import operator
 import struct
 from typing import Callable, Hashable
 
@@ -24,7 +25,9 @@ def exact_key(value: object) -> Hashable:
     and NaNs by their payloads; a tuple element by element; anything else by its type and value,
     so 1, 1.0, True and np.int64(1) are four keys; a dataclass (an expression's node) by its type
     and its fields' keys. A value whose parts are all ints, names, enums, dtypes, None or tuples
-    of those (shapes, most arguments) is its own key.
+    of those (shapes, most arguments) is its own key. An object equal only to itself (a Device)
+    is keyed by its identity; another library's integer (__index__) by its value at the call.
+    TypeError for any other object, which may change in place (a torch tensor of sizes).
     """
     kind = type(value)
     if kind in _SAME:
@@ -58,8 +61,6 @@ def _rule(kind: type) -> Callable[[object], Hashable]:
     if dataclasses.is_dataclass(kind):
         names = tuple(field.name for field in dataclasses.fields(kind))
         return lambda value: (kind, exact_key(tuple(getattr(value, name) for name in names)))
-    if issubclass(kind, type) or kind.__eq__ is object.__eq__:
-        return _itself  # classes, and objects equal only to themselves (a Device)
     if issubclass(kind, float):  # np.float64 too
         return lambda value: (kind, _DOUBLE.pack(value))
     if issubclass(kind, np.inexact):
@@ -68,11 +69,28 @@ def _rule(kind: type) -> Callable[[object], Hashable]:
         return lambda value: (kind, _DOUBLE.pack(value.real), _DOUBLE.pack(value.imag))
     if issubclass(kind, tuple):
         return lambda value: (kind, tuple(map(exact_key, value)))
-    return lambda value: (kind, value)
+    if issubclass(kind, (int, str, bytes, np.integer, np.bool_)):
+        return lambda value: (kind, value)
+    if issubclass(kind, type):
+        return _itself
+    if hasattr(kind, "__index__"):
+        # Another library's integer (a 0-d torch tensor) may change in place: keyed by its value now.
+        return lambda value: (kind, operator.index(value))
+    if kind.__hash__ is None:
+        return lambda value: (kind, value)  # a list: no cache's lookup takes it (TypeError)
+    if kind.__eq__ is object.__eq__ and not hasattr(kind, "__iter__"):
+        return _itself  # objects equal only to themselves (a Device)
+    return _unkeyable
 
 
 def _itself(value: object) -> Hashable:
     return value
+
+
+def _unkeyable(value: object) -> Hashable:
+    # Anything else may change in place (a torch tensor of sizes) and would find the entry made
+    # of its old value: a cache makes its entry anew on every call (PlanCache takes the TypeError).
+    raise TypeError(f"a {type(value).__name__} is no value a cache can key")
 
 
 _RULES: dict[type, Callable[[object], Hashable]] = {}
