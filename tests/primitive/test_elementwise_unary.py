@@ -438,6 +438,46 @@ def test_relu_matches_numpy(device, dtype):
     np.testing.assert_array_equal(launch(device, ep.UnaryOp.kRelu, x), np.maximum(x, 0))
 
 
+def _bits(a):
+    return a.view(f"u{a.dtype.itemsize}").tolist()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_zero_signs_and_nan_attributes_as_pytorch(device, dtype):
+    # Bit for bit against torch: relu keeps -0.0, log_sigmoid gives +0.0 where exp(-x) underflows,
+    # hardtanh is clamp (NaN in a bound gives NaN).
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    x = np.array([-0.0, 0.0, -1.0, 2.0, np.inf, -np.inf, np.nan, 1e4], dtype)
+    t = torch.from_numpy(x.astype(np.float32)) if dtype == np.float16 else torch.from_numpy(x)
+    ref = lambda y: (y.numpy().astype(dtype))  # noqa: E731  (float16: torch computed in float32, exact here)
+    assert _bits(launch(device, U.kRelu, x)) == _bits(ref(torch.relu(t)))
+    got, expected = launch(device, U.kLogSigmoid, x), ref(F.logsigmoid(t))
+    assert _bits(got[[4, 7]]) == _bits(expected[[4, 7]]) == _bits(np.zeros(2, dtype))  # +0.0
+    np.testing.assert_allclose(got, expected, rtol=1e-3 if dtype == np.float16 else 1e-6)
+    for low, high in ((-1.0, 1.0), (np.nan, 1.0), (-1.0, np.nan), (0.5, 0.5)):
+        np.testing.assert_array_equal(launch(device, U.kHardTanh, x, None, low, high), ref(torch.clamp(t, low, high)))
+
+
+def test_expm1_of_tiny_float32_is_x(device):
+    # Every subnormal and every |x| below 2**-24 is its own e^x - 1 (NumPy's, to the bit).
+    x = np.concatenate([np.arange(1, 64, dtype=np.uint32).view(np.float32), np.float32([2.0**-25, -(2.0**-30), 5.9e-8, -0.0])])
+    for op in (U.kExpm1,):
+        assert _bits(launch(device, op, x)) == _bits(np.expm1(x))
+    assert _bits(launch(device, U.kElu, -x[:-1])) == _bits(np.expm1(-x[:-1]))
+
+
+@pytest.mark.parametrize("op, attr0, attr1, message", [
+    (U.kCelu, 0.0, None, r"alpha is 0; expected a nonzero alpha"),
+    (U.kHardTanh, 1.0, -1.0, r"min_val 1.0 is greater than max_val -1.0; expected min_val <= max_val"),
+])
+def test_attributes_the_op_has_no_result_for_are_refused(device, op, attr0, attr1, message):
+    with pytest.raises(ValueError, match=message):
+        ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, op, np.float32, np.float32, attr0, attr1)
+    with pytest.raises(ValueError, match=message):
+        ep.ops.unary(op, to_device(np.zeros(3, np.float32), device), attr0, attr1)
+
+
 def test_launch_leaves_src_unchanged_and_count_bounds_the_write(device):
     x = np.linspace(-3, 3, 50).astype(np.float32)
     primitive = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, ep.UnaryOp.kNegative, np.float32, np.float32)

@@ -55,6 +55,8 @@ _EXP_MAX = np.float32(89.0)
 _EXP_MIN = np.float32(-104.0)
 # expm1(x) rounds to -1 below about -17.3.
 _EXPM1_MIN = np.float32(-30.0)
+# Below this |x|, e^x - 1 rounds to x itself (x / 2, the next term, is under half an ulp of x).
+_EXPM1_TINY = np.float32(2.0**-24)
 
 
 @scalar_function
@@ -133,8 +135,9 @@ def expm1(x):
     # it is p exactly (full relative accuracy near 0), and 2^128 never has to be formed.
     t = _pow2(k - _ONE)
     y = _TWO * _mul_add(t, p, t - _HALF)
-    # NaN stays NaN, and -0.0 stays -0.0 (the sum above would give +0.0).
-    return y if (x == x) & (x != _F0) else x
+    # NaN stays NaN, and a tiny x is the result: the sum above would halve it, rounding an odd
+    # subnormal to even, and give +0.0 for -0.0.
+    return y if (x == x) & (abs(x) >= _EXPM1_TINY) else x
 
 
 # log(1 + f) = f - f^2 / 2 + f^3 * P(f) on sqrt(1/2) - 1 <= f < sqrt(2) - 1 (Cephes logf).

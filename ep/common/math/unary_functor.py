@@ -104,8 +104,14 @@ def unary_keyword_attrs(op: object, keywords: dict, attr0: object, attr1: object
 
 
 def unary_attrs(op: UnaryOp, src_dtype: DataType, attr0: object, attr1: object) -> tuple[object, object]:
-    """attr0 and attr1 with PyTorch's defaults filled in, as scalars of the compute dtype."""
-    return fill_attrs(op, UNARY_FUNCTORS[op].attrs, attr0, attr1, src_dtype.compute_dtype.type)
+    """attr0 and attr1 with PyTorch's defaults filled in, as scalars of the compute dtype; ValueError
+    for values the op has no result for (its record's attrs_rule)."""
+    record = UNARY_FUNCTORS[op]
+    attrs = fill_attrs(op, record.attrs, attr0, attr1, src_dtype.compute_dtype.type)
+    message = None if record.attrs_rule is None else record.attrs_rule(*attrs)
+    if message is not None:
+        raise ValueError(f"attr0, attr1: {message} ({op.name})")
+    return attrs
 
 
 def resolve_unary(op: object, src_dtype: object, dst_dtype: object, attr0: object, attr1: object):

@@ -72,7 +72,8 @@ TANH = UnaryFunctor(
 def _log_sigmoid_over(m):
     @scalar_function
     def log_sigmoid(x, attr0, attr1):
-        return -m.softplus(-x)
+        # 0 - softplus(-x), not its negation: +0.0 where exp(-x) underflows, as PyTorch's.
+        return as_type(0, x) - m.softplus(-x)
 
     return log_sigmoid
 
@@ -110,8 +111,8 @@ IDENTITY = UnaryFunctor(
 
 @scalar_function
 def relu(x, attr0, attr1):
-    # "not x <= 0" rather than "x > 0" lets NaN through, as PyTorch's relu.
-    return x if not x <= 0 else as_type(0, x)
+    # "not x < 0" rather than "x > 0" lets NaN and -0.0 through, as PyTorch's relu (and np.maximum).
+    return x if not x < 0 else as_type(0, x)
 
 
 @scalar_function
@@ -208,6 +209,7 @@ def celu_backward_with_dy_y(dy, y, alpha, attr1):
 CELU = UnaryFunctor(
     UnaryOp.kCelu, celu, FLOAT, (("alpha", 1.0),), float32_formula=celu_float32, with_dy_y=celu_backward_with_dy_y,
     doc="x for x > 0, else alpha * (exp(x / alpha) - 1)",
+    attrs_rule=lambda alpha, _: "alpha is 0; expected a nonzero alpha (it divides x)" if alpha == 0 else None,
 )
 
 
@@ -446,10 +448,11 @@ SOFT_SHRINK = UnaryFunctor(
 
 @scalar_function
 def hard_tanh(x, min_val, max_val):
-    # Comparisons are false for NaN, which falls through unchanged.
-    if x < min_val:
-        return min_val
-    return max_val if x > max_val else x
+    # clamp's, min(max(x, min_val), max_val): NaN, in x or a bound, gives NaN.
+    if x != x:
+        return x
+    y = x if x >= min_val else min_val
+    return y if y <= max_val or y != y else max_val
 
 
 @scalar_function
@@ -461,6 +464,7 @@ _HARD_TANH_ATTRS = (("min_val", -1.0), ("max_val", 1.0))
 HARD_TANH = UnaryFunctor(
     UnaryOp.kHardTanh, hard_tanh, FLOAT, _HARD_TANH_ATTRS, with_dy_y=hardtanh_backward_with_dy_y,
     doc="x clamped to [min_val, max_val]",
+    attrs_rule=lambda low, high: f"min_val {low} is greater than max_val {high}; expected min_val <= max_val" if low > high else None,
 )
 
 

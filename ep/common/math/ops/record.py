@@ -26,7 +26,9 @@ class _Record:
     """What every op's record says: the op, its formula, its source dtypes, its attributes, whether it gives bool.
 
     attrs names attr0 and attr1 in order with PyTorch's parameter names, which ep.ops also takes as
-    keywords, each with PyTorch's default (None: the caller must give it). doc says in one line what
+    keywords, each with PyTorch's default (None: the caller must give it); attrs_rule, where given,
+    refuses values the op has no result for: attrs_rule(attr0, attr1) is the ValueError's message
+    or None (PyTorch's: celu's alpha 0, hardtanh's min_val above max_val). doc says in one line what
     the op computes; aliases (NumPy's and PyTorch's names for the same function, which the enum's
     name lookup accepts) are the enum's.
     """
@@ -37,6 +39,7 @@ class _Record:
     attrs: Attrs = ()
     to_bool: bool = False
     doc: str = ""
+    attrs_rule: Callable | None = None
 
     @property
     def aliases(self) -> tuple[str, ...]:
