@@ -162,8 +162,9 @@ def stream_for(device: Device, stream: Stream | None) -> Stream:
     return device.default_stream if stream is None else check_stream(stream, device.device_type)
 
 
-def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream):
-    """A new C-contiguous array on device (on the CPU a large one may reuse a released result's memory)."""
+def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream, given_by: str = "result"):
+    """A new C-contiguous array on device (on the CPU a large one may reuse a released result's
+    memory). given_by: the caller's argument whose value gave shape, named when none can be made."""
     try:
         if device.device_type is _CPU_TYPE:
             return host_empty(shape, dtype.dtype)
@@ -171,7 +172,7 @@ def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Strea
 
         return cuda.device_array(shape, dtype.dtype, stream=stream.native)
     except (ValueError, MemoryError) as error:
-        raise type(error)(f"out: no array of shape {tuple(shape)} and dtype {dtype.value} can be allocated ({error})") from None
+        raise type(error)(f"{given_by}: gives shape {tuple(shape)} of {dtype.value}, which no array can have here ({error})") from None
 
 
 def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = False):
@@ -213,10 +214,11 @@ def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = Fal
     return copy
 
 
-def output(out, shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream):
-    """The caller's out, checked against shape, dtype and device, or a new array when out is None."""
+def output(out, shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream, given_by: str = "result"):
+    """The caller's out, checked against shape, dtype and device, or a new array when out is None
+    (given_by: as empty's)."""
     if out is None:
-        return empty(shape, dtype, device, stream)
+        return empty(shape, dtype, device, stream, given_by)
     return check_out(out, "out", shape, dtype, device)
 
 

@@ -68,7 +68,7 @@ def full(shape, fill_value, *, dtype=None, device="cpu", out=None, stream=None):
         raise ValueError(f"shape: {shape} of {dtype.value} is {count * dtype.itemsize} bytes; expected at most 2**63 - 1")
     device = GetDevice(device)
     stream = stream_for(device, stream)
-    out = output(out, shape, dtype, device, stream)
+    out = output(out, shape, dtype, device, stream, "shape")
     NewPrimitive(FillFactory, device, dtype).Launch(stream, out, fill_value, count)
     return out
 

@@ -211,7 +211,7 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
     shape = gather_shape(params_shape, indices_shape, axis, batch_dims)
     if dy_shape != shape.shape:
         raise ValueError(f"dy: has shape {dy_shape}; expected {shape.shape}, the gather's result shape")
-    dx = empty(params_shape, dtype, device, stream)
+    dx = empty(params_shape, dtype, device, stream, "params_shape")
     wrap, check, offset = _index_options(check_bounds, offset)
     primitive = NewPrimitive(UnsortedSegmentSumFactory, device, dtype, indices_dtype, wrap_negative=wrap, check_bounds=check)
     _launch(primitive, indices_shape, stream, indices, shape.num_indices, dy, shape.batch, shape.outer, shape.gather, shape.inner, dx, offset)

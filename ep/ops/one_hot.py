@@ -29,7 +29,8 @@ def one_hot_classes(indices, num_classes: object, device) -> int:
     if math.prod(indices.shape) == 0:
         raise ValueError("num_classes: -1 cannot be inferred from empty indices; pass num_classes")
     host = indices if device.device_type is DeviceType.kCPU else copy_to_host(indices)
-    return int(host.max()) + 1
+    # Not below 0: a negative index is then out of range [0, 0), an IndexError naming it.
+    return max(int(host.max()) + 1, 0)
 
 
 @same_kind("indices")
@@ -55,7 +56,7 @@ def one_hot(indices, num_classes=-1, *, dtype=np.int64, on_value=1, off_value=0,
     indices = contiguous(indices, device, stream)
     classes = one_hot_classes(indices, num_classes, device)
     result = shape + (classes,)
-    out = output(out, result, dtype, device, stream)
+    out = output(out, result, dtype, device, stream, "num_classes")
     indices = unaliased(indices, out, device, stream)
     primitive = NewPrimitive(OneHotFactory, device, indices.dtype, dtype, check_bounds=True)
     launch_naming_indices(primitive, shape, stream, indices, out, on_value, off_value, math.prod(shape), 0, classes)

@@ -58,7 +58,7 @@ def pad(x, pad: Sequence[int], value=0, *, out=None, stream=None):
     primitive = NewPrimitive(ConstantPadFactory, device, dtype)
     stream = stream_for(device, stream)
     x = contiguous(x, device, stream)
-    out = output(out, shape, dtype, device, stream)
+    out = output(out, shape, dtype, device, stream, "pad")
     x = unaliased(x, out, device, stream)
     if x_shape:
         primitive.Launch(stream, len(x_shape), x_shape, x, before, after, value, out)

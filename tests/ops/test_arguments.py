@@ -81,6 +81,28 @@ def test_a_result_too_large_names_sizes(device, sizes):
             ep.ops.expand(x, sizes)
 
 
+def test_a_result_no_array_can_have_names_the_argument_that_gave_its_shape(device):
+    # The caller passed no out=: the error names the argument whose value gave the result's shape.
+    index = lambda *v: to_device(np.array(v, np.int64), device)  # noqa: E731
+    cases = [
+        (lambda: ep.ops.one_hot(index(1, 2), 2**62), "num_classes"),
+        (lambda: ep.ops.pad(to_device(np.arange(5.0), device), (2**62, 2**62)), "pad"),
+        (lambda: ep.ops.full((2**62, 0, 2**62), 1, device=device), "shape"),
+        (lambda: ep.ops.gather_grad(to_device(np.ones(2), device), index(0, 0), (2**62,)), "params_shape"),
+    ]
+    for call, name in cases:
+        with pytest.raises(ValueError, match=rf"^{name}: gives shape \(.*\) of \w+, which no array can have here"):
+            call()
+
+
+def test_one_hot_of_negative_indices_names_the_first(device):
+    # num_classes=-1 infers no classes from indices all below 0: the first is out of range, by name.
+    with pytest.raises(IndexError, match=r"indices\[0\] = -5 is out of range"):
+        result = ep.ops.one_hot(to_device(np.array([-5, -3], np.int64), device))
+        ep.GetDevice(device).default_stream.Sync()
+        del result
+
+
 @pytest.mark.parametrize(
     "factory, args, named",
     [
