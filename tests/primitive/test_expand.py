@@ -641,6 +641,19 @@ def test_expand_grad_matches_numpy_sum(device, dtype, input_shape, dy_shape):
     np.testing.assert_array_equal(to_numpy(array).reshape(dy_shape), dy)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("input_shape, dy_shape", [((1, 1), (1, 1)), ((3, 4), (3, 4)), ((2, 1, 5), (2, 1, 5))], ids=str)
+def test_expand_grad_summing_nothing_passes_dy_bit_for_bit(device, dtype, input_shape, dy_shape):
+    # As autograd passes dy through an expand that broadcast nothing: -0.0 and NaN payloads stay.
+    unit = f"u{np.dtype(dtype).itemsize}"
+    dy = grad_sample(dy_shape, dtype)
+    flat = dy.reshape(-1)
+    flat[0] = -0.0
+    flat[-1:] = np.array([np.iinfo(unit).max], unit).view(dtype)  # a NaN with every payload bit set
+    got = to_numpy(ep.ops.expand_grad(to_device(dy, device), input_shape))
+    assert got.view(unit).tolist() == dy.reshape(input_shape).view(unit).tolist()
+
+
 def test_expand_grad_float16_accumulates_in_float32(device):
     # A float16 running sum of ones stops at 2048; a float32 one reaches 3000, which float16 holds.
     dy = np.ones(3000, np.float16)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import abc
+import functools
 from typing import Iterator
 
 from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan, expand_grad_plan
@@ -10,6 +11,8 @@ from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
+from ep.include.primitive.memcpy import MemcpyFactory, MemcpyKind
+from ep.include.primitive.primitive import NewPrimitive
 
 
 class ExpandGradKernels(abc.ABC):
@@ -35,8 +38,16 @@ class ExpandGradImpl(BroadcastDimsPrimitive, ExpandGrad):
 
     def Launch(self, stream, src_dims, src, dst_dims, dst) -> None:
         plan, src, dst = self._checked(stream, src_dims, src, dst_dims, dst)
-        if plan.dst_count:
+        if plan.src_count == plan.dst_count:
+            # Nothing is summed: src as it is, bit for bit, as autograd passes dy through (a sum
+            # from 0.0 would make -0.0 +0.0).
+            self._copy.Launch(stream, dst, src, plan.dst_count * self.dtype.itemsize)
+        elif plan.dst_count:
             self._kernels.launch(stream, self.dtype, plan, src, dst)
+
+    @functools.cached_property
+    def _copy(self):
+        return NewPrimitive(MemcpyFactory, self.device_type, MemcpyKind.kAuto)
 
 
 class ExpandGradFactoryImpl(DtypeFactory, ExpandGradFactory):
