@@ -41,6 +41,6 @@ def add_n(arrays: Sequence[object], *, out=None, stream=None):
     stream = stream_for(device, stream)
     out = output(out, shape, dtype, device, stream)
     # Each element is read where it is written: out may be an input, any other overlap is copied.
-    sources = [unaliased(contiguous(a, device, stream), out, device, stream, elementwise=True) for a in arrays]
+    sources = [unaliased(contiguous(a, device, stream, name=f"arrays[{i}]"), out, device, stream, elementwise=True) for i, a in enumerate(arrays)]
     primitive.Launch(stream, sources, len(sources), out, int(first.size))
     return out

@@ -175,15 +175,16 @@ def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Strea
         raise type(error)(f"{given_by}: gives shape {tuple(shape)} of {dtype.value}, which no array can have here ({error})") from None
 
 
-def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = False):
+def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = False, name: str = "x"):
     """x itself if C-contiguous (and not copy), else a C-contiguous copy on x's device (on stream,
-    or the default one).
+    or the default one, which waits for the stream that produced x). name: x's, in errors.
 
     The copy is a CopyNd launch that reads x as a strided view of the memory it spans. CopyNd takes
     non-negative strides: a cpu array with negative ones is copied by NumPy, a cuda one refused.
     """
     if plain(x) and not copy:
         return x
+    stream = stream_for(device, stream)
     if device.device_type is DeviceType.kCPU:
         if copy:
             return np.array(x, order="C")
@@ -191,13 +192,14 @@ def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = Fal
             return np.ascontiguousarray(x)
         array = x if type(x) is np.ndarray else x.view(np.ndarray)
     else:
-        array = as_cuda_array(x)
+        array = as_cuda_array(x, name)
         if array.is_c_contiguous() and not copy:
-            return array
+            return array  # its launch waits for its producer
         if any(s < 0 for s in array.strides):
-            raise ValueError(f"x: negative strides {tuple(array.strides)} are not supported; expected strides >= 0")
-    dtype = as_data_type(array.dtype, "x")
-    stream = stream_for(device, stream)
+            raise ValueError(f"{name}: negative strides {tuple(array.strides)} are not supported; expected strides >= 0")
+        # The copy reads x through a view of its memory, which names no producer: it waits here.
+        as_cuda_array(array, name, stream)
+    dtype = as_data_type(array.dtype, name)
     copy = empty(tuple(array.shape), dtype, device, stream)
     if array.size == 0:
         return copy

@@ -154,22 +154,22 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
     given = out
     if out is None:
         out = empty(shape, dst_dtype, device, stream)
-    elif not (plain(out) and out.dtype is dst_dtype.dtype and out.shape == shape and out.flags.writeable):
+    elif not (device is CPU and plain(out) and out.dtype is dst_dtype.dtype and out.shape == shape and out.flags.writeable):
         check_out(out, "out", shape, dst_dtype, device)
     if scalar != 0:
-        a = _operand(a, src_dtype, given, device, stream)
+        a = _operand(a, "a", src_dtype, given, device, stream)
     if scalar != 1:
-        b = _operand(b, src_dtype, given, device, stream)
+        b = _operand(b, "b", src_dtype, given, device, stream)
     primitive.Launch(stream, dims0, a, dims1, b, out)
     return out
 
 
-def _operand(x, src_dtype: DataType, out, device, stream):
+def _operand(x, name: str, src_dtype: DataType, out, device, stream):
     """An array operand as the primitive takes it: C-contiguous, in src_dtype, and not overlapping
     out (the caller's out=, or None: a result binary made overlaps nothing)."""
     if x.dtype is not src_dtype.dtype and x.dtype != src_dtype.dtype:
         return unary("cast", x, dtype=src_dtype, stream=stream)
-    x = contiguous(x, device, stream)
+    x = contiguous(x, device, stream, name=name)
     # Two NumPy arrays that own their memory cannot overlap: only views need the overlap test.
     if out is not None and (type(x) is not np.ndarray or type(out) is not np.ndarray or x.base is not None or out.base is not None):
         x = unaliased(x, out, device, stream, elementwise=True)

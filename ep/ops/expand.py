@@ -145,7 +145,7 @@ def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None):
     if primitive is None:
         raise TypeError(f"dy: expand_grad does not support dtype {dtype.value}")
     stream = stream_for(device, stream)
-    dy = contiguous(dy, device, stream)
+    dy = contiguous(dy, device, stream, name="dy")
     if out is None:
         out = empty(input_shape, dtype, device, stream)
     else:

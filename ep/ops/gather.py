@@ -23,7 +23,7 @@ from ep.include.primitive.batch_gather import BatchGatherFactory
 from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
-from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
+from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
 
 _INDEX_DTYPES = {dtype.dtype: dtype for dtype in INDEX_TYPES}
 
@@ -161,15 +161,15 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool | None =
     # Shapes first: a contiguous NumPy copy of a 0-d array is 1-d.
     params_shape, indices_shape = tuple(params.shape), tuple(indices.shape)
     stream = stream_for(device, stream)  # copies go on the caller's stream too
-    params = contiguous(params, device, stream)
-    indices = contiguous(indices, device, stream)
+    params = contiguous(params, device, stream, name="params")
+    indices = contiguous(indices, device, stream, name="indices")
     params_dtype, shape, primitive, offset = _GATHER_OPS.get(
         device, params.dtype, indices.dtype, params_shape, indices_shape, axis, batch_dims, check_bounds, offset
     )
     if out is None:
         out = empty(shape.shape, params_dtype, device, stream)
     else:
-        if not (plain(out) and out.shape == shape.shape and out.dtype is params.dtype and out.flags.writeable):
+        if not (device is CPU and plain(out) and out.shape == shape.shape and out.dtype is params.dtype and out.flags.writeable):
             check_out(out, "out", shape.shape, params_dtype, device)
         params = unaliased(params, out, device, stream)
         indices = unaliased(indices, out, device, stream)
@@ -200,8 +200,8 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
     device = _same_device(dy, indices, "dy")
     dy_shape, indices_shape = tuple(dy.shape), tuple(indices.shape)
     stream = stream_for(device, stream)
-    dy = contiguous(dy, device, stream)
-    indices = contiguous(indices, device, stream)
+    dy = contiguous(dy, device, stream, name="dy")
+    indices = contiguous(indices, device, stream, name="indices")
     dtype = as_data_type(dy.dtype, "dy")
     if dtype not in SUM_TYPES:
         names = ", ".join(d.value for d in SUM_TYPES)

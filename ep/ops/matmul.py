@@ -114,7 +114,7 @@ def _as_stored(x, name: str, dtype: DataType, device, stream) -> tuple[object, t
         for candidate, order, transposed in ((dims, strides, False), (swapped, swapped_strides, True)):
             if _c_contiguous(candidate, order, dtype.itemsize):
                 return span(array, dtype, math.prod(candidate), device.device_type), candidate, transposed
-    return contiguous(x, device, stream), shape, False
+    return contiguous(x, device, stream, name=name), shape, False
 
 
 def _matrix(dims: tuple[int, ...], transposed: bool) -> tuple[int, int]:

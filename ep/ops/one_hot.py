@@ -53,7 +53,7 @@ def one_hot(indices, num_classes=-1, *, dtype=np.int64, on_value=1, off_value=0,
     dtype = as_data_type(dtype, "dtype")
     stream = stream_for(device, stream)
     shape = tuple(indices.shape)
-    indices = contiguous(indices, device, stream)
+    indices = contiguous(indices, device, stream, name="indices")
     classes = one_hot_classes(indices, num_classes, device)
     result = shape + (classes,)
     out = output(out, result, dtype, device, stream, "num_classes")

@@ -52,7 +52,7 @@ def _rows(factory, name: str, arrays: tuple[tuple[object, str], ...], dim, out, 
     cols = shape[dim] if shape else 1
     rows = count // cols
     # An input sharing memory with out but not element for element is copied first (NumPy's out= rule).
-    inputs = [unaliased(contiguous(array, device, stream), out, device, stream, elementwise=True) for array, _ in arrays]
+    inputs = [unaliased(contiguous(array, device, stream, name=array_name), out, device, stream, elementwise=True) for array, array_name in arrays]
     primitive = NewPrimitive(factory, device, dtype)
     if all(size == 1 for size in shape[dim + 1 :]):
         # The rows are consecutive already (out may be an input: each element is read before its write).

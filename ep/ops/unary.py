@@ -11,7 +11,7 @@ from ep.include.primitive.cast import CastFactory
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
-from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
+from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
 
 
 def _primitive(op, device_type, x_dtype, attr0, attr1, dtype):
@@ -62,7 +62,7 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, *
     x = contiguous(x, device, stream)
     if out is None:
         out = empty(shape, dst_dtype, device, stream)
-    elif plain(out) and out.dtype is dst_dtype.dtype and out.shape == shape and out.flags.writeable:
+    elif device is CPU and plain(out) and out.dtype is dst_dtype.dtype and out.shape == shape and out.flags.writeable:
         # Two arrays that own their memory cannot overlap: only views need the overlap test.
         if out is not x and (x.base is not None or out.base is not None):
             x = unaliased(x, out, device, stream, elementwise=True)

@@ -52,7 +52,7 @@ def where(condition, x, y, *, out=None, stream=None):
         elif as_data_type(value.dtype, name) is not wanted:
             value = unary("cast", value, dtype=wanted, stream=stream)
         else:
-            value = contiguous(value, device, stream)
+            value = contiguous(value, device, stream, name=name)
         if out is not None:
             # An input read where out is written (same shape) may be out itself; any other overlap is copied.
             value = unaliased(value, out, device, stream, elementwise=tuple(value.shape) == shape)

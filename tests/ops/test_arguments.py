@@ -210,3 +210,24 @@ def test_caches_stay_bounded():
     for factory in (ep.ElementwiseUnaryFactory, ep.BroadcastElementwiseBinaryFactory):
         assert _factory_cache(factory) <= MAX_ENTRIES
     assert math.isnan(ep.ops.unary("leaky_relu", np.array([-1.0], np.float32), float("nan"))[0])
+
+
+def test_errors_about_a_copied_operand_or_out_name_the_callers_argument(device):
+    # Operands are copied (contiguous) before the launch, and out= is checked before it: an error
+    # there names the caller's argument, not the primitive's (x, dst).
+    from ep.common.runtime.device import available_device_types
+
+    d = to_device(np.arange(12, dtype=np.float32).reshape(3, 4), device)
+    if device == "cuda":
+        # CopyNd takes no negative strides on cuda: refused, naming the operand.
+        with pytest.raises(ValueError, match=r"^b: negative strides"):
+            ep.ops.binary("add", d, d[:, ::-1])
+        with pytest.raises(ValueError, match=r"^indices: negative strides"):
+            ep.ops.gather(d, to_device(np.array([2, 1, 0]), device)[::-1])
+    others = [t.value for t in available_device_types() if t.value != device]
+    for other in others:
+        wrong = to_device(np.empty((3, 4), np.float32), other)
+        for call in (lambda: ep.ops.unary("negative", d, out=wrong), lambda: ep.ops.binary("add", d, 1.0, out=wrong),
+                     lambda: ep.ops.gather(d, to_device(np.array([0, 1, 2]), device), out=wrong)):
+            with pytest.raises(TypeError, match=rf"^out: is on {other}; expected an array on {device}"):
+                call()

@@ -205,6 +205,33 @@ def test_an_input_from_another_stream_is_waited_for_with_an_event(cuda_device, e
     assert events == {"record": 1, "wait": 1}  # its own stream: nothing to wait for
 
 
+@pytest.mark.parametrize("view", ["stepped", "overlapping out"])
+def test_an_input_copied_first_is_waited_for_before_its_copy(cuda_device, monkeypatch, view):
+    # The copy of a strided input (or of one overlapping out=) reads it: the consumer stream waits
+    # for its producer before that copy, not only before the op's own launch. (Slices keep their
+    # stream on the simulator; its reshape and .T drop it, numba's keep it.)
+    from ep.common.runtime.device import CudaStream
+    from ep.cuda.kernel import CudaKernel
+
+    producer, consumer = cuda_device.CreateStream(), cuda_device.CreateStream()
+    host = np.arange(-4, 4, dtype=np.float32)
+    x = ep.ops.unary("negative", to_device(host, "cuda"), stream=producer)
+    order = []
+    wait_for, bind = CudaStream.wait_for, CudaKernel._bind
+    monkeypatch.setattr(CudaStream, "wait_for", lambda self, handle: (order.append(("wait", self, handle)), wait_for(self, handle))[1])
+    monkeypatch.setattr(CudaKernel, "_bind", lambda self, stream, work: (order.append(("launch", stream, None)), bind(self, stream, work))[1])
+    if view == "overlapping out":
+        got = ep.ops.binary("add", x[:7], x[1:], out=x[1:], stream=consumer)
+        expected = host[:7] + host[1:]
+    else:
+        got = ep.ops.unary("negative", x[::2], stream=consumer)
+        expected = host[::2]
+    first = next(event for event in order if event[0] == "launch" or event[2] == producer.handle)
+    assert first == ("wait", consumer, producer.handle), order
+    consumer.Sync()
+    np.testing.assert_array_equal(to_numpy(got), -expected if view == "overlapping out" else expected)
+
+
 def test_wait_for_records_on_the_producer_and_waits_on_the_consumer(cuda_device, events):
     consumer = cuda_device.CreateStream()
     consumer.wait_for(0x6000)
