@@ -309,6 +309,18 @@ def test_a_launch_does_no_host_work(cuda_device, host_work):
     assert host_work.get("synchronize", 0) >= 1  # the instrumentation sees a sync where there is one
 
 
+def test_a_host_copy_leaves_the_default_streams_pending_error_to_its_sync(cuda_device):
+    # to_numpy, to_device and one_hot's class count copy on the default stream and wait on the
+    # host: another launch's bounds error stays for the caller's own Sync().
+    params = to_device(np.arange(6, dtype=np.float32).reshape(3, 2), "cuda")
+    ep.ops.gather(params, to_device(np.array([0, 7]), "cuda"))  # on the default stream
+    np.testing.assert_array_equal(to_numpy(to_device(np.arange(3.0), "cuda")), np.arange(3.0))
+    got = ep.ops.one_hot(to_device(np.array([0, 2, 1]), "cuda"), -1)
+    with pytest.raises(IndexError, match=r"indices\[1\] = 7 is out of range for an axis of size 3"):
+        cuda_device.default_stream.Sync()
+    np.testing.assert_array_equal(to_numpy(got), np.eye(3, dtype=np.int64)[[0, 2, 1]])
+
+
 def test_a_bad_index_is_raised_by_sync_once_and_the_first_one_wins(cuda_device):
     stream, other = cuda_device.CreateStream(), cuda_device.CreateStream()
     params = np.arange(10, dtype=np.float32)

@@ -12,10 +12,13 @@ from ep.include.primitive.primitive import NewPrimitive
 
 
 def _copy(device: Device, kind: str, dst, src, nbytes: int) -> None:
-    # On the default stream, synchronized: the caller may use or change either array at once.
+    # On the default stream, synchronized: the caller may use or change either array at once. Its
+    # native stream only: Sync() would raise (and use up) a bounds error another launch left there
+    # for the caller's own Sync().
     stream = device.default_stream
     NewPrimitive(MemcpyFactory, device, kind).Launch(stream, dst, src, nbytes)
-    stream.Sync()
+    if device.device_type is DeviceType.kCUDA:
+        stream.native.synchronize()
 
 
 def copy_to_device(host: np.ndarray, device: object = "cuda"):
