@@ -355,7 +355,7 @@ def _step(x: np.ndarray, source: SBP, target: SBP, whole, index: int, comm) -> n
         return reduce_scatter(x, target.axis, comm)
     if isinstance(target, Split):
         lo, hi = _split_bounds(whole[target.axis], comm.Get_size())[index]
-        return np.ascontiguousarray(_take(x, target.axis, lo, hi))
+        return np.asarray(_take(x, target.axis, lo, hi), order="C")
     # B -> P: the first rank keeps the tensor, the others hold zeros.
     return x if index == 0 else np.zeros_like(x)
 
@@ -363,7 +363,7 @@ def _step(x: np.ndarray, source: SBP, target: SBP, whole, index: int, comm) -> n
 def to_host(x) -> np.ndarray:
     """x as a C-contiguous NumPy array (a CUDA array is copied to the host)."""
     if isinstance(x, np.ndarray):
-        return np.ascontiguousarray(x)
+        return np.asarray(x, order="C")
     x = as_cuda_array(x, "x")
     return copy_to_host(x) if x.is_c_contiguous() else x.copy_to_host()  # numba gathers a strided view
 
@@ -372,7 +372,7 @@ def to_device(x: np.ndarray, device_type: DeviceType):
     """A host array on a device of device_type (itself on the cpu)."""
     if device_type is DeviceType.kCPU:
         return x
-    return copy_to_device(np.ascontiguousarray(x), "cuda")
+    return copy_to_device(np.asarray(x, order="C"), "cuda")
 
 
 @functools.lru_cache(maxsize=1024)

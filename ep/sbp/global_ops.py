@@ -95,7 +95,7 @@ def _indices_in_bounds(indices, n: int):
 
 
 def _on_device(x: np.ndarray):
-    return copy_to_device(np.ascontiguousarray(x), "cuda")
+    return copy_to_device(np.asarray(x, order="C"), "cuda")
 
 
 def apply(name: str, tensors: dict[str, object], attrs: dict, out_dtype, sbp=None, **options) -> GlobalTensor:
@@ -122,14 +122,15 @@ def apply(name: str, tensors: dict[str, object], attrs: dict, out_dtype, sbp=Non
 
 
 def _shared(name: str, first: GlobalTensor, run: Callable[[], object]):
-    """run() on this rank's pieces, with its error (an index out of bounds in its piece) raised on
-    every rank of first's placement, so that no rank waits on another."""
+    """run() on this rank's pieces, with its error (an index out of bounds in its piece, a value its
+    dtype cannot hold where other ranks' pieces are empty) raised on every rank of first's
+    placement, so that no rank waits on another."""
     error, out = None, None
     try:
         out = run()
         # A CUDA launch reports a bad index at its stream's Sync: here, so that every rank agrees on it.
         GetDevice(device_name(first.placement)).default_stream.Sync()
-    except (IndexError, ValueError, TypeError) as e:
+    except Exception as e:  # any error (an OverflowError too): shared, so that no rank waits in agree
         error = e
     agree(first._group.comm, name, {}, error)
     return out

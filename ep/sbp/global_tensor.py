@@ -264,7 +264,7 @@ def to_global(local, placement: Placement, sbp, *, comm=None) -> GlobalTensor:
             if isinstance(s, PartialSum) and np.dtype(local.dtype).kind == "b":
                 raise TypeError(f"sbp: {s!r} of a bool tensor is no sum")
         piece, error = (tuple(local.shape), str(np.dtype(local.dtype))), None
-    except (TypeError, ValueError) as e:
+    except Exception as e:  # shared, so that no rank waits in agree
         piece, error = None, e
     # Plain metadata (pickled: a few bytes) from every rank, so every rank raises the same error.
     pieces = agree(world, "ep.to_global", {"placement": placement, "sbp": sbp}, error, piece)

@@ -290,6 +290,11 @@ def check_errors() -> None:
     raises(IndexError, f"rank {pl.rank((SIZE - 1,))}: ", lambda: global_ops.gather(params, make_global(idx, pl, S(0))))
     sparams = make_global(np.ones((5, 2), np.float32), pl, S(0))
     raises(IndexError, "out of range for an axis of size 5", lambda: global_ops.gather(sparams, make_global(idx, pl, B)))
+    # An error other than an index's, raised only where a piece holds elements (the others return
+    # early): every rank raises it (an OverflowError left the empty pieces' ranks waiting).
+    small = make_global(np.ones((1, 2), np.int8), pl, S(0))  # the last ranks' pieces are empty
+    raises(OverflowError, "rank 0: ", lambda: ep.ops.pad(small, (1, 1), 300))
+    raises(OverflowError, "rank 0: on_value: 300", lambda: ep.ops.one_hot(make_global(np.zeros(1, np.int64), pl, S(0)), 4, dtype=np.int8, on_value=300))
     # The ranks still agree afterwards.
     np.testing.assert_array_equal(global_ops.unary("negative", t).numpy(), -x)
 
@@ -338,6 +343,22 @@ def check_agreement() -> None:
     np.testing.assert_array_equal(ep.ops.binary("add", t, t).numpy(), x + x)
 
 
+def check_zero_d() -> None:
+    """0-d tensors keep their shape through boxing and ops (a host copy made them 1-d)."""
+    pl = ep.placement("cpu", list(range(SIZE)))
+    for sbp in (B, P):
+        t = make_global(np.array(3.5, np.float32), pl, sbp)
+        for target in (B, P):
+            got = t.to_global(sbp=target)
+            assert got.shape == () and got.to_local().shape == (), (sbp, target, got.to_local().shape)
+            assert got.numpy().shape == () and got.numpy() == np.float32(3.5), (sbp, target, got.numpy())
+            checked[0] += 1
+    v = np.arange(SIZE * 2, dtype=np.float32)
+    dot = ep.ops.matmul(make_global(v, pl, S(0)), make_global(v, pl, S(0)))  # S(0) x S(0): a partial sum
+    assert dot.shape == () and dot.numpy().shape == () and dot.numpy() == np.matmul(v, v), dot.numpy()
+    checked[0] += 1
+
+
 def _on_cuda(x) -> bool:
     """Whether x is a CUDA array (a simulator array has no __cuda_array_interface__)."""
     return not isinstance(x, np.ndarray) and hasattr(x, "copy_to_host")
@@ -376,7 +397,7 @@ def check_cuda() -> None:
             checked[0] += 1
 
 
-PARTS = {"boxing": check_boxing, "packed": check_boxing_packed, "ops": check_ops, "fuse": check_fuse, "cost": check_cost_model, "errors": check_errors, "agreement": check_agreement, "cuda": check_cuda}
+PARTS = {"boxing": check_boxing, "packed": check_boxing_packed, "ops": check_ops, "fuse": check_fuse, "cost": check_cost_model, "errors": check_errors, "zero_d": check_zero_d, "agreement": check_agreement, "cuda": check_cuda}
 
 if __name__ == "__main__":
     for part in sys.argv[1:] or PARTS:
