@@ -224,7 +224,14 @@ def binary(op, a, b, attr0=None, attr1=None, *, sbp=None, **attrs) -> GlobalTens
     if dst is None:
         raise TypeError(f"op: {as_binary_op(op).name} does not support dtype {src.value}")
     attrs = {"op": op, "attr0": attr0, "attr1": attr1, "dtype": src.dtype.name}
-    return apply("binary", {"a": a, "b": b}, attrs, dst.dtype, sbp)
+    return apply("binary", {"a": _as_dtype(a, src.dtype), "b": _as_dtype(b, src.dtype)}, attrs, dst.dtype, sbp)
+
+
+def _as_dtype(tensor: GlobalTensor, dtype: np.dtype) -> GlobalTensor:
+    """tensor in dtype, cast before the op that promotes it: no partial sum passes a cast, so a
+    partial sum is summed in its own dtype first, as NumPy sums the logical array (int8 pieces 100
+    and 100 are -56, which int32 pieces would make 200)."""
+    return tensor if tensor.dtype == dtype else unary("cast", tensor, dtype=dtype)
 
 
 @collective("ep.sbp.global_ops.where")
@@ -235,6 +242,7 @@ def where(condition, x, y, *, sbp=None) -> GlobalTensor:
     if condition.dtype != np.bool_:
         raise TypeError(f"condition: has dtype {condition.dtype}; expected bool (compare it first, e.g. condition != 0)")
     dtype = result_dtype(x, y)
+    tensors = {"condition": condition, "x": _as_dtype(x, dtype), "y": _as_dtype(y, dtype)}
     return apply("where", tensors, {"dtype": dtype.name}, dtype, sbp)
 
 
@@ -248,7 +256,7 @@ def matmul(a, b, *, sbp=None) -> GlobalTensor:
     dtype = result_dtype(a, b)
     if dtype not in (np.float16, np.float32, np.float64):
         raise TypeError(f"a, b: dtypes {a.dtype} and {b.dtype} multiply in {dtype}; expected float16, float32 or float64 (cast them first)")
-    return apply("matmul", tensors, {"dtype": dtype.name}, dtype, sbp)
+    return apply("matmul", {"a": _as_dtype(a, dtype), "b": _as_dtype(b, dtype)}, {"dtype": dtype.name}, dtype, sbp)
 
 
 @collective("ep.sbp.global_ops.one_hot")

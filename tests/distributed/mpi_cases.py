@@ -359,6 +359,30 @@ def check_zero_d() -> None:
     checked[0] += 1
 
 
+def check_promotion() -> None:
+    """A partial sum that an op promotes is summed in its own dtype first, as NumPy sums the logical
+    array: int8 pieces of 100 make -56, which the pieces cast to int32 first would make 200."""
+    pl = ep.placement("cpu", list(range(SIZE)))
+    logical = (np.full(2, 100, np.int64) * SIZE).astype(np.int8)  # wraps
+    a = ep.to_global(np.full(2, 100, np.int8), pl, P)
+    b = ep.to_global(np.zeros(2, np.int32) if RANK else np.ones(2, np.int32), pl, P)
+    ones = make_global(np.ones(2, np.float32), pl, B)
+    cases = {
+        "add": (ep.ops.binary("add", a, b), logical.astype(np.int32) + 1),
+        "mul": (ep.ops.binary("mul", a, ones), logical.astype(np.float32)),
+        "where": (ep.ops.where(make_global(np.array([True, False]), pl, B), a, b), np.where([True, False], logical, 1).astype(np.int32)),
+    }
+    for name, (got, want) in cases.items():
+        assert got.dtype == want.dtype, (name, got.dtype)
+        np.testing.assert_array_equal(got.numpy(), want, err_msg=name)
+        checked[0] += 1
+    # float16 pieces 2048 and 1 (spread over the other ranks) hold 2048 in float16; in float32, 2049.
+    half = ep.to_global(np.array([2048.0 if RANK == 0 else 1.0 / (SIZE - 1)], np.float16), pl, P)
+    got = ep.ops.matmul(half, make_global(np.ones((1, 1), np.float32), pl, B))
+    np.testing.assert_array_equal(got.numpy(), [2048.0])
+    checked[0] += 1
+
+
 def _on_cuda(x) -> bool:
     """Whether x is a CUDA array (a simulator array has no __cuda_array_interface__)."""
     return not isinstance(x, np.ndarray) and hasattr(x, "copy_to_host")
@@ -397,7 +421,7 @@ def check_cuda() -> None:
             checked[0] += 1
 
 
-PARTS = {"boxing": check_boxing, "packed": check_boxing_packed, "ops": check_ops, "fuse": check_fuse, "cost": check_cost_model, "errors": check_errors, "zero_d": check_zero_d, "agreement": check_agreement, "cuda": check_cuda}
+PARTS = {"boxing": check_boxing, "packed": check_boxing_packed, "ops": check_ops, "fuse": check_fuse, "cost": check_cost_model, "errors": check_errors, "zero_d": check_zero_d, "promotion": check_promotion, "agreement": check_agreement, "cuda": check_cuda}
 
 if __name__ == "__main__":
     for part in sys.argv[1:] or PARTS:
