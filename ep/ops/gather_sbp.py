@@ -3,12 +3,14 @@
 With batch_dims b, axis a and indices of rank r: batch dims split params, indices and out alike;
 an indices dim i >= b splits out at a + i - b (params broadcast); any other params dim splits out
 at its place in the result (indices broadcast); params split on the gather axis gives a partial
-sum, each rank gathering the rows it holds (BatchGather's offset) and zeros for the others.
+sum, each rank gathering the rows it holds (BatchGather's offset) and zeros for the others (not
+for bool params, whose sum is no count: dtype, params', says which).
 gather_grad is the transpose: what splits out of gather splits dy, and what gave a partial sum
 splits dx; indices split beyond the batch dims make dx a partial sum.
 """
 from __future__ import annotations
 
+from ep.ops.elementwise_sbp import _numeric
 from ep.ops.gather import batch_gather, gather, gather_grad, gather_shape
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Signature, box_shape, register_rules, shape, signature
@@ -23,18 +25,21 @@ def _out_dim(dim: int, g, indices_rank: int) -> int:
     return dim if dim < g.axis else dim + indices_rank - g.batch_dims - 1
 
 
-def gather_signatures(params, indices, axis=0, batch_dims=0) -> list[Signature]:
+def gather_signatures(params, indices, axis=0, batch_dims=0, dtype="float32") -> list[Signature]:
     g = _shape(params, indices, axis, batch_dims)
+    summed = _numeric(dtype).kind != "b"
     rank = len(tuple(indices))
     sigs = [signature(S(i), params=S(i), indices=S(i)) for i in range(g.batch_dims)]
     sigs += [signature(S(g.axis + i - g.batch_dims), params=B, indices=S(i)) for i in range(g.batch_dims, rank)]
     for dim in range(g.batch_dims, len(tuple(params))):
-        out = P if dim == g.axis else S(_out_dim(dim, g, rank))
-        sigs.append(signature(out, params=S(dim), indices=B))
-    return sigs + [signature(P, params=P, indices=B), signature(B, params=B, indices=B)]
+        if dim != g.axis:
+            sigs.append(signature(S(_out_dim(dim, g, rank)), params=S(dim), indices=B))
+        elif summed:
+            sigs.append(signature(P, params=S(dim), indices=B))
+    return sigs + [signature(P, params=P, indices=B)] * summed + [signature(B, params=B, indices=B)]
 
 
-def gather_shapes(params, indices, axis=0, batch_dims=0) -> dict:
+def gather_shapes(params, indices, axis=0, batch_dims=0, dtype="float32") -> dict:
     return {"params": tuple(params), "indices": tuple(indices), "out": _shape(params, indices, axis, batch_dims).shape}
 
 
@@ -44,7 +49,7 @@ def _offset(box: tuple[slice, ...], full: tuple[int, ...], axis: int) -> int | N
     return None if (start, stop) == (0, full[axis]) else start
 
 
-def gather_attributes(slices, params, indices, axis=0, batch_dims=0) -> dict:
+def gather_attributes(slices, params, indices, axis=0, batch_dims=0, dtype="float32") -> dict:
     """axis and batch_dims (normalized), and offset: None when the piece holds the whole gather axis
     (ep.ops.gather applies), else the first row it holds: launch BatchGather with that offset,
     wrap_negative and check_bounds off (indices must be non-negative; others' rows give zeros)."""
@@ -59,17 +64,17 @@ def _batch_axis(indices) -> int:
     return rank - 1
 
 
-def batch_gather_signatures(params, indices) -> list[Signature]:
+def batch_gather_signatures(params, indices, dtype="float32") -> list[Signature]:
     axis = _batch_axis(indices)
-    return gather_signatures(params, indices, axis, axis)
+    return gather_signatures(params, indices, axis, axis, dtype)
 
 
-def batch_gather_shapes(params, indices) -> dict:
+def batch_gather_shapes(params, indices, dtype="float32") -> dict:
     axis = _batch_axis(indices)
     return gather_shapes(params, indices, axis, axis)
 
 
-def batch_gather_attributes(slices, params, indices) -> dict:
+def batch_gather_attributes(slices, params, indices, dtype="float32") -> dict:
     """offset as gather_attributes'."""
     return {"offset": _offset(slices["params"], tuple(params), _batch_axis(indices))}
 

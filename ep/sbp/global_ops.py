@@ -152,14 +152,16 @@ def _offset_rows(name: str, piece, kw: dict) -> int | None:
 def gather(params, indices, axis=0, batch_dims=0, *, sbp=None) -> GlobalTensor:
     """ep.ops.gather on global tensors (see the module docstring)."""
     tensors = {"params": params, "indices": indices}
-    return apply("gather", tensors, {"axis": axis, "batch_dims": batch_dims}, _check(tensors).dtype, sbp)
+    dtype = _check(tensors).dtype
+    return apply("gather", tensors, {"axis": axis, "batch_dims": batch_dims, "dtype": dtype.name}, dtype, sbp)
 
 
 @collective("ep.sbp.global_ops.batch_gather")
 def batch_gather(params, indices, *, sbp=None) -> GlobalTensor:
     """ep.ops.batch_gather on global tensors."""
     tensors = {"params": params, "indices": indices}
-    return apply("batch_gather", tensors, {}, _check(tensors).dtype, sbp)
+    dtype = _check(tensors).dtype
+    return apply("batch_gather", tensors, {"dtype": dtype.name}, dtype, sbp)
 
 
 @collective("ep.sbp.global_ops.gather_grad")

@@ -376,6 +376,12 @@ def check_promotion() -> None:
         assert got.dtype == want.dtype, (name, got.dtype)
         np.testing.assert_array_equal(got.numpy(), want, err_msg=name)
         checked[0] += 1
+    # A bool table split on the gather axis: no partial sum of bool (the table is boxed instead).
+    table = np.arange(SIZE * 2 * 2).reshape(SIZE * 2, 2) % 3 == 0
+    rows = ep.ops.gather(make_global(table, pl, S(0)), make_global(np.array([0, SIZE * 2 - 1]), pl, B))
+    assert P not in rows.sbp and rows.dtype == np.bool_, rows.sbp
+    np.testing.assert_array_equal(rows.numpy(), table[[0, SIZE * 2 - 1]])
+    checked[0] += 1
     # float16 pieces 2048 and 1 (spread over the other ranks) hold 2048 in float16; in float32, 2049.
     half = ep.to_global(np.array([2048.0 if RANK == 0 else 1.0 / (SIZE - 1)], np.float16), pl, P)
     got = ep.ops.matmul(half, make_global(np.ones((1, 1), np.float32), pl, B))
