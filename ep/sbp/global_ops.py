@@ -30,9 +30,12 @@ from ep.sbp.signature import nd_signatures, physical, rule, sbp_of
 
 
 def _frozen(value: object) -> object:
-    """value with lists as tuples (the choice cache's key)."""
+    """value with lists as tuples and arrays (a NumPy or torch dims=, dim=) as their values: the
+    choice cache's key, and what the rules read."""
     if isinstance(value, (list, tuple)):
         return tuple(_frozen(v) for v in value)
+    if hasattr(value, "tolist") and hasattr(value, "shape") and not isinstance(value, np.generic):
+        return _frozen(value.tolist())
     return value
 
 
@@ -102,6 +105,7 @@ def apply(name: str, tensors: dict[str, object], attrs: dict, out_dtype, sbp=Non
     """op name on global tensors (keyed by the op's parameter names) with attrs as ep.sbp.signatures
     takes them; options: the local call's other keywords."""
     first = _check(tensors)
+    attrs = {k: _frozen(v) for k, v in attrs.items()}
     placement, group = first.placement, first._group
     hierarchy = placement.hierarchy
     requested = None if sbp is None else nd_sbp(sbp, len(hierarchy))

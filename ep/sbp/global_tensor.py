@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import hashlib
 import inspect
 import math
 from typing import Callable, TypeVar
@@ -16,6 +17,7 @@ import numpy as np
 
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.device import DeviceType
+from ep.common.runtime.dlpack import host_array, is_dlpack
 from ep.sbp.boxing import box, to_host
 from ep.sbp.physical import Index, physical_shape
 from ep.sbp.placement import Placement
@@ -78,8 +80,9 @@ _Result = TypeVar("_Result")
 
 def describe(value: object) -> str:
     """value as ranks compare it: a global tensor by shape, dtype, SBP and placement, an array by
-    type, shape and dtype, a sequence item by item, anything else by repr (by type where that
-    repr is an address)."""
+    type, shape and dtype (and a 0-d or 1-d host array by its values: an attribute such as dims=
+    may be one),
+    a sequence item by item, anything else by repr (by type where that repr is an address)."""
     if type(value) is GlobalTensor:
         sbp = ", ".join(map(repr, value.sbp))
         return f"a global tensor of shape {value.shape} and dtype {value.dtype} laid out by ({sbp},) on {value.placement!r}"
@@ -90,10 +93,25 @@ def describe(value: object) -> str:
         return "{" + ", ".join(f"{k!r}: {describe(v)}" for k, v in value.items()) + "}"
     shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
     if shape is not None and dtype is not None and not isinstance(value, (np.generic, type)):
-        return f"a {type(value).__module__.partition('.')[0]}.{type(value).__name__} of shape {tuple(shape)} and dtype {dtype}"
+        kind = f"a {type(value).__module__.partition('.')[0]}.{type(value).__name__} of shape {tuple(shape)} and dtype {dtype}"
+        values = _host_values(value)
+        return kind if values is None else f"{kind} holding {values}"
     if type(value).__repr__ is object.__repr__:
         return f"a {type(value).__qualname__}"
     return repr(value)
+
+
+def _host_values(array: object) -> str | None:
+    """A 0-d or 1-d host array's values as ranks compare them (a digest past 64 elements); None for
+    device arrays and arrays of more dims (no attribute is one)."""
+    try:
+        host = array if isinstance(array, np.ndarray) else host_array(array, "value") if is_dlpack(array) else None
+    except TypeError:  # a CUDA array, or one DLPack does not export
+        return None
+    if host is None or host.ndim > 1:
+        return None
+    host = np.asarray(host, order="C")
+    return repr(host.tolist()) if host.size <= 64 else "bytes " + hashlib.sha256(host.tobytes()).hexdigest()[:16]
 
 
 def _builtin(error: BaseException) -> type:

@@ -337,6 +337,11 @@ def check_agreement() -> None:
     idx = make_global(np.arange(3), pl, B)
     raises(ValueError, f"axis: rank {last} gave 1 and rank 0 0{same} axis to ep.sbp.global_ops.gather", lambda: global_ops.gather(t, idx, 1 if odd else 0))
     raises(ValueError, "negative_slope", lambda: ep.ops.unary("leaky_relu", t, negative_slope=0.5 if odd else 0.25))
+    # Attributes given as arrays are compared by their values (one rank's dims= array held others),
+    # and taken as their values (an array is no key of the signature cache).
+    raises(ValueError, f"dims: rank {last} gave a numpy.ndarray of shape (2,) and dtype int64 holding [1, 0]", lambda: ep.ops.permute(wide, np.array([1, 0] if odd else [0, 1])))
+    np.testing.assert_array_equal(ep.ops.softmax(wide, dim=np.array(1)).numpy(), ep.ops.softmax(wide.numpy(), dim=1))
+    checked[0] += 1
     # A rank calling with arguments Python refuses (one too many) raises it on every rank.
     raises(TypeError, f"rank {last}: ", lambda: global_ops.expand(t, (2, SIZE * 2, 3), *((1,) if odd else ())))
     # The ranks still agree afterwards.
