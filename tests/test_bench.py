@@ -168,6 +168,24 @@ def test_bench_compare_option_prints_new_over_old(report, tmp_path):
     assert "| relu-16 | ep.ops |" in result.stdout and "| relu-16 | ep.Launch out= |" in result.stdout
 
 
+@pytest.mark.parametrize("option, content, message", [
+    ("--compare", None, r"--compare .*missing.json: \[Errno 2\]"),
+    ("--compare", "garbage", r"--compare .*bad.json: Expecting value"),
+    ("--compare", '{"a": 1}', r"--compare .*bad.json: not a report"),
+    ("--json", None, r"--json .*no_folder/x.json: cannot write a file there"),
+])
+def test_bench_refuses_a_bad_report_file_before_it_runs(tmp_path, option, content, message):
+    # Checked first: a full run's results were lost to a traceback at its end.
+    import re
+
+    path = tmp_path / ("bad.json" if content else "missing.json" if option == "--compare" else "no_folder/x.json")
+    if content:
+        path.write_text(content)
+    result = subprocess.run([sys.executable, "-m", "ep", "bench", "--quick", option, str(path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and re.search(message, result.stderr), result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
 def test_interleaved_rounds_take_their_orders_in_turn():
     calls = []
     fns = {name: (lambda name=name: calls.append(name)) for name in "abc"}

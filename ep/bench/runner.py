@@ -48,6 +48,14 @@ def main(args: argparse.Namespace) -> int:
     """Run the suite on args.device, print the table, write args.json and draw args.plot (a PNG)
     if given; 0 on success."""
     device, settings = args.device, QUICK if args.quick else FULL
+    # The files first: a bad --compare or --json fails now, not after the run.
+    try:
+        old_reports = [_report(path) for path in args.compare or ()]
+        if args.json:
+            _check_writable(args.json)
+    except ValueError as error:
+        print(f"bench: {error}", file=sys.stderr)
+        return 2
     if getattr(args, "plot", None):
         from ep.bench.plot import pyplot
 
@@ -98,10 +106,29 @@ def main(args: argparse.Namespace) -> int:
         from ep.bench.plot import plot
 
         plot(report, args.plot)
-    if args.compare:
+    if old_reports:
         print()
-        print(format_rows(compare([json.load(open(path)) for path in args.compare], [report])))
+        print(format_rows(compare(old_reports, [report])))
     return 0
+
+
+def _report(path: str) -> dict:
+    """The report `--json` wrote at path; ValueError naming --compare and path for anything else."""
+    try:
+        with open(path) as file:
+            report = json.load(file)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"--compare {path}: {error}") from None
+    if not (isinstance(report, dict) and isinstance(report.get("workloads"), list)):
+        raise ValueError(f"--compare {path}: not a report of python -m ep bench --json (no list of workloads)")
+    return report
+
+
+def _check_writable(path: str) -> None:
+    """ValueError naming --json and path when the report could not be written there."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise ValueError(f"--json {path}: cannot write a file there (a folder, or a folder that is missing or read-only)")
 
 
 def _run(
