@@ -10,6 +10,7 @@ import numba
 from numba import njit
 
 from ep.common.jit import specialize
+from ep.common.runtime.once import cached_property
 from ep.cpu.threading_layer import choose_threading_layer
 
 # Before any parallel kernel runs: the threading layer is fixed at the first parallel launch.
@@ -36,12 +37,12 @@ class CpuKernel:
             "no_cpython_wrapper": by_address,
         }
 
-    @functools.cached_property
+    @cached_property
     def parallel(self) -> Callable:
         fn = specialize(self._template, self._name + "_parallel", **self._bindings)
         return njit(parallel=True, **self._options)(fn)
 
-    @functools.cached_property
+    @cached_property
     def serial(self) -> Callable:
         fn = specialize(self._template, self._name + "_serial", **self._bindings)
         return njit(**self._options)(fn)

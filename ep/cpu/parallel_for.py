@@ -28,6 +28,7 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
 from ep.common.jit import bound, scalar_function, specialize, template
+from ep.common.runtime.once import cached_property
 from ep.cpu.kernel import CpuKernel
 
 # Below this much work (elements touched) a launch runs on the calling thread: waking the thread
@@ -87,7 +88,7 @@ class ParallelFor:
         body = scalar_function(specialize(span, name + "_body", **bindings))
         self.span = CpuKernel(_span_at, name, by_address=True, span=body, ARGS=self.args_type)
 
-    @functools.cached_property
+    @cached_property
     def run(self) -> Callable:
         """run(args, count, work, grain, threads): the entry's compiled entry point bound to the
         driver and the span."""

@@ -9,6 +9,7 @@ from numba import config, cuda
 from ep.common.jit import specialize
 from ep.common.runtime.buffer import keep_for
 from ep.common.runtime.device import cuda_device_count
+from ep.common.runtime.once import cached_property
 
 THREADS_PER_BLOCK = 256
 # A memory-bound kernel declares __launch_bounds__(256, 8): with 8 resident blocks of 256 threads
@@ -57,7 +58,7 @@ class CudaKernel:
         self._fn = specialize(template, name, **bindings)
         self._ptx_library = None
 
-    @functools.cached_property
+    @cached_property
     def compiled(self):
         # The simulator's jit takes no launch bounds. cache=True: the kernel's qualname carries its
         # kernel_digest, so Numba's disk cache keys it as it keys the CPU kernels, and a new process

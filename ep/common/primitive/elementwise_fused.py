@@ -11,7 +11,6 @@ the same kinds compiles nothing.
 from __future__ import annotations
 
 import abc
-import functools
 import math
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
@@ -26,6 +25,7 @@ from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
+from ep.common.runtime.once import cached_property
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import scalar_value
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
@@ -202,7 +202,7 @@ class ElementwiseFusedImpl(ElementwiseFused):
         # The device's kernels of this expression, by the argument kinds of their plans (a device's key).
         self.device_kernels: dict[tuple, object] = {}
 
-    @functools.cached_property
+    @cached_property
     def formula(self) -> Callable:
         """The expression as one scalar function of the arguments (storage elements of Inputs,
         compute values of Scalars) giving a tuple of the outputs' storage values."""

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import abc
-import functools
 from typing import Iterator
 
 from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan, expand_grad_plan
@@ -10,6 +9,7 @@ from ep.common.primitive.broadcast_dims import BroadcastDimsPrimitive
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
+from ep.common.runtime.once import cached_property
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
 from ep.include.primitive.memcpy import MemcpyFactory, MemcpyKind
 from ep.include.primitive.primitive import NewPrimitive
@@ -45,7 +45,7 @@ class ExpandGradImpl(BroadcastDimsPrimitive, ExpandGrad):
         elif plan.dst_count:
             self._kernels.launch(stream, self.dtype, plan, src, dst)
 
-    @functools.cached_property
+    @cached_property
     def _copy(self):
         return NewPrimitive(MemcpyFactory, self.device_type, MemcpyKind.kAuto)
 

@@ -17,6 +17,7 @@ from contextvars import ContextVar
 import numpy as np
 
 from ep.common.runtime.names import NamedEnum, lookup
+from ep.common.runtime.once import cached_property
 
 
 class DeviceType(NamedEnum):
@@ -83,7 +84,7 @@ class Device:
             raise TypeError(f"stream: {self!r} runs launches at once; only a cuda device wraps a stream")
         return wrap_stream(self, stream)
 
-    @functools.cached_property
+    @cached_property
     def default_stream(self):
         """The stream ep.ops launches on when none is given."""
         return default_stream(self)
