@@ -309,7 +309,15 @@ def fuse(fused, *args) -> GlobalTensor | tuple[GlobalTensor, ...]:
     run on each rank's pieces under the expression's signature their SBPs match (ep.ops.fuse_sbp),
     else after boxing them to the one of least boxing cost; a global tensor per output."""
     first = _check({fused._name(p): a for p, a in enumerate(args) if not is_scalar(a)})
-    trace = fused.trace(args, GetDevice(device_name(first.placement)))
+    # The function is each rank's own: its expression and constants (a closure's scale) must agree,
+    # or ranks would choose different signatures and wait on each other; a trace one rank refuses
+    # is raised on every rank.
+    try:
+        trace = fused.trace(args, GetDevice(device_name(first.placement)))
+        traced, error = {"expression": trace.nodes, "its constants": trace.sources}, None
+    except Exception as e:
+        traced, error = None, e
+    agree(first._group.comm, "ep.fuse", traced, error)
     # The arrays the outputs read, keyed by call position (the rule's input names); others unused.
     read = {f"args[{p}]": p for p in sorted({p for reads in trace.reads for p in reads})}
     tensors = {name: args[p] for name, p in read.items()}

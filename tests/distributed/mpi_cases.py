@@ -342,6 +342,12 @@ def check_agreement() -> None:
     raises(ValueError, f"dims: rank {last} gave a numpy.ndarray of shape (2,) and dtype int64 holding [1, 0]", lambda: ep.ops.permute(wide, np.array([1, 0] if odd else [0, 1])))
     np.testing.assert_array_equal(ep.ops.softmax(wide, dim=np.array(1)).numpy(), ep.ops.softmax(wide.numpy(), dim=1))
     checked[0] += 1
+    # Each rank's own ep.fuse function: its expression and constants agree (a differing closure
+    # scale gave each rank its own "broadcast" result; a differing expression, a hang).
+    scale = 3.0 if odd else 2.0
+    raises(ValueError, f"its constants: rank {last} gave", lambda: ep.fuse(lambda a: a * scale)(wide))
+    other_fn = ep.fuse(lambda a: ep.ops.unary("relu", a)) if odd else ep.fuse(lambda a: a + a)
+    raises(ValueError, f"expression: rank {last} gave", lambda: other_fn(make_global(np.ones(2, np.float32), pl, P)))
     # A rank calling with arguments Python refuses (one too many) raises it on every rank.
     raises(TypeError, f"rank {last}: ", lambda: global_ops.expand(t, (2, SIZE * 2, 3), *((1,) if odd else ())))
     # The ranks still agree afterwards.
