@@ -233,19 +233,22 @@ def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: D
             return out
     if device_type_of(out, name) is not device.device_type:
         raise TypeError(f"{name}: is on {device_type_of(out, name).value}; expected an array on {device.device_type.value}")
-    if tuple(out.shape) != tuple(shape):
-        raise ValueError(f"{name}: has shape {tuple(out.shape)}; expected {tuple(shape)}")
-    if np.dtype(out.dtype) != dtype.dtype:
-        raise TypeError(f"{name}: has dtype {out.dtype}; expected {dtype.value}")
+    # On CUDA, checked through numba's view: an object may offer only __cuda_array_interface__
+    # (refused there when it marks its memory read-only).
+    view = out if device.device_type is _CPU_TYPE else as_cuda_array(out, name, writable=True)
+    if tuple(view.shape) != tuple(shape):
+        raise ValueError(f"{name}: has shape {tuple(view.shape)}; expected {tuple(shape)}")
+    if np.dtype(view.dtype) != dtype.dtype:
+        raise TypeError(f"{name}: has dtype {view.dtype}; expected {dtype.value}")
     if device.device_type is _CPU_TYPE:
         flags = out.flags
         if not flags.writeable:
             raise ValueError(f"{name}: the array is read-only")
         contiguous = flags.c_contiguous
     else:
-        contiguous = as_cuda_array(out).is_c_contiguous()
+        contiguous = view.is_c_contiguous()
     if not contiguous:
-        raise ValueError(f"{name}: must be C-contiguous; got strides {tuple(out.strides)} for shape {tuple(out.shape)}")
+        raise ValueError(f"{name}: must be C-contiguous; got strides {tuple(view.strides)} for shape {tuple(view.shape)}")
     return out
 
 

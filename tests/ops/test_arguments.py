@@ -231,3 +231,23 @@ def test_errors_about_a_copied_operand_or_out_name_the_callers_argument(device):
                      lambda: ep.ops.gather(d, to_device(np.array([0, 1, 2]), device), out=wrong)):
             with pytest.raises(TypeError, match=rf"^out: is on {other}; expected an array on {device}"):
                 call()
+
+
+def test_an_out_with_only_a_cuda_array_interface_is_checked_through_it(device):
+    # check_out read out.shape, which such an object need not have (an AttributeError).
+    if device != "cuda":
+        pytest.skip("a __cuda_array_interface__ object is a cuda array")
+
+    class Interface:
+        def __init__(self, read_only):
+            self.__cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0x10000, read_only), "version": 3, "strides": None}
+
+    from numba import config
+
+    x = to_device(np.arange(4, dtype=np.float32), device)
+    for call in (lambda out: ep.ops.unary("negative", x, out=out), lambda out: ep.ops.binary("add", x, 1.0, out=out)):
+        with pytest.raises(ValueError, match=r"^out: the array is read-only"):
+            call(Interface(True))
+        if config.ENABLE_CUDASIM:  # the simulator views no foreign memory (a GPU would write 0x10000)
+            with pytest.raises(TypeError, match=r"^out: Interface is not an array of the CUDA simulator"):
+                call(Interface(False))
