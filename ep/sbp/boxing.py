@@ -346,7 +346,7 @@ def _step(x: np.ndarray, source: SBP, target: SBP, whole, index: int, comm) -> n
         if isinstance(target, Split):
             return all_to_all(x, source.axis, target.axis, whole, comm)
         lo, _ = _split_bounds(whole[source.axis], comm.Get_size())[index]
-        out = np.zeros(whole, x.dtype)
+        out = _nothing(whole, x.dtype)
         _take(out, source.axis, lo, lo + x.shape[source.axis])[...] = x
         return out
     if isinstance(source, PartialSum):
@@ -356,8 +356,14 @@ def _step(x: np.ndarray, source: SBP, target: SBP, whole, index: int, comm) -> n
     if isinstance(target, Split):
         lo, hi = _split_bounds(whole[target.axis], comm.Get_size())[index]
         return np.asarray(_take(x, target.axis, lo, hi), order="C")
-    # B -> P: the first rank keeps the tensor, the others hold zeros.
-    return x if index == 0 else np.zeros_like(x)
+    # B -> P: the first rank keeps the tensor, the others hold nothing to add.
+    return x if index == 0 else _nothing(x.shape, x.dtype)
+
+
+def _nothing(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A partial sum's pieces that add nothing: zeros, -0.0 for floats (x + -0.0 is x for every x,
+    -0.0 too; x + 0.0 would make it +0.0)."""
+    return np.full(shape, -0.0 if np.dtype(dtype).kind == "f" else 0, dtype)
 
 
 def to_host(x) -> np.ndarray:

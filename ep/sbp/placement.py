@@ -36,6 +36,9 @@ class Placement:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("a Placement is immutable")
 
+    def __reduce__(self) -> tuple:
+        return Placement, (self.device_type, self.ranks)  # pickle's and copy's way past __setattr__
+
     @property
     def size(self) -> int:
         """How many ranks the placement holds."""

@@ -38,6 +38,9 @@ class Split(SBP):
     def _key(self) -> tuple:
         return (Split, self.axis)
 
+    def __reduce__(self) -> tuple:
+        return Split, (self.axis,)  # pickle's and copy's way past __setattr__
+
     def __repr__(self) -> str:
         return f"S({self.axis})"
 
@@ -50,6 +53,9 @@ class Broadcast(SBP):
     def __repr__(self) -> str:
         return "B"
 
+    def __reduce__(self) -> str:
+        return "broadcast"  # the one instance
+
 
 class PartialSum(SBP):
     """Every rank holds a tensor of the logical shape; the logical tensor is their sum (repr P);
@@ -59,6 +65,9 @@ class PartialSum(SBP):
 
     def __repr__(self) -> str:
         return "P"
+
+    def __reduce__(self) -> str:
+        return "partial_sum"  # the one instance
 
 
 broadcast = Broadcast()

@@ -364,6 +364,12 @@ def check_zero_d() -> None:
             assert got.shape == () and got.to_local().shape == (), (sbp, target, got.to_local().shape)
             assert got.numpy().shape == () and got.numpy() == np.float32(3.5), (sbp, target, got.numpy())
             checked[0] += 1
+    # -0.0 stays -0.0 into a partial sum: the other ranks' pieces add -0.0, not +0.0.
+    signed = np.array([-0.0, 1.0, -0.0, 2.0] * SIZE, np.float32)
+    for source in (B, S(0)):
+        summed = make_global(signed, pl, source).to_global(sbp=P)
+        assert np.signbit(summed.numpy()).tolist() == np.signbit(signed).tolist(), source
+        checked[0] += 1
     v = np.arange(SIZE * 2, dtype=np.float32)
     dot = ep.ops.matmul(make_global(v, pl, S(0)), make_global(v, pl, S(0)))  # S(0) x S(0): a partial sum
     assert dot.shape == () and dot.numpy().shape == () and dot.numpy() == np.matmul(v, v), dot.numpy()

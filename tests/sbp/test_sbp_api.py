@@ -215,3 +215,16 @@ def test_every_op_of_OPS_has_its_rules_registered_by_ep_ops():
     assert runs == [name for name in ops if name != "fuse"]
     with pytest.raises(ValueError, match="name: 'nope' is not an op with SBP signatures"):
         ep.sbp.signature.rule("nope")
+
+
+def test_sbps_and_placements_pickle_and_copy_as_themselves():
+    # Immutable by __setattr__, which pickle's and copy's slot restoring went through (mpi4py's
+    # comm.bcast of an SBP raised AttributeError).
+    import copy
+    import pickle
+
+    for value in (ep.sbp.split(1), ep.sbp.broadcast, ep.sbp.partial_sum, ep.placement("cpu", [0, 1]), ep.placement("cpu", [[0, 1], [2, 3]])):
+        for again in (pickle.loads(pickle.dumps(value)), copy.deepcopy(value), copy.copy(value)):
+            assert again == value and hash(again) == hash(value) and repr(again) == repr(value)
+    assert pickle.loads(pickle.dumps(ep.sbp.broadcast)) is ep.sbp.broadcast
+    assert pickle.loads(pickle.dumps(ep.sbp.partial_sum)) is ep.sbp.partial_sum
