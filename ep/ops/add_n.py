@@ -1,26 +1,33 @@
 """ep.ops.add_n: tf.math.add_n on the Add primitive."""
 from __future__ import annotations
 
+import inspect
 from typing import Sequence
 
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.dlpack import from_dlpack, is_dlpack
 from ep.include.primitive.add import AddFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import contiguous, device_of, output, stream_for, unaliased
+from ep.ops.arrays import call_global, contiguous, device_of, output, stream_for, unaliased
+from ep.ops.dispatch import GlobalTensor
 
 
-def add_n(arrays: Sequence[object], *, out=None, stream=None):
+def add_n(arrays: Sequence[object], *, out=None, stream=None, sbp=None):
     """The elementwise sum of arrays, as tf.math.add_n: a non-empty sequence of arrays of one shape
     and one dtype (no broadcasting, no promotion: a TypeError or ValueError names the first that
     differs), summed in one pass (up to 8 at a time, then the running sum with the next 7) as the
     binary add op sums two: integers wrap, bools or, float16 adds in float32 within a pass.
     Arrays may have any strides on one device (other libraries' arrays are viewed, and the result
     is ep's: NumPy on the CPU, a numba device array on CUDA); out receives the result (it may be
-    one of arrays); stream defaults to the device's default stream.
+    one of arrays); stream defaults to the device's default stream. Global arrays (ep.to_global)
+    give a global tensor, laid out by sbp when given.
     """
     if isinstance(arrays, (str, bytes)) or not hasattr(arrays, "__len__"):
         raise TypeError(f"arrays: {type(arrays).__name__} is not a sequence of arrays")
+    if sbp is not None or any(type(a) is GlobalTensor for a in arrays):
+        # same_kind takes arrays by parameter, and this one is a sequence: its items decide here.
+        tensors = {f"arrays[{i}]": a for i, a in enumerate(arrays)}
+        return call_global(add_n, _SIGNATURE, tensors, (arrays,), {"out": out, "stream": stream, "sbp": sbp})
     arrays = [from_dlpack(a, f"arrays[{i}]") if is_dlpack(a) else a for i, a in enumerate(arrays)]
     if not arrays:
         raise ValueError("arrays: is empty; expected at least one array")
@@ -44,3 +51,6 @@ def add_n(arrays: Sequence[object], *, out=None, stream=None):
     sources = [unaliased(contiguous(a, device, stream, name=f"arrays[{i}]"), out, device, stream, elementwise=True) for i, a in enumerate(arrays)]
     primitive.Launch(stream, sources, len(sources), out, int(first.size))
     return out
+
+
+_SIGNATURE = inspect.signature(add_n)

@@ -97,13 +97,8 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
         name: args[position] if position < len(args) else kwargs[name]
         for name, position in positions if position < len(args) or name in kwargs
     }
-    if any(type(t) is GlobalTensor for t in tensors.values()):
-        # A collective call: every rank's arguments agree first (out=, stream= too), so ranks that
-        # call it differently all raise one error, none waiting on the others.
-        name = function.__name__
-        return run_agreed(f"ep.ops.{name}", signature, args, kwargs, lambda: global_call(name, tensors, args, kwargs))
-    if kwargs.get("sbp") is not None:
-        return global_call(function.__name__, tensors, args, kwargs)
+    if any(type(t) is GlobalTensor for t in tensors.values()) or kwargs.get("sbp") is not None:
+        return call_global(function, signature, tensors, args, kwargs)
     kwargs.pop("sbp", None)
     for value in (*args, *kwargs.values()):
         cls = type(value)
@@ -136,6 +131,17 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
     if isinstance(result, np.ndarray):
         return namespace.from_dlpack(result)
     return namespace.asarray(result)  # numba's device arrays offer __cuda_array_interface__, not DLPack
+
+
+def call_global(function, signature: inspect.Signature, tensors: dict[str, object], args: tuple, kwargs: dict):
+    """The ops function's call on global tensors (tensors: its arrays by name) or with sbp=, handed
+    to dispatch.global_call."""
+    if any(type(t) is GlobalTensor for t in tensors.values()):
+        # A collective call: every rank's arguments agree first (out=, stream= too), so ranks that
+        # call it differently all raise one error, none waiting on the others.
+        name = function.__name__
+        return run_agreed(f"ep.ops.{name}", signature, args, kwargs, lambda: global_call(name, tensors, args, kwargs))
+    return global_call(function.__name__, tensors, args, kwargs)
 
 
 def namespace_of(array) -> types.ModuleType:

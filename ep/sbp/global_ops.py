@@ -240,6 +240,17 @@ def _as_dtype(tensor: GlobalTensor, dtype: np.dtype) -> GlobalTensor:
     return tensor if tensor.dtype == dtype else unary("cast", tensor, dtype=dtype)
 
 
+@collective("ep.sbp.global_ops.add_n")
+def add_n(arrays, *, sbp=None) -> GlobalTensor:
+    """ep.ops.add_n on global tensors (one shape and dtype: add_n neither broadcasts nor promotes)."""
+    tensors = {f"arrays[{i}]": a for i, a in enumerate(arrays)}
+    first = _check(tensors)
+    for name, t in tensors.items():
+        if t.dtype != first.dtype:
+            raise TypeError(f"{name}: has dtype {t.dtype}; expected {first.dtype}, as arrays[0] (add_n does not promote)")
+    return apply("add_n", tensors, {"dtype": first.dtype.name}, first.dtype, sbp)
+
+
 @collective("ep.sbp.global_ops.where")
 def where(condition, x, y, *, sbp=None) -> GlobalTensor:
     """ep.ops.where on global tensors (all three global; a bool condition)."""

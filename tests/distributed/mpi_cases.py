@@ -406,6 +406,21 @@ def check_promotion() -> None:
     checked[0] += 1
 
 
+def check_add_n() -> None:
+    """ep.ops.add_n of global tensors (a list: same_kind's parameters did not reach into it)."""
+    pl = ep.placement("cpu", list(range(SIZE)))
+    xs = [np.arange(SIZE * 2 * 3, dtype=np.float32).reshape(SIZE * 2, 3) * (i + 1) for i in range(3)]
+    for layouts in ((S(0), S(0), S(0)), (P, P, P), (B, S(1), P)):
+        got = ep.ops.add_n([make_global(x, pl, sbp, seed=i) for i, (x, sbp) in enumerate(zip(xs, layouts))])
+        np.testing.assert_allclose(got.numpy(), xs[0] + xs[1] + xs[2], rtol=1e-6, err_msg=str(layouts))
+        checked[0] += 1
+    t = make_global(xs[0], pl, S(0))
+    assert ep.ops.add_n([t, t], sbp=B).sbp == (B,)
+    raises(TypeError, "arrays[1]: ndarray is not a GlobalTensor", lambda: ep.ops.add_n([t, xs[1]]))
+    raises(TypeError, "out: add_n of global tensors", lambda: ep.ops.add_n([t, t], out=xs[0]))
+    raises(ValueError, f"arrays: rank {SIZE - 1} gave", lambda: ep.ops.add_n([t, t] if RANK == SIZE - 1 else [t, t, t]))
+
+
 def _on_cuda(x) -> bool:
     """Whether x is a CUDA array (a simulator array has no __cuda_array_interface__)."""
     return not isinstance(x, np.ndarray) and hasattr(x, "copy_to_host")
@@ -444,7 +459,7 @@ def check_cuda() -> None:
             checked[0] += 1
 
 
-PARTS = {"boxing": check_boxing, "packed": check_boxing_packed, "ops": check_ops, "fuse": check_fuse, "cost": check_cost_model, "errors": check_errors, "zero_d": check_zero_d, "promotion": check_promotion, "agreement": check_agreement, "cuda": check_cuda}
+PARTS = {"boxing": check_boxing, "packed": check_boxing_packed, "ops": check_ops, "fuse": check_fuse, "cost": check_cost_model, "errors": check_errors, "zero_d": check_zero_d, "promotion": check_promotion, "add_n": check_add_n, "agreement": check_agreement, "cuda": check_cuda}
 
 if __name__ == "__main__":
     for part in sys.argv[1:] or PARTS:
