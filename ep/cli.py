@@ -83,21 +83,29 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _devices(command: str, device: str | None) -> list[str]:
+    """The devices command runs on: device, or every one available here; exit 2 with one message
+    when device is not available here."""
+    from ep.common.runtime.device import available_device_types
+
+    available = [d.value for d in available_device_types()]
+    if device is not None and device not in available:
+        print(f"ep {command}: --device {device!r} is not available here; expected one of {', '.join(available)}", file=sys.stderr)
+        raise SystemExit(2)
+    return [device] if device else available
+
+
 def _check(args: argparse.Namespace) -> int:
     from ep.selfcheck import run_self_check
 
+    _devices("check", args.device)  # one message, not one failure per family
     return run_self_check(args.device)
 
 
 def _warmup(args: argparse.Namespace) -> int:
-    from ep.common.runtime.device import available_device_types
     from ep.warmup import chosen_rows, warm
 
-    available = [d.value for d in available_device_types()]
-    if args.device is not None and args.device not in available:
-        print(f"ep warmup: --device {args.device!r} is not available here; expected one of {', '.join(available)}", file=sys.stderr)
-        return 2
-    rows = chosen_rows([args.device] if args.device else available, args.ops, args.dtypes, args.primitives)
+    rows = chosen_rows(_devices("warmup", args.device), args.ops, args.dtypes, args.primitives)
     if not rows:
         print("ep warmup: no registered combination matches these --ops, --dtypes and --primitives", file=sys.stderr)
         return 2

@@ -101,6 +101,18 @@ def test_warmup_refuses_what_it_cannot_choose(tmp_path, args, message):
     assert not any(tmp_path.iterdir())  # nothing compiled
 
 
+@pytest.mark.parametrize("command", ["check", "warmup"])
+def test_a_device_not_available_here_is_one_message(tmp_path, command):
+    # check printed one failure per primitive family (23) where warmup gave one error.
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), NUMBA_ENABLE_CUDASIM="0")
+    probe = "from ep.common.runtime.device import cuda_available; print(cuda_available())"
+    if subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env).stdout.strip() != "False":
+        pytest.skip("this machine runs cuda")
+    result = subprocess.run([sys.executable, "-m", "ep", command, "--device", "cuda"], capture_output=True, text=True, env=env)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == f"ep {command}: --device 'cuda' is not available here; expected one of cpu"
+
+
 def test_every_warmup_launch_is_a_registered_primitive():
     from ep.include.primitive.primitive import registry_rows
     from ep.warmup import LAUNCHES
