@@ -417,6 +417,7 @@ def check_add_n() -> None:
     t = make_global(xs[0], pl, S(0))
     assert ep.ops.add_n([t, t], sbp=B).sbp == (B,)
     raises(TypeError, "arrays[1]: ndarray is not a GlobalTensor", lambda: ep.ops.add_n([t, xs[1]]))
+    raises(TypeError, "arrays[1]: has dtype float64; expected float32, as arrays[0] (add_n does not promote)", lambda: ep.ops.add_n([t, make_global(xs[1].astype(np.float64), pl, S(0))]))
     raises(TypeError, "out: add_n of global tensors", lambda: ep.ops.add_n([t, t], out=xs[0]))
     raises(ValueError, f"arrays: rank {SIZE - 1} gave", lambda: ep.ops.add_n([t, t] if RANK == SIZE - 1 else [t, t, t]))
 

@@ -9,7 +9,6 @@ from ep.common.primitive.broadcast_dims import BroadcastDimsPrimitive
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.common.runtime.once import cached_property
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
 from ep.include.primitive.memcpy import MemcpyFactory, MemcpyKind
 from ep.include.primitive.primitive import NewPrimitive
@@ -41,13 +40,10 @@ class ExpandGradImpl(BroadcastDimsPrimitive, ExpandGrad):
         if plan.src_count == plan.dst_count:
             # Nothing is summed: src as it is, bit for bit, as autograd passes dy through (a sum
             # from 0.0 would make -0.0 +0.0).
-            self._copy.Launch(stream, dst, src, plan.dst_count * self.dtype.itemsize)
+            copy = NewPrimitive(MemcpyFactory, self.device_type, MemcpyKind.kAuto)
+            copy.Launch(stream, dst, src, plan.dst_count * self.dtype.itemsize)
         elif plan.dst_count:
             self._kernels.launch(stream, self.dtype, plan, src, dst)
-
-    @cached_property
-    def _copy(self):
-        return NewPrimitive(MemcpyFactory, self.device_type, MemcpyKind.kAuto)
 
 
 class ExpandGradFactoryImpl(DtypeFactory, ExpandGradFactory):
