@@ -9,7 +9,7 @@ import types
 
 import numpy as np
 
-from ep.common.runtime.allocator import host_empty
+from ep.common.runtime.allocator import empty
 from ep.common.runtime.buffer import check_device_address, device_type_of, plain, plain_ndarray, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice, Stream, check_stream
@@ -166,19 +166,6 @@ def device_of(x: object, name: str) -> Device:
 def stream_for(device: Device, stream: Stream | None) -> Stream:
     """The given stream (checked against device), or the device's default stream."""
     return device.default_stream if stream is None else check_stream(stream, device.device_type)
-
-
-def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream, given_by: str = "result"):
-    """A new C-contiguous array on device (on the CPU a large one may reuse a released result's
-    memory). given_by: the caller's argument whose value gave shape, named when none can be made."""
-    try:
-        if device.device_type is _CPU_TYPE:
-            return host_empty(shape, dtype.dtype)
-        from numba import cuda
-
-        return cuda.device_array(shape, dtype.dtype, stream=stream.native)
-    except (ValueError, MemoryError) as error:
-        raise type(error)(f"{given_by}: gives shape {tuple(shape)} of {dtype.value}, which no array can have here ({error})") from None
 
 
 def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = False, name: str = "x"):

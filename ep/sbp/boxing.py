@@ -24,8 +24,8 @@ import math
 import numpy as np
 
 from ep.common.primitive.copies import copy_to_device, copy_to_host
-from ep.common.runtime.allocator import host_empty, reusable
-from ep.common.runtime.data_type import DataType
+from ep.common.runtime.allocator import empty, reusable
+from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType, GetDevice
 from ep.common.runtime.dlpack import as_cuda_array
 from ep.include.primitive.copy_nd import CopyNdFactory
@@ -145,7 +145,8 @@ def _take(x: np.ndarray, axis: int, lo: int, hi: int) -> np.ndarray:
 def _empty(shape, dtype: np.dtype) -> np.ndarray:
     """A new C-contiguous host array from ep's allocator: a large one reuses the memory of a
     released one (a result or a scratch buffer) instead of faulting fresh pages in."""
-    return host_empty(tuple(shape), np.dtype(dtype))
+    cpu = GetDevice(DeviceType.kCPU)
+    return empty(tuple(shape), as_data_type(dtype), cpu, cpu.default_stream)
 
 
 @functools.lru_cache(maxsize=1)

@@ -87,3 +87,14 @@ def test_dataclasses_are_keyed_by_their_fields_exactly():
     assert Node(0.0) == Node(-0.0)
     assert cache.get(Node(0.0)) != cache.get(Node(-0.0)) and cache.get(Node(0.0)) is cache.get(Node(0.0))
     assert len(made) == 2
+
+
+def test_names_are_found_as_given_and_numbers_still_by_exact_key():
+    cache, made = _counting()
+    device = ep.GetDevice("cpu")
+    names = ("relu", device, np.dtype(np.float32), None)
+    first = cache.get(*names)
+    assert cache.get(*names) is first and cache.get("relu", device, np.dtype("float32"), None) is first
+    assert cache.get("relu", device, np.dtype(np.float32), 0) != first  # 0 is no name: its own plan
+    assert cache.get("relu", device, np.dtype(np.float32), 0.0) != cache.get("relu", device, np.dtype(np.float32), 0)
+    assert len(made) == 3 and len(cache) == 3

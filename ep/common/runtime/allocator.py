@@ -9,6 +9,9 @@ import weakref
 
 import numpy as np
 
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import Device, DeviceType, Stream
+
 
 class _Lease:
     """A cached block lent to one result: NumPy keeps it as the result's base, so it lives exactly
@@ -72,16 +75,27 @@ class _BlockCache:
 # Results from this size on come from the cache: below it, malloc reuses freed memory itself.
 _CACHED_BYTES = 4 << 20
 _CACHE = _BlockCache(limit=512 << 20)
+_CPU = DeviceType.kCPU
 
 
-def host_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """A new C-contiguous NumPy array (a large one may reuse a released result's memory)."""
-    nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes >= _CACHED_BYTES:
-        return _CACHE.array(tuple(shape), dtype, nbytes)
-    return np.empty(shape, dtype)
+def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Stream, given_by: str = "result"):
+    """ep's result allocator: a new C-contiguous array of shape and dtype on device (on stream);
+    on the CPU one of _CACHED_BYTES or more may reuse a released result's memory. given_by: the
+    caller's argument whose value gave shape, named when no such array can be made."""
+    try:
+        if device.device_type is _CPU:
+            host_dtype = dtype.dtype
+            nbytes = math.prod(shape) * host_dtype.itemsize
+            if nbytes < _CACHED_BYTES:
+                return np.empty(shape, host_dtype)
+            return _CACHE.array(tuple(shape), host_dtype, nbytes)
+        from numba import cuda
+
+        return cuda.device_array(shape, dtype.dtype, stream=stream.native)
+    except (ValueError, MemoryError) as error:
+        raise type(error)(f"{given_by}: gives shape {tuple(shape)} of {dtype.value}, which no array can have here ({error})") from None
 
 
 def reusable(nbytes: int) -> int:
-    """How many new host arrays of nbytes host_empty can give from released memory (no fresh pages)."""
+    """How many new host arrays of nbytes empty() can give from released memory (no fresh pages)."""
     return _CACHE.held(nbytes) if nbytes >= _CACHED_BYTES else 0

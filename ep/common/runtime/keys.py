@@ -51,7 +51,15 @@ def exact_key(value: object) -> Hashable:
         rule = _RULES.setdefault(kind, _rule(kind))
         if rule is _itself:
             _SAME.add(kind)
+            _NAMED.add(kind)
     return rule(value)
+
+
+def is_named(key: Hashable) -> bool:
+    """key (an exact key) is a tuple of names only: strings, None, and values equal only to
+    values of their own type and equal bits (enums, dtypes, devices, types). No number, and no
+    other type's value, equals any of them, so such a tuple finds its entry as given."""
+    return type(key) is tuple and all(type(item) in _NAMED for item in key)
 
 
 def _rule(kind: type) -> Callable[[object], Hashable]:
@@ -97,3 +105,5 @@ _RULES: dict[type, Callable[[object], Hashable]] = {}
 # The types whose values are their own keys: == already means the same type and value, or (int)
 # every other type's value is keyed as a tuple, which no int equals. Joined by the enums and dtypes met.
 _SAME = {int, str, bytes, type(None)}
+# The types of is_named's names: str, None, and the types found to be keyed by themselves.
+_NAMED = {str, type(None)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Callable, Generic, TypeVar
 
-from ep.common.runtime.keys import exact_key
+from ep.common.runtime.keys import exact_key, is_named
 
 T = TypeVar("T")
 
@@ -20,32 +20,46 @@ T = TypeVar("T")
 # again if asked for.
 MAX_ENTRIES = 4096
 
+_MISSING = object()
+
 
 class PlanCache(Generic[T]):
     """make(*args) per distinct args, made on first use; thread-safe (two threads may both make a
-    missing entry; one is kept) and bounded by maxsize."""
+    missing entry; one is kept) and bounded by maxsize.
+
+    Arguments of names only (is_named: strings, None, enums, dtypes, devices; ep.ops' op, dtype
+    and attributes left out) are found as given, in one dict lookup: no value of another type
+    equals such a value, so the exact key is not needed to find their entry (it was half of a
+    tiny ep.ops call). All others are found by their exact key.
+    """
 
     def __init__(self, make: Callable[..., T], maxsize: int = MAX_ENTRIES) -> None:
         self._make = make
         self._maxsize = maxsize
+        self._named: dict = {}
         self._entries: dict = {}
         self._lock = threading.Lock()
 
     def get(self, *args) -> T:
         try:
-            return self._entries[exact_key(args)]
-        except KeyError:
-            pass
+            # A cache of launch plans (keyed by dims) holds no names: it skips their lookup.
+            made = self._named.get(args, _MISSING) if self._named else _MISSING
+            if made is _MISSING:
+                made = self._entries.get(exact_key(args), _MISSING)
         except TypeError:
             # An unhashable argument (a list of dims): made on every call, or refused by make.
             return self._make(*args)
+        if made is not _MISSING:
+            return made
         made = self._make(*args)
         key = exact_key(args)
+        entries = self._named if is_named(key) else self._entries
         with self._lock:
-            made = self._entries.setdefault(key, made)
-            if len(self._entries) > self._maxsize:
-                del self._entries[next(iter(self._entries))]
+            made = entries.setdefault(key, made)
+            if len(self._named) + len(self._entries) > self._maxsize:
+                oldest = self._named if len(self._named) > len(self._entries) else self._entries
+                del oldest[next(iter(oldest))]
         return made
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._named) + len(self._entries)
