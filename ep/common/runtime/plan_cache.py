@@ -43,14 +43,16 @@ class PlanCache(Generic[T]):
     def get(self, *args) -> T:
         try:
             # A cache of launch plans (keyed by dims) holds no names: it skips their lookup.
-            made = self._named.get(args, _MISSING) if self._named else _MISSING
-            if made is _MISSING:
-                made = self._entries.get(exact_key(args), _MISSING)
+            if self._named:
+                made = self._named.get(args, _MISSING)
+                if made is not _MISSING:
+                    return made
+            return self._entries[exact_key(args)]
+        except KeyError:
+            pass
         except TypeError:
             # An unhashable argument (a list of dims): made on every call, or refused by make.
             return self._make(*args)
-        if made is not _MISSING:
-            return made
         made = self._make(*args)
         key = exact_key(args)
         entries = self._named if is_named(key) else self._entries
