@@ -81,6 +81,21 @@ def test_dst_may_be_a_source_a_later_pass_reads(device, arity, position):
     np.testing.assert_array_equal(to_numpy(srcs[position]), reference(xs, np.float32))
 
 
+@pytest.mark.parametrize("shift", [1, -1, 3])
+def test_dst_overlapping_a_source_otherwise_is_refused_before_any_write(device, shift):
+    # A shifted view of a source would be written before its elements are read: refused, as Memcpy's overlap.
+    add = ep.NewPrimitive(ep.AddFactory, device, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    host = np.arange(20, dtype=np.float32)
+    buffer = to_device(host, device)
+    src, dst = (buffer[:16], buffer[shift:shift + 16]) if shift > 0 else (buffer[-shift:-shift + 16], buffer[:16])
+    other = to_device(np.ones(16, np.float32), device)
+    with pytest.raises(ValueError, match=r"srcs\[1\], dst: share memory without being the same elements"):
+        add.Launch(stream, [other, src], 2, dst, 16)
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(buffer), host)
+
+
 def test_count_writes_the_first_elements_only(device):
     xs = [np.ones(6, np.int32)] * 2
     np.testing.assert_array_equal(launch(device, xs, count=4), [2, 2, 2, 2, 0, 0])

@@ -64,6 +64,11 @@ class AddImpl(Add):
         out = storage(dst, "dst", device, dtype, count, writable=True, stream=stream)
         if not count:
             return
+        for i, buffer in enumerate(buffers):
+            # The kernel reads each source's element where it writes dst's: dst may be a source,
+            # not a shifted view of one (its writes would reach elements not read yet).
+            if buffer is not out and overlaps(buffer[:count], out[:count], elementwise=True):
+                raise ValueError(f"srcs[{i}], dst: share memory without being the same elements; expected dst to be one of srcs or separate memory")
         first, rest = buffers[:MAX_ARITY], buffers[MAX_ARITY:]
         # The running sum, which each later pass reads as its first source: dst, unless a later
         # pass reads dst as a source (the sum would have overwritten it by then).

@@ -11,7 +11,8 @@ class Add(Primitive):
     @abc.abstractmethod
     def Launch(self, stream, srcs: Sequence[object], arity: int, dst, count: int) -> None:
         """Write the sum of srcs[0][i], ..., srcs[arity - 1][i] to dst[i] for i < count: arity >= 1
-        flat C-contiguous buffers (dst may be one of them), each element summed as the binary add op."""
+        flat C-contiguous buffers (dst may be one of them; a buffer overlapping dst otherwise is a
+        ValueError), each element summed as the binary add op."""
 
 
 class AddFactory(Factory):
