@@ -200,6 +200,29 @@ def test_out_of_bounds_boxes_are_refused_before_any_write(device, changes, messa
         launch_bad(device, **changes)
 
 
+def test_boxes_whose_bytes_intersect_are_refused_before_any_write(device):
+    # A copy runs in no set order: src and dst boxes sharing bytes would smear (x[:11] -> x[1:]).
+    primitive = ep.NewPrimitive(ep.CopyNdFactory, device, 1)
+    stream = ep.GetDevice(device).CreateStream()
+    host = np.arange(12, dtype=np.float32)
+    x = to_device(host, device)
+    with pytest.raises(ValueError, match=r"dst, src: the boxes copied span bytes .* which intersect"):
+        primitive.Launch(stream, np.float32, 1, x, (12,), (1,), x, (12,), (0,), (11,))
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(x), host)
+
+
+def test_separate_boxes_of_one_buffer_and_a_box_onto_itself_are_copied(device):
+    primitive = ep.NewPrimitive(ep.CopyNdFactory, device, 1)
+    stream = ep.GetDevice(device).CreateStream()
+    host = np.arange(12, dtype=np.float32)
+    x = to_device(host, device)
+    primitive.Launch(stream, np.float32, 1, x, (12,), (6,), x, (12,), (0,), (6,))
+    primitive.Launch(stream, np.float32, 1, x, (12,), (2,), x, (12,), (2,), (4,))
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(x), np.concatenate([host[:6], host[:6]]))
+
+
 def test_an_empty_box_writes_nothing(device):
     launch_bad(device, extent=(0, 3))
 

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import numpy as np
+
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels, span
-from ep.common.runtime.buffer import storage
+from ep.common.runtime.buffer import address, storage
 from ep.common.runtime.data_type import ALL_TYPES, as_data_type
 from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.validate import count as check_count, dims as check_dims
@@ -42,7 +44,10 @@ class CopyNdImpl(CopyNd):
         src = storage(src, "src", self.device_type, args.data_type, args.src_count, stream=stream)
         dst = storage(dst, "dst", self.device_type, args.data_type, args.dst_count, writable=True, stream=stream)
         if args.launches is not None:  # None: an empty box
+            if self.device_type is not DeviceType.kCPU or np.may_share_memory(src, dst):
+                _refuse_overlap(src, dst, args)
             self._kernels.run(stream, args, src, dst, "extent")
+
 
     def _check(self, data_type, num_dims, dst_dims, dst_pos, src_dims, src_pos, extent, src_strides) -> CopyArgs:
         data_type = as_data_type(data_type, "data_type")
@@ -71,6 +76,25 @@ class CopyNdImpl(CopyNd):
             src_strides,
             dst_strides,
             None if 0 in extent else {},
+        )
+
+
+def _refuse_overlap(src, dst, args: CopyArgs) -> None:
+    """ValueError when the copied boxes' byte ranges intersect (a copy runs in no set order), unless
+    they are the very same elements."""
+    itemsize = args.data_type.itemsize
+    last = sum((n - 1) * s for n, s in zip(args.dims, args.src_strides))
+    lo0 = address(src) + args.src_offset * itemsize
+    hi0 = lo0 + (last + 1) * itemsize
+    last = sum((n - 1) * s for n, s in zip(args.dims, args.dst_strides))
+    lo1 = address(dst) + args.dst_offset * itemsize
+    hi1 = lo1 + (last + 1) * itemsize
+    if lo0 == lo1 and args.src_strides == args.dst_strides:
+        return  # each element copied onto itself
+    if lo0 < hi1 and lo1 < hi0:
+        raise ValueError(
+            f"dst, src: the boxes copied span bytes [{lo1:#x}, {hi1:#x}) and [{lo0:#x}, {hi0:#x}), which intersect;"
+            " expected separate memory (copy through a temporary)"
         )
 
 

@@ -30,7 +30,8 @@ class CopyNd(Primitive):
         strides, >= 0) lays src out as a strided view instead of C-contiguous src_dims: element
         idx of src is src[dot(idx, src_strides)]. It is this port's addition to OneFlow's
         interface, so that one primitive copies every non-negative strided view (x[:, ::2], x.T,
-        broadcast views), which no box of a C-contiguous array expresses.
+        broadcast views), which no box of a C-contiguous array expresses. The two boxes' byte
+        ranges must not intersect (ValueError), unless they are the same elements.
         """
 
 
