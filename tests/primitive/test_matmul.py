@@ -136,6 +136,19 @@ def test_beta_zero_does_not_read_c_and_alpha_zero_does_not_read_a_or_b(device):
     np.testing.assert_array_equal(to_numpy(c), np.full((2, 2), 6, np.float32))
 
 
+@pytest.mark.parametrize("alpha", [float("inf"), float("nan")])
+def test_k_zero_gives_beta_times_c_whatever_alpha(device, alpha):
+    # BLAS's quick return (torch.addmm's too): with k == 0 no product is formed, so alpha times the
+    # empty sum is never inf * 0 = NaN.
+    matmul = new(ep.MatmulFactory, device, "float32", False, False)
+    stream = ep.GetDevice(device).default_stream
+    a, b, c = np.ones((2, 0), np.float32), np.ones((0, 3), np.float32), np.full((2, 3), 1.5, np.float32)
+    expected = torch.addmm(torch.from_numpy(c), torch.from_numpy(a), torch.from_numpy(b), alpha=alpha, beta=2.0).numpy()
+    dc = to_device(c, device)
+    matmul.Launch(stream, 2, 3, 0, alpha, to_device(a, device), to_device(b, device), 2.0, dc)
+    np.testing.assert_array_equal(to_numpy(dc), expected)
+
+
 def test_float16_is_computed_in_float32(device):
     # 2048 products of 1 + 2**-10: float16 accumulation would stall at 2048; float32 gives 2050 -> 2048 or 2050.
     k = 2048

@@ -62,7 +62,9 @@ class CpuMatmulKernels(MatmulKernels):
         m, n, k = plan.m, plan.n, plan.k
         c_count = plan.counts[2]
         out = c[:c_count].view(dtype.dtype).reshape(plan.batch + (m, n))
-        if alpha == 0:
+        if alpha == 0 or k == 0:
+            # BLAS's quick return (cuBLAS's too): no product is formed, so alpha times an empty
+            # sum is never inf * 0.
             _scale(out, beta)
             return
         a = _matrices(_values(a, dtype, plan.counts[0]), plan, plan.a_strides, (m, k), plan.trans_a)
