@@ -166,6 +166,15 @@ def test_bad_arguments_are_named_and_write_nothing(device, changes, error, named
         _bad_launch(device, **changes)
 
 
+def test_an_empty_dst_with_numpys_zero_strides_is_launched(device):
+    # NumPy gives an empty (3, 0) array strides (0, 0): nothing is written, so no two elements collide.
+    primitive = ep.NewPrimitive(BroadcastElementwiseUnaryFactory, device, "relu", np.float32, np.float32, 2)
+    stream = ep.GetDevice(device).CreateStream()
+    empty = np.empty((3, 0), np.float32)
+    primitive.Launch(stream, 0, (), (), to_device(np.ones(1, np.float32), device), 2, (3, 0), (0, 0), to_device(empty.reshape(-1), device))
+    stream.Sync()
+
+
 def test_a_src_of_another_dtype_is_refused(device):
     with pytest.raises(TypeError, match="src"):
         _bad_launch(device, src=to_device(np.arange(3, dtype=np.int64), device))

@@ -77,11 +77,14 @@ def plan_broadcast_unary(src_dims, src_strides, dst_dims, dst_strides) -> UnaryB
 
 def check_distinct(dims: Sequence[int], strides: Sequence[int], name: str) -> None:
     """ValueError naming name unless the elements of these dims and strides are all at different
-    offsets (each stride, smallest first, at least the span of the dims inside it)."""
+    offsets (each stride, smallest first, at least the span of the dims inside it; strides that
+    interleave without colliding are refused too). No elements: nothing to collide."""
+    if 0 in dims:
+        return
     span = 1
     for n, s in sorted((p for p in zip(dims, strides) if p[0] > 1), key=lambda p: p[1]):
         if s < span:
-            raise ValueError(f"{name}: {tuple(strides)} for dims {tuple(dims)} put two elements at one offset; expected non-overlapping strides")
+            raise ValueError(f"{name}: {tuple(strides)} for dims {tuple(dims)} may put two elements at one offset; expected strides each at least the span of the dims of smaller strides")
         span += (n - 1) * s
 
 
