@@ -161,6 +161,8 @@ def repeat(x, sizes: Sequence[int], *, out=None, stream=None):
 
     A repeat r of a dim of size n becomes a new dim r in front of it, expanded: x's storage read
     as (1, n0, 1, n1, ...) is expanded to (r0, n0, r1, n1, ...), which is the result's storage.
+    Past REPEATS_PER_EXPAND repeated dims (r > 1) the Expand would exceed its dims: the dims are
+    repeated in stages of that many, each into a new array but the last.
     A global x (ep.to_global) gives a global tensor, laid out by sbp when given.
     """
     device = device_of(x, "x")
@@ -173,7 +175,20 @@ def repeat(x, sizes: Sequence[int], *, out=None, stream=None):
     if math.prod(shape) == 0:
         # Expand only grows dims, it never empties one.
         return out
-    interleaved = tuple(d for n in padded for d in (1, n))
-    expanded = tuple(d for r, n in zip(sizes, padded) for d in (r, n))
-    primitive.Launch(stream, interleaved, unaliased(contiguous(x, device, stream), out, device, stream), expanded, out)
+    repeated = [d for d, r in enumerate(sizes) if r > 1]
+    stages = [repeated[i : i + REPEATS_PER_EXPAND] for i in range(0, len(repeated), REPEATS_PER_EXPAND)] or [[]]
+    src = unaliased(contiguous(x, device, stream), out, device, stream)
+    for i, stage in enumerate(stages):
+        step = tuple(r if d in stage else 1 for d, r in enumerate(sizes))
+        grown = tuple(r * n for r, n in zip(step, padded))
+        dst = out if i == len(stages) - 1 else empty(grown, dtype, device, stream)
+        interleaved = tuple(d for n in padded for d in (1, n))
+        expanded = tuple(d for r, n in zip(step, padded) for d in (r, n))
+        primitive.Launch(stream, interleaved, src, expanded, dst)
+        src, padded = dst, grown
     return out
+
+
+# Repeated dims one Expand takes: its dims after merging alternate runs of x's dims and repeats,
+# at most 2 * 4 + 1 = 9, the strided copy's limit.
+REPEATS_PER_EXPAND = 4

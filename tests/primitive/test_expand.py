@@ -575,6 +575,10 @@ def test_random_legal_expands_match_broadcast_to(device, case, dtype):
         ((2, 3), (1, 1)),
         ((2, 3), (0, 2)),
         ((0, 3), (2, 2)),
+        # More repeated dims than one Expand takes (its strided copy stops at 9 dims): in stages.
+        ((2, 2, 2, 2, 2), (2, 2, 2, 2, 2)),
+        ((2, 3, 1, 2, 2, 3), (2, 1, 3, 2, 2, 2, 2)),
+        ((2,) * 9, (2, 1) * 4 + (3, 2)),
     ],
 )
 def test_repeat_matches_tile(device, shape, sizes):
