@@ -43,18 +43,18 @@ def pad_widths(shape: Sequence[int], pad: object) -> tuple[tuple[int, ...], tupl
 
 
 @same_kind("x")
-def pad(x, pad: Sequence[int], value=0, *, out=None, stream=None):
+def pad(x, pad: Sequence[int], value=None, *, out=None, stream=None):
     """x padded with value (torch.nn.functional.pad, mode="constant"): pad holds (before, after)
     pairs from the last dim backwards, (left, right, top, bottom, ...), at most one per dim; a
-    negative entry crops that many elements instead. value is converted to x's dtype (a float to
-    an integer dtype truncated toward zero). The result is a new C-contiguous array (or out). A
+    negative entry crops that many elements instead. value (None: 0, as torch's) is converted to
+    x's dtype (a float to an integer dtype truncated toward zero). The result is a new C-contiguous array (or out). A
     global x (ep.to_global) gives a global tensor, laid out by sbp when given.
     """
     device = device_of(x, "x")
     dtype = as_data_type(x.dtype, "x")
     x_shape = tuple(x.shape)
     before, after, shape = pad_widths(x_shape, pad)
-    value = scalar_value(value, "value", dtype)
+    value = scalar_value(0 if value is None else value, "value", dtype)
     primitive = NewPrimitive(ConstantPadFactory, device, dtype)
     stream = stream_for(device, stream)
     x = contiguous(x, device, stream)

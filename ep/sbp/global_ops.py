@@ -201,7 +201,7 @@ def permute(x, dims, *, sbp=None) -> GlobalTensor:
 
 
 @collective("ep.sbp.global_ops.pad")
-def pad(x, pad, value=0, *, sbp=None) -> GlobalTensor:
+def pad(x, pad, value=None, *, sbp=None) -> GlobalTensor:
     """ep.ops.pad on a global tensor."""
     return apply("pad", {"x": x}, {"pad": _frozen(pad), "value": value}, _check({"x": x}).dtype, sbp)
 

@@ -72,6 +72,13 @@ def test_bad_pads_are_refused(pad, error, message):
         ep.ops.pad(np.zeros((2, 3, 4), np.float32), pad)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_value_none_pads_with_zeros_as_torch(dtype):
+    x = np.ones((2, 3), dtype)
+    np.testing.assert_array_equal(ep.ops.pad(x, (1, 2), None), reference(x, (1, 2), None))
+    np.testing.assert_array_equal(ep.ops.pad(x, (1, 2)), reference(x, (1, 2), None))
+
+
 def test_bad_values_are_refused():
     with pytest.raises(OverflowError, match=r"value: 300 is out of the range of int8"):
         ep.ops.pad(np.zeros(3, np.int8), (1, 1), 300)
