@@ -67,7 +67,7 @@ class AddImpl(Add):
         for i, buffer in enumerate(buffers):
             # The kernel reads each source's element where it writes dst's: dst may be a source,
             # not a shifted view of one (its writes would reach elements not read yet).
-            if buffer is not out and overlaps(buffer[:count], out[:count], elementwise=True):
+            if buffer is not out and overlaps(buffer, out) and overlaps(buffer[:count], out[:count], elementwise=True):
                 raise ValueError(f"srcs[{i}], dst: share memory without being the same elements; expected dst to be one of srcs or separate memory")
         first, rest = buffers[:MAX_ARITY], buffers[MAX_ARITY:]
         # The running sum, which each later pass reads as its first source: dst, unless a later

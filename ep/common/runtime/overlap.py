@@ -15,6 +15,8 @@ def overlaps(x, out, elementwise: bool = False) -> bool:
     if x is out:
         return not elementwise
     if type(out) is _ndarray:
+        if type(x) is _ndarray and x.base is None and out.base is None:
+            return False  # two arrays that own their memory
         # From memory ranges, whoever owns the memory: a view another library made (torch.from_numpy,
         # np.from_dlpack, as_strided, ctypes) of an ndarray's memory overlaps it all the same.
         return _host_overlap(x, out, elementwise)
