@@ -46,11 +46,14 @@ def add_n(arrays: Sequence[object], *, out=None, stream=None, sbp=None):
     if primitive is None:
         raise TypeError(f"arrays: add_n does not support dtype {dtype.value}")
     stream = stream_for(device, stream)
+    given = out
+    if out is not None and is_dlpack(out):
+        out = from_dlpack(out, "out")  # another library's out= (a torch tensor), written in place
     out = output(out, shape, dtype, device, stream)
     # Each element is read where it is written: out may be an input, any other overlap is copied.
     sources = [unaliased(contiguous(a, device, stream, name=f"arrays[{i}]"), out, device, stream, elementwise=True) for i, a in enumerate(arrays)]
     primitive.Launch(stream, sources, len(sources), out, int(first.size))
-    return out
+    return out if given is None else given
 
 
 _SIGNATURE = inspect.signature(add_n)

@@ -43,3 +43,20 @@ def test_takes_torch_tensors():
     torch = pytest.importorskip("torch")
     got = ep.ops.add_n([torch.ones(3), torch.full((3,), 2.0)])
     np.testing.assert_array_equal(np.asarray(got), [3, 3, 3])
+
+
+def test_a_torch_out_is_written_and_returned_even_among_the_arrays():
+    torch = pytest.importorskip("torch")
+    out = torch.empty(3)
+    assert ep.ops.add_n([torch.ones(3), torch.full((3,), 2.0)], out=out) is out
+    assert torch.equal(out, torch.full((3,), 3.0))
+    x = torch.arange(3.0)
+    assert ep.ops.add_n([x, x.flip(0)], out=x) is x
+    assert torch.equal(x, torch.full((3,), 2.0))
+
+
+def test_a_masked_out_is_refused_naming_out():
+    out = np.ma.masked_array(np.zeros(3, np.float32), mask=[0, 1, 0])
+    with pytest.raises(TypeError, match="out: a numpy.ma.MaskedArray"):
+        ep.ops.add_n([np.ones(3, np.float32)], out=out)
+    np.testing.assert_array_equal(out.data, 0)
