@@ -130,6 +130,8 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
         return result
     if isinstance(result, np.ndarray):
         return namespace.from_dlpack(result)
+    if not hasattr(namespace, "asarray"):
+        return result
     return namespace.asarray(result)  # numba's device arrays offer __cuda_array_interface__, not DLPack
 
 
@@ -144,10 +146,18 @@ def call_global(function, signature: inspect.Signature, tensors: dict[str, objec
     return global_call(function.__name__, tensors, args, kwargs)
 
 
-def namespace_of(array) -> types.ModuleType:
-    """The array-API namespace of array's library (its top-level module when it has none: torch)."""
+def namespace_of(array) -> types.ModuleType | None:
+    """The array-API namespace of array's library: its __array_namespace__, else the top-level
+    module with a from_dlpack of its class or a base class (torch for a torch.Tensor subclass), or
+    None for an object of no such library (its result stays a NumPy or numba array)."""
     get = getattr(array, "__array_namespace__", None)
-    return get() if get is not None else sys.modules[type(array).__module__.partition(".")[0]]
+    if get is not None:
+        return get()
+    for cls in type(array).__mro__:
+        module = sys.modules.get(cls.__module__.partition(".")[0])
+        if module is not None and hasattr(module, "from_dlpack"):
+            return module
+    return None
 
 
 def device_of(x: object, name: str) -> Device:
@@ -234,6 +244,7 @@ def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: D
     if np.dtype(view.dtype) != dtype.dtype:
         raise TypeError(f"{name}: has dtype {view.dtype}; expected {dtype.value}")
     if device.device_type is _CPU_TYPE:
+        plain_ndarray(out, name)  # refuses a masked array, whose mask would be lost
         flags = out.flags
         if not flags.writeable:
             raise ValueError(f"{name}: the array is read-only")

@@ -470,3 +470,41 @@ def test_a_cuda_launch_refuses_what_the_ops_refuse(device, negative, requires_gr
     with pytest.raises(ValueError, match=f"src: the tensor .*{message}"):
         primitive.Launch(stream, _NegatedCudaTensor(negative, requires_grad), ones, 2)
     np.testing.assert_array_equal(to_numpy(ones), [1, 1])
+
+
+class _DlpackOnly:
+    """A DLPack producer whose module (this test file) has no from_dlpack."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_a_dlpack_object_of_no_library_gives_a_numpy_result():
+    got = ep.ops.binary("add", _DlpackOnly(np.ones(3)), 1.0)
+    assert type(got) is np.ndarray
+    np.testing.assert_array_equal(got, [2, 2, 2])
+
+
+def test_a_torch_subclass_gives_a_torch_result():
+    torch = pytest.importorskip("torch")
+
+    class Sub(torch.Tensor):
+        pass
+
+    got = ep.ops.unary("neg", torch.arange(4.0).as_subclass(Sub))
+    assert isinstance(got, torch.Tensor)
+    assert torch.equal(got, -torch.arange(4.0))
+
+
+def test_a_masked_out_is_refused_naming_out():
+    out = np.ma.masked_array(np.zeros(2), mask=[0, 1])
+    with pytest.raises(TypeError, match="out: a numpy.ma.MaskedArray"):
+        ep.ops.unary("neg", np.ones(2), out=out)
+    with pytest.raises(TypeError, match="out: a numpy.ma.MaskedArray"):
+        ep.ops.full(2, 1.0, out=out)
