@@ -15,8 +15,8 @@ from ep.testing import to_device, to_numpy
 RNG = np.random.default_rng(10)
 
 
-class Boxed:
-    """Another library's CPU array with nothing but DLPack and a namespace: what ep may rely on."""
+class DlpackOnly:
+    """A DLPack producer of no library: its module (this test file) has no from_dlpack."""
 
     def __init__(self, array: np.ndarray):
         self.array = array
@@ -26,6 +26,10 @@ class Boxed:
 
     def __dlpack_device__(self):
         return self.array.__dlpack_device__()
+
+
+class Boxed(DlpackOnly):
+    """Another library's CPU array with nothing but DLPack and a namespace: what ep may rely on."""
 
     def __array_namespace__(self, api_version=None):
         return BOXED
@@ -472,21 +476,8 @@ def test_a_cuda_launch_refuses_what_the_ops_refuse(device, negative, requires_gr
     np.testing.assert_array_equal(to_numpy(ones), [1, 1])
 
 
-class _DlpackOnly:
-    """A DLPack producer whose module (this test file) has no from_dlpack."""
-
-    def __init__(self, array: np.ndarray):
-        self.array = array
-
-    def __dlpack__(self, **kwargs):
-        return self.array.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return self.array.__dlpack_device__()
-
-
 def test_a_dlpack_object_of_no_library_gives_a_numpy_result():
-    got = ep.ops.binary("add", _DlpackOnly(np.ones(3)), 1.0)
+    got = ep.ops.binary("add", DlpackOnly(np.ones(3)), 1.0)
     assert type(got) is np.ndarray
     np.testing.assert_array_equal(got, [2, 2, 2])
 
