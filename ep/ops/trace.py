@@ -217,6 +217,9 @@ class _Operators:
         # NumPy's ufuncs by their names, which ep.ops takes as aliases (np.exp(x), np.maximum(x, 0)).
         if method != "__call__" or kwargs or ufunc.nin not in (1, 2):
             raise TypeError(f"{self.name}: numpy.{ufunc.__name__}.{method} with {sorted(kwargs)} is not traced by ep.fuse; call it with arrays only")
+        # A NumPy scalar on the left of a comparison (np.float32(0.5) < x) reaches here as the 0-d
+        # array NumPy made of it: its scalar again, of the same dtype.
+        inputs = tuple(i[()] if type(i) is np.ndarray and i.ndim == 0 else i for i in inputs)
         try:
             return (self.tracer.unary if ufunc.nin == 1 else self.tracer.binary)(ufunc.__name__, *inputs)
         except ValueError as error:  # an op name ep does not have

@@ -94,6 +94,15 @@ def test_nep50_scalars_casts_and_float16(device):
         ep.fuse(lambda i, s: i + s)(i8, 300)
 
 
+def test_a_numpy_scalar_left_of_a_comparison(device):
+    # NumPy hands the ufunc a 0-d array made of the scalar: traced as that scalar, as on the right.
+    x = np.array([0.25, 0.5, 1.0], np.float32)
+    threshold, one = np.float32(0.5), np.int64(1)
+    got = ep.fuse(lambda x: (threshold < x, one == x, threshold >= x))(to_device(x, device))
+    for g, e in zip(got, (threshold < x, one == x, threshold >= x)):
+        np.testing.assert_array_equal(to_numpy(g), e)
+
+
 def test_other_libraries_arrays_come_back_as_theirs():
     torch = pytest.importorskip("torch")
     x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
