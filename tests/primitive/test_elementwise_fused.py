@@ -115,6 +115,19 @@ def test_resolution_and_refusals():
         new(Unary(U.kRelu, Scalar(0)), "float32")
 
 
+def test_dims_count_after_merging_as_for_the_unfused_ops(device):
+    # Nine equal dims merge to one (ep.ops.binary takes them); ten alternating broadcasts do not.
+    fused = ep.NewPrimitive(ep.ElementwiseFusedFactory, device, Binary(B.kAdd, x, y), "float32", "float32")
+    stream = ep.GetDevice(device).CreateStream()
+    a = np.arange(2**9, dtype=np.float32)
+    out = to_device(np.zeros(2**9, np.float32), device)
+    fused.Launch(stream, [to_device(a, device), to_device(a, device)], [(2,) * 9, (2,) * 9], [out])
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(out), 2 * a)
+    with pytest.raises(ValueError, match="in 10 alternating dims after merging; at most 8"):
+        fused.Launch(stream, [to_device(a[:32], device), to_device(a[:32], device)], [(2, 1) * 5, (1, 2) * 5], [to_device(np.zeros(2**10, np.float32), device)])
+
+
 def test_launch_checks_every_argument_before_writing(device):
     fused = ep.NewPrimitive(ep.ElementwiseFusedFactory, device, Binary(B.kAdd, x, y), "float32", "float32")
     stream = ep.GetDevice(device).CreateStream()

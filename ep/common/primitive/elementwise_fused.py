@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import math
+import sys
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
@@ -232,7 +233,8 @@ class ElementwiseFusedImpl(ElementwiseFused):
         valid, each scalar's (), and all broadcasting together."""
         shapes: list[tuple[int, ...] | None] = []
         for i, dims in enumerate(arg_dims):
-            dims = validate.dims(dims, f"arg_dims[{i}]")
+            # Any number of dims: the limit holds after merging (below), as for the unfused ops.
+            dims = validate.dims(dims, f"arg_dims[{i}]", sys.maxsize)
             if i in self.scalars:
                 if dims:
                     raise ValueError(f"arg_dims[{i}]: argument {i} is a Scalar; expected () dims, got {dims}")
@@ -244,6 +246,11 @@ class ElementwiseFusedImpl(ElementwiseFused):
             if shape is not None:
                 out = broadcast_shape(out, shape, ("the broadcast of the arguments before", f"arg_dims[{i}]"))
         plan = plan_fused(shapes)
+        if len(plan.dims) > validate.MAX_NUM_DIMS:
+            raise ValueError(
+                f"arg_dims: {tuple(arg_dims)} broadcast to {out} in {len(plan.dims)} alternating dims after merging;"
+                f" at most {validate.MAX_NUM_DIMS} are supported"
+            )
         return plan, self._kernels.launcher(self, plan) if plan.count else None
 
 
