@@ -32,8 +32,9 @@ def _primitive(op, device_type, x_dtype, attr0, attr1, dtype):
     return primitive, dst_dtype, None if src_dtype is x_dtype else src_dtype
 
 
-# Keyed by the caller's own arguments: a repeated call skips every normalization.
-_PRIMITIVES = PlanCache(_primitive)
+# Keyed by the caller's own arguments: a repeated call skips every normalization. Names and small
+# attributes: looked up as given (by_name).
+_PRIMITIVES = PlanCache(_primitive, by_name=True)
 
 
 @same_kind("x")

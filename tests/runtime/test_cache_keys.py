@@ -104,3 +104,24 @@ def test_ops_read_an_argument_changed_in_place_anew(device):
     assert ep.ops.expand(x, sizes).shape == (3, 2)
     sizes[1] = 5
     np.testing.assert_array_equal(to_numpy(ep.ops.expand(x, sizes)), np.broadcast_to(np.arange(3.0).reshape(3, 1), (3, 5)))
+
+
+def test_an_expression_graph_is_keyed_in_time_linear_in_its_nodes(monkeypatch):
+    # x * (2 - d * x) repeated: a value used twice per step, so 2**16 paths through 48 nodes. A
+    # recursive key walked every path (exact_key called once per path, and the key's hash as well).
+    from ep.common.runtime import keys
+    from ep.include.primitive.elementwise_fused import Binary, Input, Scalar
+
+    def newton(steps):
+        x, d = Input(0), Input(1)
+        for _ in range(steps):
+            x = Binary("mul", x, Binary("sub", Scalar(2), Binary("mul", d, x)))
+        return x
+
+    calls = []
+    real = keys.exact_key
+    monkeypatch.setattr(keys, "exact_key", lambda value: calls.append(1) or real(value))
+    key = keys.exact_key(newton(16))
+    assert len(calls) < 1000
+    assert key == keys.exact_key(newton(16)) and hash(key) == hash(keys.exact_key(newton(16)))
+    assert key != keys.exact_key(newton(15))

@@ -67,8 +67,7 @@ def _rule(kind: type) -> Callable[[object], Hashable]:
     if issubclass(kind, np.dtype) or (issubclass(kind, enum.Enum) and not issubclass(kind, (int, float, str))):
         return _itself  # == already means the same type and value
     if dataclasses.is_dataclass(kind):
-        names = tuple(field.name for field in dataclasses.fields(kind))
-        return lambda value: (kind, exact_key(tuple(getattr(value, name) for name in names)))
+        return _graph_key
     if issubclass(kind, float):  # np.float64 too
         return lambda value: (kind, _DOUBLE.pack(value))
     if issubclass(kind, np.inexact):
@@ -89,6 +88,38 @@ def _rule(kind: type) -> Callable[[object], Hashable]:
     if kind.__eq__ is object.__eq__ and not hasattr(kind, "__iter__"):
         return _itself  # objects equal only to themselves (a Device)
     return _unkeyable
+
+
+def _graph_key(root: object) -> Hashable:
+    """A dataclass (an expression's node) and the dataclasses in its fields, as one flat key: each
+    structurally distinct node once, in post-order, its dataclass fields by their entry's number.
+    Linear in the distinct nodes, where a recursive key (and its hash) walks a value used twice
+    twice: exponential in the depth of a graph with shared subexpressions."""
+    numbers: dict[int, int] = {}  # id(node) -> its entry's number
+    entries: dict[tuple, int] = {}  # entry -> number: equal subexpressions share one
+    stack = [root]
+    while stack:
+        node = stack[-1]
+        if id(node) in numbers:
+            stack.pop()
+            continue
+        values = [getattr(node, field.name) for field in dataclasses.fields(node)]
+        missing = [v for v in values if dataclasses.is_dataclass(type(v)) and id(v) not in numbers]
+        if missing:
+            if len(stack) > _MAX_GRAPH_STACK:
+                raise TypeError(f"a {type(root).__name__} nests too deep to key (a cycle?)")
+            stack.extend(missing)
+            continue
+        stack.pop()
+        entry = (type(node), *((_CHILD, numbers[id(v)]) if dataclasses.is_dataclass(type(v)) else exact_key(v) for v in values))
+        numbers[id(node)] = entries.setdefault(entry, len(entries))
+    return (_GRAPH, tuple(entries), numbers[id(root)])
+
+
+# Markers no caller's value holds: a graph key, and a child's number in an entry.
+_GRAPH, _CHILD = object(), object()
+# Pending nodes a graph key holds at most: past it a graph is cyclic or absurdly deep.
+_MAX_GRAPH_STACK = 1 << 20
 
 
 def _itself(value: object) -> Hashable:

@@ -27,23 +27,25 @@ class PlanCache(Generic[T]):
     """make(*args) per distinct args, made on first use; thread-safe (two threads may both make a
     missing entry; one is kept) and bounded by maxsize.
 
-    Arguments of names only (is_named: strings, None, enums, dtypes, devices; ep.ops' op, dtype
-    and attributes left out) are found as given, in one dict lookup: no value of another type
-    equals such a value, so the exact key is not needed to find their entry (it was half of a
-    tiny ep.ops call). All others are found by their exact key.
+    With by_name, arguments of names only (is_named: strings, None, enums, dtypes, devices;
+    ep.ops.unary's op, dtype and attributes left out) are found as given, in one dict lookup: no
+    value of another type equals such a value, so the exact key is not needed to find their entry
+    (it was half of a tiny ep.ops call). Every lookup then hashes the arguments as given, which only
+    a cache of small arguments should do (an expression graph's dataclasses hash every path:
+    exponential in its depth). All others are found by their exact key.
     """
 
-    def __init__(self, make: Callable[..., T], maxsize: int = MAX_ENTRIES) -> None:
+    def __init__(self, make: Callable[..., T], maxsize: int = MAX_ENTRIES, *, by_name: bool = False) -> None:
         self._make = make
         self._maxsize = maxsize
+        self._by_name = by_name
         self._named: dict = {}
         self._entries: dict = {}
         self._lock = threading.Lock()
 
     def get(self, *args) -> T:
         try:
-            # A cache of launch plans (keyed by dims) holds no names: it skips their lookup.
-            if self._named:
+            if self._named:  # only a cache by_name holds names
                 made = self._named.get(args, _MISSING)
                 if made is not _MISSING:
                     return made
@@ -55,7 +57,7 @@ class PlanCache(Generic[T]):
             return self._make(*args)
         made = self._make(*args)
         key = exact_key(args)
-        entries = self._named if is_named(key) else self._entries
+        entries = self._named if self._by_name and is_named(key) else self._entries
         with self._lock:
             made = entries.setdefault(key, made)
             if len(self._named) + len(self._entries) > self._maxsize:
