@@ -17,6 +17,7 @@ import numpy as np
 from ep.common.math.aliases import alias_dtype, checks_negative_powers, refuse_alias
 from ep.common.math.binary_functor import binary_attrs, binary_dst_dtype, binary_keyword_attrs
 from ep.common.math.unary_functor import unary_attrs, unary_keyword_attrs, unary_result_dtype
+from ep.common.primitive.elementwise_fused import check_size
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.scalar import result_dtype
 from ep.include.primitive.binary_op import as_binary_op
@@ -45,6 +46,9 @@ class Tracer:
 
     names: tuple[str, ...]
     arguments: list = field(default_factory=list)  # ("array", position) or a ScalarSlot
+    # The recorded nodes' (nodes as a tree, depth), by id: each new node is checked against the
+    # bounds at the op that makes it (a value reused at every step doubles the tree).
+    sizes: dict = field(default_factory=dict)
 
     def array(self, position: int, dtype: np.dtype) -> Traced:
         self.arguments.append(("array", position))
@@ -244,6 +248,7 @@ class Traced(_Operators):
     """An array value inside a traced function: its node and DataType, named after the arguments it derives from."""
 
     def __init__(self, tracer: Tracer, node, data_type: DataType, name: str) -> None:
+        check_size(node, tracer.sizes, f"ep.fuse: the expression of {name}")
         self.tracer, self.node, self.data_type, self.name = tracer, node, data_type, name
 
     @property

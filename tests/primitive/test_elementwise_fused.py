@@ -128,6 +128,18 @@ def test_dims_count_after_merging_as_for_the_unfused_ops(device):
         fused.Launch(stream, [to_device(a[:32], device), to_device(a[:32], device)], [(2, 1) * 5, (1, 2) * 5], [to_device(np.zeros(2**10, np.float32), device)])
 
 
+def test_new_refuses_a_cycle_and_an_expression_past_the_bounds(device):
+    cyclic = Binary(B.kAdd, x, y)
+    object.__setattr__(cyclic, "b", cyclic)
+    with pytest.raises(TypeError, match="its own operand"):
+        ep.NewPrimitive(ep.ElementwiseFusedFactory, device, cyclic, "float32", "float32")
+    deep = x
+    for _ in range(201):
+        deep = Unary(U.kNegative, deep)
+    with pytest.raises(ValueError, match="expression: has 204 nodes as a tree .* depth 203"):
+        ep.NewPrimitive(ep.ElementwiseFusedFactory, device, Binary(B.kAdd, deep, y), "float32", "float32")
+
+
 def test_launch_checks_every_argument_before_writing(device):
     fused = ep.NewPrimitive(ep.ElementwiseFusedFactory, device, Binary(B.kAdd, x, y), "float32", "float32")
     stream = ep.GetDevice(device).CreateStream()

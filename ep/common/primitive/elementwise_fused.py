@@ -42,6 +42,49 @@ _SEQUENCES = (tuple, list)
 FLAT, ROW, COLUMN, SCALAR = "flat", "row", "column", "scalar"
 
 
+# An expression's bounds. Resolving and composing it walk it as a tree, where a value used twice is
+# walked twice (a Newton step x * (2 - d * x) doubles the tree), and recursively: past these a walk
+# takes exponential time or overflows Python's stack, and the kernel's compile grows with the tree.
+MAX_TREE_NODES = 1 << 16
+MAX_DEPTH = 200
+
+
+def measure(node: object, sizes: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """(nodes as a tree, depth) of an expression node, in time linear in its distinct nodes (sizes:
+    by id(node), what is known already; filled in). Not a node: (0, 0)."""
+    if type(node) not in NODE_TYPES:
+        return 0, 0
+    stack, entered = [node], set()
+    while stack:
+        top = stack[-1]
+        if id(top) in sizes:
+            stack.pop()
+            continue
+        operands = [child for child in vars(top).values() if type(child) in NODE_TYPES]
+        missing = [child for child in operands if id(child) not in sizes]
+        if missing:
+            # A node met again before its operands are measured is its own operand's operand.
+            if id(top) in entered or any(id(child) in entered for child in missing):
+                raise TypeError(f"expression: {type(top).__name__} node is its own operand (a cycle); expected a tree or a DAG")
+            entered.add(id(top))
+            stack.extend(missing)
+            continue
+        stack.pop()
+        measured = [sizes[id(child)] for child in operands]
+        sizes[id(top)] = (1 + sum(m[0] for m in measured), 1 + max((m[1] for m in measured), default=0))
+    return sizes[id(node)]
+
+
+def check_size(node: object, sizes: dict[int, tuple[int, int]], name: str) -> None:
+    """ValueError naming name when the expression node exceeds MAX_TREE_NODES or MAX_DEPTH."""
+    tree, depth = measure(node, sizes)
+    if tree > MAX_TREE_NODES or depth > MAX_DEPTH:
+        raise ValueError(
+            f"{name}: has {tree} nodes as a tree (a value counted once per use) and depth {depth}; expected at most "
+            f"{MAX_TREE_NODES} and {MAX_DEPTH} (split it: fuse one part, pass its result to another)"
+        )
+
+
 def resolve_fused(expression: object, dtypes: Sequence[object]) -> tuple[tuple, tuple[DataType, ...]] | None:
     """(resolved outputs, argument DataTypes), or None where an op does not support its operands'
     dtype. TypeError names what is malformed: a node of another type, an argument index out of
@@ -50,6 +93,9 @@ def resolve_fused(expression: object, dtypes: Sequence[object]) -> tuple[tuple, 
     if not outputs:
         raise TypeError("expression: has no outputs")
     dtypes = tuple(as_data_type(dtype, f"dtypes[{i}]") for i, dtype in enumerate(dtypes))
+    sizes: dict[int, tuple[int, int]] = {}
+    for position, node in enumerate(outputs):
+        check_size(node, sizes, "expression" if len(outputs) == 1 and not isinstance(expression, tuple) else f"expression[{position}]")
     roles: dict[int, type] = {}
     resolved = []
     for position, node in enumerate(outputs):
