@@ -47,8 +47,8 @@ def pad(x, pad: Sequence[int], value=None, *, out=None, stream=None):
     """x padded with value (torch.nn.functional.pad, mode="constant"): pad holds (before, after)
     pairs from the last dim backwards, (left, right, top, bottom, ...), at most one per dim; a
     negative entry crops that many elements instead. value (None: 0, as torch's) is converted to
-    x's dtype (a float to an integer dtype truncated toward zero). The result is a new C-contiguous array (or out). A
-    global x (ep.to_global) gives a global tensor, laid out by sbp when given.
+    x's dtype (a float to an integer dtype truncated toward zero). The result is a new C-contiguous
+    array (or out). A global x (ep.to_global) gives a global tensor, laid out by sbp when given.
     """
     device = device_of(x, "x")
     dtype = as_data_type(x.dtype, "x")

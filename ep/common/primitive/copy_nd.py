@@ -83,12 +83,10 @@ def _refuse_overlap(src, dst, args: CopyArgs) -> None:
     """ValueError when the copied boxes' byte ranges intersect (a copy runs in no set order), unless
     they are the very same elements."""
     itemsize = args.data_type.itemsize
-    last = sum((n - 1) * s for n, s in zip(args.dims, args.src_strides))
     lo0 = address(src) + args.src_offset * itemsize
-    hi0 = lo0 + (last + 1) * itemsize
-    last = sum((n - 1) * s for n, s in zip(args.dims, args.dst_strides))
+    hi0 = lo0 + span(args.dims, args.src_strides) * itemsize
     lo1 = address(dst) + args.dst_offset * itemsize
-    hi1 = lo1 + (last + 1) * itemsize
+    hi1 = lo1 + span(args.dims, args.dst_strides) * itemsize
     if lo0 == lo1 and args.src_strides == args.dst_strides:
         return  # each element copied onto itself
     if lo0 < hi1 and lo1 < hi0:
