@@ -7,10 +7,9 @@ from typing import Iterator
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.unary_functor import UNARY_FUNCTORS, resolve_unary, unary_combinations
 from ep.common.primitive.factory import GenericFactory
-from ep.common.runtime.buffer import storage
+from ep.common.primitive.launch import Count, Declared, In, Out, declare
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
-from ep.common.runtime.validate import INT64_MAX, count as check_count
+from ep.common.runtime.device import DeviceType
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
 
 
@@ -36,22 +35,15 @@ class ElementwiseUnaryKernels(abc.ABC):
             yield self.kernel(op, src_dtype, dst_dtype)
 
 
-class ElementwiseUnaryImpl(ElementwiseUnary):
+class ElementwiseUnaryImpl(Declared, ElementwiseUnary):
+    launch = declare(In("src", "self.src_dtype"), Out("dst", "self.dst_dtype", reads_first=("src",)), Count("count"))
+
     def __init__(self, device_type: DeviceType, kernels: ElementwiseUnaryKernels, op, src_dtype, dst_dtype, attrs) -> None:
         self.device_type = device_type
         self.op, self.src_dtype, self.dst_dtype, self.attrs = op, src_dtype, dst_dtype, attrs
         self._kernel = kernels.kernel(op, src_dtype, dst_dtype)
-        self._stream_type = STREAM_TYPES[device_type]
 
-    def Launch(self, stream, src, dst, count: int) -> None:
-        # Exact types skip the general checks: a tiny launch costs little more than these lines.
-        if type(stream) is not self._stream_type:
-            stream = check_stream(stream, self.device_type)
-        if type(count) is not int or not 0 <= count <= INT64_MAX:
-            count = check_count(count)
-        # storage's arguments by position (writable, stream): keywords cost a twentieth of a tiny launch.
-        src = storage(src, "src", self.device_type, self.src_dtype, count, False, stream)
-        dst = storage(dst, "dst", self.device_type, self.dst_dtype, count, True, stream)
+    def run(self, stream, src, dst, count: int) -> None:
         if count:
             # The attributes by name, not *self.attrs: a star call costs a fifth of a tiny launch.
             attr0, attr1 = self.attrs

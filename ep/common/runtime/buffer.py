@@ -219,6 +219,15 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
     return flat
 
 
+def trusted_storage(obj: object, dtype: DataType, device_type: DeviceType, stream=None):
+    """obj as flat storage, for a caller that checked it as storage() would (ep.ops, through a
+    declared primitive's launch_trusted): a NumPy array of dtype is only flattened and viewed."""
+    if type(obj) is _ndarray and obj.dtype is dtype.dtype:
+        flat = obj if obj.ndim == 1 else obj.reshape(-1)
+        return flat if dtype.storage_dtype is dtype.dtype else flat.view(dtype.storage_dtype)
+    return storage(obj, "argument", device_type, dtype, 0, False, stream)
+
+
 def span(array, dtype: DataType, count: int, device_type: DeviceType):
     """count elements of dtype from array's first element on, as flat storage: the memory a strided
     view of array reads, for a primitive that takes strides (CopyNd)."""

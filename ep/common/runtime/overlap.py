@@ -24,6 +24,21 @@ def overlaps(x, out, elementwise: bool = False) -> bool:
     return _device_overlap(x, out, elementwise)
 
 
+def refuse_overlap(x, x_size: int, out, out_size: int, x_name: str, out_name: str, elementwise: bool) -> None:
+    """ValueError naming both when the first x_size elements of flat storage x share memory with
+    the first out_size of out; with elementwise, x exactly out's elements is allowed (a kernel that
+    reads each element before writing it)."""
+    if type(x) is _ndarray and x.base is None and type(out) is _ndarray and out.base is None and x is not out:
+        return  # two arrays that own their memory: the common case, without a slice
+    if not x_size or not out_size:
+        return
+    if not overlaps(x[:x_size], out[:out_size], elementwise):
+        return
+    if elementwise:
+        raise ValueError(f"{x_name}, {out_name}: share memory without being the same elements; expected {out_name} to be {x_name} or separate memory")
+    raise ValueError(f"{x_name}, {out_name}: share memory; expected separate memory")
+
+
 # np.shares_memory's work bound: past it the answer is "maybe", and the input is copied.
 _MAX_OVERLAP_WORK = 1 << 12
 

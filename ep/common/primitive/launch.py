@@ -1,0 +1,233 @@
+"""A primitive's Launch declared once: its arguments in order, each with its role.
+
+From the declaration (CuPy's ElementwiseKernel declares in_params and out_params the same way)
+`declare` generates two methods, as dataclasses generates __init__:
+
+- `Launch(stream, ...)`, the checked entry: the stream; each count; the plan (the primitive's
+  `plan(...)` over its size and shape arguments, checked once and cached per value); each scalar
+  in the primitive's dtype; each buffer's device, dtype, contiguity, size and writability
+  (`storage`); and the overlap rule: an output that shares memory with an input without being
+  exactly its elements is refused, unless the output declares that it reads that input's element
+  before writing it (`reads_first`), and no two outputs share memory;
+- `launch_trusted(stream, ...)`, the same arguments for a caller that made those checks itself
+  (ep.ops): the plan and the flat storage only.
+
+Both end in the primitive's own `run(stream, [plan,] ...)`: the arguments in declared order, the
+plan's own arguments replaced by the plan, buffers as flat storage (float16 as its uint16 words).
+`Launch.__source__` holds the generated code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ep.common.runtime.buffer import storage, trusted_storage
+from ep.common.runtime.device import check_stream
+from ep.common.runtime.once import cached_property
+from ep.common.runtime.overlap import refuse_overlap
+from ep.common.runtime.plan_cache import PlanCache
+from ep.common.runtime.scalar import scalar_bits, scalar_value
+from ep.common.runtime.validate import INT64_MAX, count as check_count
+
+
+@dataclass(frozen=True)
+class In:
+    """An input buffer: its DataType (an expression, `self.src_dtype`) and the elements it must hold
+    (an expression over the arguments before the buffers and `plan`)."""
+
+    name: str
+    dtype: str = "self.dtype"
+    size: str = "count"
+
+
+@dataclass(frozen=True)
+class Out(In):
+    """An output buffer; reads_first names the inputs it may be exactly (elementwise in place)."""
+
+    reads_first: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Ins(In):
+    """A sequence of `number` input buffers; dtype and size may use `i`, the buffer's position."""
+
+    number: str = "arity"
+
+
+@dataclass(frozen=True)
+class Outs(Out):
+    """A sequence of `number` output buffers; dtype and size may use `i`."""
+
+    number: str = "arity"
+
+
+@dataclass(frozen=True)
+class Count:
+    """An element count or size: an integer in [0, INT64_MAX]."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A scalar converted to a DataType (an expression): its value in the compute dtype, or with
+    bits its element's bit pattern as an unsigned integer."""
+
+    name: str
+    dtype: str = "self.dtype"
+    bits: bool = False
+
+
+@dataclass(frozen=True)
+class Attr:
+    """Any other argument (dims, a permutation, an offset): the plan checks it, or run takes it."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Declaration:
+    args: tuple
+    plan: tuple[str, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(arg.name for arg in self.args)
+
+    @property
+    def buffers(self) -> tuple[In, ...]:
+        return tuple(arg for arg in self.args if isinstance(arg, In))
+
+    def run_args(self) -> list[str]:
+        names = [name for name in self.names if name not in self.plan]
+        return (["plan"] if self.plan else []) + names
+
+
+def declare(*args, plan: tuple[str, ...] = ()) -> Declaration:
+    """A Launch of these arguments, after the stream, in order; plan names the arguments that the
+    primitive's plan(*plan) checks and plans (cached per value)."""
+    names = [arg.name for arg in args]
+    if len(set(names)) != len(names) or not set(plan) <= set(names):
+        raise ValueError(f"declare: arguments {names} with plan {plan}: names must be distinct and include the plan's")
+    for arg in args:
+        if isinstance(arg, Out):
+            for name in arg.reads_first:
+                if not any(isinstance(a, In) and not isinstance(a, Out) and a.name == name for a in args):
+                    raise ValueError(f"declare: {arg.name} reads_first {name!r}, which is not an input")
+    return Declaration(tuple(args), tuple(plan))
+
+
+class Declared:
+    """Base of a primitive with a declared launch: a subclass sets `launch = declare(...)` and
+    defines run (and plan when it declares one); Launch and launch_trusted are made from it."""
+
+    launch: Declaration
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        declaration = cls.__dict__.get("launch")
+        if declaration is not None:
+            cls.Launch = _generate(declaration, checked=True)
+            cls.launch_trusted = _generate(declaration, checked=False)
+
+    @cached_property
+    def _plans(self) -> PlanCache:
+        # Keyed by the caller's own size and shape arguments: a repeated launch checks nothing again.
+        return PlanCache(self.plan)
+
+    @cached_property
+    def _stream_type(self) -> type:
+        from ep.common.runtime.device import STREAM_TYPES
+
+        return STREAM_TYPES[self.device_type]
+
+
+def _buffer_lines(arg: In, checked: bool) -> list[str]:
+    writable = isinstance(arg, Out)
+    if isinstance(arg, (Ins, Outs)):
+        lines = [
+            f"if isinstance({arg.name}, (str, bytes)) or not hasattr({arg.name}, '__len__') or not hasattr({arg.name}, '__getitem__'):",
+            f"    raise TypeError(f'{arg.name}: {{type({arg.name}).__name__}} is not a sequence of buffers')",
+            f"if len({arg.name}) != {arg.number}:",
+            f"    raise ValueError(f'{arg.name}: has {{len({arg.name})}} buffers; expected {arg.number}={{{arg.number}}}')",
+        ] if checked else []
+        if checked:
+            each = f"storage(b, f'{arg.name}[{{i}}]', self.device_type, {arg.dtype}, {arg.size}, {writable}, stream)"
+        else:
+            each = f"trusted_storage(b, {arg.dtype}, self.device_type, stream)"
+        return lines + [f"{arg.name} = [{each} for i, b in enumerate({arg.name})]"]
+    if checked:
+        return [f"{arg.name} = storage({arg.name}, {arg.name!r}, self.device_type, {arg.dtype}, {arg.size}, {writable}, stream)"]
+    # A flat NumPy array of the storage dtype is its own storage: no call.
+    return [
+        f"if type({arg.name}) is not ndarray or {arg.name}.ndim != 1 or {arg.name}.dtype is not {arg.dtype}.storage_dtype:",
+        f"    {arg.name} = trusted_storage({arg.name}, {arg.dtype}, self.device_type, stream)",
+    ]
+
+
+def _overlap_lines(declaration: Declaration) -> list[str]:
+    """Every output against every input and every other output, on the elements the launch uses."""
+    lines = []
+    buffers = declaration.buffers
+    outputs = [b for b in buffers if isinstance(b, Out)]
+    for k, out in enumerate(outputs):
+        others = [b for b in buffers if not isinstance(b, Out)] + outputs[k + 1 :]
+        for other in others:
+            elementwise = other.name in out.reads_first
+            pairs = []
+            for buffer in (other, out):
+                if isinstance(buffer, (Ins, Outs)):
+                    pairs.append((f"{buffer.name}_i", f"f'{buffer.name}[{{i_{buffer.name}}}]'", f"(lambda i: {buffer.size})(i_{buffer.name})"))
+                else:
+                    pairs.append((buffer.name, repr(buffer.name), buffer.size))
+            (a, a_name, a_size), (b, b_name, b_size) = pairs
+            call = f"refuse_overlap({a}, {a_size}, {b}, {b_size}, {a_name}, {b_name}, {elementwise})"
+            # Inline, two NumPy arrays that own their memory: the common case costs no call.
+            call = f"if type({a}) is not ndarray or type({b}) is not ndarray or {a}.base is not None or {b}.base is not None or {a} is {b}: {call}"
+            loops = [f"for i_{x.name}, {x.name}_i in enumerate({x.name}):" for x in (other, out) if isinstance(x, (Ins, Outs))]
+            if other is out:
+                continue
+            lines += [("    " * depth) + loop for depth, loop in enumerate(loops)]
+            lines.append(("    " * len(loops)) + call)
+    return lines
+
+
+def _generate(declaration: Declaration, checked: bool):
+    names = declaration.names
+    body = []
+    if checked:
+        body += [
+            "if type(stream) is not self._stream_type:",
+            "    stream = check_stream(stream, self.device_type)",
+        ]
+        for arg in declaration.args:
+            if isinstance(arg, Count):
+                body += [
+                    f"if type({arg.name}) is not int or not 0 <= {arg.name} <= INT64_MAX:",
+                    f"    {arg.name} = check_count({arg.name}, {arg.name!r})",
+                ]
+    if declaration.plan:
+        body.append(f"plan = self._plans.get({', '.join(declaration.plan)})")
+    for arg in declaration.args:
+        if isinstance(arg, Scalar):
+            convert = "scalar_bits" if arg.bits else "scalar_value"
+            body.append(f"{arg.name} = {convert}({arg.name}, {arg.name!r}, {arg.dtype})")
+    for arg in declaration.buffers:
+        body += _buffer_lines(arg, checked)
+    if checked:
+        body += _overlap_lines(declaration)
+    body.append(f"return self.run(stream, {', '.join(declaration.run_args())})")
+    name = "Launch" if checked else "launch_trusted"
+    source = f"def {name}(self, stream, {', '.join(names)}):\n" + "".join(f"    {line}\n" for line in body)
+    scope = {
+        "storage": storage, "trusted_storage": trusted_storage, "check_stream": check_stream, "check_count": check_count,
+        "INT64_MAX": INT64_MAX, "ndarray": np.ndarray, "scalar_bits": scalar_bits, "scalar_value": scalar_value, "refuse_overlap": refuse_overlap,
+    }
+    exec(compile(source, f"<declared {name}>", "exec"), scope)
+    function = scope[name]
+    function.__source__ = source
+    function.__doc__ = f"{name}(stream, {', '.join(names)})" + (
+        ": checks every argument, then runs." if checked else ": for a caller that checked every argument itself."
+    )
+    return function
