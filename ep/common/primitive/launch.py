@@ -27,18 +27,21 @@ from ep.common.runtime.device import check_stream
 from ep.common.runtime.once import cached_property
 from ep.common.runtime.overlap import refuse_overlap
 from ep.common.runtime.plan_cache import PlanCache
-from ep.common.runtime.scalar import scalar_bits, scalar_value
+from ep.common.runtime.scalar import SCALAR_TYPES, scalar_bits, scalar_value
 from ep.common.runtime.validate import INT64_MAX, count as check_count
 
 
 @dataclass(frozen=True)
 class In:
     """An input buffer: its DataType (an expression, `self.src_dtype`) and the elements it must hold
-    (an expression over the arguments before the buffers and `plan`)."""
+    (an expression over the arguments before the buffers and `plan`). With scalar, a scalar value
+    may stand for it (a binary op's operand): run then gets the value in dtype's compute dtype,
+    and the plan one more argument, a mask of which such inputs are scalars (bit k: the k-th)."""
 
     name: str
     dtype: str = "self.dtype"
     size: str = "count"
+    scalar: bool = False
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,10 @@ def _buffer_lines(arg: In, checked: bool) -> list[str]:
         else:
             each = f"trusted_storage(b, {arg.dtype}, self.device_type, stream)"
         return lines + [f"{arg.name} = [{each} for i, b in enumerate({arg.name})]"]
+    if arg.scalar:
+        convert = f"{arg.name} = scalar_value({arg.name}, {arg.name!r}, {arg.dtype})"
+        lines = _buffer_lines(In(arg.name, arg.dtype, arg.size), checked)
+        return [f"if {arg.name}_is_scalar:", f"    {convert}", "else:"] + [f"    {line}" for line in lines]
     if checked:
         return [f"{arg.name} = storage({arg.name}, {arg.name!r}, self.device_type, {arg.dtype}, {arg.size}, {writable}, stream)"]
     # A flat NumPy array of the storage dtype is its own storage: no call.
@@ -167,29 +174,29 @@ def _buffer_lines(arg: In, checked: bool) -> list[str]:
 
 
 def _overlap_lines(declaration: Declaration) -> list[str]:
-    """Every output against every input and every other output, on the elements the launch uses."""
+    """Every output against every input and every later output, on the elements the launch uses."""
     lines = []
     buffers = declaration.buffers
     outputs = [b for b in buffers if isinstance(b, Out)]
     for k, out in enumerate(outputs):
-        others = [b for b in buffers if not isinstance(b, Out)] + outputs[k + 1 :]
-        for other in others:
-            elementwise = other.name in out.reads_first
-            pairs = []
+        for other in [b for b in buffers if not isinstance(b, Out)] + outputs[k + 1 :]:
+            sides, loops = [], []
             for buffer in (other, out):
                 if isinstance(buffer, (Ins, Outs)):
-                    pairs.append((f"{buffer.name}_i", f"f'{buffer.name}[{{i_{buffer.name}}}]'", f"(lambda i: {buffer.size})(i_{buffer.name})"))
+                    # One buffer of the sequence at a time, its position i_<name> in its size.
+                    each, position = f"{buffer.name}_i", f"i_{buffer.name}"
+                    loops.append(f"for {position}, {each} in enumerate({buffer.name}):")
+                    sides.append((each, f"f'{buffer.name}[{{{position}}}]'", f"(lambda i: {buffer.size})({position})"))
                 else:
-                    pairs.append((buffer.name, repr(buffer.name), buffer.size))
-            (a, a_name, a_size), (b, b_name, b_size) = pairs
-            call = f"refuse_overlap({a}, {a_size}, {b}, {b_size}, {a_name}, {b_name}, {elementwise})"
-            # Inline, two NumPy arrays that own their memory: the common case costs no call.
-            call = f"if type({a}) is not ndarray or type({b}) is not ndarray or {a}.base is not None or {b}.base is not None or {a} is {b}: {call}"
-            loops = [f"for i_{x.name}, {x.name}_i in enumerate({x.name}):" for x in (other, out) if isinstance(x, (Ins, Outs))]
-            if other is out:
-                continue
-            lines += [("    " * depth) + loop for depth, loop in enumerate(loops)]
-            lines.append(("    " * len(loops)) + call)
+                    sides.append((buffer.name, repr(buffer.name), buffer.size))
+            (a, a_name, a_size), (b, b_name, b_size) = sides
+            # Two NumPy arrays that own their memory, the common case, cost no call.
+            condition = f"type({a}) is not ndarray or type({b}) is not ndarray or {a}.base is not None or {b}.base is not None or {a} is {b}"
+            if other.scalar:
+                condition = f"not {other.name}_is_scalar and ({condition})"
+            call = f"refuse_overlap({a}, {a_size}, {b}, {b_size}, {a_name}, {b_name}, {other.name in out.reads_first})"
+            lines += ["    " * depth + loop for depth, loop in enumerate(loops)]
+            lines.append("    " * len(loops) + f"if {condition}: {call}")
     return lines
 
 
@@ -207,8 +214,13 @@ def _generate(declaration: Declaration, checked: bool):
                     f"if type({arg.name}) is not int or not 0 <= {arg.name} <= INT64_MAX:",
                     f"    {arg.name} = check_count({arg.name}, {arg.name!r})",
                 ]
+    scalars = [arg.name for arg in declaration.buffers if arg.scalar]
+    for name in scalars:
+        # A NumPy array is never a scalar: the common case skips the isinstance.
+        body.append(f"{name}_is_scalar = type({name}) is not ndarray and isinstance({name}, SCALAR_TYPES)")
     if declaration.plan:
-        body.append(f"plan = self._plans.get({', '.join(declaration.plan)})")
+        mask = [" + ".join(f"{1 << k} * {name}_is_scalar" for k, name in enumerate(scalars))] if scalars else []
+        body.append(f"plan = self._plans.get({', '.join([*declaration.plan, *mask])})")
     for arg in declaration.args:
         if isinstance(arg, Scalar):
             convert = "scalar_bits" if arg.bits else "scalar_value"
@@ -223,6 +235,7 @@ def _generate(declaration: Declaration, checked: bool):
     scope = {
         "storage": storage, "trusted_storage": trusted_storage, "check_stream": check_stream, "check_count": check_count,
         "INT64_MAX": INT64_MAX, "ndarray": np.ndarray, "scalar_bits": scalar_bits, "scalar_value": scalar_value, "refuse_overlap": refuse_overlap,
+        "SCALAR_TYPES": SCALAR_TYPES,
     }
     exec(compile(source, f"<declared {name}>", "exec"), scope)
     function = scope[name]
