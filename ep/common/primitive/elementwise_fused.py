@@ -24,6 +24,7 @@ from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.fused_formula import children, compose_formula, node_dtype
 from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
+from ep.common.runtime.overlap import refuse_overlap
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.once import cached_property
@@ -271,8 +272,20 @@ class ElementwiseFusedImpl(ElementwiseFused):
             for arg, (scalar, dtype, name), count in zip(args, self._arguments, plan.counts)
         ]
         outs = [storage(d, name, device, dtype, plan.count, writable=True, stream=stream) for d, (dtype, name) in zip(dsts, self._outputs)]
+        self._refuse_overlaps(values, plan, outs)
         if run is not None:
             run(stream, values, outs)
+
+    def _refuse_overlaps(self, values: list, plan: FusedPlan, outs: list) -> None:
+        """The overlap rule of declared launches (launch.py), by hand for arguments that are
+        buffers or scalars by position: a dst may be exactly an argument (the kernel loads every
+        argument's element before it stores the outputs'), never part of one or of another dst."""
+        for j, out in enumerate(outs):
+            for (scalar, _, name), value, count in zip(self._arguments, values, plan.counts):
+                if not scalar:
+                    refuse_overlap(value, count, out, plan.count, name, self._outputs[j][1], True)
+            for k in range(j + 1, len(outs)):
+                refuse_overlap(outs[k], plan.count, out, plan.count, self._outputs[k][1], self._outputs[j][1], False)
 
     def _plan(self, *arg_dims: object) -> tuple[FusedPlan, Callable | None]:
         """The plan and run of these dims, made after checking them: each array argument's dims

@@ -19,11 +19,10 @@ import numpy as np
 
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.launch import Attr, Count, Declared, In, Out, Scalar, declare
 from ep.common.runtime import validate
-from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType, as_data_type
-from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
-from ep.common.runtime.scalar import scalar_value
+from ep.common.runtime.device import DeviceType
 from ep.include.primitive.batch_matmul import BatchMatmul, BatchMatmulFactory
 from ep.include.primitive.blas import BlasTransposeType, as_transpose
 from ep.include.primitive.broadcast_matmul import BroadcastMatmul, BroadcastMatmulFactory
@@ -124,62 +123,75 @@ class MatmulKernels(abc.ABC):
         return iter(())
 
 
-class _GemmPrimitive:
-    """What the three primitives share: New's key, and a launch of a checked GemmPlan."""
+# a, b and c by the plan's counts; c is read (beta * c) and written, so it shares memory with
+# neither a nor b (a BLAS reads them while it writes c).
+_BUFFERS = (
+    In("a", size="plan.counts[0]"), In("b", size="plan.counts[1]"), Scalar("beta", "self.scalar_type"),
+    Out("c", size="plan.counts[2]"),
+)
+
+
+class _GemmPrimitive(Declared):
+    """What the three primitives share: New's key, and the run of a checked GemmPlan."""
 
     def __init__(self, device_type: DeviceType, kernels: MatmulKernels, dtype: DataType, trans_a: bool, trans_b: bool, *rest) -> None:
         self.device_type, self.dtype, self.trans_a, self.trans_b = device_type, dtype, trans_a, trans_b
         self._kernels = kernels
-        self._stream_type = STREAM_TYPES[device_type]
         # alpha and beta in the compute dtype: float16's is float32.
-        self._scalar_type = DataType.kDouble if dtype is DataType.kDouble else DataType.kFloat
+        self.scalar_type = DataType.kDouble if dtype is DataType.kDouble else DataType.kFloat
 
-    def _launch(self, stream, plan: GemmPlan, alpha, a, b, beta, c) -> None:
-        alpha = scalar_value(alpha, "alpha", self._scalar_type)
-        beta = scalar_value(beta, "beta", self._scalar_type)
-        device, dtype = self.device_type, self.dtype
-        a_count, b_count, c_count = plan.counts
-        a = storage(a, "a", device, dtype, a_count, stream=stream)
-        b = storage(b, "b", device, dtype, b_count, stream=stream)
-        c = storage(c, "c", device, dtype, c_count, writable=True, stream=stream)
-        if c_count:
-            self._kernels.gemm(stream, dtype, plan, alpha, a, b, beta, c)
-
-    def _stream(self, stream):
-        return stream if type(stream) is self._stream_type else check_stream(stream, self.device_type)
+    def _run(self, stream, plan: GemmPlan, alpha, a, b, beta, c) -> None:
+        if plan.counts[2]:
+            self._kernels.gemm(stream, self.dtype, plan, alpha, a, b, beta, c)
 
 
 class MatmulImpl(_GemmPrimitive, Matmul):
-    def Launch(self, stream, m: int, n: int, k: int, alpha, a, b, beta, c) -> None:
-        stream = self._stream(stream)
-        m, n, k = validate.count(m, "m"), validate.count(n, "n"), validate.count(k, "k")
+    launch = declare(Count("m"), Count("n"), Count("k"), Scalar("alpha", "self.scalar_type"), *_BUFFERS, plan=("m", "n", "k"))
+
+    def plan(self, m: int, n: int, k: int) -> GemmPlan:
         a_dims, b_dims = matrix_dims((m, k), self.trans_a), matrix_dims((k, n), self.trans_b)
-        self._launch(stream, plan_gemm(a_dims, b_dims, (m, n), self.trans_a, self.trans_b), alpha, a, b, beta, c)
+        return plan_gemm(a_dims, b_dims, (m, n), self.trans_a, self.trans_b)
+
+    def run(self, stream, plan: GemmPlan, alpha, a, b, beta, c) -> None:
+        self._run(stream, plan, alpha, a, b, beta, c)
 
 
 class BatchMatmulImpl(_GemmPrimitive, BatchMatmul):
-    def Launch(self, stream, batch_size: int, m: int, n: int, k: int, alpha, a, b, beta, c) -> None:
-        stream = self._stream(stream)
-        batch_size = validate.count(batch_size, "batch_size")
-        m, n, k = validate.count(m, "m"), validate.count(n, "n"), validate.count(k, "k")
+    launch = declare(
+        Count("batch_size"), Count("m"), Count("n"), Count("k"), Scalar("alpha", "self.scalar_type"), *_BUFFERS,
+        plan=("batch_size", "m", "n", "k"),
+    )
+
+    def plan(self, batch_size: int, m: int, n: int, k: int) -> GemmPlan:
         a_dims = (batch_size, *matrix_dims((m, k), self.trans_a))
         b_dims = (batch_size, *matrix_dims((k, n), self.trans_b))
-        plan = plan_gemm(a_dims, b_dims, (batch_size, m, n), self.trans_a, self.trans_b)
-        self._launch(stream, plan, alpha, a, b, beta, c)
+        return plan_gemm(a_dims, b_dims, (batch_size, m, n), self.trans_a, self.trans_b)
+
+    def run(self, stream, plan: GemmPlan, alpha, a, b, beta, c) -> None:
+        self._run(stream, plan, alpha, a, b, beta, c)
 
 
 class BroadcastMatmulImpl(_GemmPrimitive, BroadcastMatmul):
+    launch = declare(
+        Scalar("alpha", "self.scalar_type"), Attr("num_a_dims"), Attr("a_dims"), In("a", size="plan.counts[0]"),
+        Attr("num_b_dims"), Attr("b_dims"), In("b", size="plan.counts[1]"), Scalar("beta", "self.scalar_type"),
+        Attr("num_c_dims"), Attr("c_dims"), Out("c", size="plan.counts[2]"),
+        plan=("num_a_dims", "a_dims", "num_b_dims", "b_dims", "num_c_dims", "c_dims"),
+    )
+
     def __init__(self, device_type: DeviceType, kernels: MatmulKernels, dtype: DataType, trans_a: bool, trans_b: bool, max_num_dims: int) -> None:
         super().__init__(device_type, kernels, dtype, trans_a, trans_b)
         self.max_num_dims = max_num_dims
 
-    def Launch(self, stream, alpha, num_a_dims, a_dims, a, num_b_dims, b_dims, b, beta, num_c_dims, c_dims, c) -> None:
-        stream = self._stream(stream)
+    def plan(self, num_a_dims, a_dims, num_b_dims, b_dims, num_c_dims, c_dims) -> GemmPlan:
         shapes = [
             self._dims(name, num, dims)
             for name, num, dims in (("a", num_a_dims, a_dims), ("b", num_b_dims, b_dims), ("c", num_c_dims, c_dims))
         ]
-        self._launch(stream, plan_gemm(*shapes, self.trans_a, self.trans_b), alpha, a, b, beta, c)
+        return plan_gemm(*shapes, self.trans_a, self.trans_b)
+
+    def run(self, stream, plan: GemmPlan, alpha, a, b, beta, c) -> None:
+        self._run(stream, plan, alpha, a, b, beta, c)
 
     def _dims(self, name: str, num_dims: object, dims: object) -> tuple[int, ...]:
         """dims checked: num_dims an int within max_num_dims and the length of dims."""
