@@ -35,7 +35,8 @@ def full_dtype(fill_value: object) -> DataType:
 
 def _shape(shape: object) -> tuple[int, ...]:
     """shape (an int or a sequence of ints >= 0) as a tuple; TypeError or ValueError naming shape."""
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+    # One size: an int, a NumPy integer, or a 0-d integer array or tensor (np.full takes each).
+    if hasattr(shape, "__index__") and getattr(shape, "ndim", 0) == 0 and not isinstance(shape, (bool, np.bool_)):
         shape = (shape,)
     return dims(shape, "shape", sys.maxsize)
 

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ep.common.primitive.broadcast import broadcast_shape
+from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.runtime.buffer import span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType
@@ -89,6 +89,11 @@ def matmul(a, b, *, out=None, stream=None):
             _as_stored(contiguous(x, device, stream, copy=True), name, dtype, device, stream) for name, x in zip(("a", "b"), operands)
         )
         c_dims = broadcast_shape(a_dims[:-2], b_dims[:-2], ("a", "b")) + (a_dims[-2], b_dims[-1])
+    # Batch dims merged as NumPy merges them (dims of 1, neighbours broadcast alike): each operand's
+    # storage is C-contiguous over its dims, so merged dims address the same elements.
+    a_batch, b_batch = simplify_broadcast_dims(a_dims[:-2], b_dims[:-2])
+    a_dims, b_dims = a_batch + a_dims[-2:], b_batch + b_dims[-2:]
+    c_dims = broadcast_shape(a_batch, b_batch) + c_dims[-2:]
     for name, dims in (("a", a_dims), ("b", b_dims)):
         if len(dims) > MAX_NUM_DIMS:
             raise ValueError(f"{name}: has {len(dims)} dims; expected at most {MAX_NUM_DIMS}")

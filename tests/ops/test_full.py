@@ -22,7 +22,7 @@ def same(got, expected):
     assert got.tobytes() == expected.tobytes(), (got, expected)
 
 
-@pytest.mark.parametrize("shape", [(), 0, 5, (2, 3), [3, 0, 2], (1, 2, 1, 3), np.int64(4)], ids=repr)
+@pytest.mark.parametrize("shape", [(), 0, 5, (2, 3), [3, 0, 2], (1, 2, 1, 3), np.int64(4), np.array(3), np.array([2, 3])], ids=repr)
 def test_shapes(device, shape):
     same(full(device, shape, 2.5), np.full(shape, 2.5))
 
@@ -111,3 +111,8 @@ def test_out_on_another_device_is_named(device):
 def test_help_says_the_semantics():
     doc = ep.ops.full.__doc__
     assert "np.full" in doc and "torch.full" in doc and "NaN payloads" in doc and "OverflowError" in doc
+
+
+def test_a_0d_size_that_is_no_integer_is_named(device):
+    with pytest.raises(TypeError, match=r"shape\[0\]: array\(3\.\) is not an integer"):
+        ep.ops.full(np.array(3.0), 1.0, device=device)
