@@ -133,7 +133,7 @@ class Fused:
         launch_args, arg_dims = [], []
         for source in trace.sources:
             if isinstance(source, ScalarSlot):
-                value = source.value if source.position is None else values[source.position]
+                value = source.constant() if source.position is None else values[source.position]
                 name = repr(value) if source.position is None else self._name(source.position)
                 if source.nonnegative and value < 0:
                     raise ValueError(f"{name}: integers to negative integer powers are not allowed (NumPy's power); use pow for OneFlow's rule or a float dtype")

@@ -38,6 +38,10 @@ class ScalarSlot:
     dtype: DataType
     nonnegative: bool = False
 
+    def constant(self) -> object:
+        """The constant's value now: a 0-d array's is read at each call (it may have changed)."""
+        return self.value[()] if type(self.value) is np.ndarray else self.value
+
 
 @dataclass
 class Tracer:
@@ -76,6 +80,9 @@ class Tracer:
                 raise TypeError(f"{value.name}: is a traced value of another ep.fuse call")
             return value
         if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+            return self.scalar(None, value)
+        if type(value) is np.ndarray and value.ndim == 0 and value.dtype.kind in "biuf":
+            # A 0-d array may change between calls: the call reads it (ScalarSlot.read), typed by its dtype.
             return self.scalar(None, value)
         raise TypeError(
             f"{type(value).__name__} {value!r:.60}: ep.fuse traces only its arguments and Python or NumPy "
@@ -221,9 +228,8 @@ class _Operators:
         # NumPy's ufuncs by their names, which ep.ops takes as aliases (np.exp(x), np.maximum(x, 0)).
         if method != "__call__" or kwargs or ufunc.nin not in (1, 2):
             raise TypeError(f"{self.name}: numpy.{ufunc.__name__}.{method} with {sorted(kwargs)} is not traced by ep.fuse; call it with arrays only")
-        # A NumPy scalar on the left of a comparison (np.float32(0.5) < x) reaches here as the 0-d
-        # array NumPy made of it: its scalar again, of the same dtype.
-        inputs = tuple(i[()] if type(i) is np.ndarray and i.ndim == 0 else i for i in inputs)
+        # A 0-d array (a closed-over one, or the one NumPy made of a scalar on the left of a
+        # comparison, np.float32(0.5) < x) is a constant that each call reads (operand).
         try:
             return (self.tracer.unary if ufunc.nin == 1 else self.tracer.binary)(ufunc.__name__, *inputs)
         except ValueError as error:  # an op name ep does not have

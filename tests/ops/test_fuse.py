@@ -187,3 +187,17 @@ def test_a_new_shape_of_one_broadcast_pattern_compiles_nothing(device, tmp_path)
     assert compiled == [] and again == []
     # The budget is 1.0 s cold and 0.2 s warm on an idle CPU; the suite's machine is shared.
     assert warm < cold and warm < 1.0, (cold, warm)
+
+
+def test_a_closed_over_0d_array_is_read_at_each_call(device):
+    # Frozen at trace time, a change to c between calls was silently ignored.
+    x = np.arange(4, dtype=np.float32)
+    c = np.array(2.0)
+    left, right = ep.fuse(lambda a: c * a), ep.fuse(lambda a: a * c)
+    for f in (left, right):
+        c[...] = 2.0
+        np.testing.assert_array_equal(to_numpy(f(to_device(x, device))), c * x)
+        c[...] = 3.0
+        got = to_numpy(f(to_device(x, device)))
+        assert got.dtype == (c * x).dtype
+        np.testing.assert_array_equal(got, c * x)
