@@ -2,42 +2,11 @@
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import Device, DeviceType, GetDevice, Stream
 from ep.common.runtime.dlpack import from_dlpack
-from ep.include.primitive import (
-    AddFactory,
-    BatchGatherFactory,
-    BatchMatmulFactory,
-    BinaryOp,
-    BlasTransposeType,
-    BroadcastElementwiseBinaryFactory,
-    BroadcastElementwiseUnaryFactory,
-    BroadcastMatmulFactory,
-    CastFactory,
-    ConstantPadFactory,
-    CopyNdFactory,
-    ElementwiseFusedFactory,
-    ElementwiseUnaryFactory,
-    ExpandFactory,
-    ExpandGradFactory,
-    Factory,
-    FillFactory,
-    GatherFactory,
-    LogSoftmaxBackwardFactory,
-    LogSoftmaxFactory,
-    MatmulFactory,
-    MemcpyFactory,
-    MemcpyKind,
-    MemsetFactory,
-    NewPrimitive,
-    OneHotFactory,
-    PermuteFactory,
-    Primitive,
-    SoftmaxBackwardFactory,
-    SoftmaxFactory,
-    TensorFillFactory,
-    UnaryOp,
-    UnsortedSegmentSumFactory,
-    WhereFactory,
-)
+from ep.include.primitive import ENUMS, FACTORIES, Factory, NewPrimitive, Primitive
+
+# Every factory interface and op enum, as the interfaces' package finds them (one file each).
+globals().update(FACTORIES)
+globals().update(ENUMS)
 
 __version__ = "0.1.0"
 
@@ -54,50 +23,14 @@ def __getattr__(name: str):
         return fuse
     raise AttributeError(f"module 'ep' has no attribute {name!r}")
 
-__all__ = [
-    "AddFactory",
-    "BatchGatherFactory",
-    "BatchMatmulFactory",
-    "BinaryOp",
-    "BlasTransposeType",
-    "BroadcastElementwiseBinaryFactory",
-    "BroadcastElementwiseUnaryFactory",
-    "BroadcastMatmulFactory",
-    "CastFactory",
-    "ConstantPadFactory",
-    "CopyNdFactory",
-    "DataType",
-    "Device",
-    "DeviceType",
-    "ElementwiseFusedFactory",
-    "ElementwiseUnaryFactory",
-    "ExpandFactory",
-    "ExpandGradFactory",
-    "Factory",
-    "FillFactory",
-    "GatherFactory",
-    "GetDevice",
-    "LogSoftmaxBackwardFactory",
-    "LogSoftmaxFactory",
-    "MatmulFactory",
-    "MemcpyFactory",
-    "MemcpyKind",
-    "MemsetFactory",
-    "NewPrimitive",
-    "OneHotFactory",
-    "PermuteFactory",
-    "Primitive",
-    "SoftmaxBackwardFactory",
-    "SoftmaxFactory",
-    "Stream",
-    "TensorFillFactory",
-    "UnaryOp",
-    "UnsortedSegmentSumFactory",
-    "WhereFactory",
-    "from_dlpack",
-    "fuse",
-    "ops",
-]
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "ops", "fuse"})
+
+__all__ = sorted(
+    [*FACTORIES, *ENUMS, "DataType", "Device", "DeviceType", "Factory", "GetDevice", "NewPrimitive", "Primitive", "Stream"]
+    + ["from_dlpack", "fuse", "ops"]
+)
 
 # SBP signatures and placements (light: the op rules load on first use).
 from ep import sbp  # noqa: E402

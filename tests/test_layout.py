@@ -57,3 +57,16 @@ def test_architecture_doc_names_every_module():
         and f"{path.parent.name}/{path.name}" not in doc
     ]
     assert not missing, f"docs/architecture.md does not name {missing}"
+
+
+def test_exports_are_derived_from_the_interfaces():
+    # No list of primitives kept by hand: a new interface file in ep/include/primitive is exported.
+    from ep.include.primitive import ENUMS, FACTORIES
+
+    for path in (ROOT / "__init__.py", ROOT / "include" / "primitive" / "__init__.py"):
+        named = [name for name in (*FACTORIES, *ENUMS) if name in path.read_text()]
+        assert not named, f"{path.relative_to(ROOT.parent)} names {named} by hand"
+    assert len(FACTORIES) >= 27 and {"UnaryOp", "BinaryOp", "MemcpyKind", "BlasTransposeType"} <= set(ENUMS)
+    for name, value in {**FACTORIES, **ENUMS}.items():
+        assert getattr(ep, name) is value and name in ep.__all__ and name in dir(ep)
+    assert {"ops", "fuse"} <= set(dir(ep))
