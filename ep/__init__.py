@@ -1,4 +1,5 @@
 """ep: OneFlow-style execution-provider primitives, on the CPU and NVIDIA GPUs, with Numba."""
+from ep.common.runtime.caches import cache_clear, cache_info
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import Device, DeviceType, GetDevice, Stream
 from ep.common.runtime.dlpack import from_dlpack
@@ -29,7 +30,7 @@ def __dir__() -> list[str]:
 
 __all__ = sorted(
     [*FACTORIES, *ENUMS, "DataType", "Device", "DeviceType", "Factory", "GetDevice", "NewPrimitive", "Primitive", "Stream"]
-    + ["from_dlpack", "fuse", "ops"]
+    + ["cache_clear", "cache_info", "from_dlpack", "fuse", "ops"]
 )
 
 # SBP signatures and placements (light: the op rules load on first use).

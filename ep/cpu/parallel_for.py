@@ -28,6 +28,7 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
 from ep.common.jit import bound, scalar_function, specialize, template
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.once import cached_property
 from ep.cpu.kernel import CpuKernel
 
@@ -173,7 +174,7 @@ def _enter_aligned(driver, span, args, count, work, grain, threads):
         _schedule(driver, span, address_of(args), count, work, grain, threads, head, np.int64(LINE_BYTES))
 
 
-@functools.cache
+@function_cache("kernels")
 def _aligned_enter(position: int) -> CpuKernel:
     """The entry of spans aligned to args[position]."""
     return CpuKernel(_enter_aligned, f"span_entry_aligned_{position}", ALIGNED=position)

@@ -8,6 +8,7 @@ from numba import config, cuda
 
 from ep.common.jit import specialize
 from ep.common.runtime.buffer import keep_for
+from ep.common.runtime.caches import BOUNDS
 from ep.common.runtime.device import cuda_device_count
 from ep.common.runtime.once import cached_property
 
@@ -24,7 +25,7 @@ _THREADS = _SIM_THREADS if config.ENABLE_CUDASIM else THREADS_PER_BLOCK
 # Launches kept per stream (CudaStream.launches): configured ones by (kernel, blocks the work asks
 # for), and a primitive's prepared ones (keep_launch); beyond this many all go, and a program
 # cycling through more kernels, sizes and buffers configures and prepares them again.
-_MAX_CONFIGURED = 1024
+_MAX_CONFIGURED = BOUNDS["launch state"]
 
 
 def launch_config(work: int, device_index: int = 0) -> tuple[int, int]:

@@ -25,6 +25,7 @@ import numpy as np
 
 from ep.common.primitive.copies import copy_to_device, copy_to_host
 from ep.common.runtime.allocator import empty, reusable
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType, GetDevice
 from ep.common.runtime.dlpack import as_cuda_array
@@ -382,7 +383,7 @@ def to_device(x: np.ndarray, device_type: DeviceType):
     return copy_to_device(np.asarray(x, order="C"), "cuda")
 
 
-@functools.lru_cache(maxsize=1024)
+@function_cache("plans")
 def _route(shape: tuple[int, ...], itemsize: int, sbp_in: NdSbp, sbp_out: NdSbp, hierarchy, index) -> tuple:
     """The cheapest plan's steps that move data, each as (hierarchy axis, source, target, the shape
     that axis's group holds together), for the rank at index: cached, since a program boxes the

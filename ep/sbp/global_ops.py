@@ -9,13 +9,13 @@ bounds in its piece) is shared, so every rank raises it.
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable
 
 import numpy as np
 
 from ep.common.math.binary_functor import binary_dst_dtype, binary_keyword_attrs
 from ep.common.math.unary_functor import unary_keyword_attrs, unary_result_dtype
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.device import GetDevice
 from ep.common.runtime.scalar import is_scalar, result_dtype
@@ -52,7 +52,7 @@ def _check(tensors: dict[str, object]) -> GlobalTensor:
     return first
 
 
-@functools.lru_cache(maxsize=1024)
+@function_cache("plans")
 def _choose(name: str, hierarchy: tuple[int, ...], kw: tuple, sbps: tuple, itemsizes: tuple, out_itemsize: int, requested):
     """The nd-signature for inputs laid out by sbps (in kw's input order) and the result's requested
     nd-SBP (or None): one they match as they are, else the one of least boxing cost."""

@@ -11,7 +11,6 @@ same matrix for all) is folded into m, as OneFlow's BroadcastMatmul does, so it 
 from __future__ import annotations
 
 import abc
-import functools
 import math
 from typing import Iterator, NamedTuple
 
@@ -60,7 +59,6 @@ def matrix_dims(rows_cols: tuple[int, int], transposed: bool) -> tuple[int, int]
     return rows_cols[::-1] if transposed else rows_cols
 
 
-@functools.lru_cache(maxsize=1024)
 def plan_gemm(a_dims: tuple[int, ...], b_dims: tuple[int, ...], c_dims: tuple[int, ...], trans_a: bool, trans_b: bool) -> GemmPlan:
     """The GemmPlan of stored shapes a_dims, b_dims and c_dims (each at least 2 dims, the last two
     a matrix; batch dims broadcast from the right, c's their broadcast); ValueError naming the

@@ -5,6 +5,7 @@ import weakref
 
 import numpy as np
 
+from ep.common.runtime.caches import BOUNDS, table
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, bound_handle
 from ep.common.runtime.dlpack import as_cuda_array, host_array, is_dlpack
@@ -21,8 +22,8 @@ _CPU = DeviceType.kCPU
 # caches on it. Views and addresses derived from them (kept()) are kept here too, by (function,
 # id, arguments). An entry goes with its array (its weak reference's callback); past _MAX_KEPT
 # all go. keep_for keeps other tables' entries by two arrays the same way.
-_kept: dict[object, tuple] = {}
-_MAX_KEPT = 4096
+_kept: dict[object, tuple] = table("launch state")
+_MAX_KEPT = BOUNDS["launch state"]
 
 
 class _Ref(weakref.ref):

@@ -16,6 +16,7 @@ from contextvars import ContextVar
 
 import numpy as np
 
+from ep.common.runtime.caches import table
 from ep.common.runtime.names import NamedEnum, lookup
 from ep.common.runtime.once import cached_property
 
@@ -191,7 +192,7 @@ class CudaStream(Stream):
         self._temporaries: dict[np.dtype, object] = {}
         #: Configured kernel launches on this stream by (kernel, blocks), kept by ep.cuda.kernel so
         #: that a repeated launch skips numba's configuration; they go with the stream.
-        self.launches: dict[tuple, object] = {}
+        self.launches: dict[tuple, object] = table("launch state")
         _handles[native] = handle
 
     def Sync(self) -> None:

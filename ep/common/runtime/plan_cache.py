@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Callable, Generic, TypeVar
 
+from ep.common.runtime.caches import BOUNDS, register
 from ep.common.runtime.keys import exact_key, is_named
 
 T = TypeVar("T")
@@ -18,14 +19,14 @@ T = TypeVar("T")
 # Entries kept per cache: keys are caller data (shapes, attribute values), so without a bound a
 # program cycling through shapes would grow it forever. Past it the oldest entry goes, and is made
 # again if asked for.
-MAX_ENTRIES = 4096
+MAX_ENTRIES = BOUNDS["plans"]
 
 _MISSING = object()
 
 
 class PlanCache(Generic[T]):
     """make(*args) per distinct args, made on first use; thread-safe (two threads may both make a
-    missing entry; one is kept) and bounded by maxsize.
+    missing entry; one is kept) and bounded by MAX_ENTRIES (the "plans" tier of caches.py).
 
     With by_name, arguments of names only (is_named: strings, None, enums, dtypes, devices;
     ep.ops.unary's op, dtype and attributes left out) are found as given, in one dict lookup: no
@@ -35,13 +36,18 @@ class PlanCache(Generic[T]):
     exponential in its depth). All others are found by their exact key.
     """
 
-    def __init__(self, make: Callable[..., T], maxsize: int = MAX_ENTRIES, *, by_name: bool = False) -> None:
+    def __init__(self, make: Callable[..., T], *, by_name: bool = False) -> None:
         self._make = make
-        self._maxsize = maxsize
         self._by_name = by_name
         self._named: dict = {}
         self._entries: dict = {}
         self._lock = threading.Lock()
+        register("plans", self)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._named.clear()
+            self._entries.clear()
 
     def get(self, *args) -> T:
         try:
@@ -60,7 +66,7 @@ class PlanCache(Generic[T]):
         entries = self._named if self._by_name and is_named(key) else self._entries
         with self._lock:
             made = entries.setdefault(key, made)
-            if len(self._named) + len(self._entries) > self._maxsize:
+            if len(self._named) + len(self._entries) > MAX_ENTRIES:
                 oldest = self._named if len(self._named) > len(self._entries) else self._entries
                 del oldest[next(iter(oldest))]
         return made

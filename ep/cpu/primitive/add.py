@@ -1,14 +1,13 @@
 """Add's CPU kernel: one span per (dtype, arity), run by ParallelFor; every source read once."""
 from __future__ import annotations
 
-import functools
-
 import numba
 
 from ep.common.jit import bound, template
 from ep.common.math.binary_functor import binary_attr_dtype, binary_formula
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.primitive.add import MAX_ARITY, AddFactoryImpl, AddKernels
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
@@ -51,7 +50,7 @@ class CpuAddKernel(ParallelFor):
 
 
 class CpuAddKernels(AddKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, dtype: DataType, arity: int) -> CpuAddKernel:
         src = input_array(dtype.storage_dtype)
         attr = numba.from_dtype(binary_attr_dtype(dtype))

@@ -9,7 +9,6 @@ commutative op.
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable, Iterator
 
 import numba
@@ -24,6 +23,7 @@ from ep.common.primitive.broadcast_elementwise_binary import (
     BroadcastElementwiseBinaryFactoryImpl,
     BroadcastElementwiseBinaryKernels,
 )
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
@@ -147,14 +147,14 @@ def _arg_types(src_dtype: DataType, dst_dtype: DataType, path: str) -> tuple[num
 
 
 class CpuBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
-    @functools.cache
+    @function_cache("kernels")
     def formula(self, op, src_dtype: DataType, swap: bool) -> Callable:
         formula = binary_formula(op, src_dtype)
         if not swap:
             return formula
         return scalar_function(specialize(_swapped, f"swapped_{op.value}_{src_dtype.value}", formula=formula))
 
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, op, src_dtype: DataType, dst_dtype: DataType, path: str, swap: bool = False) -> ParallelFor:
         name = f"binary_{path}{'_swapped' if swap else ''}_{op.value}_{src_dtype.value}_{dst_dtype.value}"
         bindings = {"formula": self.formula(op, src_dtype, swap), "load": load_fn(src_dtype, DeviceType.kCPU), "store": store_fn(dst_dtype, DeviceType.kCPU)}

@@ -4,7 +4,6 @@ each row's start mapped to both buffers' offsets once, then stepped with their i
 (a row of one broadcast src element computes the op once)."""
 from __future__ import annotations
 
-import functools
 from typing import Callable, Iterator
 
 import numba
@@ -19,6 +18,7 @@ from ep.common.primitive.broadcast_elementwise_unary import (
     UnaryBroadcastPlan,
 )
 from ep.common.primitive.elementwise_unary import unary_bindings
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
 from ep.cpu.primitive.elementwise_unary import UNARY_KERNELS
@@ -51,7 +51,7 @@ def _strided(start, stop, args):
 
 
 class CpuBroadcastElementwiseUnaryKernels(BroadcastElementwiseUnaryKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, op, src_dtype, dst_dtype) -> ParallelFor:
         attr = numba.from_dtype(src_dtype.compute_dtype)  # unary_attrs' scalars
         types = (

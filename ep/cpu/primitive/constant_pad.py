@@ -7,7 +7,6 @@ steps the outer index like an odometer after that.
 """
 from __future__ import annotations
 
-import functools
 from typing import Iterator
 
 import numba
@@ -17,6 +16,7 @@ from ep.common.jit import bound, scalar_function, template
 from ep.common.math.intrinsics import VECTOR_BYTES, stack_array, stream_copy_vector, stream_fence, stream_fill_vector, stream_store
 from ep.common.primitive.byte_units import unit_dtype
 from ep.common.primitive.constant_pad import ConstantPadFactoryImpl, ConstantPadKernels, PadPlan
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.cpu.parallel_for import PARALLEL_THRESHOLD, TASK_BYTES, ParallelFor, input_array, output_array
@@ -137,7 +137,7 @@ def _pad_rows(start, stop, args):
         stream_fence()
 
 
-@functools.cache
+@function_cache("kernels")
 def _span(unit: int, stream: bool) -> ParallelFor:
     """The pad of unit-byte elements, with streaming stores (where the host asks for them) or
     ordinary ones only: the streaming runs are most of the span's compile time, so a pad that

@@ -6,7 +6,6 @@ Outputs from STREAM_BYTES on are written with streaming stores.
 """
 from __future__ import annotations
 
-import functools
 from typing import Iterator
 
 import numpy as np
@@ -16,6 +15,7 @@ from ep.common.math.intrinsics import VECTOR_BYTES, stream_copy_vector, stream_f
 from ep.common.math.nd_index_offset_helper import packed_offsets
 from ep.common.primitive.copy_nd import CopyNdFactoryImpl
 from ep.common.primitive.strided_copy import CopyLaunch, CopyPlan, StridedCopyKernels
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import PARALLEL_THRESHOLD, TASK_BYTES, ParallelFor, input_array, line_head, output_array
@@ -137,7 +137,7 @@ def _copy_span(start, end, args):
 _PARAMS = input_array(np.dtype(np.int64))
 
 
-@functools.cache
+@function_cache("kernels")
 def _span(dtype: np.dtype) -> ParallelFor:
     """The copy of elements of dtype."""
     return ParallelFor(_copy_span, f"strided_copy_{dtype}", (input_array(dtype), output_array(dtype), _PARAMS))

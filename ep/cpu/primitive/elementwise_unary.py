@@ -2,12 +2,11 @@
 build for every size."""
 from __future__ import annotations
 
-import functools
-
 import numba
 
 from ep.common.jit import bound, template
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
@@ -26,7 +25,7 @@ def _unary(start, stop, args):
 
 
 class CpuElementwiseUnaryKernels(ElementwiseUnaryKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, op, src_dtype, dst_dtype) -> ParallelFor:
         name = f"unary_{op.value}_{src_dtype.value}_{dst_dtype.value}"
         attr = numba.from_dtype(src_dtype.compute_dtype)  # unary_attrs' scalars

@@ -2,7 +2,6 @@
 span over the tasks per dtype, run by ParallelFor, one build for every size."""
 from __future__ import annotations
 
-import functools
 from typing import Iterator
 
 import numba
@@ -13,6 +12,7 @@ from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.nd_index_offset_helper import map_offset
 from ep.common.primitive.expand_grad import ExpandGradFactoryImpl, ExpandGradKernels
 from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
@@ -82,7 +82,7 @@ def _expand_grad(start, stop, args):
 
 
 class CpuExpandGradKernels(ExpandGradKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, dtype: DataType) -> ParallelFor:
         """dtype's span over the tasks."""
         accumulate, load = ACCUMULATE_DTYPES[dtype], load_fn(dtype, DeviceType.kCPU)

@@ -2,12 +2,11 @@
 run by ParallelFor."""
 from __future__ import annotations
 
-import functools
-
 import numba
 
 from ep.common.jit import bound, template
 from ep.common.primitive.fill import UNIT_DTYPES, FillFactoryImpl, FillKernels, from_buffer, from_scalar
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
 from ep.include.primitive.fill import FillFactory
@@ -30,7 +29,7 @@ class CpuFillKernels(FillKernels):
     def __init__(self, value_of) -> None:
         self.value_of = value_of
 
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, itemsize: int) -> ParallelFor:
         unit = UNIT_DTYPES[itemsize]
         buffered = self.value_of is from_buffer

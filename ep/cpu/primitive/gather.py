@@ -26,6 +26,7 @@ import numpy as np
 from ep.common.jit import bound, scalar_function, specialize, template
 from ep.common.math.intrinsics import prefetch, stack_array, stream_fence, stream_store
 from ep.common.primitive.gather import GatherFactoryImpl, GatherSizes, IndexedKernels, first_bad_index, gather_row, index_range
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX
@@ -284,7 +285,7 @@ def _span_args(index_dtype: np.dtype, dtype: np.dtype) -> tuple:
     return (input_array(index_dtype), input_array(dtype), output_array(dtype), _PARAMS, numba.int64)
 
 
-@functools.cache
+@function_cache("kernels")
 def _span(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> ParallelFor:
     """The span over rows of any length, or (elements) of one element with some index out of range
     or slabs too long for 32-bit positions, for indices of index_dtype and buffers of dtype."""
@@ -292,7 +293,7 @@ def _span(index_dtype: np.dtype, dtype: np.dtype, elements: bool) -> ParallelFor
     return ParallelFor(template, f"gather_{kind}_span_{dtype}_{index_dtype}", _span_args(index_dtype, dtype))
 
 
-@functools.cache
+@function_cache("kernels")
 def _in_range_span(index_dtype: np.dtype, dtype: np.dtype, stream: bool) -> ParallelFor:
     """The span over rows of one element whose indices are all in range, streaming a large output
     (stream) or never."""
@@ -300,7 +301,7 @@ def _in_range_span(index_dtype: np.dtype, dtype: np.dtype, stream: bool) -> Para
     return ParallelFor(template, f"gather_in_range_{kind}_span_{dtype}_{index_dtype}", _span_args(index_dtype, dtype))
 
 
-@functools.cache
+@function_cache("kernels")
 def _compiled(
     index_dtype: np.dtype, dtype: np.dtype, elements: bool, narrow: bool, stream: bool
 ) -> tuple[Callable, ParallelFor, ParallelFor]:

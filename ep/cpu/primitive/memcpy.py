@@ -2,11 +2,10 @@
 both addresses), run by ParallelFor."""
 from __future__ import annotations
 
-import functools
-
 from ep.common.jit import template
 from ep.common.primitive.byte_units import as_units, move_unit, unit_dtype
 from ep.common.primitive.memcpy import MemcpyFactoryImpl, MemcpyKernels
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
 from ep.include.primitive.memcpy import MemcpyFactory
@@ -28,7 +27,7 @@ def _copy(start, stop, args):
 
 
 class CpuMemcpyKernels(MemcpyKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, unit: int) -> ParallelFor:
         dtype = unit_dtype(unit)
         return ParallelFor(_copy, f"memcpy_u{8 * unit}", (output_array(dtype), input_array(dtype)))

@@ -7,7 +7,6 @@ nothing.
 """
 from __future__ import annotations
 
-import functools
 from typing import Iterator, NamedTuple
 
 import numba
@@ -17,6 +16,7 @@ from ep.common.jit import template
 from ep.common.primitive.fill import UNIT_DTYPES
 from ep.common.primitive.gather import GatherSizes, first_bad_index, gather_row
 from ep.common.primitive.one_hot import OUT_BYTES, OneHotFactoryImpl, OneHotKernels
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
@@ -52,7 +52,7 @@ class _Plan(NamedTuple):
 
 
 class CpuOneHotKernels(OneHotKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, indices_dtype: DataType, out_bytes: int) -> ParallelFor:
         unit = UNIT_DTYPES[out_bytes]
         value = numba.from_dtype(unit)

@@ -7,7 +7,6 @@ new cache line for every element it writes (or reads).
 """
 from __future__ import annotations
 
-import functools
 from typing import Iterator
 
 import numpy as np
@@ -16,6 +15,7 @@ from ep.common.jit import bound, template
 from ep.common.math.intrinsics import prefetch, stack_array
 from ep.common.math.nd_index_offset_helper import packed_offsets
 from ep.common.primitive.permute import PermuteFactoryImpl, PermuteKernels, TransposePlan
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
@@ -80,7 +80,7 @@ def _transpose_span(start, stop, args):
                 row[r] = column[r * TILE]
 
 
-@functools.cache
+@function_cache("kernels")
 def _span(dtype: np.dtype) -> ParallelFor:
     """The tiled transpose of elements of dtype."""
     return ParallelFor(_transpose_span, f"permute_tiles_{dtype}", (input_array(dtype), output_array(dtype), input_array(np.dtype(np.int64))), DTYPE=dtype.type)

@@ -12,7 +12,6 @@ included.
 """
 from __future__ import annotations
 
-import functools
 from typing import Iterator
 
 import numba
@@ -22,6 +21,7 @@ from ep.common.jit import bound, scalar_function, specialize, template
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.softmax import SOFTMAX, SOFTMAX_OPS, SoftmaxOp, add, formulas, maximum
 from ep.common.primitive.softmax import FACTORIES, SoftmaxKernels
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import FLOATING_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
@@ -104,7 +104,7 @@ class CpuSoftmaxKernels(SoftmaxKernels):
         # Its dtypes whose rows of one block keep their terms in dst (softmax, storage computed in).
         self._keeps_terms = frozenset(d for d in FLOATING_TYPES if op is SOFTMAX and d.storage_dtype == d.compute_dtype)
 
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, dtype: DataType, one_block: bool = False) -> ParallelFor:
         """The op's span over rows of dtype: rows of any length, or (one_block, for dtypes that keep
         their terms) rows of at most BLOCK elements. Each is compiled on its own, so that a first

@@ -7,8 +7,6 @@ the ids are checked on the host first, so that a bad one ends the launch before 
 """
 from __future__ import annotations
 
-import functools
-
 import numba
 import numpy as np
 
@@ -16,6 +14,7 @@ from ep.common.jit import bound, template
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.primitive.gather import GatherSizes, IndexedKernels, first_bad_index, gather_row
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES, UnsortedSegmentSumFactoryImpl, accumulator_dtype
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
@@ -50,7 +49,7 @@ def _segment_tasks(start, stop, args):
 
 
 class CpuUnsortedSegmentSumKernels(IndexedKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, dtype: DataType, ids_dtype: DataType) -> ParallelFor:
         """The tasks summing dtype by ids of ids_dtype."""
         acc_dtype = accumulator_dtype(dtype)

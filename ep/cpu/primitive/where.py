@@ -7,7 +7,6 @@ offsets once (NdIndexOffsetHelper), then the row runs with each operand's innerm
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable, Iterator
 
 import numba
@@ -17,6 +16,7 @@ from ep.common.jit import template
 from ep.common.math.nd_index_offset_helper import offset_to_index
 from ep.common.primitive.byte_units import unit_dtype
 from ep.common.primitive.where import COND_BYTES, DATA_BYTES, WhereFactoryImpl, WhereKernels, WherePlan
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -58,7 +58,7 @@ def _general(start, stop, args):
 
 
 class CpuWhereKernels(WhereKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, cond_bytes: int, data_bytes: int, path: str) -> ParallelFor:
         cond, data = unit_dtype(cond_bytes), unit_dtype(data_bytes)
         types = (input_array(cond), input_array(data), input_array(data), output_array(data))

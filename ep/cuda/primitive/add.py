@@ -1,8 +1,6 @@
 """Add's CUDA kernel: one grid-stride kernel per (dtype, arity), an element per thread and step."""
 from __future__ import annotations
 
-import functools
-
 import numba
 import numpy as np
 from numba import cuda
@@ -12,6 +10,7 @@ from ep.common.math.binary_functor import binary_attr_dtype, binary_formula
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.fast_divmod import needs_wide
 from ep.common.primitive.add import MAX_ARITY, AddFactoryImpl, AddKernels
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
@@ -77,7 +76,7 @@ class LaunchBySize:
 
 
 class CudaAddKernels(AddKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, dtype: DataType, arity: int) -> LaunchBySize:
         return LaunchBySize(dtype, arity)
 

@@ -13,7 +13,6 @@ aligned to it, else one element: split_offsets runs once per pack.
 """
 from __future__ import annotations
 
-import functools
 import math
 from typing import Callable, Iterator, NamedTuple
 
@@ -33,6 +32,7 @@ from ep.common.primitive.broadcast_elementwise_binary import (
     BroadcastElementwiseBinaryKernels,
 )
 from ep.common.runtime.buffer import address
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
@@ -136,7 +136,7 @@ def launch_parts(plan: BinaryPlan, limit: int) -> list[_Part]:
 
 
 class CudaBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, op, src_dtype: DataType, dst_dtype: DataType) -> CudaKernel:
         src = numba.from_dtype(src_dtype.storage_dtype)[::1]
         dst = numba.from_dtype(dst_dtype.storage_dtype)[::1]

@@ -5,7 +5,6 @@ offsets: strides may span more than 2**31 elements). A dst of more than 2**31 - 
 as launches of boxes that fit (nd_index_offset_helper.boxes), as Where's does."""
 from __future__ import annotations
 
-import functools
 import math
 from typing import Callable, Iterator
 
@@ -23,6 +22,7 @@ from ep.common.primitive.broadcast_elementwise_unary import (
     UnaryBroadcastPlan,
 )
 from ep.common.primitive.elementwise_unary import unary_bindings
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
 from ep.cuda.pack import pack_functions
@@ -61,7 +61,7 @@ def _parts(plan: UnaryBroadcastPlan, limit: int) -> list[tuple]:
 
 
 class CudaBroadcastElementwiseUnaryKernels(BroadcastElementwiseUnaryKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, op, src_dtype, dst_dtype) -> CudaKernel:
         compute = numba.from_dtype(src_dtype.compute_dtype)
         argtypes = (

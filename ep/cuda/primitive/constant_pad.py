@@ -7,7 +7,6 @@ a position before src to one past every size and one unsigned compare checks bot
 """
 from __future__ import annotations
 
-import functools
 from typing import Iterator
 
 import numba
@@ -18,6 +17,7 @@ from ep.common.math import fast_divmod
 from ep.common.math.fast_divmod import divisors, index_bindings, size_type
 from ep.common.primitive.byte_units import as_units, unit_dtype
 from ep.common.primitive.constant_pad import ConstantPadFactoryImpl, ConstantPadKernels, PadPlan
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.cuda.kernel import CudaKernel
@@ -53,7 +53,7 @@ def _pad(src, dst, count, value, ndim, sizes, multipliers, shifts, lows, highs, 
 
 
 class CudaConstantPadKernels(ConstantPadKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, unit: int, wide: bool) -> CudaKernel:
         """The pad of unit-byte elements with 64-bit (wide) or 32-bit indices."""
         element = numba.from_dtype(unit_dtype(unit))

@@ -7,7 +7,6 @@ units (fast_divmod.needs_wide), else 64-bit with plain division.
 """
 from __future__ import annotations
 
-import functools
 from typing import Iterator
 
 import numba
@@ -22,6 +21,7 @@ from ep.common.primitive.byte_units import UNITS, as_units, unit_dtype
 from ep.common.primitive.copy_nd import CopyNdFactoryImpl
 from ep.common.primitive.strided_copy import CopyArgs, CopyLaunch, CopyPlan, StridedCopyKernels, span
 from ep.common.runtime.buffer import kept_for
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel, keep_launch
 from ep.include.primitive.copy_nd import CopyNdFactory
@@ -84,7 +84,7 @@ class CudaStridedCopyKernels(StridedCopyKernels):
     widest_unit = WIDEST_UNIT
     aligned_units = True
 
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, unit: int, wide: bool) -> CudaKernel:
         """The copy of unit-byte units with 64-bit (wide) or 32-bit offsets, for every number of dims."""
         units = numba.from_dtype(unit_dtype(unit))[::1]

@@ -2,8 +2,6 @@
 packs (ep.cuda.pack)."""
 from __future__ import annotations
 
-import functools
-
 import numba
 import numpy as np
 from numba import cuda
@@ -11,6 +9,7 @@ from numba import cuda
 from ep.common.jit import bound, template
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
 from ep.common.runtime.buffer import address
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
@@ -71,7 +70,7 @@ class PackedUnaryKernel(CudaKernel):
 
 
 class CudaElementwiseUnaryKernels(ElementwiseUnaryKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, op, src_dtype, dst_dtype) -> CudaKernel:
         compute = numba.from_dtype(src_dtype.compute_dtype)
         argtypes = (

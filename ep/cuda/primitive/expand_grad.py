@@ -15,7 +15,6 @@ and the partials fit in 2**31 - 1 elements, else 64-bit; and for 2 or 4 summed d
 """
 from __future__ import annotations
 
-import functools
 import math
 import threading
 from typing import Iterator, NamedTuple
@@ -30,6 +29,7 @@ from ep.common.math.fast_divmod import FAST_DIVMOD_LIMIT
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.primitive.expand_grad import ExpandGradFactoryImpl, ExpandGradKernels
 from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
@@ -285,7 +285,7 @@ def plan_geometry(plan: ExpandGradPlan, device_index: int) -> Geometry:
 
 
 class CudaExpandGradKernels(ExpandGradKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, dtype: DataType, wide: bool, summed: int, stage: str = "whole") -> CudaKernel:
         """The kernel of dtype, index width and summed-dim count. stage: "whole" sums dtype into
         dtype; float16 adds "partial" (float16 into float32 partials) and "final" (those into float16)."""

@@ -2,14 +2,13 @@
 value source, storing 16-byte packs (ep.cuda.pack) where dst is aligned to them."""
 from __future__ import annotations
 
-import functools
-
 import numba
 from numba import config, cuda
 
 from ep.common.jit import bound, template
 from ep.common.primitive.fill import UNIT_DTYPES, FillFactoryImpl, FillKernels, from_buffer, from_scalar
 from ep.common.runtime.buffer import address
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
 from ep.cuda.pack import pack_bindings, pack_bytes, pack_count, pack_lanes
@@ -59,7 +58,7 @@ class CudaFillKernels(FillKernels):
     def __init__(self, value_of) -> None:
         self.value_of = value_of
 
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, itemsize: int) -> PackedFillKernel:
         unit = numba.from_dtype(UNIT_DTYPES[itemsize])
         buffered = self.value_of is from_buffer

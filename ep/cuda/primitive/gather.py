@@ -7,8 +7,6 @@ indices is queued first and a bad index raised at the stream's Sync (gather_comm
 """
 from __future__ import annotations
 
-import functools
-
 import numba
 import numpy as np
 from numba import config, cuda
@@ -19,6 +17,7 @@ from ep.common.math.intrinsics import move16
 from ep.common.primitive.byte_units import UNITS, as_units, move_unit, unit_dtype
 from ep.common.primitive.gather import GatherFactoryImpl, IndexedKernels, gather_row
 from ep.common.runtime.buffer import address, kept_for
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel, keep_launch
@@ -61,7 +60,7 @@ def _gather(indices, in_, out, total, inner, inner_m, inner_s, num, num_m, num_s
         t = bound.INDEX(t + step)
 
 
-@functools.cache
+@function_cache("kernels")
 def gather_kernel(indices_dtype: DataType, unit: int, wide: bool, batched: bool) -> CudaKernel:
     """The gather kernel of an index dtype, move unit, index width, and with or without batches."""
     size = fast_divmod.size_type(wide)

@@ -11,7 +11,6 @@ buffer fits in 2**31 - 1 elements, and 64-bit with plain division otherwise.
 """
 from __future__ import annotations
 
-import functools
 import threading
 from typing import NamedTuple
 
@@ -21,6 +20,7 @@ from numba import cuda
 
 from ep.common.jit import template
 from ep.common.primitive.gather import GatherSizes, gather_row
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import caller_indices
 from ep.cuda.kernel import CudaKernel, keep_launch
@@ -58,14 +58,14 @@ def _keep_first(indices, context, record):
             record[0] = _NONE
 
 
-@functools.cache
+@function_cache("kernels")
 def bounds_kernel(indices_dtype: DataType) -> CudaKernel:
     """The kernel that finds the first index selecting no row, with an atomic min of positions."""
     argtypes = (numba.from_dtype(indices_dtype.dtype)[::1], *([numba.int64] * 5), numba.int64[::1])
     return CudaKernel(_first_bad, f"gather_bounds_{indices_dtype.value}", argtypes)
 
 
-@functools.cache
+@function_cache("kernels")
 def keep_first_kernel(indices_dtype: DataType) -> CudaKernel:
     """The one-thread kernel that records a launch's bad index (its value read on the device)."""
     argtypes = (numba.from_dtype(indices_dtype.dtype)[::1], numba.int64, numba.int64[::1])

@@ -9,7 +9,6 @@ off_value.
 """
 from __future__ import annotations
 
-import functools
 from typing import Iterator
 
 import numba
@@ -22,6 +21,7 @@ from ep.common.primitive.fill import UNIT_DTYPES
 from ep.common.primitive.gather import GatherSizes, gather_row
 from ep.common.primitive.one_hot import OUT_BYTES, OneHotFactoryImpl, OneHotKernels
 from ep.common.runtime.buffer import address
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
@@ -58,7 +58,7 @@ def _one_hot(indices, dst, count, packs, depth, depth_m, depth_s, lo, hi, on, of
         w = bound.opaque(bound.INDEX(w + step))
 
 
-@functools.cache
+@function_cache("kernels")
 def one_hot_kernel(indices_dtype: DataType, out_bytes: int, wide: bool) -> CudaKernel:
     """The kernel of an index dtype, out element size and index width (fast_divmod.needs_wide)."""
     unit = UNIT_DTYPES[out_bytes]

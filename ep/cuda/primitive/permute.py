@@ -5,7 +5,6 @@ permute is CopyNd's strided copy (16-byte units where the last dim stays and the
 """
 from __future__ import annotations
 
-import functools
 from typing import Iterator
 
 import numba
@@ -18,6 +17,7 @@ from ep.common.math.fast_divmod import divisor
 from ep.common.math.nd_index_offset_helper import SPLIT_DIMS, split_args, split_offsets
 from ep.common.primitive.byte_units import as_units, unit_dtype
 from ep.common.primitive.permute import PermuteFactoryImpl, PermuteKernels, TransposePlan
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel
@@ -79,7 +79,7 @@ def _transpose(
 class CudaPermuteKernels(PermuteKernels):
     copy = COPY_KERNELS
 
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, unit: int) -> CudaKernel:
         """The tiled transpose of unit-byte elements (32-bit offsets)."""
         units = numba.from_dtype(unit_dtype(unit))[::1]

@@ -29,6 +29,7 @@ from ep.common.jit import bound, scalar_function, template
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.softmax import SOFTMAX_OPS, SoftmaxOp, add, formulas, maximum
 from ep.common.primitive.softmax import FACTORIES, SoftmaxKernels
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import FLOATING_TYPES, DataType
 from ep.common.runtime.device import DeviceType, cuda_device_count
 from ep.cuda.kernel import CudaKernel
@@ -269,7 +270,7 @@ class CudaSoftmaxKernels(SoftmaxKernels):
         storage = numba.from_dtype(dtype.storage_dtype)
         return (storage[::1], storage[::1], storage[::1], numba.int64, numba.int64, *(numba.int64,) * extra)
 
-    @functools.cache
+    @function_cache("kernels")
     def warp_kernel(self, dtype: DataType, cpt: int) -> CudaKernel:
         name = f"{self.op.name}_warp{cpt}_{dtype.value}"
         bindings = self._bindings(dtype)
@@ -277,7 +278,7 @@ class CudaSoftmaxKernels(SoftmaxKernels):
             _warp, name, self._argtypes(dtype, 2), full_occupancy=False, CPT=cpt, registers=_registers(cpt), **bindings
         )
 
-    @functools.cache
+    @function_cache("kernels")
     def block_kernel(self, dtype: DataType, cached: bool) -> CudaKernel:
         name = f"{self.op.name}_block_{'smem' if cached else 'uncached'}_{dtype.value}"
         return CudaKernel(_block, name, self._argtypes(dtype, 0), full_occupancy=False, CACHED=cached, **self._bindings(dtype))

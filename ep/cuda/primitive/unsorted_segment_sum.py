@@ -2,8 +2,6 @@
 segment's row with an atomic add; float16 sums into a float32 temporary, rounded once at the end."""
 from __future__ import annotations
 
-import functools
-
 import numba
 import numpy as np
 from numba import cuda
@@ -13,6 +11,7 @@ from ep.common.math import fast_divmod
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.primitive.gather import IndexedKernels, gather_row
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES, UnsortedSegmentSumFactoryImpl, accumulator_dtype
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel, keep_launch
@@ -54,7 +53,7 @@ def _segment_sum(ids, data, acc, total, inner, inner_m, inner_s, num, num_m, num
         t = bound.INDEX(t + step)
 
 
-@functools.cache
+@function_cache("kernels")
 def _sum_kernel(ids_dtype: DataType, dtype: DataType, wide: bool) -> CudaKernel:
     size = fast_divmod.size_type(wide)
     acc = numba.from_dtype(accumulator_dtype(dtype).dtype)[::1]
@@ -69,12 +68,12 @@ def _sum_kernel(ids_dtype: DataType, dtype: DataType, wide: bool) -> CudaKernel:
     return CudaKernel(_segment_sum, name, argtypes, load=load_fn(dtype, DeviceType.kCUDA), **fast_divmod.index_bindings(wide))
 
 
-@functools.cache
+@function_cache("kernels")
 def _fill_kernel(dtype: DataType) -> CudaKernel:
     return CudaKernel(_fill_zero, f"unsorted_segment_sum_zero_{dtype.value}", (numba.from_dtype(dtype.dtype)[::1], numba.int64))
 
 
-@functools.cache
+@function_cache("kernels")
 def _to_half_kernel() -> CudaKernel:
     return CudaKernel(
         _to_half,

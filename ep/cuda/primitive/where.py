@@ -7,7 +7,6 @@ elements runs as launches of boxes that fit (nd_index_offset_helper.boxes).
 """
 from __future__ import annotations
 
-import functools
 import math
 from typing import Callable, Iterator
 
@@ -20,6 +19,7 @@ from ep.common.math.fast_divmod import index_bindings, size_type
 from ep.common.math.nd_index_offset_helper import SPLIT_DIMS, boxes, split_args, split_offsets
 from ep.common.primitive.byte_units import as_units, unit_dtype
 from ep.common.primitive.where import COND_BYTES, DATA_BYTES, WhereFactoryImpl, WhereKernels, WherePlan
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
 from ep.cuda.pack import pack_functions
@@ -60,7 +60,7 @@ def _parts(plan: WherePlan, limit: int) -> list[tuple]:
 
 
 class CudaWhereKernels(WhereKernels):
-    @functools.cache
+    @function_cache("kernels")
     def kernel(self, cond_bytes: int, data_bytes: int) -> CudaKernel:
         cond, data = numba.from_dtype(unit_dtype(cond_bytes))[::1], numba.from_dtype(unit_dtype(data_bytes))[::1]
         argtypes = (cond, data, data, data, _INDEX, _INDEX, *([_DIMS] * 6), _INDEX, _INDEX, _INDEX)
