@@ -125,3 +125,18 @@ def test_an_expression_graph_is_keyed_in_time_linear_in_its_nodes(monkeypatch):
     assert len(calls) < 1000
     assert key == keys.exact_key(newton(16)) and hash(key) == hash(keys.exact_key(newton(16)))
     assert key != keys.exact_key(newton(15))
+
+
+def test_a_cyclic_expression_is_refused_at_the_cycle():
+    # The key's walk grew to 2**20 pending nodes (about 20 s) before it gave up on a node made its
+    # own operand; it refuses at the first node that reaches itself.
+    from ep.include.primitive.binary_op import BinaryOp
+    from ep.include.primitive.elementwise_fused import Binary, Input
+
+    shared = Binary(BinaryOp.kMul, Input(0), Input(1))
+    cyclic = Binary(BinaryOp.kAdd, shared, Input(1))
+    object.__setattr__(cyclic, "b", Binary(BinaryOp.kSub, cyclic, shared))
+    with pytest.raises(TypeError, match="contains itself"):
+        exact_key(cyclic)
+    # A value reused (a DAG, not a cycle) is keyed.
+    assert exact_key(Binary(BinaryOp.kAdd, shared, shared)) == exact_key(Binary(BinaryOp.kAdd, shared, Binary(BinaryOp.kMul, Input(0), Input(1))))

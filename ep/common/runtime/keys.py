@@ -98,6 +98,9 @@ def _graph_key(root: object) -> Hashable:
     numbers: dict[int, int] = {}  # id(node) -> its entry's number
     entries: dict[tuple, int] = {}  # entry -> number: equal subexpressions share one
     stack = [root]
+    # Nodes whose children are being keyed: everything above one on the stack descends from it,
+    # so a child among them closes a cycle (found at once, not after the stack's bound).
+    open_: set[int] = set()
     while stack:
         node = stack[-1]
         if id(node) in numbers:
@@ -106,11 +109,15 @@ def _graph_key(root: object) -> Hashable:
         values = [getattr(node, field.name) for field in dataclasses.fields(node)]
         missing = [v for v in values if dataclasses.is_dataclass(type(v)) and id(v) not in numbers]
         if missing:
+            if any(id(v) in open_ for v in missing) or id(node) in open_:
+                raise TypeError(f"a {type(root).__name__} contains itself: no cache can key it")
             if len(stack) > _MAX_GRAPH_STACK:
-                raise TypeError(f"a {type(root).__name__} nests too deep to key (a cycle?)")
+                raise TypeError(f"a {type(root).__name__} nests too deep to key")
+            open_.add(id(node))
             stack.extend(missing)
             continue
         stack.pop()
+        open_.discard(id(node))
         entry = (type(node), *((_CHILD, numbers[id(v)]) if dataclasses.is_dataclass(type(v)) else exact_key(v) for v in values))
         numbers[id(node)] = entries.setdefault(entry, len(entries))
     return (_GRAPH, tuple(entries), numbers[id(root)])
