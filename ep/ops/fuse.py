@@ -67,7 +67,9 @@ def fuse(fn: Callable) -> Callable:
     traced value (if x > 0:, bool(), int(), len(), indexing) and ops that are not elementwise
     (ep.ops.gather, ...) raise TypeError. Outputs share one shape, the broadcast of the arrays they
     read. An expression may be 200 ops deep and 65,536 nodes as a tree (a value counted once per
-    use: x = x * (2 - d * x) doubles it each step); the op past either is a ValueError. Global
+    use: x = x * (2 - d * x) doubles it each step), and read up to 256 arguments (arrays and
+    scalars, a closure's constants among them) and give up to 256 outputs; the op past a bound is
+    a ValueError. A closed-over 0-d array is read at each call. Global
     tensors (all array arguments global, on one placement; no out= or stream=) give global
     tensors: the call runs on each rank's pieces where their SBPs allow the whole expression, else
     after boxing them to the layout that moves the fewest bytes.

@@ -201,3 +201,19 @@ def test_a_closed_over_0d_array_is_read_at_each_call(device):
         got = to_numpy(f(to_device(x, device)))
         assert got.dtype == (c * x).dtype
         np.testing.assert_array_equal(got, c * x)
+
+
+def test_more_than_thirty_arguments_and_outputs(device):
+    # CPython passes a call of over 30 arguments as *args, which Numba cannot inline: 31 arrays,
+    # 30 scalars beside one array, or 31 outputs failed to compile on the CPU.
+    xs = [np.full(5, i, np.float32) for i in range(40)]
+    total = ep.fuse(lambda *xs: sum(xs[1:], xs[0]))(*[to_device(x, device) for x in xs])
+    np.testing.assert_array_equal(to_numpy(total), sum(xs[1:], xs[0]))
+    poly = ep.fuse(lambda x, *cs: sum((c * x ** k for k, c in enumerate(cs)), x * 0))
+    x = np.linspace(-1, 1, 5, dtype=np.float32)
+    coefficients = [float(c) for c in range(1, 32)]
+    np.testing.assert_allclose(to_numpy(poly(to_device(x, device), *coefficients)), np.polyval(coefficients[::-1], x), rtol=1e-5)
+    many = ep.fuse(lambda x: tuple(x * i for i in range(33)))(to_device(x, device))
+    assert len(many) == 33
+    for i, got in enumerate(many):
+        np.testing.assert_array_equal(to_numpy(got), x * i)

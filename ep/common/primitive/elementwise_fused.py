@@ -21,7 +21,7 @@ from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_
 from ep.common.math.unary_functor import unary_attrs, unary_dst_dtypes
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.fused_formula import children, compose_formula, node_dtype
+from ep.common.primitive.fused_formula import MAX_ARITY, children, compose_formula, node_dtype
 from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.overlap import refuse_overlap
@@ -94,6 +94,9 @@ def resolve_fused(expression: object, dtypes: Sequence[object]) -> tuple[tuple, 
     if not outputs:
         raise TypeError("expression: has no outputs")
     dtypes = tuple(as_data_type(dtype, f"dtypes[{i}]") for i, dtype in enumerate(dtypes))
+    for name, count in (("dtypes", len(dtypes)), ("expression", len(outputs))):
+        if count > MAX_ARITY:
+            raise ValueError(f"{name}: {count} {'arguments' if name == 'dtypes' else 'outputs'}; at most {MAX_ARITY} are supported")
     sizes: dict[int, tuple[int, int]] = {}
     for position, node in enumerate(outputs):
         check_size(node, sizes, "expression" if len(outputs) == 1 and not isinstance(expression, tuple) else f"expression[{position}]")
@@ -359,4 +362,6 @@ REPRESENTATIVE = (
         ),
         ("float32", "float16"),
     ),
+    # Past fused_formula.GROUP arguments and outputs: the formula's grouped call and results.
+    (tuple(Binary(BinaryOp.kAdd, Input(i), Input(i + 1)) for i in range(17)), ("float32",) * 18),
 )

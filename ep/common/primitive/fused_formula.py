@@ -108,18 +108,44 @@ class _Writer:
         return name
 
 
+# CPython compiles a call of more than 30 arguments, and a tuple of more than 30 items, through a
+# list (CALL_FUNCTION_EX, LIST_TO_TUPLE), which Numba can neither inline nor type: past GROUP, the
+# formula takes its arguments and gives its results as tuples of GROUP (MAX_ARITY in all).
+GROUP = 16
+MAX_ARITY = GROUP * GROUP
+
+
+def grouped(items: list[str]) -> str:
+    """items as a call's arguments or a tuple's items: as they are up to GROUP, else tuples of GROUP."""
+    if len(items) <= GROUP:
+        return ", ".join(items)
+    return ", ".join(f"({', '.join(items[i : i + GROUP])},)" for i in range(0, len(items), GROUP))
+
+
+def result(j: int, outputs: int) -> str:
+    """Output j of r, a formula's result of that many outputs."""
+    return f"r[{j}]" if outputs <= GROUP else f"r[{j // GROUP}][{j % GROUP}]"
+
+
 def compose_formula(outputs: tuple, dtypes: tuple[DataType, ...], device: DeviceType) -> Callable:
     """The scalar function fused(a0, a1, ...) of the arguments (an Input's storage element, a
-    Scalar's compute value) returning the tuple of the outputs' storage values, on device."""
+    Scalar's compute value) returning the tuple of the outputs' storage values, on device; past
+    GROUP arguments or outputs, grouped (called as bound.compute(grouped(operands)), read by result)."""
     writer = _Writer(device)
     results = []
     for j, node in enumerate(outputs):
         value = writer.value(node)
         store = writer.bind(f"O{j}", store_fn(node_dtype(node), device))
         results.append(f"{store}({value})")
-    parameters = ", ".join(f"a{i}" for i in range(len(dtypes)))
-    body = "".join(f"    {line}\n" for line in writer.lines)
-    source = f"def fused({parameters}):\n{body}    return ({', '.join(results)},)\n"
+    arguments = [f"a{i}" for i in range(len(dtypes))]
+    if len(arguments) <= GROUP:
+        parameters, unpack = ", ".join(arguments), []
+    else:
+        groups = range(0, len(arguments), GROUP)
+        parameters = ", ".join(f"g{i}" for i in groups)
+        unpack = [f"{', '.join(arguments[i : i + GROUP])}, = g{i}" for i in groups]
+    body = "".join(f"    {line}\n" for line in unpack + writer.lines)
+    source = f"def fused({parameters}):\n{body}    return ({grouped(results)},)\n"
     return scalar_function(define(source, "fused", writer.globals))
 
 

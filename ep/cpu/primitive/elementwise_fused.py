@@ -20,7 +20,7 @@ from ep.common.primitive.elementwise_fused import (
     COLUMN, FLAT, ROW, SCALAR, ElementwiseFusedFactoryImpl, ElementwiseFusedImpl, ElementwiseFusedKernels, FusedPlan,
     output_strides,
 )
-from ep.common.primitive.fused_formula import define
+from ep.common.primitive.fused_formula import define, grouped, result
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
 from ep.include.primitive.elementwise_fused import ElementwiseFusedFactory
@@ -55,8 +55,8 @@ def fused_span(kinds: tuple[str, ...], outputs: int, flat: bool) -> Callable:
         loop = "    for k in range(cols):"
     operands = [f"a{i}" if kind == SCALAR else f"v{i}" if kind == COLUMN else f"x{i}[k]" for i, kind in enumerate(kinds)]
     indent = loop[: len(loop) - len(loop.lstrip())] + "    "
-    lines += [loop, f"{indent}r = bound.compute({', '.join(operands)})"]
-    lines += [f"{indent}y{j}[k] = r[{j}]" for j in range(outputs)]
+    lines += [loop, f"{indent}r = bound.compute({grouped(operands)})"]
+    lines += [f"{indent}y{j}[k] = {result(j, outputs)}" for j in range(outputs)]
     source = "def span(start, stop, args):\n" + "".join(f"    {line}\n" for line in lines)
     return template("compute")(define(source, "span", {"bound": bound, "offset_to_index": offset_to_index}))
 

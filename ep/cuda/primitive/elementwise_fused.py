@@ -33,7 +33,7 @@ from ep.common.math.nd_index_offset_helper import SPLIT_DIMS, boxes, split_args,
 from ep.common.primitive.elementwise_fused import (
     FLAT, SCALAR, ElementwiseFusedFactoryImpl, ElementwiseFusedImpl, ElementwiseFusedKernels, FusedPlan, output_strides,
 )
-from ep.common.primitive.fused_formula import children, define
+from ep.common.primitive.fused_formula import GROUP, children, define, grouped, result
 from ep.common.runtime.buffer import address
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
@@ -70,8 +70,8 @@ def fused_kernel(kinds: tuple[str, ...], outputs: int) -> Callable:
             f"    {targets} = split_offsets(i, ndim, sizes, multipliers, shifts, s{first}, s{second}, outer{first}, outer{second}, bound.DIVMOD)"
         )
     operands = [f"a{i}" if kind == SCALAR else f"a{i}[p{i}]" if kind == STRIDED else f"a{i}[i]" for i, kind in enumerate(kinds)]
-    lines.append(f"    r = bound.compute({', '.join(operands)})")
-    lines += [f"    o{j}[i] = r[{j}]" for j in range(outputs)]
+    lines.append(f"    r = bound.compute({grouped(operands)})")
+    lines += [f"    o{j}[i] = {result(j, outputs)}" for j in range(outputs)]
     lines.append("    i = bound.opaque(bound.INDEX(i + step))")
     source = f"def kernel({', '.join(parameters)}):\n" + "".join(f"    {line}\n" for line in lines)
     namespace = {"bound": bound, "cuda": cuda, "split_offsets": split_offsets}
@@ -107,9 +107,9 @@ def packed_kernel(scalars: tuple[bool, ...], outputs: int) -> Callable:
     lines += [
         "    for k in range(bound.PACK):",
         "        if k < lanes:",
-        f"            r = bound.compute({', '.join(operands)})",
+        f"            r = bound.compute({grouped(operands)})",
     ]
-    lines += [f"            y{j}[k] = r[{j}]" for j in range(outputs)]
+    lines += [f"            y{j}[k] = {result(j, outputs)}" for j in range(outputs)]
     lines += [f"    bound.store_pack({dst[j]}, i, y{j}, full)" for j in range(outputs)]
     lines.append("    w = bound.opaque(bound.INDEX(w + step))")
     source = f"def kernel({', '.join(parameters)}):\n" + "".join(f"    {line}\n" for line in lines)
@@ -193,7 +193,9 @@ class CudaElementwiseFusedKernels(ElementwiseFusedKernels):
         strided = kinds.count(STRIDED)
         index = index_bindings(wide=False)
         name = "fused_" + ("strided" if strided else "flat") + ("_divides" if _divides(primitive) else "")
-        options = dict(full_occupancy=not _in_float64(primitive), compute=primitive.formula)
+        # Past GROUP buffers their pointers and packs alone exceed full occupancy's 32 registers.
+        many = len(primitive.dtypes) + len(primitive.outputs) > GROUP
+        options = dict(full_occupancy=not (many or _in_float64(primitive)), compute=primitive.formula)
         if strided:
             argtypes += [_INDEX, _DIMS, _DIMS, _DIMS] + [_DIMS] * strided + [_INDEX] * strided
             template_ = fused_kernel(kinds, len(primitive.outputs))
