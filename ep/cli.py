@@ -61,12 +61,35 @@ def _name(kind: str, what: str, example: str | None = None) -> Callable[[str], s
         names = _registry_names()[kind]
         if value in names:
             return names[value]
+        # An op in any case, where that names one op (as ep.ops.unary("Relu") takes it).
+        folded = {names[n] for n in names if n.lower() == value.lower()}
+        if kind == "op" and len(folded) == 1:
+            return folded.pop()
         valid = list(names)
         every = f"one of {', '.join(valid)}" if example is None else f"{example} (`python -m ep list --all` lists them)"
-        raise argparse.ArgumentTypeError(f"{value!r} is not {what}; {did_you_mean(value, valid) or 'expected ' + every}")
+        raise argparse.ArgumentTypeError(f"{value!r} is not {what}; {_elsewhere(kind, value) or did_you_mean(value, valid) or 'expected ' + every}")
 
     parse.__name__ = kind  # argparse names the type in its own errors
     return parse
+
+
+# What a newcomer may call a device: CUDA's GPUs.
+_DEVICE_WORDS = {"gpu": "cuda", "nvidia": "cuda", "host": "cpu"}
+
+
+def _elsewhere(kind: str, value: str) -> str | None:
+    """Where value is a name of another kind: an op that is a primitive (--op softmax), a device by
+    another word (gpu)."""
+    if kind == "device" and value.lower() in _DEVICE_WORDS:
+        return f"did you mean {_DEVICE_WORDS[value.lower()]!r}?"
+    if kind == "op":
+        for primitive in _registry_names()["primitive"]:
+            if primitive.lower() == value.lower().replace("_", ""):
+                import ep.ops
+
+                runs = f" (ep.ops.{value.lower()} runs it)" if hasattr(ep.ops, value.lower()) else ""
+                return f"it is a primitive: --primitive {primitive}{runs}"
+    return None
 
 
 def _list(args: argparse.Namespace) -> int:

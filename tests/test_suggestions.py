@@ -79,3 +79,25 @@ def test_cli_takes_ep_ops_aliases():
     result = _ep("list", "--op", "neg", "--device", "cpu")
     assert result.returncode == 0, result.stderr
     assert {line.split()[2] for line in result.stdout.splitlines()[2:-1]} == {"kNegative"}
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--op", "softmax"], "'softmax' is not an op; it is a primitive: --primitive Softmax (ep.ops.softmax runs it)"),
+        (["--device", "gpu"], "'gpu' is not a device; did you mean 'cuda'?"),
+    ],
+)
+def test_cli_points_to_the_name_meant(args, message):
+    result = subprocess.run([sys.executable, "-m", "ep", "list", *args], capture_output=True, text=True)
+    assert result.returncode == 2 and message in result.stderr
+
+
+def test_cli_takes_an_op_in_any_case():
+    result = subprocess.run([sys.executable, "-m", "ep", "list", "--op", "Relu"], capture_output=True, text=True)
+    assert result.returncode == 0 and "kRelu" in result.stdout
+
+
+def test_data_type_has_numpys_names():
+    assert ep.DataType.float32 is ep.DataType.kFloat and ep.DataType.bool is ep.DataType.kBool
+    assert len(list(ep.DataType)) == 8  # aliases, not members

@@ -17,6 +17,15 @@ class DataType(NamedEnum):
     kFloat16 = "float16"
     kFloat = "float32"
     kDouble = "float64"
+    # NumPy's names, the same members: DataType.float32 is DataType.kFloat.
+    bool = "bool"
+    int8 = "int8"
+    uint8 = "uint8"
+    int32 = "int32"
+    int64 = "int64"
+    float16 = "float16"
+    float32 = "float32"
+    float64 = "float64"
 
     def __init__(self, value: str) -> None:
         # Plain attributes, not cached properties: every launch's checks read them (a third the cost).
