@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import ep
+import ep.ops
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.names import did_you_mean
 
@@ -101,3 +102,15 @@ def test_cli_takes_an_op_in_any_case():
 def test_data_type_has_numpys_names():
     assert ep.DataType.float32 is ep.DataType.kFloat and ep.DataType.bool is ep.DataType.kBool
     assert len(list(ep.DataType)) == 8  # aliases, not members
+
+
+def test_a_factorys_help_shows_new_and_launch():
+    doc = ep.SoftmaxFactory.__doc__
+    assert "SoftmaxFactory.New(dtype)" in doc and "Softmax.Launch(stream, rows: int, cols: int, x, y)" in doc
+    for factory in (ep.GatherFactory, ep.MatmulFactory, ep.ElementwiseUnaryFactory):
+        assert ".Launch(stream, " in factory.__doc__
+
+
+def test_unary_points_to_the_ops_function_of_that_name():
+    with pytest.raises(ValueError, match="ep.ops.softmax computes 'softmax'"):
+        ep.ops.unary("softmax", np.ones(3))

@@ -17,7 +17,15 @@ from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, same_kin
 def _primitive(op, device_type, x_dtype, attr0, attr1, dtype):
     """(primitive, result DataType, the dtype x is cast to first or None): a NumPy or PyTorch alias
     computes in its library's dtype."""
-    name, op = op, as_unary_op(op)
+    name = op
+    try:
+        op = as_unary_op(op)
+    except ValueError as error:
+        import ep.ops
+
+        if isinstance(name, str) and callable(getattr(ep.ops, name.lower(), None)):
+            raise ValueError(f"{error}; ep.ops.{name.lower()} computes {name!r}") from None
+        raise
     x_dtype = as_data_type(x_dtype, "x")
     src_dtype = alias_dtype(name, x_dtype)
     if src_dtype is None:
