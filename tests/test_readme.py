@@ -82,3 +82,11 @@ def test_bash_line_runs_alone(line, tmp_path):
     result = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert result.stdout.strip()
+
+
+def test_the_readme_lists_every_ops_function():
+    import ep.ops
+
+    sentence = README[README.index("It offers every function of `ep.ops.__all__`") :].split(",\nand reaches")[0]
+    missing = [name for name in ep.ops.__all__ if f"`{name}`" not in sentence]
+    assert not missing, f"README's list of ep.ops leaves out {missing}"
