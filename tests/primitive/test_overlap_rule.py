@@ -74,3 +74,38 @@ def test_matmul_refuses_c_sharing_a(device):
     with pytest.raises(ValueError, match="a, c: share memory"):
         matmul.Launch(stream, 2, 2, 2, 1.0, buffer[:4], b, 0.0, buffer[:4])  # exact aliasing too
     np.testing.assert_array_equal(to_numpy(buffer), host)
+
+
+def _softmax_reference(x):
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+@pytest.mark.parametrize("factory", ["SoftmaxFactory", "LogSoftmaxFactory"])
+def test_softmax_refuses_y_one_row_after_x_and_runs_in_place(device, factory):
+    softmax = ep.NewPrimitive(getattr(ep, factory), device, np.float64)
+    stream = ep.GetDevice(device).CreateStream()
+    host = np.linspace(-3, 3, 4 * 8).reshape(4, 8)
+    buffer = to_device(np.concatenate([host.ravel(), np.zeros(8)]), device)
+    # y one row after x: the rows were read after an earlier row's results overwrote them (off by 0.42, or NaN).
+    with pytest.raises(ValueError, match="x, y: share memory without being the same elements"):
+        softmax.Launch(stream, 4, 8, buffer[:32], buffer[8:40])
+    np.testing.assert_array_equal(to_numpy(buffer)[:32], host.ravel())
+    softmax.Launch(stream, 4, 8, buffer[:32], buffer[:32])
+    stream.Sync()
+    expected = _softmax_reference(host)
+    np.testing.assert_allclose(to_numpy(buffer)[:32].reshape(4, 8), expected if factory == "SoftmaxFactory" else np.log(expected), rtol=1e-12)
+
+
+def test_softmax_backward_refuses_a_shifted_dx_and_runs_in_place(device):
+    backward = ep.NewPrimitive(ep.SoftmaxBackwardFactory, device, np.float64)
+    stream = ep.GetDevice(device).CreateStream()
+    y = _softmax_reference(np.linspace(-3, 3, 16).reshape(2, 8))
+    dy = np.cos(np.arange(16.0)).reshape(2, 8)
+    expected = y * (dy - (y * dy).sum(1, keepdims=True))
+    buffer = to_device(np.concatenate([dy.ravel(), np.zeros(1)]), device)
+    with pytest.raises(ValueError, match="dy, dx: share memory without being the same elements"):
+        backward.Launch(stream, 2, 8, to_device(y.ravel(), device), buffer[:16], buffer[1:])
+    backward.Launch(stream, 2, 8, to_device(y.ravel(), device), buffer[:16], buffer[:16])
+    stream.Sync()
+    np.testing.assert_allclose(to_numpy(buffer)[:16].reshape(2, 8), expected, rtol=1e-12, atol=1e-15)

@@ -7,9 +7,9 @@ from typing import Iterator
 
 from ep.common.math.softmax import LOG_SOFTMAX, LOG_SOFTMAX_BACKWARD, SOFTMAX, SOFTMAX_BACKWARD, SoftmaxOp
 from ep.common.primitive.factory import DtypeFactory
-from ep.common.runtime.buffer import storage
+from ep.common.primitive.launch import Attr, Declared, In, Out, declare
 from ep.common.runtime.data_type import FLOATING_TYPES, DataType
-from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, count
 from ep.include.primitive.softmax import LogSoftmax, LogSoftmaxFactory, Softmax, SoftmaxFactory
 from ep.include.primitive.softmax_backward import (
@@ -44,43 +44,59 @@ def check_rows(rows: object, cols: object) -> tuple[int, int]:
     return rows, cols
 
 
-class _RowsPrimitive:
-    """Launch's checks, shared by the four primitives: every argument before any kernel runs."""
+class _RowsPrimitive(Declared):
+    """What the four primitives share: the plan of rows and cols, and the run on checked storage."""
 
     def __init__(self, device_type: DeviceType, kernels: SoftmaxKernels, dtype: DataType) -> None:
         self.device_type, self.dtype, self._kernels = device_type, dtype, kernels
-        self._stream_type = STREAM_TYPES[device_type]
 
-    def _run(self, stream, rows, cols, inputs: tuple[tuple[object, str], ...], out, out_name: str) -> None:
-        if type(stream) is not self._stream_type:
-            stream = check_stream(stream, self.device_type)
+    def plan(self, rows, cols) -> tuple[int, int, int]:
         rows, cols = check_rows(rows, cols)
-        total = rows * cols
-        flat = [storage(obj, name, self.device_type, self.dtype, total, stream=stream) for obj, name in inputs]
-        dst = storage(out, out_name, self.device_type, self.dtype, total, writable=True, stream=stream)
+        return rows, cols, rows * cols
+
+    def _run(self, stream, plan: tuple[int, int, int], a, b, dst) -> None:
+        rows, cols, total = plan
         if total:
-            a, b = flat if len(flat) == 2 else (flat[0], flat[0])
             self._kernels.launch(stream, self.dtype, rows, cols, a, b, dst)
 
 
+# The kernels read a whole row before they write it (the row's max and sum, then each element where
+# it is written): an output may be exactly an input, never a shifted view of one.
+_FORWARD = declare(
+    Attr("rows"), Attr("cols"), In("x", size="plan[2]"), Out("y", size="plan[2]", reads_first=("x",)), plan=("rows", "cols")
+)
+_BACKWARD = declare(
+    Attr("rows"), Attr("cols"), In("y", size="plan[2]"), In("dy", size="plan[2]"), Out("dx", size="plan[2]", reads_first=("y", "dy")),
+    plan=("rows", "cols"),
+)
+
+
 class SoftmaxImpl(_RowsPrimitive, Softmax):
-    def Launch(self, stream, rows: int, cols: int, x, y) -> None:
-        self._run(stream, rows, cols, ((x, "x"),), y, "y")
+    launch = _FORWARD
+
+    def run(self, stream, plan, x, y) -> None:
+        self._run(stream, plan, x, x, y)
 
 
 class LogSoftmaxImpl(_RowsPrimitive, LogSoftmax):
-    def Launch(self, stream, rows: int, cols: int, x, y) -> None:
-        self._run(stream, rows, cols, ((x, "x"),), y, "y")
+    launch = _FORWARD
+
+    def run(self, stream, plan, x, y) -> None:
+        self._run(stream, plan, x, x, y)
 
 
 class SoftmaxBackwardImpl(_RowsPrimitive, SoftmaxBackward):
-    def Launch(self, stream, rows: int, cols: int, y, dy, dx) -> None:
-        self._run(stream, rows, cols, ((y, "y"), (dy, "dy")), dx, "dx")
+    launch = _BACKWARD
+
+    def run(self, stream, plan, y, dy, dx) -> None:
+        self._run(stream, plan, y, dy, dx)
 
 
 class LogSoftmaxBackwardImpl(_RowsPrimitive, LogSoftmaxBackward):
-    def Launch(self, stream, rows: int, cols: int, y, dy, dx) -> None:
-        self._run(stream, rows, cols, ((y, "y"), (dy, "dy")), dx, "dx")
+    launch = _BACKWARD
+
+    def run(self, stream, plan, y, dy, dx) -> None:
+        self._run(stream, plan, y, dy, dx)
 
 
 class _RowsFactory(DtypeFactory):
