@@ -109,3 +109,41 @@ def test_softmax_backward_refuses_a_shifted_dx_and_runs_in_place(device):
     backward.Launch(stream, 2, 8, to_device(y.ravel(), device), buffer[:16], buffer[:16])
     stream.Sync()
     np.testing.assert_allclose(to_numpy(buffer)[:16].reshape(2, 8), expected, rtol=1e-12, atol=1e-15)
+
+
+def test_constant_pad_refuses_dst_over_src(device):
+    pad = ep.NewPrimitive(ep.ConstantPadFactory, device, np.int64)
+    stream = ep.GetDevice(device).CreateStream()
+    host = np.arange(1, 13, dtype=np.int64)
+    buffer = to_device(np.concatenate([host, np.zeros(9, np.int64)]), device)
+    # dst (4, 5) starting one element after src (3, 4): the pad wrote all pad values, silently.
+    with pytest.raises(ValueError, match="src, dst: share memory; expected separate memory"):
+        pad.Launch(stream, 2, (3, 4), buffer[:12], (0, 0), (1, 1), -1, buffer[1:])
+    with pytest.raises(ValueError, match="src, dst: share memory"):
+        pad.Launch(stream, 2, (3, 4), buffer[:12], (0, 0), (0, 0), -1, buffer[:12])  # a copy onto itself too
+    np.testing.assert_array_equal(to_numpy(buffer)[:12], host)
+
+
+def test_where_refuses_z_over_part_of_x_and_runs_in_place(device):
+    where = ep.NewPrimitive(ep.WhereFactory, device, np.bool_, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    cond = to_device(np.array([True, False] * 4), device)
+    buffer, host = _shifted(device, 8)
+    y = to_device(np.full(8, 9, np.float32), device)
+    with pytest.raises(ValueError, match="x, z: share memory without being the same elements"):
+        where.Launch(stream, 1, (8,), cond, 1, (8,), buffer[:8], 1, (8,), y, buffer[1:])
+    np.testing.assert_array_equal(to_numpy(buffer), host)
+    where.Launch(stream, 1, (8,), cond, 1, (8,), buffer[:8], 1, (8,), y, buffer[:8])
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(buffer)[:8], np.where([True, False] * 4, host[:8], 9))
+
+
+def test_one_hot_refuses_out_over_its_indices(device):
+    one_hot = ep.NewPrimitive(ep.OneHotFactory, device, np.int64, np.int64)
+    stream = ep.GetDevice(device).CreateStream()
+    host = np.array([2, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+    buffer = to_device(host, device)
+    # out overlapping the indices: every row came out at class 0, silently.
+    with pytest.raises(ValueError, match="indices, out: share memory; expected separate memory"):
+        one_hot.Launch(stream, buffer[:4], buffer[1:], 1, 0, 4, 0, 2)
+    np.testing.assert_array_equal(to_numpy(buffer), host)

@@ -14,11 +14,9 @@ from typing import Iterator, NamedTuple, Sequence
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.primitive.factory import DtypeFactory
-from ep.common.runtime.plan_cache import PlanCache
-from ep.common.runtime.buffer import storage
+from ep.common.primitive.launch import Attr, Declared, In, Out, Scalar, declare
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
-from ep.common.runtime.scalar import scalar_bits
+from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, MAX_NUM_DIMS, count as check_count, dims as check_dims, int64
 from ep.include.primitive.constant_pad import ConstantPad, ConstantPadFactory
 
@@ -95,26 +93,24 @@ class PadArgs(NamedTuple):
     prepared: object | None
 
 
-class ConstantPadImpl(ConstantPad):
+class ConstantPadImpl(Declared, ConstantPad):
+    # dst holds src's elements at other offsets: it shares no memory with src.
+    launch = declare(
+        Attr("num_dims"), Attr("src_dims"), In("src", size="plan.src_count"), Attr("padding_before"),
+        Attr("padding_after"), Scalar("pad_value", bits=True), Out("dst", size="plan.dst_count"),
+        plan=("num_dims", "src_dims", "padding_before", "padding_after"),
+    )
+
     def __init__(self, device_type: DeviceType, kernels: ConstantPadKernels, dtype: DataType) -> None:
         self.device_type = device_type
         self.dtype = dtype
         self._kernels = kernels
-        self._stream_type = STREAM_TYPES[device_type]
-        # Keyed by the caller's own arguments: a repeated launch skips every check.
-        self._plans = PlanCache(self._check)
 
-    def Launch(self, stream, num_dims, src_dims, src, padding_before, padding_after, pad_value, dst) -> None:
-        if type(stream) is not self._stream_type:
-            stream = check_stream(stream, self.device_type)
-        args = self._plans.get(num_dims, src_dims, padding_before, padding_after)
-        value = scalar_bits(pad_value, "pad_value", self.dtype)
-        src = storage(src, "src", self.device_type, self.dtype, args.src_count, stream=stream)
-        dst = storage(dst, "dst", self.device_type, self.dtype, args.dst_count, writable=True, stream=stream)
-        if args.prepared is not None:
-            self._kernels.pad(stream, args.prepared, src, dst, value)
+    def run(self, stream, plan: PadArgs, src, pad_value, dst) -> None:
+        if plan.prepared is not None:
+            self._kernels.pad(stream, plan.prepared, src, dst, pad_value)
 
-    def _check(self, num_dims, src_dims, padding_before, padding_after) -> PadArgs:
+    def plan(self, num_dims, src_dims, padding_before, padding_after) -> PadArgs:
         num_dims = check_count(num_dims, "num_dims")
         if not 1 <= num_dims <= MAX_CALLER_DIMS:
             raise ValueError(f"num_dims: {num_dims} is outside 1..{MAX_CALLER_DIMS}")

@@ -15,12 +15,10 @@ from typing import Iterator
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.fill import UNIT_DTYPES, as_units
 from ep.common.primitive.gather import GatherSizes, gather_sizes
-from ep.common.runtime.plan_cache import PlanCache
+from ep.common.primitive.launch import Attr, Declared, In, Out, Scalar, declare
 from ep.common.runtime import validate
-from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, INDEX_TYPES, DataType, as_data_type
-from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
-from ep.common.runtime.scalar import scalar_bits
+from ep.common.runtime.device import DeviceType
 from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.one_hot import OneHot, OneHotFactory
 
@@ -59,37 +57,32 @@ def one_hot_sizes(num_indices: object, lower_bound: object, upper_bound: object)
     return gather_sizes(num_indices, 1, 1, upper - lower, 1, lower, False)
 
 
-class OneHotImpl(OneHot):
+class OneHotImpl(Declared, OneHot):
     # What gather_common's deferred bounds check reads of a primitive (a gather's are the same).
     names = ("indices", "out")
     wrap = False
+    # Each index fills a row of out: out shares no memory with indices.
+    launch = declare(
+        In("indices", "self.indices_dtype", "plan[0].index_count"), Out("out", "self.out_dtype", "plan[1]"),
+        Scalar("on_value", "self.out_dtype", bits=True), Scalar("off_value", "self.out_dtype", bits=True),
+        Attr("num_indices"), Attr("lower_bound"), Attr("upper_bound"), plan=("num_indices", "lower_bound", "upper_bound"),
+    )
 
     def __init__(self, device_type: DeviceType, kernels: OneHotKernels, indices_dtype: DataType, out_dtype: DataType, check: bool) -> None:
         self.device_type = device_type
         self.indices_dtype, self.out_dtype, self.check = indices_dtype, out_dtype, check
         self._kernels = kernels
-        self._stream_type = STREAM_TYPES[device_type]
-        # Keyed by the caller's own sizes: a repeated launch skips every check and derivation.
-        self._plans = PlanCache(self._make_plan)
 
-    def _make_plan(self, num_indices, lower_bound, upper_bound) -> tuple[GatherSizes, int, object]:
+    def plan(self, num_indices, lower_bound, upper_bound) -> tuple[GatherSizes, int, object]:
         sizes = one_hot_sizes(num_indices, lower_bound, upper_bound)
         count = sizes.index_count * sizes.gather
         return sizes, count, self._kernels.plan(self.indices_dtype, self.out_dtype.itemsize, sizes, count)
 
-    def Launch(self, stream, indices, out, on_value, off_value, num_indices, lower_bound, upper_bound) -> None:
-        if type(stream) is not self._stream_type:
-            stream = check_stream(stream, self.device_type)
-        plan = self._plans.get(num_indices, lower_bound, upper_bound)
+    def run(self, stream, plan, indices, out, on_value, off_value) -> None:
         sizes, count = plan[0], plan[1]
-        on = scalar_bits(on_value, "on_value", self.out_dtype)
-        off = scalar_bits(off_value, "off_value", self.out_dtype)
-        device = self.device_type
-        indices = storage(indices, "indices", device, self.indices_dtype, sizes.index_count, stream=stream)
-        out = storage(out, "out", device, self.out_dtype, count, writable=True, stream=stream)
         if count == 0 and not (self.check and sizes.index_count):
             return
-        bad = self._kernels.run(self, plan, stream, indices, as_units(out, self.out_dtype.itemsize), on, off)
+        bad = self._kernels.run(self, plan, stream, indices, as_units(out, self.out_dtype.itemsize), on_value, off_value)
         if bad >= 0:
             value = int(indices[bad])
             raise IndexOutOfRange(self.names[0], bad, value, sizes.gather, self.expected(sizes))

@@ -16,11 +16,10 @@ from typing import Callable, Iterator
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.primitive.factory import GenericFactory
-from ep.common.runtime.plan_cache import PlanCache
+from ep.common.primitive.launch import Attr, Declared, In, Out, declare
 from ep.common.runtime import validate
-from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, DataType, INTEGER_TYPES, as_data_type
-from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.include.primitive.where import Where, WhereFactory
 
@@ -68,28 +67,28 @@ class WhereKernels(abc.ABC):
         """Every kernel, for each of COND_BYTES and DATA_BYTES; compiles nothing."""
 
 
-class WhereImpl(Where):
+class WhereImpl(Declared, Where):
+    # z[i] reads cond, x and y where it writes (an operand of z's dims has z's strides): z may be
+    # exactly one of them, never part of one.
+    launch = declare(
+        Attr("num_cond_dims"), Attr("cond_dims"), In("cond", "self.cond_dtype", "plan[0].counts[0]"),
+        Attr("num_x_dims"), Attr("x_dims"), In("x", "self.data_dtype", "plan[0].counts[1]"),
+        Attr("num_y_dims"), Attr("y_dims"), In("y", "self.data_dtype", "plan[0].counts[2]"),
+        Out("z", "self.data_dtype", "plan[0].count", reads_first=("cond", "x", "y")),
+        plan=("num_cond_dims", "cond_dims", "num_x_dims", "x_dims", "num_y_dims", "y_dims"),
+    )
+
     def __init__(self, device_type: DeviceType, kernels: WhereKernels, cond_dtype: DataType, data_dtype: DataType, max_num_dims: int) -> None:
         self.device_type = device_type
         self.cond_dtype, self.data_dtype, self.max_num_dims = cond_dtype, data_dtype, max_num_dims
         self._kernels = kernels
-        self._stream_type = STREAM_TYPES[device_type]
-        # Keyed by the caller's own (num_dims, dims): a repeated launch skips every check.
-        self._plans = PlanCache(self._plan)
 
-    def Launch(self, stream, num_cond_dims, cond_dims, cond, num_x_dims, x_dims, x, num_y_dims, y_dims, y, z) -> None:
-        if type(stream) is not self._stream_type:
-            stream = check_stream(stream, self.device_type)
-        plan, run = self._plans.get(num_cond_dims, cond_dims, num_x_dims, x_dims, num_y_dims, y_dims)
-        device, data = self.device_type, self.data_dtype
-        c = storage(cond, "cond", device, self.cond_dtype, plan.counts[0], stream=stream)
-        a = storage(x, "x", device, data, plan.counts[1], stream=stream)
-        b = storage(y, "y", device, data, plan.counts[2], stream=stream)
-        out = storage(z, "z", device, data, plan.count, writable=True, stream=stream)
+    def run(self, stream, plan: tuple[WherePlan, Callable | None], cond, x, y, z) -> None:
+        run = plan[1]
         if run is not None:
-            run(stream, c, a, b, out)
+            run(stream, cond, x, y, z)
 
-    def _plan(self, *operands: object) -> tuple[WherePlan, Callable | None]:
+    def plan(self, *operands: object) -> tuple[WherePlan, Callable | None]:
         """The plan and run of these num_dims, dims pairs, made after checking them: each num_dims
         an int within max_num_dims and the length of its dims, and the shapes broadcastable."""
         shapes = []
