@@ -147,3 +147,25 @@ def test_one_hot_refuses_out_over_its_indices(device):
     with pytest.raises(ValueError, match="indices, out: share memory; expected separate memory"):
         one_hot.Launch(stream, buffer[:4], buffer[1:], 1, 0, 4, 0, 2)
     np.testing.assert_array_equal(to_numpy(buffer), host)
+
+
+def test_add_refuses_dst_over_part_of_a_source_and_sums_in_place(device):
+    add = ep.NewPrimitive(ep.AddFactory, device, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    buffer, host = _shifted(device, 8)
+    other = to_device(np.ones(8, np.float32), device)
+    with pytest.raises(ValueError, match=r"srcs\[0\], dst: share memory without being the same elements"):
+        add.Launch(stream, [buffer[:8], other], 2, buffer[1:], 8)
+    np.testing.assert_array_equal(to_numpy(buffer), host)
+    add.Launch(stream, [buffer[:8], other], 2, buffer[:8], 8)
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(buffer)[:8], host[:8] + 1)
+
+
+def test_tensor_fill_takes_src_inside_dst_and_fill_has_one_buffer(device):
+    stream = ep.GetDevice(device).CreateStream()
+    buffer, _ = _shifted(device, 8)
+    ep.NewPrimitive(ep.TensorFillFactory, device, np.float32).Launch(stream, buffer[3:4], buffer, 9)
+    stream.Sync()
+    assert len(set(to_numpy(buffer).tolist())) == 1
+    assert [type(b).__name__ for b in type(ep.NewPrimitive(ep.FillFactory, device, np.float32)).launch.buffers] == ["Out"]

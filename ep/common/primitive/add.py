@@ -9,15 +9,14 @@ pass reads, the running sum goes to the stream's scratch instead, and to dst onl
 from __future__ import annotations
 
 import abc
-from typing import Iterator, Sequence
+from typing import Iterator
 
 from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_attrs
 from ep.common.primitive.factory import DtypeFactory
-from ep.common.runtime.buffer import storage
+from ep.common.primitive.launch import Count, Declared, Ins, Out, declare
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType
 from ep.common.runtime.overlap import overlaps
-from ep.common.runtime.validate import count as check_count
 from ep.include.primitive.add import Add, AddFactory
 from ep.include.primitive.binary_op import BinaryOp
 
@@ -41,42 +40,32 @@ class AddKernels(abc.ABC):
                 yield self.kernel(dtype, arity)
 
 
-class AddImpl(Add):
+class AddImpl(Declared, Add):
+    # The kernel reads each source's element where it writes dst's: dst may be a source, not a
+    # shifted view of one (its writes would reach elements not read yet).
+    launch = declare(Ins("srcs", number="arity"), Count("arity"), Out("dst", reads_first=("srcs",)), Count("count"), plan=("arity",))
+
     def __init__(self, device_type: DeviceType, kernels: AddKernels, dtype: DataType) -> None:
         self.device_type, self.dtype = device_type, dtype
         self._kernels = kernels
-        self._stream_type = STREAM_TYPES[device_type]
         self._attrs = binary_attrs(BinaryOp.kAdd, dtype, None, None)
 
-    def Launch(self, stream, srcs: Sequence[object], arity: int, dst, count: int) -> None:
-        if type(stream) is not self._stream_type:
-            stream = check_stream(stream, self.device_type)
-        arity = check_count(arity, "arity")
+    def plan(self, arity: int) -> int:
         if arity < 1:
             raise ValueError("arity: 0; expected at least one source")
-        if isinstance(srcs, (str, bytes)) or not hasattr(srcs, "__len__") or not hasattr(srcs, "__getitem__"):
-            raise TypeError(f"srcs: {type(srcs).__name__} is not a sequence of buffers")
-        if len(srcs) != arity:
-            raise ValueError(f"srcs: has {len(srcs)} buffers; expected arity={arity}")
-        count = check_count(count)
-        device, dtype = self.device_type, self.dtype
-        buffers = [storage(src, f"srcs[{i}]", device, dtype, count, stream=stream) for i, src in enumerate(srcs)]
-        out = storage(dst, "dst", device, dtype, count, writable=True, stream=stream)
+        return arity
+
+    def run(self, stream, arity: int, srcs: list, dst, count: int) -> None:
         if not count:
             return
-        for i, buffer in enumerate(buffers):
-            # The kernel reads each source's element where it writes dst's: dst may be a source,
-            # not a shifted view of one (its writes would reach elements not read yet).
-            if buffer is not out and overlaps(buffer, out) and overlaps(buffer[:count], out[:count], elementwise=True):
-                raise ValueError(f"srcs[{i}], dst: share memory without being the same elements; expected dst to be one of srcs or separate memory")
-        first, rest = buffers[:MAX_ARITY], buffers[MAX_ARITY:]
+        first, rest = srcs[:MAX_ARITY], srcs[MAX_ARITY:]
         # The running sum, which each later pass reads as its first source: dst, unless a later
         # pass reads dst as a source (the sum would have overwritten it by then).
-        acc = stream.temporary(count, self.dtype.storage_dtype) if any(overlaps(b, out) for b in rest) else out
+        acc = stream.temporary(count, self.dtype.storage_dtype) if any(overlaps(b, dst) for b in rest) else dst
         self._pass(stream, first, acc, count)  # acc is dst when nothing follows
         while rest:
             step, rest = [acc] + rest[: MAX_ARITY - 1], rest[MAX_ARITY - 1 :]
-            self._pass(stream, step, acc if rest else out, count)
+            self._pass(stream, step, acc if rest else dst, count)
 
     def _pass(self, stream, sources: list, out, count: int) -> None:
         padded = tuple(sources) + (sources[0],) * (MAX_ARITY - len(sources))

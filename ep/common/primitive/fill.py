@@ -16,11 +16,10 @@ import numpy as np
 from ep.common.jit import scalar_function
 from ep.common.primitive.byte_units import unit_dtype
 from ep.common.primitive.factory import DtypeFactory
-from ep.common.runtime.buffer import kept, storage
+from ep.common.primitive.launch import Count, Declared, Out, Scalar, declare
+from ep.common.runtime.buffer import kept
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
-from ep.common.runtime.scalar import scalar_bits
-from ep.common.runtime.validate import INT64_MAX, count as check_count
+from ep.common.runtime.device import DeviceType
 from ep.include.primitive.fill import Fill, FillFactory
 
 # The unsigned integer each element size is filled as (byte_units' unit of that size).
@@ -66,21 +65,16 @@ class FillKernels(abc.ABC):
             yield self.kernel(itemsize)
 
 
-class FillImpl(Fill):
+class FillImpl(Declared, Fill):
+    launch = declare(Out("dst"), Scalar("scalar", bits=True), Count("count"))
+
     def __init__(self, device_type: DeviceType, kernels: FillKernels, dtype: DataType) -> None:
         self.device_type, self.dtype = device_type, dtype
         self._kernel = kernels.kernel(dtype.itemsize)
-        self._stream_type = STREAM_TYPES[device_type]
 
-    def Launch(self, stream, dst, scalar, count: int) -> None:
-        if type(stream) is not self._stream_type:
-            stream = check_stream(stream, self.device_type)
-        if type(count) is not int or not 0 <= count <= INT64_MAX:
-            count = check_count(count)
-        bits = scalar_bits(scalar, "scalar", self.dtype)
-        dst = storage(dst, "dst", self.device_type, self.dtype, count, writable=True, stream=stream)
+    def run(self, stream, dst, scalar, count: int) -> None:
         if count:
-            self._kernel.launch(stream, count, as_units(dst, self.dtype.itemsize), bits, count)
+            self._kernel.launch(stream, count, as_units(dst, self.dtype.itemsize), scalar, count)
 
 
 class FillFactoryImpl(DtypeFactory, FillFactory):

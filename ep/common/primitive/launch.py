@@ -8,7 +8,8 @@ From the declaration (CuPy's ElementwiseKernel declares in_params and out_params
   in the primitive's dtype; each buffer's device, dtype, contiguity, size and writability
   (`storage`); and the overlap rule: an output that shares memory with an input without being
   exactly its elements is refused, unless the output declares that it reads that input's element
-  before writing it (`reads_first`), and no two outputs share memory;
+  before writing it (`reads_first`) or that it may hold the input (`holds`: a value every
+  element written takes), and no two outputs share memory;
 - `launch_trusted(stream, ...)`, the same arguments for a caller that made those checks itself
   (ep.ops): the plan and the flat storage only.
 
@@ -46,9 +47,11 @@ class In:
 
 @dataclass(frozen=True)
 class Out(In):
-    """An output buffer; reads_first names the inputs it may be exactly (elementwise in place)."""
+    """An output buffer; reads_first names the inputs it may be exactly (elementwise in place),
+    holds the inputs it may hold anywhere (a value every element written takes: TensorFill's src)."""
 
     reads_first: tuple[str, ...] = ()
+    holds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ def declare(*args, plan: tuple[str, ...] = ()) -> Declaration:
         raise ValueError(f"declare: arguments {names} with plan {plan}: names must be distinct and include the plan's")
     for arg in args:
         if isinstance(arg, Out):
-            for name in arg.reads_first:
+            for name in arg.reads_first + arg.holds:
                 if not any(isinstance(a, In) and not isinstance(a, Out) and a.name == name for a in args):
                     raise ValueError(f"declare: {arg.name} reads_first {name!r}, which is not an input")
     return Declaration(tuple(args), tuple(plan))
@@ -180,6 +183,8 @@ def _overlap_lines(declaration: Declaration) -> list[str]:
     outputs = [b for b in buffers if isinstance(b, Out)]
     for k, out in enumerate(outputs):
         for other in [b for b in buffers if not isinstance(b, Out)] + outputs[k + 1 :]:
+            if other.name in out.holds:
+                continue
             sides, loops = [], []
             for buffer in (other, out):
                 if isinstance(buffer, (Ins, Outs)):
