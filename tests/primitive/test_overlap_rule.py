@@ -169,3 +169,16 @@ def test_tensor_fill_takes_src_inside_dst_and_fill_has_one_buffer(device):
     stream.Sync()
     assert len(set(to_numpy(buffer).tolist())) == 1
     assert [type(b).__name__ for b in type(ep.NewPrimitive(ep.FillFactory, device, np.float32)).launch.buffers] == ["Out"]
+
+
+def test_binary_refuses_dst_over_part_of_an_operand_and_runs_in_place(device):
+    mul = ep.NewPrimitive(ep.BroadcastElementwiseBinaryFactory, device, ep.BinaryOp.kMul, np.float32, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    buffer, host = _shifted(device, 8)
+    other = to_device(np.full(8, 2, np.float32), device)
+    with pytest.raises(ValueError, match="src1, dst: share memory without being the same elements"):
+        mul.Launch(stream, (8,), other, (8,), buffer[:8], buffer[1:])
+    np.testing.assert_array_equal(to_numpy(buffer), host)
+    mul.Launch(stream, (8,), buffer[:8], (), 3.0, buffer[:8])  # in place, with a scalar operand
+    stream.Sync()
+    np.testing.assert_array_equal(to_numpy(buffer)[:8], host[:8] * 3)

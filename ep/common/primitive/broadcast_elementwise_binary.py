@@ -13,27 +13,20 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterator, NamedTuple
 
-import numpy as np
-
 from ep.common.math.binary_functor import binary_combinations, resolve_binary
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.primitive.factory import GenericFactory
-from ep.common.runtime.plan_cache import PlanCache
+from ep.common.primitive.launch import Attr, Declared, In, Out, declare
 from ep.common.runtime import validate
-from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
-from ep.common.runtime.scalar import SCALAR_TYPES, scalar_value
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinary, BroadcastElementwiseBinaryFactory
 
 # Kernels take strides as tuples of this length (padded with 0), so one compiled kernel serves
 # every rank.
 STRIDES_LEN = MAX_NUM_DIMS
-
-_ndarray = np.ndarray
-
 
 def padded(values: tuple[int, ...]) -> tuple[int, ...]:
     """values padded with 0 to STRIDES_LEN entries."""
@@ -122,7 +115,15 @@ class _Launch(NamedTuple):
     run: Callable[..., None] | None
 
 
-class BroadcastElementwiseBinaryImpl(BroadcastElementwiseBinary):
+class BroadcastElementwiseBinaryImpl(Declared, BroadcastElementwiseBinary):
+    # An operand of dst's size is read where dst is written, in every path: dst may be exactly it.
+    launch = declare(
+        Attr("src0_dims"), In("src0", "self.src_dtype", "plan.count0", scalar=True),
+        Attr("src1_dims"), In("src1", "self.src_dtype", "plan.count1", scalar=True),
+        Out("dst", "self.dst_dtype", "plan.count", reads_first=("src0", "src1")),
+        plan=("src0_dims", "src1_dims"),
+    )
+
     def __init__(
         self, device_type: DeviceType, kernels: BroadcastElementwiseBinaryKernels,
         op, src_dtype, dst_dtype, max_num_dims, attrs,
@@ -131,30 +132,13 @@ class BroadcastElementwiseBinaryImpl(BroadcastElementwiseBinary):
         self.op, self.src_dtype, self.dst_dtype = op, src_dtype, dst_dtype
         self.max_num_dims, self.attrs = max_num_dims, attrs
         self._kernels = kernels
-        self._stream_type = STREAM_TYPES[device_type]
-        # Keyed by the caller's dims and which operands are scalars.
-        self._launches = PlanCache(self._new_launch)
 
-    def Launch(self, stream, src0_dims, src0, src1_dims, src1, dst) -> None:
-        # Written for tiny launches, whose cost is this function: for dims seen before, one lookup,
-        # the buffer checks and the kernel call.
-        if type(stream) is not self._stream_type:
-            stream = check_stream(stream, self.device_type)
-        # A NumPy array is never a scalar: the common case skips the isinstance (is_scalar's, inline).
-        value0 = type(src0) is not _ndarray and isinstance(src0, SCALAR_TYPES)
-        value1 = type(src1) is not _ndarray and isinstance(src1, SCALAR_TYPES)
-        # Which operands are scalars, as one int (bools would make the key be built anew).
-        launch = self._launches.get(src0_dims, src1_dims, value0 + 2 * value1)
-        device, dtype = self.device_type, self.src_dtype
-        # storage's arguments by position (writable, stream): keywords cost a twentieth of a tiny launch.
-        a = scalar_value(src0, "src0", dtype) if value0 else storage(src0, "src0", device, dtype, launch.count0, False, stream)
-        b = scalar_value(src1, "src1", dtype) if value1 else storage(src1, "src1", device, dtype, launch.count1, False, stream)
-        out = storage(dst, "dst", device, self.dst_dtype, launch.count, True, stream)
-        if launch.run is not None:
+    def run(self, stream, plan: _Launch, src0, src1, dst) -> None:
+        if plan.run is not None:
             attr0, attr1 = self.attrs  # not *self.attrs: a star call costs a fifth of a tiny launch
-            launch.run(stream, a, b, out, attr0, attr1)
+            plan.run(stream, src0, src1, dst, attr0, attr1)
 
-    def _new_launch(self, src0_dims, src1_dims, scalars: int) -> _Launch:
+    def plan(self, src0_dims, src1_dims, scalars: int) -> _Launch:
         """The plan for these dims, made after checking them: within max_num_dims, a value only
         with dims (), not two values, and broadcastable. scalars: bit 0 src0 is a value, bit 1 src1."""
         value0, value1 = bool(scalars & 1), bool(scalars & 2)

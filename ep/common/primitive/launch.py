@@ -181,6 +181,12 @@ def _overlap_lines(declaration: Declaration) -> list[str]:
     lines = []
     buffers = declaration.buffers
     outputs = [b for b in buffers if isinstance(b, Out)]
+    # A NumPy array that owns its memory shares none with another such array: the common case
+    # costs no call (each buffer tested once).
+    owns = {b.name: f"{b.name}_owns" for b in buffers if not isinstance(b, (Ins, Outs))}
+    for b in buffers:
+        if b.name in owns:
+            lines.append(f"{owns[b.name]} = type({b.name}) is ndarray and {b.name}.base is None")
     for k, out in enumerate(outputs):
         for other in [b for b in buffers if not isinstance(b, Out)] + outputs[k + 1 :]:
             if other.name in out.holds:
@@ -191,12 +197,12 @@ def _overlap_lines(declaration: Declaration) -> list[str]:
                     # One buffer of the sequence at a time, its position i_<name> in its size.
                     each, position = f"{buffer.name}_i", f"i_{buffer.name}"
                     loops.append(f"for {position}, {each} in enumerate({buffer.name}):")
-                    sides.append((each, f"f'{buffer.name}[{{{position}}}]'", f"(lambda i: {buffer.size})({position})"))
+                    owned = f"(type({each}) is ndarray and {each}.base is None)"
+                    sides.append((each, f"f'{buffer.name}[{{{position}}}]'", f"(lambda i: {buffer.size})({position})", owned))
                 else:
-                    sides.append((buffer.name, repr(buffer.name), buffer.size))
-            (a, a_name, a_size), (b, b_name, b_size) = sides
-            # Two NumPy arrays that own their memory, the common case, cost no call.
-            condition = f"type({a}) is not ndarray or type({b}) is not ndarray or {a}.base is not None or {b}.base is not None or {a} is {b}"
+                    sides.append((buffer.name, repr(buffer.name), buffer.size, owns[buffer.name]))
+            (a, a_name, a_size, a_owns), (b, b_name, b_size, b_owns) = sides
+            condition = f"not ({a_owns} and {b_owns}) or {a} is {b}"
             if other.scalar:
                 condition = f"not {other.name}_is_scalar and ({condition})"
             call = f"refuse_overlap({a}, {a_size}, {b}, {b_size}, {a_name}, {b_name}, {other.name in out.reads_first})"
