@@ -134,11 +134,11 @@ def _bad_index(error: IndexOutOfRange, shape: tuple[int, ...]) -> IndexError:
 
 
 def _launch(primitive, indices_shape: tuple[int, ...], *args) -> None:
-    """primitive.Launch(*args), its bad index named in the caller's indices shape, also when a
-    CUDA stream's Sync raises it later (caller_indices)."""
+    """primitive's launch of args, which the caller checked (launch_trusted), its bad index named
+    in the caller's indices shape, also when a CUDA stream's Sync raises it later (caller_indices)."""
     token = caller_indices.set(("indices", indices_shape))
     try:
-        primitive.Launch(*args)
+        primitive.launch_trusted(*args)
     except IndexOutOfRange as error:
         raise _bad_index(error, indices_shape) from None
     finally:

@@ -56,7 +56,7 @@ def _rows(factory, name: str, arrays: tuple[tuple[object, str], ...], dim, out, 
     primitive = NewPrimitive(factory, device, dtype)
     if all(size == 1 for size in shape[dim + 1 :]):
         # The rows are consecutive already (out may be an input: each element is read before its write).
-        primitive.Launch(stream, rows, cols, *(x.reshape(count) for x in inputs), out.reshape(count))
+        primitive.launch_trusted(stream, rows, cols, *(x.reshape(count) for x in inputs), out.reshape(count))
         return out
     # dim moved last, and back.
     order = (*range(dim), *range(dim + 1, len(shape)), dim)

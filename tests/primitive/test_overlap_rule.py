@@ -182,3 +182,18 @@ def test_binary_refuses_dst_over_part_of_an_operand_and_runs_in_place(device):
     mul.Launch(stream, (8,), buffer[:8], (), 3.0, buffer[:8])  # in place, with a scalar operand
     stream.Sync()
     np.testing.assert_array_equal(to_numpy(buffer)[:8], host[:8] * 3)
+
+
+@pytest.mark.parametrize("factory", ["GatherFactory", "UnsortedSegmentSumFactory"])
+def test_indexed_primitives_refuse_out_over_an_input(device, factory):
+    stream = ep.GetDevice(device).CreateStream()
+    primitive = ep.NewPrimitive(getattr(ep, factory), device, np.int64, np.int64)
+    host = np.array([1, 0, 1, 0, 5, 6, 7, 8, 9], np.int64)
+    buffer = to_device(host, device)
+    # Two rows of 2 from a (2, 2) table at [0, 4), into out at [1, 5): over the table.
+    with pytest.raises(ValueError, match="share memory; expected separate memory"):
+        if factory == "GatherFactory":
+            primitive.Launch(stream, buffer[:2], 2, buffer[:4], 1, 2, 2, buffer[1:5])
+        else:
+            primitive.Launch(stream, buffer[:2], 2, buffer[:4], 1, 1, 2, 2, buffer[1:5])
+    np.testing.assert_array_equal(to_numpy(buffer), host)

@@ -14,10 +14,9 @@ import numpy as np
 
 from ep.common.jit import scalar_function
 from ep.common.primitive.factory import GenericFactory
-from ep.common.runtime.plan_cache import PlanCache
-from ep.common.runtime.buffer import storage
+from ep.common.primitive.launch import Attr, Declared, In, Out, declare
 from ep.common.runtime.data_type import ALL_TYPES, INDEX_TYPES, DataType, as_data_type
-from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, count as check_count, int64 as check_int64
 from ep.include.primitive.batch_gather import BatchGather, BatchGatherFactory
 from ep.include.primitive.gather import Gather, GatherFactory, IndexOutOfRange
@@ -125,9 +124,8 @@ class IndexedKernels(abc.ABC):
 
     @abc.abstractmethod
     def run(self, primitive: IndexedPrimitive, plan: tuple, stream, indices, src, dst) -> int:
-        """Check the buffers against plan, (sizes, what plan() made), with primitive.checked_buffers
-        and run it on stream: -1, or with check the position of the first bad index (then nothing
-        is written). A device that must not wait for its check (CUDA) returns -1 and has the
+        """Run plan, (sizes, what plan() made), on stream over checked flat storage: -1, or with
+        check the position of the first bad index (then nothing is written). A device that must not wait for its check (CUDA) returns -1 and has the
         stream's Sync() raise the error instead."""
 
     @abc.abstractmethod
@@ -135,12 +133,13 @@ class IndexedKernels(abc.ABC):
         """Every device kernel a run can launch, for the PTX check."""
 
 
-class IndexedPrimitive:
-    """Launch's checks, plan cache and bad-index error, for every primitive that reads rows by index.
+class IndexedPrimitive(Declared):
+    """The plan and run, and the bad-index error, of every primitive that reads rows by index.
 
     names are what the subclass's Launch calls its indices, source and destination, size_names
-    its sizes (as gather_sizes orders them); is_gather
-    says whether the source is [batch, outer, gather, inner] (a gather) or the destination is.
+    its sizes (as gather_sizes orders them); is_gather says whether the source is [batch, outer,
+    gather, inner] (a gather) or the destination is. Each writes rows of its destination from its
+    source: the destination shares memory with neither input.
     """
 
     is_gather = True
@@ -150,58 +149,47 @@ class IndexedPrimitive:
     def __init__(self, device_type: DeviceType, kernels: IndexedKernels, dtype, indices_dtype, wrap: bool, check: bool) -> None:
         self.device_type = device_type
         self.dtype, self.indices_dtype, self.wrap, self.check = dtype, indices_dtype, wrap, check
-        #: The dtype of NumPy buffers a device may use as storage without a view (None for float16,
-        #: whose storage is a uint16 view that a uint16 array must not pass for).
-        self.plain_dtype = dtype.dtype if dtype.dtype is dtype.storage_dtype else None
         self._kernels = kernels
-        self._stream_type = STREAM_TYPES[device_type]
-        # Keyed by the caller's own sizes: a repeated launch skips every check and derivation.
-        self._plans = PlanCache(self._make_plan)
 
-    def _make_plan(self, num_indices, batch, outer, gather, inner, offset) -> tuple[GatherSizes, object]:
+    def _plan(self, num_indices, batch, outer, gather, inner, offset) -> tuple[GatherSizes, object]:
         sizes = gather_sizes(num_indices, batch, outer, gather, inner, offset, self.wrap, self.size_names)
         return sizes, self._kernels.plan(self.dtype, self.indices_dtype, sizes, self.wrap, self.check)
 
-    def _launch(self, stream, indices, num_indices, src, batch, outer, gather, inner, dst, offset) -> None:
-        # Exact types skip the general checks: a tiny launch costs little more than these lines.
-        if type(stream) is not self._stream_type:
-            stream = check_stream(stream, self.device_type)
-        plan = self._plans.get(num_indices, batch, outer, gather, inner, offset)
+    def run(self, stream, plan, indices, src, dst) -> None:
         bad = self._kernels.run(self, plan, stream, indices, src, dst)
         if bad >= 0:
-            raise self._out_of_range(plan[0], indices, bad)
+            sizes = plan[0]
+            raise IndexOutOfRange(self.names[0], bad, int(indices[bad]), sizes.gather, self.expected(sizes))
 
     def expected(self, sizes: GatherSizes) -> str:
         """The index values a launch of these sizes accepts, as its IndexOutOfRange says them."""
         n = sizes.gather
         return f"{-n} <= index < {n}" if self.wrap else f"{sizes.offset} <= index < {sizes.offset + n}"
 
-    def _out_of_range(self, sizes: GatherSizes, indices, position: int) -> IndexOutOfRange:
-        name = self.names[0]
-        value = int(storage(indices, name, self.device_type, self.indices_dtype, sizes.index_count)[position])
-        return IndexOutOfRange(name, position, value, sizes.gather, self.expected(sizes))
 
-    def checked_buffers(self, sizes: GatherSizes, indices, src, dst, stream=None) -> tuple[object, object, object]:
-        """indices, src and dst as flat storage of the counts sizes need (on CUDA ordered after
-        their producers on stream); the error names a bad one."""
-        params, gathered = sizes.params_count, sizes.gathered_count
-        src_count, dst_count = (params, gathered) if self.is_gather else (gathered, params)
-        indices_name, src_name, dst_name = self.names
-        return (
-            storage(indices, indices_name, self.device_type, self.indices_dtype, sizes.index_count, stream=stream),
-            storage(src, src_name, self.device_type, self.dtype, src_count, stream=stream),
-            storage(dst, dst_name, self.device_type, self.dtype, dst_count, writable=True, stream=stream),
-        )
+_INDICES = In("indices", "self.indices_dtype", "plan[0].index_count")
+_SIZES = ("num_indices", "outer_dim_size", "gather_dim_size", "inner_dim_size")
 
 
 class GatherImpl(IndexedPrimitive, Gather):
-    def Launch(self, stream, indices, num_indices, in_, outer_dim_size, gather_dim_size, inner_dim_size, out, offset=0) -> None:
-        self._launch(stream, indices, num_indices, in_, 1, outer_dim_size, gather_dim_size, inner_dim_size, out, offset)
+    launch = declare(
+        _INDICES, Attr("num_indices"), In("in_", size="plan[0].params_count"), Attr("outer_dim_size"), Attr("gather_dim_size"),
+        Attr("inner_dim_size"), Out("out", size="plan[0].gathered_count"), Attr("offset", "0"), plan=(*_SIZES, "offset"),
+    )
+
+    def plan(self, num_indices, outer, gather, inner, offset) -> tuple[GatherSizes, object]:
+        return self._plan(num_indices, 1, outer, gather, inner, offset)
 
 
 class BatchGatherImpl(IndexedPrimitive, BatchGather):
-    def Launch(self, stream, indices, num_indices, in_, batch_dim_size, outer_dim_size, gather_dim_size, inner_dim_size, out, offset=0):
-        self._launch(stream, indices, num_indices, in_, batch_dim_size, outer_dim_size, gather_dim_size, inner_dim_size, out, offset)
+    launch = declare(
+        _INDICES, Attr("num_indices"), In("in_", size="plan[0].params_count"), Attr("batch_dim_size"), Attr("outer_dim_size"),
+        Attr("gather_dim_size"), Attr("inner_dim_size"), Out("out", size="plan[0].gathered_count"), Attr("offset", "0"),
+        plan=("num_indices", "batch_dim_size", *_SIZES[1:], "offset"),
+    )
+
+    def plan(self, num_indices, batch, outer, gather, inner, offset) -> tuple[GatherSizes, object]:
+        return self._plan(num_indices, batch, outer, gather, inner, offset)
 
 
 class _GatherFactories(GenericFactory):

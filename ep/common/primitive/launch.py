@@ -87,9 +87,11 @@ class Scalar:
 
 @dataclass(frozen=True)
 class Attr:
-    """Any other argument (dims, a permutation, an offset): the plan checks it, or run takes it."""
+    """Any other argument (dims, a permutation, an offset): the plan checks it, or run takes it;
+    default, an expression, makes it optional (Gather's offset=0)."""
 
     name: str
+    default: str | None = None
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,8 @@ def _generate(declaration: Declaration, checked: bool):
         body += _overlap_lines(declaration)
     body.append(f"return self.run(stream, {', '.join(declaration.run_args())})")
     name = "Launch" if checked else "launch_trusted"
-    source = f"def {name}(self, stream, {', '.join(names)}):\n" + "".join(f"    {line}\n" for line in body)
+    parameters = [arg.name if getattr(arg, "default", None) is None else f"{arg.name}={arg.default}" for arg in declaration.args]
+    source = f"def {name}(self, stream, {', '.join(parameters)}):\n" + "".join(f"    {line}\n" for line in body)
     scope = {
         "storage": storage, "trusted_storage": trusted_storage, "check_stream": check_stream, "check_count": check_count,
         "INT64_MAX": INT64_MAX, "ndarray": np.ndarray, "scalar_bits": scalar_bits, "scalar_value": scalar_value, "refuse_overlap": refuse_overlap,

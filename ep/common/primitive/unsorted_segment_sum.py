@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.gather import IndexedPrimitive, indexed_combinations, resolve_indexed
+from ep.common.primitive.launch import Attr, In, Out, declare
 from ep.common.runtime.data_type import DataType
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSum, UnsortedSegmentSumFactory
 
@@ -21,9 +22,15 @@ class UnsortedSegmentSumImpl(IndexedPrimitive, UnsortedSegmentSum):
     is_gather = False
     names = ("segment_ids", "data", "out")
     size_names = ("num_segment_ids", "batch_dim_size", "outer_dim_size", "num_segments", "inner_dim_size", "offset")
+    launch = declare(
+        In("segment_ids", "self.indices_dtype", "plan[0].index_count"), Attr("num_segment_ids"), In("data", size="plan[0].gathered_count"),
+        Attr("batch_dim_size"), Attr("outer_dim_size"), Attr("num_segments"), Attr("inner_dim_size"),
+        Out("out", size="plan[0].params_count"), Attr("offset", "0"),
+        plan=("num_segment_ids", "batch_dim_size", "outer_dim_size", "num_segments", "inner_dim_size", "offset"),
+    )
 
-    def Launch(self, stream, segment_ids, num_segment_ids, data, batch_dim_size, outer_dim_size, num_segments, inner_dim_size, out, offset=0):
-        self._launch(stream, segment_ids, num_segment_ids, data, batch_dim_size, outer_dim_size, num_segments, inner_dim_size, out, offset)
+    def plan(self, num_segment_ids, batch, outer, segments, inner, offset):
+        return self._plan(num_segment_ids, batch, outer, segments, inner, offset)
 
 
 class UnsortedSegmentSumFactoryImpl(GenericFactory, UnsortedSegmentSumFactory):

@@ -446,31 +446,8 @@ class CpuGatherKernels(IndexedKernels):
         sizes, plan = plan
         if plan is None:
             return -1
-        dtype = primitive.plain_dtype
-        # The common case in a few attribute reads (they are most of what a tiny launch costs):
-        # 1-d C-contiguous NumPy buffers of the primitive's dtypes and long enough. Anything else
-        # goes through storage(), which also reshapes, views float16 and names what is wrong.
-        if (
-            type(indices) is np.ndarray
-            and type(in_) is np.ndarray
-            and type(out) is np.ndarray
-            and indices.dtype is primitive.indices_dtype.dtype
-            and in_.dtype is dtype
-            and out.dtype is dtype
-            and indices.ndim == 1
-            and in_.ndim == 1
-            and out.ndim == 1
-            and indices.size >= plan.index_count
-            and in_.size >= plan.in_count
-            and out.size >= plan.out_count
-            and indices.flags.c_contiguous
-            and in_.flags.c_contiguous
-            and (out_flags := out.flags).c_contiguous
-            and out_flags.writeable
-        ):
-            buffers = indices, in_, out
-        else:
-            buffers = primitive.checked_buffers(sizes, indices, in_, out)
+        # indices, in_ and out are checked flat storage (the primitive's declared launch).
+        buffers = indices, in_, out
         return -1 if _run(plan, *buffers) else first_bad_index(buffers[0], sizes, primitive.wrap)
 
     def all_kernels(self):

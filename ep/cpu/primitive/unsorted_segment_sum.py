@@ -83,7 +83,6 @@ class CpuUnsortedSegmentSumKernels(IndexedKernels):
 
     def run(self, primitive, plan, stream, ids, data, out) -> int:
         sizes, (kernel, tasks, args, work) = plan
-        ids, data, out = primitive.checked_buffers(sizes, ids, data, out)
         if primitive.check and (bad := first_bad_index(ids, sizes, primitive.wrap)) >= 0:
             return bad
         acc_dtype = accumulator_dtype(primitive.dtype)

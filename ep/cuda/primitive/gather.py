@@ -84,7 +84,6 @@ class CudaGatherKernels(IndexedKernels):
 
     def run(self, primitive, plan, stream, indices, in_, out) -> int:
         sizes, kept = plan
-        indices, in_, out = primitive.checked_buffers(sizes, indices, in_, out, stream)
         if primitive.check:
             gather_common.check_later(primitive, stream, indices, sizes, kept)
         # A repeated launch with the same buffers finds its configured kernel and arguments kept.

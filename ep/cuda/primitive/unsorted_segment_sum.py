@@ -89,7 +89,6 @@ class CudaUnsortedSegmentSumKernels(IndexedKernels):
 
     def run(self, primitive, plan, stream, ids, data, out) -> int:
         sizes, kept = plan
-        ids, data, out = primitive.checked_buffers(sizes, ids, data, out, stream)
         if primitive.check:
             gather_common.check_later(primitive, stream, ids, sizes, kept)
         # Kept on the stream per plan: the configured kernels and the sum's arguments after the buffers.
