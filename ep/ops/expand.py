@@ -127,7 +127,7 @@ def expand(x, sizes: Sequence[int], *, out=None, stream=None):
         out = empty(shape, dtype, device, stream)
     else:
         x = unaliased(x, check_out(out, "out", shape, dtype, device), device, stream)
-    primitive.Launch(stream, x_shape, x, shape, out)
+    primitive.launch_trusted(stream, x_shape, x, shape, out)
     return out
 
 
@@ -150,7 +150,7 @@ def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None):
         out = empty(input_shape, dtype, device, stream)
     else:
         dy = unaliased(dy, check_out(out, "out", input_shape, dtype, device), device, stream)
-    primitive.Launch(stream, dy_shape, dy, input_shape, out)
+    primitive.launch_trusted(stream, dy_shape, dy, input_shape, out)
     return out
 
 
@@ -184,7 +184,7 @@ def repeat(x, sizes: Sequence[int], *, out=None, stream=None):
         dst = out if i == len(stages) - 1 else empty(grown, dtype, device, stream)
         interleaved = tuple(d for n in padded for d in (1, n))
         expanded = tuple(d for r, n in zip(step, padded) for d in (r, n))
-        primitive.Launch(stream, interleaved, src, expanded, dst)
+        primitive.launch_trusted(stream, interleaved, src, expanded, dst)
         src, padded = dst, grown
     return out
 

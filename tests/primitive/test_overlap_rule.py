@@ -197,3 +197,21 @@ def test_indexed_primitives_refuse_out_over_an_input(device, factory):
         else:
             primitive.Launch(stream, buffer[:2], 2, buffer[:4], 1, 1, 2, 2, buffer[1:5])
     np.testing.assert_array_equal(to_numpy(buffer), host)
+
+
+def test_layout_primitives_refuse_dst_over_src(device):
+    stream = ep.GetDevice(device).CreateStream()
+    host = np.arange(16, dtype=np.float32)
+    buffer = to_device(host, device)
+    message = "src, dst: share memory; expected separate memory"
+    # An in-place transpose through BroadcastElementwiseUnary read elements already written.
+    unary = ep.NewPrimitive(ep.BroadcastElementwiseUnaryFactory, device, ep.UnaryOp.kIdentity, np.float32, np.float32)
+    with pytest.raises(ValueError, match=message):
+        unary.Launch(stream, 2, (4, 4), (1, 4), buffer, 2, (4, 4), (4, 1), buffer)
+    with pytest.raises(ValueError, match=message):
+        ep.NewPrimitive(ep.PermuteFactory, device, 2).Launch(stream, np.float32, 2, (2, 4), buffer[:8], (1, 0), buffer[4:12])
+    with pytest.raises(ValueError, match=message):
+        ep.NewPrimitive(ep.ExpandFactory, device, np.float32).Launch(stream, (1, 4), buffer[:4], (3, 4), buffer[2:14])
+    with pytest.raises(ValueError, match=message):
+        ep.NewPrimitive(ep.ExpandGradFactory, device, np.float32).Launch(stream, (3, 4), buffer[:12], (1, 4), buffer[10:14])
+    np.testing.assert_array_equal(to_numpy(buffer), host)

@@ -4,10 +4,9 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from ep.common.runtime.plan_cache import PlanCache
-from ep.common.runtime.buffer import storage
+from ep.common.primitive.launch import Attr, Declared, In, Out, declare
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, dims as check_dims
 
 # Dims a caller may name before merging (NumPy's limit); what kernels index is bounded by MAX_NUM_DIMS.
@@ -29,32 +28,26 @@ def check_broadcast_dims(small: object, large: object, names: tuple[str, str]) -
     return small, large
 
 
-class BroadcastDimsPrimitive:
+class BroadcastDimsPrimitive(Declared):
     """A primitive of dtype on device_type whose Launch takes (stream, src_dims, src, dst_dims, dst).
 
     make(small, large) plans a pair of checked dims; its result has src_count and dst_count, the
-    elements each buffer must hold. names says which of (src_dims, dst_dims) is the small one.
+    elements each buffer must hold. names says which of (src_dims, dst_dims) is the small one. dst
+    holds src's elements at other offsets (or sums of them): they share no memory.
     """
+
+    launch = declare(
+        Attr("src_dims"), In("src", size="plan.src_count"), Attr("dst_dims"), Out("dst", size="plan.dst_count"),
+        plan=("src_dims", "dst_dims"),
+    )
 
     def __init__(self, device_type: DeviceType, kernels: object, dtype: DataType, make: Callable, names: tuple[str, str]) -> None:
         self.device_type = device_type
         self.dtype = dtype
         self._kernels = kernels
-        self._stream_type = STREAM_TYPES[device_type]
         self._small_is_src = names[0] == "src_dims"
-        # Keyed by the caller's (src_dims, dst_dims).
-        self._plans = PlanCache(self._make_plan)
         self._make, self._names = make, names
 
-    def _make_plan(self, src_dims, dst_dims):
+    def plan(self, src_dims, dst_dims):
         small, large = (src_dims, dst_dims) if self._small_is_src else (dst_dims, src_dims)
         return self._make(*check_broadcast_dims(small, large, self._names))
-
-    def _checked(self, stream, src_dims, src, dst_dims, dst):
-        """(plan, src storage, dst storage) once every argument is checked."""
-        if type(stream) is not self._stream_type:
-            stream = check_stream(stream, self.device_type)
-        plan = self._plans.get(src_dims, dst_dims)
-        src = storage(src, "src", self.device_type, self.dtype, plan.src_count, stream=stream)
-        dst = storage(dst, "dst", self.device_type, self.dtype, plan.dst_count, writable=True, stream=stream)
-        return plan, src, dst

@@ -16,11 +16,10 @@ from typing import Callable, Iterator, Sequence
 from ep.common.math.unary_functor import resolve_unary, unary_combinations
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryKernels
 from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.launch import Attr, Declared, In, Out, declare
 from ep.common.runtime import validate
-from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
-from ep.common.runtime.plan_cache import PlanCache
+from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.include.primitive.broadcast_elementwise_unary import BroadcastElementwiseUnary, BroadcastElementwiseUnaryFactory
 
@@ -105,21 +104,22 @@ class BroadcastElementwiseUnaryKernels(abc.ABC):
         """Every kernel a launcher can run (the flat ones are ElementwiseUnary's); compiles nothing."""
 
 
-class BroadcastElementwiseUnaryImpl(BroadcastElementwiseUnary):
+class BroadcastElementwiseUnaryImpl(Declared, BroadcastElementwiseUnary):
+    # src and dst by the memory their layouts span; dst may not share any of src's (an in-place
+    # transpose read elements already written: wrong, silently).
+    launch = declare(
+        Attr("num_src_dims"), Attr("src_dims"), Attr("src_strides"), In("src", "self.src_dtype", "plan[0].src_extent"),
+        Attr("num_dst_dims"), Attr("dst_dims"), Attr("dst_strides"), Out("dst", "self.dst_dtype", "plan[0].dst_extent"),
+        plan=("num_src_dims", "src_dims", "src_strides", "num_dst_dims", "dst_dims", "dst_strides"),
+    )
+
     def __init__(self, device_type: DeviceType, kernels: BroadcastElementwiseUnaryKernels, op, src_dtype, dst_dtype, attrs, max_num_dims: int) -> None:
         self.device_type = device_type
         self.op, self.src_dtype, self.dst_dtype, self.attrs, self.max_num_dims = op, src_dtype, dst_dtype, attrs, max_num_dims
         self._kernels = kernels
-        self._stream_type = STREAM_TYPES[device_type]
-        # Keyed by the caller's own dims and strides: a repeated launch skips every check.
-        self._plans = PlanCache(self._plan)
 
-    def Launch(self, stream, num_src_dims, src_dims, src_strides, src, num_dst_dims, dst_dims, dst_strides, dst) -> None:
-        if type(stream) is not self._stream_type:
-            stream = check_stream(stream, self.device_type)
-        plan, run = self._plans.get(num_src_dims, src_dims, src_strides, num_dst_dims, dst_dims, dst_strides)
-        src = storage(src, "src", self.device_type, self.src_dtype, plan.src_extent, stream=stream)
-        dst = storage(dst, "dst", self.device_type, self.dst_dtype, plan.dst_extent, writable=True, stream=stream)
+    def run(self, stream, plan: tuple[UnaryBroadcastPlan, Callable | None], src, dst) -> None:
+        run = plan[1]
         if run is not None:
             attr0, attr1 = self.attrs  # not *self.attrs: a star call costs a fifth of a tiny launch
             run(stream, src, dst, attr0, attr1)
@@ -135,7 +135,7 @@ class BroadcastElementwiseUnaryImpl(BroadcastElementwiseUnary):
                 raise ValueError(f"{what}: has {len(values)} entries; expected num_{name}_dims={num_dims}")
         return dims, strides
 
-    def _plan(self, num_src_dims, src_dims, src_strides, num_dst_dims, dst_dims, dst_strides) -> tuple[UnaryBroadcastPlan, Callable | None]:
+    def plan(self, num_src_dims, src_dims, src_strides, num_dst_dims, dst_dims, dst_strides) -> tuple[UnaryBroadcastPlan, Callable | None]:
         """The plan and run of these layouts, made after checking them: counts within max_num_dims,
         dims and strides of those lengths, src broadcastable to dst, dst's elements distinct."""
         src_dims, src_strides = self._layout("src", num_src_dims, src_dims, src_strides)

@@ -7,9 +7,8 @@ from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_
 from ep.common.primitive.broadcast_dims import BroadcastDimsPrimitive
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels
-from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import DataType
-from ep.common.runtime.device import DeviceType, check_stream
+from ep.common.runtime.device import DeviceType
 from ep.include.primitive.expand import Expand, ExpandFactory
 
 
@@ -25,14 +24,7 @@ class ExpandImpl(BroadcastDimsPrimitive, Expand):
         launches = {} if dst_count else None
         return CopyArgs(self.dtype, src_count, dst_count, 0, 0, dst_dims, strides, contiguous_strides(dst_dims), launches)
 
-    def Launch(self, stream, src_dims, src, dst_dims, dst) -> None:
-        # Written for tiny launches, whose cost is this function: _checked's work without its calls.
-        if type(stream) is not self._stream_type:
-            stream = check_stream(stream, self.device_type)
-        args = self._plans.get(src_dims, dst_dims)
-        device_type, dtype = self.device_type, self.dtype
-        src = storage(src, "src", device_type, dtype, args.src_count, stream=stream)
-        dst = storage(dst, "dst", device_type, dtype, args.dst_count, writable=True, stream=stream)
+    def run(self, stream, args: CopyArgs, src, dst) -> None:
         if args.launches is not None:  # None: an empty dst
             self._kernels.run(stream, args, src, dst, "dst_dims")
 

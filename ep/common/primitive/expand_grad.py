@@ -35,8 +35,7 @@ class ExpandGradImpl(BroadcastDimsPrimitive, ExpandGrad):
         # dst_dims is the one that broadcasts.
         super().__init__(device_type, kernels, dtype, _plan, ("dst_dims", "src_dims"))
 
-    def Launch(self, stream, src_dims, src, dst_dims, dst) -> None:
-        plan, src, dst = self._checked(stream, src_dims, src, dst_dims, dst)
+    def run(self, stream, plan, src, dst) -> None:
         if plan.src_count == plan.dst_count:
             # Nothing is summed: src as it is, bit for bit, as autograd passes dy through (a sum
             # from 0.0 would make -0.0 +0.0).

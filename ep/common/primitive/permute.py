@@ -18,12 +18,11 @@ from typing import Iterator, NamedTuple, Sequence
 
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
-from ep.common.runtime.plan_cache import PlanCache
 from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.launch import Attr, Declared, In, Out, declare
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels
-from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
-from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
+from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, MAX_NUM_DIMS, count as check_count, dims as check_dims, integer
 from ep.include.primitive.permute import Permute, PermuteFactory
 
@@ -121,27 +120,25 @@ class PermuteArgs(NamedTuple):
     tiled: object | None
 
 
-class PermuteImpl(Permute):
+class PermuteImpl(Declared, Permute):
+    # dst holds src's elements in another order: they share no memory.
+    launch = declare(
+        Attr("data_type"), Attr("num_dims"), Attr("src_dims"), In("src", "plan.data_type", "plan.count"), Attr("permutation"),
+        Out("dst", "plan.data_type", "plan.count"), plan=("data_type", "num_dims", "src_dims", "permutation"),
+    )
+
     def __init__(self, device_type: DeviceType, kernels: PermuteKernels, max_num_dims: int) -> None:
         self.device_type = device_type
         self.max_num_dims = max_num_dims
         self._kernels = kernels
-        self._stream_type = STREAM_TYPES[device_type]
-        # Keyed by the caller's own arguments: a repeated launch skips every check.
-        self._plans = PlanCache(self._check)
 
-    def Launch(self, stream, data_type, num_dims, src_dims, src, permutation, dst) -> None:
-        if type(stream) is not self._stream_type:
-            stream = check_stream(stream, self.device_type)
-        args = self._plans.get(data_type, num_dims, src_dims, permutation)
-        src = storage(src, "src", self.device_type, args.data_type, args.count, stream=stream)
-        dst = storage(dst, "dst", self.device_type, args.data_type, args.count, writable=True, stream=stream)
+    def run(self, stream, args: PermuteArgs, src, dst) -> None:
         if args.tiled is not None:
             self._kernels.transpose(stream, args.tiled, src, dst)
         elif args.copy is not None:  # None: nothing to move
             self._kernels.copy.run(stream, args.copy, src, dst, "src_dims")
 
-    def _check(self, data_type, num_dims, src_dims, permutation) -> PermuteArgs:
+    def plan(self, data_type, num_dims, src_dims, permutation) -> PermuteArgs:
         data_type = as_data_type(data_type, "data_type")
         num_dims = check_count(num_dims, "num_dims")
         if not 1 <= num_dims <= self.max_num_dims:
