@@ -4,6 +4,7 @@ from __future__ import annotations
 import dis
 import enum
 import hashlib
+import linecache
 import sys
 import threading
 import types
@@ -255,3 +256,16 @@ def specialize(template: Callable, name: str, **bindings: object) -> Callable:
     fn.__module__ = template.__module__
     fn.kernel_digest = digest
     return fn
+
+
+def define(source: str, name: str, globals_: dict[str, object]) -> Callable:
+    """The function name defined by source with globals_ (a generated kernel, formula or launch);
+    its source is registered with linecache (as dataclasses does), so tracebacks and Numba's error
+    messages can show it."""
+    filename = f"<ep generated {abs(hash(source)):x}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    # __name__ makes the function's __module__ ep's: kernel_digest then reads its code and globals
+    # (a function of no module it would take for a library's, digested by name alone).
+    namespace = dict(globals_, __name__=__name__)
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]

@@ -610,7 +610,7 @@ def test_one_plan_serves_buffers_of_every_alignment(cuda_device, factory):
         np.testing.assert_allclose(to_numpy(out), expected, rtol=1e-6)
     if factory == "gather":
         # One kept launch per alignment met, each moving the widest unit that alignment allows.
-        launches = primitive._plans.get(4, 1, 1, 16, 4, 0)[1].launches
+        launches = primitive._plans.get(4, 1, 16, 4, 0)[1].launches  # Gather.plan(num_indices, outer, gather, inner, offset)
         assert set(launches) == seen
         for alignment, (_, unit, _, _) in launches.items():
             assert alignment % unit == 0 and (unit == 16 or alignment % (2 * unit))

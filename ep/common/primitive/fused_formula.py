@@ -11,12 +11,11 @@ cache keys it), whatever object built it.
 """
 from __future__ import annotations
 
-import linecache
 from typing import Callable
 
 import numpy as np
 
-from ep.common.jit import scalar_function
+from ep.common.jit import define, scalar_function
 from ep.common.math.binary_functor import binary_formula
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.special import as_type
@@ -147,15 +146,3 @@ def compose_formula(outputs: tuple, dtypes: tuple[DataType, ...], device: Device
     body = "".join(f"    {line}\n" for line in unpack + writer.lines)
     source = f"def fused({parameters}):\n{body}    return ({grouped(results)},)\n"
     return scalar_function(define(source, "fused", writer.globals))
-
-
-def define(source: str, name: str, globals_: dict[str, object]) -> Callable:
-    """The function name defined by source with globals_; its source is registered with linecache
-    (as dataclasses does), so tracebacks and Numba's error messages can show it."""
-    filename = f"<ep fused {abs(hash(source)):x}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    # __name__ makes the function's __module__ ep's: kernel_digest then reads its code and globals
-    # (a function of no module it would take for a library's, digested by name alone).
-    namespace = dict(globals_, __name__=__name__)
-    exec(compile(source, filename, "exec"), namespace)
-    return namespace[name]

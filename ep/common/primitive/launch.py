@@ -15,7 +15,7 @@ From the declaration (CuPy's ElementwiseKernel declares in_params and out_params
 
 Both end in the primitive's own `run(stream, [plan,] ...)`: the arguments in declared order, the
 plan's own arguments replaced by the plan, buffers as flat storage (float16 as its uint16 words).
-`Launch.__source__` holds the generated code.
+`Launch.__source__` holds the generated code; help(Launch) shows the interface's docstring.
 """
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ep.common.jit import define
 from ep.common.runtime.buffer import storage, trusted_storage
-from ep.common.runtime.device import check_stream
+from ep.common.runtime.device import STREAM_TYPES, check_stream
 from ep.common.runtime.once import cached_property
 from ep.common.runtime.overlap import refuse_overlap
 from ep.common.runtime.plan_cache import PlanCache
@@ -57,13 +58,6 @@ class Out(In):
 @dataclass(frozen=True)
 class Ins(In):
     """A sequence of `number` input buffers; dtype and size may use `i`, the buffer's position."""
-
-    number: str = "arity"
-
-
-@dataclass(frozen=True)
-class Outs(Out):
-    """A sequence of `number` output buffers; dtype and size may use `i`."""
 
     number: str = "arity"
 
@@ -122,7 +116,7 @@ def declare(*args, plan: tuple[str, ...] = ()) -> Declaration:
         if isinstance(arg, Out):
             for name in arg.reads_first + arg.holds:
                 if not any(isinstance(a, In) and not isinstance(a, Out) and a.name == name for a in args):
-                    raise ValueError(f"declare: {arg.name} reads_first {name!r}, which is not an input")
+                    raise ValueError(f"declare: {arg.name} names {name!r} in reads_first or holds, which is not an input")
     return Declaration(tuple(args), tuple(plan))
 
 
@@ -136,8 +130,12 @@ class Declared:
         super().__init_subclass__(**kwargs)
         declaration = cls.__dict__.get("launch")
         if declaration is not None:
-            cls.Launch = _generate(declaration, checked=True)
-            cls.launch_trusted = _generate(declaration, checked=False)
+            # help(Launch) says what the interface's Launch does (ep/include/primitive).
+            interface = next((base.__dict__["Launch"] for base in cls.__mro__[1:] if "Launch" in base.__dict__), None)
+            for checked in (True, False):
+                function = _generate(declaration, checked, getattr(interface, "__doc__", None))
+                function.__module__, function.__qualname__ = cls.__module__, f"{cls.__qualname__}.{function.__name__}"
+                setattr(cls, function.__name__, function)
 
     @cached_property
     def _plans(self) -> PlanCache:
@@ -146,14 +144,12 @@ class Declared:
 
     @cached_property
     def _stream_type(self) -> type:
-        from ep.common.runtime.device import STREAM_TYPES
-
         return STREAM_TYPES[self.device_type]
 
 
 def _buffer_lines(arg: In, checked: bool) -> list[str]:
     writable = isinstance(arg, Out)
-    if isinstance(arg, (Ins, Outs)):
+    if isinstance(arg, Ins):
         lines = [
             f"if isinstance({arg.name}, (str, bytes)) or not hasattr({arg.name}, '__len__') or not hasattr({arg.name}, '__getitem__'):",
             f"    raise TypeError(f'{arg.name}: {{type({arg.name}).__name__}} is not a sequence of buffers')",
@@ -185,7 +181,7 @@ def _overlap_lines(declaration: Declaration) -> list[str]:
     outputs = [b for b in buffers if isinstance(b, Out)]
     # A NumPy array that owns its memory shares none with another such array: the common case
     # costs no call (each buffer tested once).
-    owns = {b.name: f"{b.name}_owns" for b in buffers if not isinstance(b, (Ins, Outs))}
+    owns = {b.name: f"{b.name}_owns" for b in buffers if not isinstance(b, Ins)}
     for b in buffers:
         if b.name in owns:
             lines.append(f"{owns[b.name]} = type({b.name}) is ndarray and {b.name}.base is None")
@@ -195,7 +191,7 @@ def _overlap_lines(declaration: Declaration) -> list[str]:
                 continue
             sides, loops = [], []
             for buffer in (other, out):
-                if isinstance(buffer, (Ins, Outs)):
+                if isinstance(buffer, Ins):
                     # One buffer of the sequence at a time, its position i_<name> in its size.
                     each, position = f"{buffer.name}_i", f"i_{buffer.name}"
                     loops.append(f"for {position}, {each} in enumerate({buffer.name}):")
@@ -213,8 +209,7 @@ def _overlap_lines(declaration: Declaration) -> list[str]:
     return lines
 
 
-def _generate(declaration: Declaration, checked: bool):
-    names = declaration.names
+def _generate(declaration: Declaration, checked: bool, doc: str | None):
     body = []
     if checked:
         body += [
@@ -248,13 +243,13 @@ def _generate(declaration: Declaration, checked: bool):
     source = f"def {name}(self, stream, {', '.join(parameters)}):\n" + "".join(f"    {line}\n" for line in body)
     scope = {
         "storage": storage, "trusted_storage": trusted_storage, "check_stream": check_stream, "check_count": check_count,
-        "INT64_MAX": INT64_MAX, "ndarray": np.ndarray, "scalar_bits": scalar_bits, "scalar_value": scalar_value, "refuse_overlap": refuse_overlap,
-        "SCALAR_TYPES": SCALAR_TYPES,
+        "INT64_MAX": INT64_MAX, "ndarray": np.ndarray, "scalar_bits": scalar_bits, "scalar_value": scalar_value,
+        "refuse_overlap": refuse_overlap, "SCALAR_TYPES": SCALAR_TYPES,
     }
-    exec(compile(source, f"<declared {name}>", "exec"), scope)
-    function = scope[name]
+    function = define(source, name, scope)
     function.__source__ = source
-    function.__doc__ = f"{name}(stream, {', '.join(names)})" + (
-        ": checks every argument, then runs." if checked else ": for a caller that checked every argument itself."
+    how = "Checks every argument (types, dtypes, sizes, device, stream, overlaps) first." if checked else (
+        "Launch for a caller that made Launch's checks itself (ep.ops): the plan and flat storage only."
     )
+    function.__doc__ = f"{doc.rstrip()}\n\n{how}" if doc else how
     return function

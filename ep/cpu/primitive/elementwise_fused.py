@@ -14,13 +14,13 @@ from typing import Callable, Iterator
 import numba
 import numpy as np
 
-from ep.common.jit import bound, template
+from ep.common.jit import bound, define, template
 from ep.common.math.nd_index_offset_helper import offset_to_index
 from ep.common.primitive.elementwise_fused import (
     COLUMN, FLAT, ROW, SCALAR, ElementwiseFusedFactoryImpl, ElementwiseFusedImpl, ElementwiseFusedKernels, FusedPlan,
     output_strides,
 )
-from ep.common.primitive.fused_formula import define, grouped, result
+from ep.common.primitive.fused_formula import grouped, result
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
 from ep.include.primitive.elementwise_fused import ElementwiseFusedFactory

@@ -26,14 +26,14 @@ import numba
 import numpy as np
 from numba import cuda, types
 
-from ep.common.jit import bound, template
+from ep.common.jit import bound, define, template
 from ep.common.math import fast_divmod
 from ep.common.math.fast_divmod import index_bindings, size_type
 from ep.common.math.nd_index_offset_helper import SPLIT_DIMS, boxes, split_args, split_offsets
 from ep.common.primitive.elementwise_fused import (
     FLAT, SCALAR, ElementwiseFusedFactoryImpl, ElementwiseFusedImpl, ElementwiseFusedKernels, FusedPlan, output_strides,
 )
-from ep.common.primitive.fused_formula import GROUP, children, define, grouped, result
+from ep.common.primitive.fused_formula import GROUP, children, grouped, result
 from ep.common.runtime.buffer import address
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
