@@ -27,7 +27,7 @@ from ep.common.jit import define
 from ep.common.runtime.buffer import storage, trusted_storage
 from ep.common.runtime.device import STREAM_TYPES, check_stream
 from ep.common.runtime.once import cached_property
-from ep.common.runtime.overlap import refuse_overlap
+from ep.common.runtime.overlap import owner, refuse_overlap
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import SCALAR_TYPES, scalar_bits, scalar_value
 from ep.common.runtime.validate import INT64_MAX, count as check_count
@@ -179,12 +179,12 @@ def _overlap_lines(declaration: Declaration) -> list[str]:
     lines = []
     buffers = declaration.buffers
     outputs = [b for b in buffers if isinstance(b, Out)]
-    # A NumPy array that owns its memory shares none with another such array: the common case
-    # costs no call (each buffer tested once).
-    owns = {b.name: f"{b.name}_owns" for b in buffers if not isinstance(b, Ins)}
+    # NumPy arrays of different owners share no memory: the common case costs no call (an array
+    # that owns its memory is its owner, inline; each buffer's owner is found once).
+    owners = {b.name: f"{b.name}_owner" for b in buffers if not isinstance(b, Ins)}
     for b in buffers:
-        if b.name in owns:
-            lines.append(f"{owns[b.name]} = type({b.name}) is ndarray and {b.name}.base is None")
+        if b.name in owners:
+            lines.append(f"{owners[b.name]} = {b.name} if type({b.name}) is ndarray and {b.name}.base is None else owner({b.name})")
     for k, out in enumerate(outputs):
         for other in [b for b in buffers if not isinstance(b, Out)] + outputs[k + 1 :]:
             if other.name in out.holds:
@@ -195,12 +195,11 @@ def _overlap_lines(declaration: Declaration) -> list[str]:
                     # One buffer of the sequence at a time, its position i_<name> in its size.
                     each, position = f"{buffer.name}_i", f"i_{buffer.name}"
                     loops.append(f"for {position}, {each} in enumerate({buffer.name}):")
-                    owned = f"(type({each}) is ndarray and {each}.base is None)"
-                    sides.append((each, f"f'{buffer.name}[{{{position}}}]'", f"(lambda i: {buffer.size})({position})", owned))
+                    sides.append((each, f"f'{buffer.name}[{{{position}}}]'", f"(lambda i: {buffer.size})({position})", f"owner({each})"))
                 else:
-                    sides.append((buffer.name, repr(buffer.name), buffer.size, owns[buffer.name]))
-            (a, a_name, a_size, a_owns), (b, b_name, b_size, b_owns) = sides
-            condition = f"not ({a_owns} and {b_owns}) or {a} is {b}"
+                    sides.append((buffer.name, repr(buffer.name), buffer.size, owners[buffer.name]))
+            (a, a_name, a_size, a_owner), (b, b_name, b_size, b_owner) = sides
+            condition = f"{a_owner} is None or {a_owner} is {b_owner} or {b_owner} is None"
             if other.scalar:
                 condition = f"not {other.name}_is_scalar and ({condition})"
             call = f"refuse_overlap({a}, {a_size}, {b}, {b_size}, {a_name}, {b_name}, {other.name in out.reads_first})"
@@ -244,7 +243,7 @@ def _generate(declaration: Declaration, checked: bool, doc: str | None):
     scope = {
         "storage": storage, "trusted_storage": trusted_storage, "check_stream": check_stream, "check_count": check_count,
         "INT64_MAX": INT64_MAX, "ndarray": np.ndarray, "scalar_bits": scalar_bits, "scalar_value": scalar_value,
-        "refuse_overlap": refuse_overlap, "SCALAR_TYPES": SCALAR_TYPES,
+        "refuse_overlap": refuse_overlap, "owner": owner, "SCALAR_TYPES": SCALAR_TYPES,
     }
     function = define(source, name, scope)
     function.__source__ = source

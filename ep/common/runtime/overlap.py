@@ -24,14 +24,26 @@ def overlaps(x, out, elementwise: bool = False) -> bool:
     return _device_overlap(x, out, elementwise)
 
 
+def owner(x) -> np.ndarray | None:
+    """The NumPy array that owns x's memory (x, or the base NumPy keeps for a view), or None when
+    that is not known (another library's memory, a device array)."""
+    if type(x) is not _ndarray:
+        return None
+    base = x.base
+    if base is None:
+        return x
+    return base if type(base) is _ndarray and base.base is None else None
+
+
 def refuse_overlap(x, x_size: int, out, out_size: int, x_name: str, out_name: str, elementwise: bool) -> None:
     """ValueError naming both when the first x_size elements of flat storage x share memory with
     the first out_size of out; with elementwise, x exactly out's elements is allowed (a kernel that
-    reads each element before writing it)."""
-    if type(x) is _ndarray and x.base is None and type(out) is _ndarray and out.base is None and x is not out:
-        return  # two arrays that own their memory: the common case, without a slice
-    if not x_size or not out_size:
+    reads each element before writing it). A declared launch calls it unless owner() tells two
+    NumPy arrays apart."""
+    if not x_size or not out_size or (elementwise and x is out and x_size == out_size):
         return
+    if type(x) is _ndarray and type(out) is _ndarray and not np.may_share_memory(x, out):
+        return  # the whole storages' bounds are apart: no slices needed
     if not overlaps(x[:x_size], out[:out_size], elementwise):
         return
     if elementwise:
