@@ -7,7 +7,7 @@ from typing import Sequence
 
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.plan_cache import PlanCache
-from ep.common.runtime.validate import INT64_MAX, INT64_MIN, dims, int64
+from ep.common.runtime.validate import INT64_MAX, INT64_MIN, check_sequence, dims, int64
 from ep.include.primitive.expand import ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import NewPrimitive
@@ -28,8 +28,7 @@ def _int_sizes(sizes: object, name: str) -> tuple[int, ...]:
                 break
         else:
             return tuple(sizes)
-    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
-        raise TypeError(f"{name}: {sizes!r} is not a sequence of ints")
+    check_sequence(sizes, name, "ints")
     return tuple(int64(size, f"{name}[{i}]") for i, size in enumerate(sizes))
 
 

@@ -5,7 +5,7 @@ from typing import Sequence
 
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.scalar import scalar_value
-from ep.common.runtime.validate import int64
+from ep.common.runtime.validate import check_sequence, int64
 from ep.include.primitive.constant_pad import ConstantPadFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import contiguous, device_of, output, same_kind, stream_for, unaliased
@@ -18,8 +18,7 @@ def pad_widths(shape: Sequence[int], pad: object) -> tuple[tuple[int, ...], tupl
     does not reach are not padded; a negative entry crops. ValueError naming pad when its length is
     odd or above 2 * len(shape), or when its crops (negative entries) leave a dim below zero, before any padding.
     """
-    if isinstance(pad, (str, bytes)) or not hasattr(pad, "__iter__"):
-        raise TypeError(f"pad: {pad!r} is not a sequence of ints")
+    check_sequence(pad, "pad", "ints")
     values = tuple(int64(p, f"pad[{i}]") for i, p in enumerate(pad))
     ndim = len(shape)
     if len(values) % 2:

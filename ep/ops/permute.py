@@ -5,7 +5,7 @@ from typing import Sequence
 
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.runtime.data_type import as_data_type
-from ep.common.runtime.validate import integer
+from ep.common.runtime.validate import check_sequence, integer
 from ep.include.primitive.permute import PermuteFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import contiguous, device_of, output, same_kind, stream_for, unaliased
@@ -14,8 +14,7 @@ from ep.ops.arrays import contiguous, device_of, output, same_kind, stream_for, 
 def permute_dims(ndim: int, dims: object, name: str = "dims") -> tuple[int, ...]:
     """dims (torch.permute's: one entry per dim of an ndim-d array, negative ones counted from the
     end) as non-negative dims; TypeError or ValueError naming name otherwise."""
-    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
-        raise TypeError(f"{name}: {dims!r} is not a sequence of dims")
+    check_sequence(dims, name, "dims")
     values = tuple(integer(d, f"{name}[{i}]") for i, d in enumerate(dims))
     if len(values) != ndim:
         raise ValueError(f"{name}: has {len(values)} entries for an array of {ndim} dims; expected {ndim}")

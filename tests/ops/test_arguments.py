@@ -251,3 +251,21 @@ def test_an_out_with_only_a_cuda_array_interface_is_checked_through_it(device):
         if config.ENABLE_CUDASIM:  # the simulator views no foreign memory (a GPU would write 0x10000)
             with pytest.raises(TypeError, match=r"^out: Interface is not an array of the CUDA simulator"):
                 call(Interface(False))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: ep.ops.permute(x, {2, 0, 1}),
+        lambda x: ep.ops.pad(x, {1, 0}),
+        lambda x: ep.ops.expand(x, {2, 3, 4}),
+        lambda x: ep.ops.repeat(x, {1, 2, 3}),
+        lambda x: ep.ops.full({2: 1}, 1.0),
+    ],
+    ids=["permute", "pad", "expand", "repeat", "full"],
+)
+def test_a_set_or_dict_is_no_sequence_of_dims(device, call):
+    # A set iterates in its own order: permute(x, {2, 0, 1}) returned x unpermuted, silently.
+    x = to_device(np.arange(24, dtype=np.float32).reshape(2, 3, 4), device)
+    with pytest.raises(TypeError, match="is a (set|dict), not a sequence of"):
+        call(x)

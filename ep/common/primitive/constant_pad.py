@@ -17,7 +17,7 @@ from ep.common.primitive.factory import DtypeFactory
 from ep.common.primitive.launch import Attr, Declared, In, Out, Scalar, declare
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.common.runtime.validate import INT64_MAX, MAX_NUM_DIMS, count as check_count, dims as check_dims, int64
+from ep.common.runtime.validate import INT64_MAX, MAX_NUM_DIMS, check_sequence, count as check_count, dims as check_dims, int64
 from ep.include.primitive.constant_pad import ConstantPad, ConstantPadFactory
 
 
@@ -146,8 +146,7 @@ class ConstantPadImpl(Declared, ConstantPad):
 
 def _paddings(value: object, name: str, num_dims: int) -> tuple[int, ...]:
     """value as num_dims ints in int64's range (negative ones crop)."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise TypeError(f"{name}: {value!r} is not a sequence of paddings")
+    check_sequence(value, name, "paddings")
     checked = tuple(int64(p, f"{name}[{i}]") for i, p in enumerate(value))
     if len(checked) != num_dims:
         raise ValueError(f"{name}: has {len(checked)} entries; expected num_dims = {num_dims}")

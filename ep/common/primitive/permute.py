@@ -23,7 +23,7 @@ from ep.common.primitive.launch import Attr, Declared, In, Out, declare
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
-from ep.common.runtime.validate import INT64_MAX, MAX_NUM_DIMS, count as check_count, dims as check_dims, integer
+from ep.common.runtime.validate import INT64_MAX, MAX_NUM_DIMS, check_sequence, count as check_count, dims as check_dims, integer
 from ep.include.primitive.permute import Permute, PermuteFactory
 
 
@@ -172,8 +172,7 @@ class PermuteImpl(Declared, Permute):
 def check_permutation(permutation: object, num_dims: int, name: str = "permutation") -> tuple[int, ...]:
     """permutation as a tuple of ints, a permutation of range(num_dims); TypeError or ValueError
     naming name (and the entry) otherwise."""
-    if isinstance(permutation, (str, bytes)) or not hasattr(permutation, "__iter__"):
-        raise TypeError(f"{name}: {permutation!r} is not a sequence of dims")
+    check_sequence(permutation, name, "dims")
     values = tuple(integer(p, f"{name}[{i}]") for i, p in enumerate(permutation))
     if len(values) != num_dims:
         raise ValueError(f"{name}: has {len(values)} entries; expected num_dims = {num_dims}")

@@ -42,6 +42,19 @@ def int64(value: object, name: str) -> int:
     return value
 
 
+# Collections that iterate in no order the caller chose: never a shape, dims or paddings.
+_UNORDERED = (set, frozenset, dict, type({}.keys()), type({}.values()), type({}.items()))
+
+
+def check_sequence(value: object, name: str, what: str) -> None:
+    """TypeError naming name unless value is a sequence of what: a string, a non-iterable and a
+    set or dict (whose order is not the caller's: NumPy and torch refuse them too) are not."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name}: {value!r} is not a sequence of {what}")
+    if isinstance(value, _UNORDERED):
+        raise TypeError(f"{name}: {value!r} is a {type(value).__name__}, not a sequence of {what}; expected a tuple or list")
+
+
 def dims(value: object, name: str, max_num_dims: int = MAX_NUM_DIMS) -> tuple[int, ...]:
     """value as a tuple of at most max_num_dims sizes; TypeError or ValueError naming the entry otherwise."""
     if type(value) is tuple and len(value) <= max_num_dims:
@@ -51,8 +64,7 @@ def dims(value: object, name: str, max_num_dims: int = MAX_NUM_DIMS) -> tuple[in
                 break
         else:
             return value
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise TypeError(f"{name}: {value!r} is not a sequence of sizes")
+    check_sequence(value, name, "sizes")
     checked = tuple(count(d, f"{name}[{i}]") for i, d in enumerate(value))
     if len(checked) > max_num_dims:
         raise ValueError(f"{name}: has {len(checked)} dims; expected at most {max_num_dims}")
