@@ -8,7 +8,7 @@ from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.dlpack import from_dlpack, is_dlpack
 from ep.include.primitive.add import AddFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import call_global, contiguous, device_of, output, stream_for, unaliased
+from ep.ops.arrays import call_global, contiguous, device_of, in_namespace, namespace_of, output, stream_for, unaliased
 from ep.ops.dispatch import GlobalTensor
 
 
@@ -17,9 +17,9 @@ def add_n(arrays: Sequence[object], *, out=None, stream=None, sbp=None):
     and one dtype (no broadcasting, no promotion: a TypeError or ValueError names the first that
     differs), summed in one pass (up to 8 at a time, then the running sum with the next 7) as the
     binary add op sums two: integers wrap, bools or, float16 adds in float32 within a pass.
-    Arrays may have any strides on one device (other libraries' arrays are viewed, and the result
-    is ep's: NumPy on the CPU, a numba device array on CUDA); out receives the result (it may be
-    one of arrays); stream defaults to the device's default stream. Global arrays (ep.to_global)
+    Arrays may have any strides on one device (other libraries' arrays are viewed without a copy;
+    the result has arrays[0]'s kind, as every ops function's has its first array's: torch in,
+    torch out); out receives the result (it may be one of arrays); stream defaults to the device's default stream. Global arrays (ep.to_global)
     give a global tensor, laid out by sbp when given.
     """
     if isinstance(arrays, (str, bytes)) or not hasattr(arrays, "__len__"):
@@ -28,9 +28,10 @@ def add_n(arrays: Sequence[object], *, out=None, stream=None, sbp=None):
         # same_kind takes arrays by parameter, and this one is a sequence: its items decide here.
         tensors = {f"arrays[{i}]": a for i, a in enumerate(arrays)}
         return call_global(add_n, _SIGNATURE, tensors, (arrays,), {"out": out, "stream": stream, "sbp": sbp})
-    arrays = [from_dlpack(a, f"arrays[{i}]") if is_dlpack(a) else a for i, a in enumerate(arrays)]
     if not arrays:
         raise ValueError("arrays: is empty; expected at least one array")
+    namespace = namespace_of(arrays[0]) if is_dlpack(arrays[0]) else None
+    arrays = [from_dlpack(a, f"arrays[{i}]") if is_dlpack(a) else a for i, a in enumerate(arrays)]
     first = arrays[0]
     device = device_of(first, "arrays[0]")
     shape, dtype = tuple(first.shape), as_data_type(first.dtype, "arrays[0]")
@@ -53,7 +54,7 @@ def add_n(arrays: Sequence[object], *, out=None, stream=None, sbp=None):
     # Each element is read where it is written: out may be an input, any other overlap is copied.
     sources = [unaliased(contiguous(a, device, stream, name=f"arrays[{i}]"), out, device, stream, elementwise=True) for i, a in enumerate(arrays)]
     primitive.launch_trusted(stream, sources, len(sources), out, int(first.size))
-    return out if given is None else given
+    return in_namespace(out, namespace) if given is None else given
 
 
 _SIGNATURE = inspect.signature(add_n)

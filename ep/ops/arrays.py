@@ -125,7 +125,12 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
             kwargs["out"] = from_dlpack(out, "out")
         function(*args, **kwargs)
         return out
-    result = function(*args, **kwargs)
+    return in_namespace(function(*args, **kwargs), namespace)
+
+
+def in_namespace(result, namespace: types.ModuleType | None):
+    """result (a NumPy or numba array ep made) as an array of namespace's library, without a copy;
+    as it is where namespace is None."""
     if namespace is None:
         return result
     if isinstance(result, np.ndarray):

@@ -60,3 +60,13 @@ def test_a_masked_out_is_refused_naming_out():
     with pytest.raises(TypeError, match="out: a numpy.ma.MaskedArray"):
         ep.ops.add_n([np.ones(3, np.float32)], out=out)
     np.testing.assert_array_equal(out.data, 0)
+
+
+def test_torch_in_torch_out_as_binary():
+    # add_n returned a NumPy array for torch tensors, where binary("add", t, t) returns a tensor.
+    torch = pytest.importorskip("torch")
+    t = torch.arange(3.0)
+    got = ep.ops.add_n([t, t])
+    assert type(got) is type(ep.ops.binary("add", t, t)) is torch.Tensor
+    assert torch.equal(got, t + t)
+    assert isinstance(ep.ops.add_n([np.ones(2), torch.ones(2, dtype=torch.float64)]), np.ndarray)  # arrays[0]'s kind
