@@ -41,7 +41,9 @@ def one_hot(indices, num_classes=-1, *, dtype=np.int64, on_value=1, off_value=0,
     out[..., j] is on_value where indices[...] == j, else off_value (each converted to dtype as
     np.full converts its value: an int out of range is an OverflowError, NaN to an integer a
     ValueError). indices are int32 or int64 of any shape and strides; num_classes=-1 takes the
-    largest index plus one (on CUDA that reads the indices on the host). An index outside
+    largest index plus one (on CUDA that reads the indices on the host), as PyTorch does, so one
+    large index makes a large result (2**31 - 1 gives 16 GiB a row of int64): pass num_classes
+    where the indices are not known; a result beyond the machine's memory is a MemoryError. An index outside
     [0, num_classes) is an IndexError naming its position in indices and its value (nothing is
     written; on CUDA it is raised by the stream's next Sync(), and its row holds off_value).
     out receives the result (that shape and dtype, on indices' device); stream defaults to the

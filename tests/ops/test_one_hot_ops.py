@@ -99,3 +99,13 @@ def test_out_sharing_memory_with_indices_reads_them_first():
 
 def test_help_says_the_semantics():
     assert "torch.nn.functional.one_hot" in ep.ops.one_hot.__doc__ and "IndexError" in ep.ops.one_hot.__doc__
+
+
+def test_a_result_beyond_the_machines_memory_is_refused_up_front(monkeypatch):
+    # With overcommit the allocation succeeded and writing it got the process killed.
+    from ep.common.runtime import allocator
+
+    monkeypatch.setattr(allocator, "_PHYSICAL_BYTES", 1 << 20)
+    with pytest.raises(MemoryError, match="num_classes: gives shape \\(1, 262145\\) of int32.*more than this machine's 1048576 bytes"):
+        ep.ops.one_hot(np.array([262144]), -1, dtype=np.int32)
+    assert ep.ops.one_hot(np.array([3]), -1).shape == (1, 4)

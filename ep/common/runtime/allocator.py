@@ -72,6 +72,13 @@ class _BlockCache:
                 self._held -= self._blocks.pop(0).nbytes
 
 
+# This machine's memory: a result beyond it is refused up front (with overcommit the allocation
+# succeeds, and writing it gets the process killed).
+try:
+    _PHYSICAL_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+except (AttributeError, ValueError, OSError):  # a platform without them: no bound but NumPy's
+    _PHYSICAL_BYTES = None
+
 # Results from this size on come from the cache: below it, malloc reuses freed memory itself.
 _CACHED_BYTES = 4 << 20
 _CACHE = _BlockCache(limit=512 << 20)
@@ -86,6 +93,8 @@ def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Strea
         if device.device_type is _CPU:
             host_dtype = dtype.dtype
             nbytes = math.prod(shape) * host_dtype.itemsize
+            if _PHYSICAL_BYTES is not None and nbytes > _PHYSICAL_BYTES:
+                raise MemoryError(f"{nbytes} bytes, more than this machine's {_PHYSICAL_BYTES} bytes of memory")
             if nbytes < _CACHED_BYTES:
                 return np.empty(shape, host_dtype)
             return _CACHE.array(tuple(shape), host_dtype, nbytes)
