@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ep.common.primitive.constant_pad import simplify_padding
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.scalar import scalar_value
-from ep.common.runtime.validate import check_sequence, int64
+from ep.common.runtime.validate import MAX_NUM_DIMS, check_sequence, int64
 from ep.include.primitive.constant_pad import ConstantPadFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import contiguous, device_of, output, same_kind, stream_for, unaliased
+from ep.ops.arrays import contiguous, device_of, empty, output, same_kind, stream_for, unaliased
 
 
 def pad_widths(shape: Sequence[int], pad: object) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
@@ -59,9 +60,33 @@ def pad(x, pad: Sequence[int], value=None, *, out=None, stream=None):
     x = contiguous(x, device, stream)
     out = output(out, shape, dtype, device, stream, "pad")
     x = unaliased(x, out, device, stream)
-    if x_shape:
-        primitive.launch_trusted(stream, len(x_shape), x_shape, x, before, after, value, out)
-    else:
+    if not x_shape:
         # A 0-d array: pad is empty; its one element moves as shape (1,).
         primitive.launch_trusted(stream, 1, (1,), x, (0,), (0,), value, out)
+        return out
+    stages = _stages(x_shape, before, after)
+    for i, (stage_before, stage_after) in enumerate(stages):
+        grown = tuple(n + b + a for n, b, a in zip(x_shape, stage_before, stage_after))
+        dst = out if i == len(stages) - 1 else empty(grown, dtype, device, stream)
+        primitive.launch_trusted(stream, len(x_shape), x_shape, x, stage_before, stage_after, value, dst)
+        x, x_shape = dst, grown
     return out
+
+
+def _stages(shape: tuple[int, ...], before: tuple[int, ...], after: tuple[int, ...]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The paddings of the pads that make this one, innermost dims first: one pad, or past the
+    primitive's MAX_NUM_DIMS dims after merging (torch pads any rank) as many as keep within it."""
+    stages, start = [], len(shape)
+    while start > 0:
+        # The most outer dims this stage can take on top of those inside it.
+        end, start = start, start - 1
+        while start > 0 and len(simplify_padding(shape, *_only(before, after, start - 1, end))[0]) <= MAX_NUM_DIMS:
+            start -= 1
+        stages.append(_only(before, after, start, end))
+    return stages
+
+
+def _only(before: tuple[int, ...], after: tuple[int, ...], start: int, end: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """before and after with every dim outside [start, end) unpadded."""
+    keep = range(start, end)
+    return tuple(b if d in keep else 0 for d, b in enumerate(before)), tuple(a if d in keep else 0 for d, a in enumerate(after))

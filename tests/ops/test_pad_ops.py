@@ -88,3 +88,12 @@ def test_bad_values_are_refused():
 
 def test_help_says_the_semantics():
     assert "torch.nn.functional.pad" in ep.ops.pad.__doc__ and "crops" in ep.ops.pad.__doc__
+
+
+@pytest.mark.parametrize("shape, pad", [((2,) * 9, (1, 1) * 9), ((3,) * 11, (1, -1, 2, 0) * 5 + (0, 1))], ids=["9-d", "11-d crops"])
+def test_more_dims_than_a_pad_merges_to_are_padded_in_stages(device, shape, pad):
+    # "src_dims: needs 9 dims after merging" named an argument the caller never passed; torch pads them.
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(9).standard_normal(shape).astype(np.float32)
+    expected = torch.nn.functional.pad(torch.from_numpy(x), pad, value=7.0).numpy()
+    np.testing.assert_array_equal(to_numpy(ep.ops.pad(to_device(x, device), pad, 7.0)), expected)
