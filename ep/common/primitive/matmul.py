@@ -183,23 +183,13 @@ class BroadcastMatmulImpl(_GemmPrimitive, BroadcastMatmul):
 
     def plan(self, num_a_dims, a_dims, num_b_dims, b_dims, num_c_dims, c_dims) -> GemmPlan:
         shapes = [
-            self._dims(name, num, dims)
+            validate.counted_dims(name, num, dims, self.max_num_dims)
             for name, num, dims in (("a", num_a_dims, a_dims), ("b", num_b_dims, b_dims), ("c", num_c_dims, c_dims))
         ]
         return plan_gemm(*shapes, self.trans_a, self.trans_b)
 
     def run(self, stream, plan: GemmPlan, alpha, a, b, beta, c) -> None:
         self._run(stream, plan, alpha, a, b, beta, c)
-
-    def _dims(self, name: str, num_dims: object, dims: object) -> tuple[int, ...]:
-        """dims checked: num_dims an int within max_num_dims and the length of dims."""
-        num_dims = validate.count(num_dims, f"num_{name}_dims")
-        if num_dims > self.max_num_dims:
-            raise ValueError(f"num_{name}_dims: {num_dims} is above max_num_dims={self.max_num_dims}")
-        dims = validate.dims(dims, f"{name}_dims", self.max_num_dims)
-        if len(dims) != num_dims:
-            raise ValueError(f"{name}_dims: has {len(dims)} dims; expected num_{name}_dims={num_dims}")
-        return dims
 
 
 class _GemmFactory(GenericFactory):

@@ -91,15 +91,10 @@ class WhereImpl(Declared, Where):
     def plan(self, *operands: object) -> tuple[WherePlan, Callable | None]:
         """The plan and run of these num_dims, dims pairs, made after checking them: each num_dims
         an int within max_num_dims and the length of its dims, and the shapes broadcastable."""
-        shapes = []
-        for name, num_dims, dims in zip(_OPERANDS, operands[::2], operands[1::2]):
-            num_dims = validate.count(num_dims, f"num_{name}_dims")
-            if num_dims > self.max_num_dims:
-                raise ValueError(f"num_{name}_dims: {num_dims} is above max_num_dims={self.max_num_dims}")
-            dims = validate.dims(dims, f"{name}_dims", self.max_num_dims)
-            if len(dims) != num_dims:
-                raise ValueError(f"{name}_dims: has {len(dims)} dims; expected num_{name}_dims={num_dims}")
-            shapes.append(dims)
+        shapes = [
+            validate.counted_dims(name, num_dims, dims, self.max_num_dims)
+            for name, num_dims, dims in zip(_OPERANDS, operands[::2], operands[1::2])
+        ]
         broadcast_shape(broadcast_shape(shapes[0], shapes[1], ("cond_dims", "x_dims")), shapes[2], ("the broadcast of cond_dims and x_dims", "y_dims"))
         plan = plan_where(*shapes)
         run = self._kernels.launcher(self.cond_dtype.itemsize, self.data_dtype.itemsize, plan) if plan.count else None

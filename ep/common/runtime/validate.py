@@ -34,6 +34,18 @@ def count(value: object, name: str = "count") -> int:
     return value
 
 
+def counted_dims(name: str, num_dims: object, dims_: object, max_num_dims: int) -> tuple[int, ...]:
+    """OneFlow's (num_<name>_dims, <name>_dims) pair checked: num_dims a count within max_num_dims
+    and the length of dims; TypeError or ValueError naming the one that is wrong."""
+    num_dims = count(num_dims, f"num_{name}_dims")
+    if num_dims > max_num_dims:
+        raise ValueError(f"num_{name}_dims: {num_dims} is above max_num_dims={max_num_dims}")
+    checked = dims(dims_, f"{name}_dims", max_num_dims)
+    if len(checked) != num_dims:
+        raise ValueError(f"{name}_dims: has {len(checked)} dims; expected num_{name}_dims={num_dims}")
+    return checked
+
+
 def int64(value: object, name: str) -> int:
     """An integer in int64's range (an offset)."""
     value = integer(value, name)
