@@ -93,7 +93,8 @@ def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Strea
         if device.device_type is _CPU:
             host_dtype = dtype.dtype
             nbytes = math.prod(shape) * host_dtype.itemsize
-            if _PHYSICAL_BYTES is not None and nbytes > _PHYSICAL_BYTES:
+            # Past int64 NumPy's own ValueError says no array can have the shape.
+            if _PHYSICAL_BYTES is not None and _PHYSICAL_BYTES < nbytes < 1 << 63:
                 raise MemoryError(f"{nbytes} bytes, more than this machine's {_PHYSICAL_BYTES} bytes of memory")
             if nbytes < _CACHED_BYTES:
                 return np.empty(shape, host_dtype)
