@@ -7,7 +7,6 @@ import pytest
 pytest.importorskip("expecttest")  # torch's OpInfo database needs it (the test extra has it)
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
 from ep.testing import to_device, to_numpy  # noqa: E402
 from opinfo import DTYPES, Tally, mapped_opinfos, run_opinfo  # noqa: E402
