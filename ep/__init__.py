@@ -15,9 +15,9 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     # ep.ops imports Numba; loading it on first use keeps `import ep` light.
     if name == "ops":
-        import importlib
+        import ep.ops
 
-        return importlib.import_module("ep.ops")
+        return ep.ops
     if name == "fuse":
         from ep.ops.fuse import fuse
 
@@ -33,9 +33,17 @@ __all__ = sorted(
     + ["cache_clear", "cache_info", "from_dlpack", "fuse", "ops"]
 )
 
-# SBP signatures and placements (light: the op rules load on first use).
+# SBP signatures and placements (light: the op declarations load on first use).
 from ep import sbp  # noqa: E402
 from ep.sbp.placement import placement  # noqa: E402
+
+
+def _declare_ops() -> None:
+    """ep.ops declares every op to ep.sbp as it loads (ep.sbp imports nothing of ep.ops)."""
+    import ep.ops  # noqa: F401
+
+
+sbp.signature.set_loader(_declare_ops)
 
 __all__ += ["placement", "sbp"]
 

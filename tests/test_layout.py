@@ -31,7 +31,8 @@ ALLOWED = {
     "common/runtime": ("ep.common.runtime",),
     "common/math": ("ep.common.runtime", "ep.common.jit", "ep.common.math", "ep.include.primitive.unary_op", "ep.include.primitive.binary_op"),
     "include": ("ep.common.runtime", "ep.include"),
-    # The global view sits below the ops: each op's SBP rules are the ops' (ep/ops/*_sbp.py).
+    # The global view sits below the ops: each op is declared beside it (ep/ops/*_rules.py) and
+    # handed to ep.sbp, which imports nothing of ep.ops.
     "sbp": ("ep.common", "ep.include", "ep.sbp"),
 }
 
@@ -43,6 +44,40 @@ def test_lower_layers_do_not_import_higher_ones(layer):
         for name in _imports(path):
             if name == "ep" or name.startswith("ep."):
                 assert name.startswith(ALLOWED[layer]), f"{path.relative_to(ROOT)} imports {name}"
+
+
+# The registry loads the device modules by name (NewPrimitive's providers), and the bench its peer
+# libraries; nothing else names a module to importlib or __import__ (where the imports above would
+# not see an ep module) other than as a string naming no ep module.
+BY_NAME = ("include/primitive/primitive.py", "include/primitive/__init__.py", "bench/peers.py")
+
+
+def _imports_by_name(path: pathlib.Path) -> list[str]:
+    """The module arguments of importlib.import_module(...) and __import__(...) calls in path: a
+    string, or "<computed>" for any other expression (which may name any module)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        fn = node.func
+        name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else None
+        if name in ("import_module", "__import__"):
+            arg = node.args[0]
+            found.append(arg.value if isinstance(arg, ast.Constant) else "<computed>")
+    return found
+
+
+def test_no_ep_module_is_imported_by_name_outside_the_registry():
+    bad = {
+        str(path.relative_to(ROOT)): names
+        for path in sorted(ROOT.rglob("*.py"))
+        if str(path.relative_to(ROOT)) not in BY_NAME
+        for names in [[n for n in _imports_by_name(path) if n in ("ep", "<computed>") or n.startswith("ep.")]]
+        if names
+    }
+    assert not bad, f"importlib/__import__ of ep modules outside the registry: {bad}"
+    # The check sees such a call.
+    assert _imports_by_name(ROOT / "include" / "primitive" / "__init__.py")
 
 
 def test_every_module_says_what_it_holds():

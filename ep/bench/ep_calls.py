@@ -4,7 +4,6 @@ once, then Launch), each with a fresh result and with a preallocated out=; for a
 that does not exist yet is reported, not fatal."""
 from __future__ import annotations
 
-import importlib
 import math
 from typing import Callable
 
@@ -26,10 +25,10 @@ class Unavailable(Exception):
 
 def _ops_function(name: str) -> Callable:
     try:
-        ops = importlib.import_module("ep.ops")
+        import ep.ops
     except ImportError as error:
         raise Unavailable(f"ep.ops does not import: {error}") from None
-    fn = getattr(ops, name, None)
+    fn = getattr(ep.ops, name, None)
     if fn is None:
         raise Unavailable(f"ep.ops.{name} does not exist")
     return fn

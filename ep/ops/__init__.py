@@ -22,8 +22,8 @@ from ep.ops.where import where
 
 # Each family's SBP rules, beside its ops: they register with ep.sbp as they load.
 from ep.ops import (  # noqa: E402, F401  (imported for their registration)
-    add_n_sbp, elementwise_sbp, expand_sbp, full_sbp, fuse_sbp, gather_sbp, layout_sbp, matmul_sbp, one_hot_sbp,
-    softmax_sbp, where_sbp,
+    add_n_rules, elementwise_rules, expand_rules, full_rules, fuse_rules, gather_rules, layout_rules, matmul_rules, one_hot_rules,
+    softmax_rules, where_rules,
 )
 
 __all__ = ["add_n", "binary", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where"]

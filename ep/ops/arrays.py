@@ -18,8 +18,8 @@ from ep.common.runtime.overlap import overlaps
 from ep.common.runtime.scalar import is_scalar
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.dispatch import GlobalTensor, global_call
-from ep.sbp.global_tensor import run_agreed
+from ep.sbp import global_ops
+from ep.sbp.global_tensor import GlobalTensor
 
 
 _CPU_TYPE = DeviceType.kCPU
@@ -45,7 +45,7 @@ def same_kind(*names: str):
     that library's from_dlpack (its asarray for CUDA memory), again without a copy; a NumPy or
     numba array there gives the result as before. The other arrays may be of any kind on the same
     device. An out= of any kind receives the result and is returned as it was given. A global
-    tensor among names, or sbp=, hands the call to dispatch.global_call (ep.sbp.global_ops).
+    tensor among names, or sbp=, hands the call to call_global (ep.sbp.global_ops).
     """
 
     def decorate(function):
@@ -98,7 +98,7 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
         for name, position in positions if position < len(args) or name in kwargs
     }
     if any(type(t) is GlobalTensor for t in tensors.values()) or kwargs.get("sbp") is not None:
-        return call_global(function, signature, tensors, args, kwargs)
+        return call_global(function, signature, args, kwargs)
     kwargs.pop("sbp", None)
     for value in (*args, *kwargs.values()):
         cls = type(value)
@@ -140,15 +140,10 @@ def in_namespace(result, namespace: types.ModuleType | None):
     return namespace.asarray(result)  # numba's device arrays offer __cuda_array_interface__, not DLPack
 
 
-def call_global(function, signature: inspect.Signature, tensors: dict[str, object], args: tuple, kwargs: dict):
-    """The ops function's call on global tensors (tensors: its arrays by name) or with sbp=, handed
-    to dispatch.global_call."""
-    if any(type(t) is GlobalTensor for t in tensors.values()):
-        # A collective call: every rank's arguments agree first (out=, stream= too), so ranks that
-        # call it differently all raise one error, none waiting on the others.
-        name = function.__name__
-        return run_agreed(f"ep.ops.{name}", signature, args, kwargs, lambda: global_call(name, tensors, args, kwargs))
-    return global_call(function.__name__, tensors, args, kwargs)
+def call_global(function, signature: inspect.Signature, args: tuple, kwargs: dict):
+    """The ops function's call on global tensors or with sbp=: ep.sbp.global_ops.call, the one
+    global path (its op declared beside it, in ep/ops/<family>_rules.py)."""
+    return global_ops.call(function.__name__, signature, args, kwargs)
 
 
 def namespace_of(array) -> types.ModuleType | None:

@@ -113,6 +113,8 @@ def _rule(op, attr0, attr1, device_a, dtype_a, shape_a, device_b, dtype_b, shape
 # Keyed by the caller's own arguments and the operands' kinds, so a repeated call skips every
 # normalization, whatever its scalar's value.
 _RULES = PlanCache(_rule)
+# binary's rule on metadata (a _Rule), also a global call's (elementwise_rules).
+binary_rule = _RULES.get
 
 
 @same_kind("a", "b")

@@ -110,6 +110,8 @@ def _expand_op(device, x_dtype, x_shape: tuple[int, ...], sizes) -> tuple:
 
 # Keyed by the caller's own arguments: a repeated call skips every check and derivation.
 _EXPAND_OPS = PlanCache(_expand_op)
+# expand's rule on metadata, (DataType, primitive, result shape), also a global call's.
+expand_rule = _EXPAND_OPS.get
 
 
 @same_kind("x")
@@ -130,19 +132,25 @@ def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     return out
 
 
+def expand_grad_op(device, dy_dtype) -> tuple:
+    """(DataType, the ExpandGrad) of an expand_grad of dy_dtype."""
+    dtype = as_data_type(dy_dtype, "dy")
+    primitive = NewPrimitive(ExpandGradFactory, device, dtype)
+    if primitive is None:
+        raise TypeError(f"dy: expand_grad does not support dtype {dtype.value}")
+    return dtype, primitive
+
+
 @same_kind("dy")
 def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None):
     """The gradient of expand for an input of input_shape: dy summed over every dim expand broadcast
     (a global dy: a global tensor, laid out by sbp when given)."""
     device = device_of(dy, "dy")
-    dtype = as_data_type(dy.dtype, "dy")
+    dtype, primitive = expand_grad_op(device, dy.dtype)
     input_shape = dims(input_shape, "input_shape", sys.maxsize)
     dy_shape = tuple(dy.shape)
     # dy must be a shape expand can produce from input_shape.
     expand_shape(input_shape, dy_shape, "dy.shape")
-    primitive = NewPrimitive(ExpandGradFactory, device, dtype)
-    if primitive is None:
-        raise TypeError(f"dy: expand_grad does not support dtype {dtype.value}")
     stream = stream_for(device, stream)
     dy = contiguous(dy, device, stream, name="dy")
     if out is None:
@@ -165,10 +173,8 @@ def repeat(x, sizes: Sequence[int], *, out=None, stream=None):
     A global x (ep.to_global) gives a global tensor, laid out by sbp when given.
     """
     device = device_of(x, "x")
-    dtype = as_data_type(x.dtype, "x")
+    dtype, padded, sizes, shape = repeat_rule(x.dtype, x.shape, sizes)
     primitive = NewPrimitive(ExpandFactory, device, dtype)
-    padded, sizes, shape = repeat_shape(x.shape, sizes)
-    _allocatable(shape, dtype, "sizes")
     stream = stream_for(device, stream)
     out = output(out, shape, dtype, device, stream)
     if math.prod(shape) == 0:
@@ -186,6 +192,13 @@ def repeat(x, sizes: Sequence[int], *, out=None, stream=None):
         primitive.launch_trusted(stream, interleaved, src, expanded, dst)
         src, padded = dst, grown
     return out
+
+
+def repeat_rule(x_dtype, x_shape: tuple[int, ...], sizes) -> tuple:
+    """(DataType, x's shape padded to len(sizes), sizes, the result shape) of a repeat."""
+    dtype = as_data_type(x_dtype, "x")
+    padded, sizes, shape = repeat_shape(x_shape, sizes)
+    return dtype, padded, sizes, _allocatable(shape, dtype, "sizes")
 
 
 # Repeated dims one Expand takes: its dims after merging alternate runs of x's dims and repeats,

@@ -9,7 +9,7 @@ compiles nothing new unless its broadcast pattern (which arguments are read alon
 innermost dim) is new. The call takes what ep.ops functions take: NumPy, PyTorch, CuPy and numba
 arrays, Python and NumPy scalars (NEP 50), NumPy broadcasting, any strides (a non-contiguous array
 is copied first, as ep.ops do), out= (an array or a tuple), stream=. Global tensors go to
-ep.sbp.global_ops.fuse (the expression's SBP rule: ep.ops.fuse_sbp).
+ep.sbp.global_ops.call (the expression's declaration: ep.ops.fuse_rules).
 """
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
 from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedFactory, Input, Scalar
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, namespace_of, stream_for, unaliased
-from ep.ops.dispatch import GlobalTensor, global_call
-from ep.sbp.global_tensor import run_agreed
+from ep.sbp import global_ops
+from ep.sbp.global_tensor import GlobalTensor
 from ep.ops.trace import ScalarSlot, Traced, TracedScalar, Tracer
 
 # Traces kept per fused function (argument dtypes and kinds, device); a program cycling through
@@ -96,11 +96,8 @@ class Fused:
     def __call__(self, *args, out=None, stream=None):
         for arg in args:
             if type(arg) is GlobalTensor:
-                # As same_kind hands ep.ops calls on: once every rank agreed on the arguments.
-                tensors = {self._name(p): arg for p, arg in enumerate(args) if not is_scalar(arg)}
-                kwargs = {"out": out, "stream": stream}
-                call = lambda: global_call("fuse", tensors, (self, *args), kwargs)  # noqa: E731
-                return run_agreed("ep.fuse", _CALL, (self, *args), kwargs, call)
+                # The one global path (the expression's declaration: ep/ops/fuse_rules.py).
+                return global_ops.call("fuse", _CALL, (self, *args), {"out": out, "stream": stream}, label="ep.fuse")
         # Each argument's value, its _kind and its shape (None for a scalar); NumPy arrays first,
         # with the fewest calls: a small fused call is mostly this loop and the launch's checks.
         values, key, arg_shapes, namespace, device = [], [], [], None, None

@@ -91,6 +91,15 @@ def _indices_dtype(dtype) -> DataType:
     return found
 
 
+def gather_grad_dtypes(dy_dtype, indices_dtype) -> tuple[DataType, DataType]:
+    """(dy's DataType, the indices') of a gather_grad, each checked."""
+    dtype = as_data_type(dy_dtype, "dy")
+    if dtype not in SUM_TYPES:
+        names = ", ".join(d.value for d in SUM_TYPES)
+        raise TypeError(f"dy: dtype {dtype.value} is not supported by gather_grad; expected one of {names}")
+    return dtype, _indices_dtype(indices_dtype)
+
+
 def _same_device(params, indices, params_name: str) -> Device:
     device = device_of(params, params_name)
     other = device_of(indices, "indices")
@@ -126,6 +135,8 @@ def _index_options(check_bounds: object, offset: object) -> tuple[bool, bool, in
 
 # Keyed by the caller's own arguments: a repeated call skips every lookup, check and derivation.
 _GATHER_OPS = PlanCache(_gather_op)
+# gather's rule on metadata, (params DataType, GatherShape, primitive, offset), also a global call's.
+gather_rule = _GATHER_OPS.get
 
 
 def _bad_index(error: IndexOutOfRange, shape: tuple[int, ...]) -> IndexError:
@@ -202,11 +213,7 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
     stream = stream_for(device, stream)
     dy = contiguous(dy, device, stream, name="dy")
     indices = contiguous(indices, device, stream, name="indices")
-    dtype = as_data_type(dy.dtype, "dy")
-    if dtype not in SUM_TYPES:
-        names = ", ".join(d.value for d in SUM_TYPES)
-        raise TypeError(f"dy: dtype {dtype.value} is not supported by gather_grad; expected one of {names}")
-    indices_dtype = _indices_dtype(indices.dtype)
+    dtype, indices_dtype = gather_grad_dtypes(dy.dtype, indices.dtype)
     params_shape = dims(params_shape, "params_shape", sys.maxsize)
     shape = gather_shape(params_shape, indices_shape, axis, batch_dims)
     if dy_shape != shape.shape:

@@ -40,6 +40,17 @@ def matmul_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> tuple[in
     return batch + (a2[-2:-1] if len(a_shape) > 1 else ()) + (b2[-1:] if len(b_shape) > 1 else ())
 
 
+def matmul_dtype(a, b) -> DataType:
+    """The DataType a and b (arrays, or anything with a dtype) multiply in: their promotion, a float."""
+    dtype = as_data_type(result_dtype(a, b), "a, b")
+    if dtype not in _TYPES:
+        raise TypeError(
+            f"a, b: dtypes {np.dtype(a.dtype)} and {np.dtype(b.dtype)} multiply in {dtype.value}; "
+            "expected float16, float32 or float64 (cast them first)"
+        )
+    return dtype
+
+
 @same_kind("a", "b")
 def matmul(a, b, *, out=None, stream=None):
     """The matrix product of a and b: np.matmul's and torch.matmul's semantics.
@@ -61,12 +72,7 @@ def matmul(a, b, *, out=None, stream=None):
     other = device_of(b, "b")
     if other.device_type is not device.device_type:
         raise TypeError(f"b: is on {other.device_type.value}, a on {device.device_type.value}; expected one device")
-    dtype = as_data_type(result_dtype(a, b), "a, b")
-    if dtype not in _TYPES:
-        raise TypeError(
-            f"a, b: dtypes {np.dtype(a.dtype)} and {np.dtype(b.dtype)} multiply in {dtype.value}; "
-            "expected float16, float32 or float64 (cast them first)"
-        )
+    dtype = matmul_dtype(a, b)
     shape = matmul_shape(a.shape, b.shape)
     stream = stream_for(device, stream)
     if out is not None:

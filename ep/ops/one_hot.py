@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ep.common.runtime.data_type import INDEX_TYPES, as_data_type
+from ep.common.runtime.data_type import INDEX_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import integer
 from ep.include.primitive.one_hot import OneHotFactory
@@ -33,6 +33,13 @@ def one_hot_classes(indices, num_classes: object, device) -> int:
     return max(int(host.max()) + 1, 0)
 
 
+def one_hot_dtype(indices_dtype, dtype) -> DataType:
+    """The result's DataType (dtype), after checking the indices' dtype is an index type."""
+    if np.dtype(indices_dtype) not in _INDEX_DTYPES:
+        raise TypeError(f"indices: dtype {np.dtype(indices_dtype)} is not an index type; expected int32 or int64")
+    return as_data_type(dtype, "dtype")
+
+
 @same_kind("indices")
 def one_hot(indices, num_classes=-1, *, dtype=np.int64, on_value=1, off_value=0, out=None, stream=None):
     """torch.nn.functional.one_hot(indices, num_classes), with tf.one_hot's on_value and off_value.
@@ -50,9 +57,7 @@ def one_hot(indices, num_classes=-1, *, dtype=np.int64, on_value=1, off_value=0,
     device's default stream. Global indices give a global tensor (num_classes must be given).
     """
     device = device_of(indices, "indices")
-    if np.dtype(indices.dtype) not in _INDEX_DTYPES:
-        raise TypeError(f"indices: dtype {np.dtype(indices.dtype)} is not an index type; expected int32 or int64")
-    dtype = as_data_type(dtype, "dtype")
+    dtype = one_hot_dtype(indices.dtype, dtype)
     stream = stream_for(device, stream)
     shape = tuple(indices.shape)
     indices = contiguous(indices, device, stream, name="indices")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ep.common.runtime.data_type import FLOATING_TYPES, as_data_type
+from ep.common.runtime.data_type import FLOATING_TYPES, DataType, as_data_type
 from ep.common.runtime.validate import integer
 from ep.include.primitive.permute import PermuteFactory
 from ep.include.primitive.primitive import NewPrimitive
@@ -27,15 +27,13 @@ def softmax_dim(ndim: int, dim: object, name: str = "dim") -> int:
     return dim % size
 
 
-def _rows(factory, name: str, arrays: tuple[tuple[object, str], ...], dim, out, stream):
-    """The factory's op over dim of arrays (the same shape and dtype), as a new array or out."""
+def rows_dtype(name: str, arrays: tuple[tuple[object, str], ...]) -> DataType:
+    """The DataType of op name over arrays (anything with a shape and dtype, by name): one shape
+    and one float dtype."""
     first, first_name = arrays[0]
-    device = device_of(first, first_name)
     dtype = as_data_type(first.dtype, first_name)
     shape = tuple(first.shape)
     for array, array_name in arrays[1:]:
-        if device_of(array, array_name) != device:
-            raise TypeError(f"{array_name}: is on another device than {first_name}; expected both on {device}")
         if tuple(array.shape) != shape or as_data_type(array.dtype, array_name) is not dtype:
             raise ValueError(
                 f"{array_name}: has shape {tuple(array.shape)} and dtype {array.dtype}; expected {first_name}'s,"
@@ -43,6 +41,18 @@ def _rows(factory, name: str, arrays: tuple[tuple[object, str], ...], dim, out, 
             )
     if dtype not in FLOATING_TYPES:
         raise TypeError(f"{first_name}: {name} takes float16, float32 or float64; got {dtype.value}")
+    return dtype
+
+
+def _rows(factory, name: str, arrays: tuple[tuple[object, str], ...], dim, out, stream):
+    """The factory's op over dim of arrays (the same shape and dtype), as a new array or out."""
+    first, first_name = arrays[0]
+    device = device_of(first, first_name)
+    for array, array_name in arrays[1:]:
+        if device_of(array, array_name) != device:
+            raise TypeError(f"{array_name}: is on another device than {first_name}; expected both on {device}")
+    dtype = rows_dtype(name, arrays)
+    shape = tuple(first.shape)
     dim = softmax_dim(len(shape), dim)
     stream = stream_for(device, stream)
     out = empty(shape, dtype, device, stream) if out is None else check_out(out, "out", shape, dtype, device)

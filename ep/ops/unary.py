@@ -43,6 +43,8 @@ def _primitive(op, device_type, x_dtype, attr0, attr1, dtype):
 # Keyed by the caller's own arguments: a repeated call skips every normalization. Names and small
 # attributes: looked up as given (by_name).
 _PRIMITIVES = PlanCache(_primitive, by_name=True)
+# unary's rule on metadata, (primitive, result DataType, cast), also a global call's (elementwise_rules).
+unary_rule = _PRIMITIVES.get
 
 
 @same_kind("x")

@@ -14,6 +14,15 @@ from ep.ops.full import full
 from ep.ops.unary import unary
 
 
+def where_dtype(condition, x, y) -> DataType:
+    """The result's DataType, x's and y's promotion (arrays, or anything with a shape and dtype,
+    and scalars), after checking condition is bool."""
+    if (np.dtype(type(condition)) if is_scalar(condition) else np.dtype(condition.dtype)) != np.bool_:
+        got = type(condition).__name__ if is_scalar(condition) else f"dtype {np.dtype(condition.dtype).name}"
+        raise TypeError(f"condition: has {got}; expected bool (compare it first, e.g. condition != 0)")
+    return as_data_type(result_dtype(x, y), "x, y")
+
+
 @same_kind("condition", "x", "y")
 def where(condition, x, y, *, out=None, stream=None):
     """x where condition is True, else y: np.where(condition, x, y) and torch.where's semantics.
@@ -33,10 +42,7 @@ def where(condition, x, y, *, out=None, stream=None):
         if other.device_type is not device.device_type:
             first = next(iter(devices))
             raise TypeError(f"{name}: is on {other.device_type.value}, {first} on {device.device_type.value}; expected one device")
-    if (np.dtype(type(condition)) if is_scalar(condition) else np.dtype(condition.dtype)) != np.bool_:
-        got = type(condition).__name__ if is_scalar(condition) else f"dtype {np.dtype(condition.dtype).name}"
-        raise TypeError(f"condition: has {got}; expected bool (compare it first, e.g. condition != 0)")
-    dtype = as_data_type(result_dtype(x, y), "x, y")
+    dtype = where_dtype(condition, x, y)
     shape = broadcast_shape(
         broadcast_shape(np.shape(condition), np.shape(x), ("condition", "x")), np.shape(y), ("the broadcast of condition and x", "y")
     )

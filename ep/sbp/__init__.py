@@ -6,8 +6,19 @@ global_tensor.py (to_global), boxing.py, global_ops.py (the ep.ops functions on 
 from ep.sbp.physical import assemble, balanced_split, physical_shape, physical_slices, split_array
 from ep.sbp.placement import Placement, placement
 from ep.sbp.sbp import SBP, Broadcast, NdSbp, PartialSum, Split, broadcast, nd_sbp, partial_sum, split
-from ep.sbp.signature import OPS, Physical, Signature, nd_signature, nd_signatures, physical, sbp_of, signatures
+from ep.sbp.signature import Physical, Signature, nd_signature, nd_signatures, physical, sbp_of, signatures
 from ep.sbp.global_tensor import GlobalTensor, to_global
+
+
+
+def __getattr__(name: str):
+    # OPS loads ep.ops (through the package root's loader): derived, not imported with ep.sbp.
+    if name == "OPS":
+        from ep.sbp import signature
+
+        return signature.OPS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "OPS",

@@ -133,10 +133,11 @@ def agree(comm, call: str, arguments: dict[str, object] | None, error: BaseExcep
             raise failure[0](f"rank {rank}: {failure[1]}")
     first = gathered[0][0]
     for rank, (theirs, _, _) in enumerate(gathered):
-        for name in {**first, **theirs}:
-            if theirs.get(name) != first.get(name):
+        # The keys both gave: a global op's plan adds its own where it succeeded (an error there is raised below).
+        for name in (k for k in first if k in theirs):
+            if theirs[name] != first[name]:
                 raise ValueError(
-                    f"{name}: rank {rank} gave {theirs.get(name, 'nothing')} and rank 0 {first.get(name, 'nothing')}; "
+                    f"{name}: rank {rank} gave {theirs[name]} and rank 0 {first[name]}; "
                     f"every rank must give the same {name} to {call}"
                 )
     for rank, (_, failure, _) in enumerate(gathered):

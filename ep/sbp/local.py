@@ -37,7 +37,7 @@ def run_piece(name: str, local: dict, piece: Physical, out_dtype, device: str, *
         # A rank holding no elements launches nothing: its piece of a partial sum is zeros (but
         # pad's: an empty x pads to a piece of its value).
         return zeros(out_shape, out_dtype, device)
-    if name in ("gather", "batch_gather", "gather_grad") and attrs["offset"] is not None:
+    if attrs.get("offset") is not None:
         # The piece holds rows [offset, ...) of the gather axis: ep.ops' shard gather.
         options = {**options, "offset": attrs["offset"], "check_bounds": False}
     return run_op(name, local, attrs, **options)

@@ -1,12 +1,14 @@
-"""SBP signatures of the ep.ops functions, and each rank's physical shapes and attributes.
+"""Op declarations, SBP signatures of the ep.ops functions, and each rank's physical shapes and
+attributes.
 
 A Signature gives one SBP per input and output of an op (keyed by the ep.ops parameter names; the
-result is "out"); an nd-signature is one Signature per hierarchy axis. Each op's rules live beside
-the op, in ep/ops/<family>_sbp.py, which registers them here (register_rules) when ep.ops loads.
+result is "out"); an nd-signature is one Signature per hierarchy axis. Each op is declared beside
+its function, in ep/ops/<family>_rules.py, which hands its OpRule here (register_rules) when ep.ops
+loads: ep.sbp imports nothing of ep.ops. A lookup by name before then calls the loader the package
+root gives (set_loader), which imports ep.ops.
 """
 from __future__ import annotations
 
-import importlib
 import itertools
 import sys
 from types import MappingProxyType
@@ -51,9 +53,31 @@ class Signature:
         return f"Signature({side(self.inputs)} -> {side(self.outputs)})"
 
 
+class Plan(NamedTuple):
+    """What an op makes of one call's arguments (global tensors as metadata), with every check its
+    local call makes: the global tensors its rules name, the rules' attributes, the result's dtype
+    (a tuple for several outputs, named out[0], out[1], ...), the local call's other keywords, the
+    inputs computed in another dtype (a partial sum of one is summed in its own dtype first), what
+    else the ranks must agree on, and run(local, piece): this rank's result from its pieces (None:
+    the OpRule's run, through ep.sbp.local.run_piece)."""
+
+    tensors: dict
+    attrs: dict
+    out_dtype: object
+    options: dict = {}
+    casts: frozenset = frozenset()
+    agreed: dict = {}
+    run: Callable | None = None
+
+
 class OpRule(NamedTuple):
-    """An op's SBP rules, each called with the op's logical shapes and attributes as keywords, and
-    how a rank runs the op on its pieces."""
+    """An op's declaration for global tensors: its plan (the dtype rule and checks, on metadata),
+    its SBP rules, each called with the op's logical shapes and attributes as keywords, and how a
+    rank runs the op on its pieces."""
+
+    plan: Callable[..., Plan] | None
+    """plan(**arguments): the call's Plan, from the ep.ops function's arguments (bound, defaults
+    applied; sbp= left out), raising what the local call raises; None for an op no global call takes."""
 
     signatures: Callable[..., list[Signature]]
     """The 1-d signatures."""
@@ -67,34 +91,43 @@ class OpRule(NamedTuple):
     names) with the attributes attrs, as the signatures take them; options: the call's other keywords."""
 
 
-# The ep.ops functions with SBP rules; each family's ep/ops/<family>_sbp.py registers its OpRules.
-OPS = (
-    "full", "gather", "batch_gather", "gather_grad", "matmul", "expand", "expand_grad", "repeat",
-    "permute", "pad", "unary", "binary", "where", "add_n", "one_hot", "softmax", "log_softmax",
-    "softmax_grad", "log_softmax_grad", "fuse",
-)
 _RULES: dict[str, OpRule] = {}
+_LOADER: list[Callable[[], None]] = []
 
 
 def register_rules(rules: Mapping[str, OpRule]) -> None:
-    """Adds ops' rules by ep.ops function name (each module of ep/ops/*_sbp.py, on import)."""
+    """Declares ops by ep.ops function name (each module of ep/ops/*_rules.py, on import)."""
     for name, op_rule in rules.items():
-        if name not in OPS:
-            raise ValueError(f"name: {name!r} is not among OPS")
+        if not isinstance(op_rule, OpRule):
+            raise TypeError(f"rules[{name!r}]: {op_rule!r} is not an OpRule")
         _RULES[name] = op_rule
+
+
+def set_loader(load: Callable[[], None]) -> None:
+    """load(): what declares the ops (the package root's: import ep.ops), called on the first
+    lookup by name, so that `import ep` stays without Numba."""
+    _LOADER[:] = [load]
+
+
+def _declared() -> dict[str, OpRule]:
+    if _LOADER:
+        _LOADER.pop()()
+    return _RULES
 
 
 def rule(name: str) -> OpRule:
     """The OpRule of the ep.ops function name; ValueError for another name."""
-    if not isinstance(name, str) or name not in OPS:
-        raise ValueError(f"name: {name!r} is not an op with SBP signatures; expected one of {', '.join(OPS)}")
-    found = _RULES.get(name)
+    found = _declared().get(name) if isinstance(name, str) else None
     if found is None:
-        # The registry's providers: ep.ops registers every op's rules as it loads (a separate
-        # step, as NewPrimitive loads the device modules: `import ep` stays without Numba).
-        importlib.import_module("ep.ops")
-        found = _RULES[name]
+        raise ValueError(f"name: {name!r} is not an op with SBP signatures; expected one of {', '.join(_RULES)}")
     return found
+
+
+def __getattr__(name: str):
+    # OPS: the declared ops' names, in declaration order (derived: ep.ops declares them as it loads).
+    if name == "OPS":
+        return tuple(_declared())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def signature(out: SBP, **inputs: SBP) -> Signature:

@@ -277,8 +277,8 @@ def check_errors() -> None:
     raises(TypeError, "rank 0: sbp", lambda: ep.to_global(np.zeros(3, bool), pl, P))
     raises(ValueError, "a placement spans all of them", lambda: ep.to_global(np.zeros(3), ep.placement("cpu", [0]), B))
     u = make_global(x, other, S(0))
-    raises(ValueError, "expected one placement", lambda: global_ops.binary("add", t, u))
-    raises(TypeError, "b: ndarray is not a GlobalTensor", lambda: global_ops.binary("add", t, x))
+    raises(ValueError, "expected one placement", lambda: ep.ops.binary("add", t, u))
+    raises(TypeError, "b: ndarray is not a GlobalTensor", lambda: ep.ops.binary("add", t, x))
     raises(TypeError, "a: ndarray is not a GlobalTensor", lambda: ep.ops.binary("add", x, t))
     raises(TypeError, "out: unary of global tensors", lambda: ep.ops.unary("relu", t, out=x))
     raises(ValueError, "splits axis 2 of a tensor of rank 2", lambda: t.to_global(sbp=S(2)))
@@ -287,16 +287,16 @@ def check_errors() -> None:
     params = make_global(np.ones((5, 2), np.float32), pl, B)
     idx = np.zeros(SIZE, np.int64)
     idx[-1] = 7
-    raises(IndexError, f"rank {pl.rank((SIZE - 1,))}: ", lambda: global_ops.gather(params, make_global(idx, pl, S(0))))
+    raises(IndexError, f"rank {pl.rank((SIZE - 1,))}: ", lambda: ep.ops.gather(params, make_global(idx, pl, S(0))))
     sparams = make_global(np.ones((5, 2), np.float32), pl, S(0))
-    raises(IndexError, "out of range for an axis of size 5", lambda: global_ops.gather(sparams, make_global(idx, pl, B)))
+    raises(IndexError, "out of range for an axis of size 5", lambda: ep.ops.gather(sparams, make_global(idx, pl, B)))
     # An error other than an index's, raised only where a piece holds elements (the others return
     # early): every rank raises it (an OverflowError left the empty pieces' ranks waiting).
     small = make_global(np.ones((1, 2), np.int8), pl, S(0))  # the last ranks' pieces are empty
     raises(OverflowError, "rank 0: ", lambda: ep.ops.pad(small, (1, 1), 300))
     raises(OverflowError, "rank 0: on_value: 300", lambda: ep.ops.one_hot(make_global(np.zeros(1, np.int64), pl, S(0)), 4, dtype=np.int8, on_value=300))
     # The ranks still agree afterwards.
-    np.testing.assert_array_equal(global_ops.unary("negative", t).numpy(), -x)
+    np.testing.assert_array_equal(ep.ops.unary("negative", t).numpy(), -x)
 
 
 def check_agreement() -> None:
@@ -335,7 +335,7 @@ def check_agreement() -> None:
     raises(ValueError, f"out: rank {last} gave a numpy.ndarray of shape {x.shape} and dtype float32 and rank 0 None", lambda: ep.ops.unary("relu", t, out=x if odd else None))
     raises(ValueError, f"sizes: rank {last} gave (3, 1, 1) and rank 0 (2, 1, 1)", lambda: ep.ops.repeat(t, (3, 1, 1) if odd else (2, 1, 1)))
     idx = make_global(np.arange(3), pl, B)
-    raises(ValueError, f"axis: rank {last} gave 1 and rank 0 0{same} axis to ep.sbp.global_ops.gather", lambda: global_ops.gather(t, idx, 1 if odd else 0))
+    raises(ValueError, f"axis: rank {last} gave 1 and rank 0 0{same} axis to ep.ops.gather", lambda: ep.ops.gather(t, idx, 1 if odd else 0))
     raises(ValueError, "negative_slope", lambda: ep.ops.unary("leaky_relu", t, negative_slope=0.5 if odd else 0.25))
     # Attributes given as arrays are compared by their values (one rank's dims= array held others),
     # and taken as their values (an array is no key of the signature cache).
@@ -349,7 +349,7 @@ def check_agreement() -> None:
     other_fn = ep.fuse(lambda a: ep.ops.unary("relu", a)) if odd else ep.fuse(lambda a: a + a)
     raises(ValueError, f"expression: rank {last} gave", lambda: other_fn(make_global(np.ones(2, np.float32), pl, P)))
     # A rank calling with arguments Python refuses (one too many) raises it on every rank.
-    raises(TypeError, f"rank {last}: ", lambda: global_ops.expand(t, (2, SIZE * 2, 3), *((1,) if odd else ())))
+    raises(TypeError, f"rank {last}: ", lambda: ep.ops.expand(t, (2, SIZE * 2, 3), *((1,) if odd else ())))
     # The ranks still agree afterwards.
     np.testing.assert_array_equal(ep.ops.binary("add", t, t).numpy(), x + x)
 

@@ -72,6 +72,14 @@ def test_every_boxing_op_signature_and_error_on_real_ranks(n):
     assert len({c for c, _ in counts}) == 1 and int(counts[0][0]) > 0, output[-3000:]
 
 
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_global_ops_check_name_and_agree_as_local_ops_on_real_ranks(n):
+    output = run_ranks(n, str(HERE / "mpi_declared.py"))
+    counts = re.findall(rf"ok (\d+) rank (\d+)/{n}(?!\d)", output)
+    assert sorted(int(r) for _, r in counts) == list(range(n)), output[-3000:]
+    assert int(counts[0][0]) > 0, output[-3000:]
+
+
 @pytest.mark.parametrize("n", [2, 4])
 def test_the_global_gather_example_runs(n):
     output = run_ranks(n, str(ROOT / "examples" / "global_gather.py"))

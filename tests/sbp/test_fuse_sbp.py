@@ -1,4 +1,4 @@
-"""The SBP signatures of ep.fuse calls (ep/ops/fuse_sbp.py): each dim of the outputs splits the
+"""The SBP signatures of ep.fuse calls (ep/ops/fuse_rules.py): each dim of the outputs splits the
 expression, inputs broadcast where they lack that dim's size; P only for plain sums of inputs.
 Every signature verified in process as tests/sbp/sbp_check.py does for the ops: the fused call on
 each position's pieces (2, 3 and 4 parts, uneven, and every nd-signature on 2x2), reassembled per

@@ -1,4 +1,5 @@
-"""SBP rules of expand, expand_grad and repeat.
+"""The declarations of expand, expand_grad and repeat for global tensors: the local ops' rules on
+the metadata, and SBP rules.
 
 An output dim that expand keeps from the input splits with it; one it broadcasts (a new leading
 dim, or an input dim of 1) splits the output with the input broadcast, each rank expanding to its
@@ -8,9 +9,28 @@ broadcast one (each rank repeats its share of r).
 """
 from __future__ import annotations
 
-from ep.ops.expand import expand, expand_grad, expand_shape, repeat, repeat_shape
+from ep.ops.expand import expand, expand_grad, expand_grad_op, expand_rule, expand_shape, repeat, repeat_rule, repeat_shape
+from ep.sbp.global_ops import device_of, global_tensors
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature, box_shape, register_rules, shape, signature
+from ep.sbp.signature import OpRule, Plan, Signature, box_shape, register_rules, shape, signature
+
+
+def expand_plan(x, sizes) -> Plan:
+    x = global_tensors(x=x)["x"]
+    expand_rule(device_of(x), x.dtype, x.shape, sizes)
+    return Plan({"x": x}, {"sizes": sizes}, x.dtype)
+
+
+def expand_grad_plan(dy, input_shape) -> Plan:
+    dy = global_tensors(dy=dy)["dy"]
+    expand_grad_op(device_of(dy), dy.dtype)
+    return Plan({"dy": dy}, {"input_shape": input_shape}, dy.dtype)
+
+
+def repeat_plan(x, sizes) -> Plan:
+    x = global_tensors(x=x)["x"]
+    repeat_rule(x.dtype, x.shape, sizes)
+    return Plan({"x": x}, {"sizes": sizes}, x.dtype)
 
 
 def _expand_shape(x, sizes, name="sizes"):
@@ -95,8 +115,8 @@ def repeat_attributes(slices, x, sizes) -> dict:
 
 
 RULES = {
-    "expand": OpRule(expand_signatures, expand_shapes, expand_attributes, lambda args, attrs, **options: expand(args["x"], attrs["sizes"], **options)),
-    "expand_grad": OpRule(expand_grad_signatures, expand_grad_shapes, expand_grad_attributes, lambda args, attrs, **options: expand_grad(args["dy"], attrs["input_shape"], **options)),
-    "repeat": OpRule(repeat_signatures, repeat_shapes, repeat_attributes, lambda args, attrs, **options: repeat(args["x"], attrs["sizes"], **options)),
+    "expand": OpRule(expand_plan, expand_signatures, expand_shapes, expand_attributes, lambda args, attrs, **options: expand(args["x"], attrs["sizes"], **options)),
+    "expand_grad": OpRule(expand_grad_plan, expand_grad_signatures, expand_grad_shapes, expand_grad_attributes, lambda args, attrs, **options: expand_grad(args["dy"], attrs["input_shape"], **options)),
+    "repeat": OpRule(repeat_plan, repeat_signatures, repeat_shapes, repeat_attributes, lambda args, attrs, **options: repeat(args["x"], attrs["sizes"], **options)),
 }
 register_rules(RULES)

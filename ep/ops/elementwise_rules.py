@@ -1,4 +1,5 @@
-"""SBP rules of unary and binary (NumPy broadcasting).
+"""The declarations of unary and binary for global tensors: their plans (the local ops' own rules,
+aliases and dtype rules included, on the tensors' metadata) and SBP rules (NumPy broadcasting).
 
 Every dim splits an elementwise op: a binary operand of size 1 (or without the dim) is broadcast
 there. A partial sum passes only where the op is exact on sums: through the linear unary ops
@@ -13,10 +14,13 @@ import numpy as np
 from ep.common.primitive.broadcast import broadcast_shape
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
-from ep.ops.binary import binary
-from ep.ops.unary import unary
+from ep.common.math.binary_functor import binary_keyword_attrs
+from ep.common.math.unary_functor import unary_keyword_attrs
+from ep.ops.binary import binary, binary_rule
+from ep.ops.unary import unary, unary_rule
+from ep.sbp.global_ops import device_of, global_tensors
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature, register_rules, shape, signature
+from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
 
 LINEAR_UNARY_OPS = frozenset({UnaryOp.kIdentity, UnaryOp.kNegative})
 
@@ -42,8 +46,8 @@ def unary_shapes(op, x, attr0=None, attr1=None, dtype="float32") -> dict:
 
 
 def unary_attributes(slices, op, x, attr0=None, attr1=None, dtype="float32") -> dict:
-    """op, attr0 and attr1: the same on every piece."""
-    return {"op": as_unary_op(op), "attr0": attr0, "attr1": attr1}
+    """op (as given: an alias keeps its library's rule), attr0 and attr1: the same on every piece."""
+    return {"op": op, "attr0": attr0, "attr1": attr1}
 
 
 def _partial_sums(op: BinaryOp, dtype: np.dtype) -> list[dict]:
@@ -85,12 +89,36 @@ def binary_shapes(op, a, b, attr0=None, attr1=None, dtype="float32") -> dict:
 
 
 def binary_attributes(slices, op, a, b, attr0=None, attr1=None, dtype="float32") -> dict:
-    """op, attr0 and attr1: the same on every piece."""
-    return {"op": as_binary_op(op), "attr0": attr0, "attr1": attr1}
+    """op (as given: an alias keeps its library's rule), attr0 and attr1: the same on every piece."""
+    return {"op": op, "attr0": attr0, "attr1": attr1}
+
+
+def unary_plan(op, x, attr0=None, attr1=None, dtype=None, attrs=None) -> Plan:
+    """unary's own rule on x's metadata: an alias computes in its library's dtype (x is cast on
+    each piece), dtype is kCast's destination."""
+    x = global_tensors(x=x)["x"]
+    if attrs:
+        attr0, attr1 = unary_keyword_attrs(op, attrs, attr0, attr1)
+    _, dst, cast = unary_rule(op, device_of(x), x.dtype, attr0, attr1, dtype)
+    attributes = {"op": op, "attr0": attr0, "attr1": attr1, "dtype": x.dtype.name if cast is None else cast.dtype.name}
+    return Plan({"x": x}, attributes, dst.dtype, {} if dtype is None else {"dtype": dtype}, frozenset() if cast is None else {"x"})
+
+
+def binary_plan(op, a, b, attr0=None, attr1=None, attrs=None) -> Plan:
+    """binary's own rule on a's and b's metadata (both global: a scalar operand is a 0-d global
+    tensor under broadcast): NumPy's and PyTorch's names compute in their library's dtype."""
+    tensors = global_tensors(a=a, b=b)
+    if attrs:
+        attr0, attr1 = binary_keyword_attrs(op, attrs, attr0, attr1)
+    device = device_of(a)
+    rule = binary_rule(op, attr0, attr1, device, a.dtype, a.shape, device, b.dtype, b.shape)
+    src = rule.src_dtype.dtype
+    casts = frozenset(n for n, t in tensors.items() if t.dtype != src)
+    return Plan(tensors, {"op": op, "attr0": attr0, "attr1": attr1, "dtype": src.name}, rule.dst_dtype.dtype, casts=casts)
 
 
 RULES = {
-    "unary": OpRule(unary_signatures, unary_shapes, unary_attributes, lambda args, attrs, **options: unary(attrs["op"], args["x"], attrs.get("attr0"), attrs.get("attr1"), **options)),
-    "binary": OpRule(binary_signatures, binary_shapes, binary_attributes, lambda args, attrs, **options: binary(attrs["op"], args["a"], args["b"], attrs.get("attr0"), attrs.get("attr1"), **options)),
+    "unary": OpRule(unary_plan, unary_signatures, unary_shapes, unary_attributes, lambda args, attrs, **options: unary(attrs["op"], args["x"], attrs.get("attr0"), attrs.get("attr1"), **options)),
+    "binary": OpRule(binary_plan, binary_signatures, binary_shapes, binary_attributes, lambda args, attrs, **options: binary(attrs["op"], args["a"], args["b"], attrs.get("attr0"), attrs.get("attr1"), **options)),
 }
 register_rules(RULES)

@@ -1,4 +1,5 @@
-"""SBP rule of full: the result is broadcast (B), every rank filling the whole logical shape.
+"""The declaration of full (no plan: no global call takes it) and its SBP rule: the result is
+broadcast (B), every rank filling the whole logical shape.
 
 full has no inputs, so nothing constrains it; B is the layout the issue asks for (a split would
 fill each rank's share, a partial sum the value on one rank and zeros elsewhere).
@@ -28,5 +29,6 @@ def _shape(value) -> tuple[int, ...]:
     return shape((value,) if isinstance(value, int) else value, "shape")
 
 
-RULES = {"full": OpRule(full_signatures, full_shapes, full_attributes, lambda args, attrs, **options: full(attrs["shape"], attrs["fill_value"], dtype=attrs.get("dtype"), device=attrs.get("device", "cpu"), **options))}
+# No global call takes full (it has no tensors): its rules make a rank's zeros (ep.sbp.local.zeros).
+RULES = {"full": OpRule(None, full_signatures, full_shapes, full_attributes, lambda args, attrs, **options: full(attrs["shape"], attrs["fill_value"], dtype=attrs.get("dtype"), device=attrs.get("device", "cpu"), **options))}
 register_rules(RULES)

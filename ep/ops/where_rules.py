@@ -1,4 +1,5 @@
-"""SBP rules of where: a ternary broadcast op (NumPy broadcasting of condition, x and y).
+"""The declaration of where for global tensors: the local op's dtype rule (where_dtype) and SBP
+rules of a ternary broadcast op (NumPy broadcasting of condition, x and y).
 
 Every dim of the result splits it: an operand of size 1 there (or without the dim) is broadcast.
 where(c, x1 + x2, y1 + y2) = where(c, x1, y1) + where(c, x2, y2), so x and y partial sums with a
@@ -7,10 +8,11 @@ broadcast condition give a partial sum (not for bool data, whose sum is no count
 from __future__ import annotations
 
 from ep.common.primitive.broadcast import broadcast_shape
-from ep.ops.elementwise_sbp import _numeric, _operand
-from ep.ops.where import where
+from ep.ops.elementwise_rules import _numeric, _operand
+from ep.ops.where import where, where_dtype
+from ep.sbp.global_ops import global_tensors
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature, register_rules, shape, signature
+from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
 
 _NAMES = ("condition", "x", "y")
 
@@ -36,5 +38,14 @@ def where_attributes(slices, condition, x, y, dtype="float32") -> dict:
     return {}
 
 
-RULES = {"where": OpRule(where_signatures, where_shapes, where_attributes, lambda args, attrs, **options: where(args["condition"], args["x"], args["y"], **options))}
+def where_plan(condition, x, y) -> Plan:
+    """where's rule on the metadata of three global tensors (a bool condition): x and y are
+    computed in their promotion (cast on each piece)."""
+    tensors = global_tensors(condition=condition, x=x, y=y)
+    dtype = where_dtype(condition, x, y).dtype
+    casts = frozenset(n for n in ("x", "y") if tensors[n].dtype != dtype)
+    return Plan(tensors, {"dtype": dtype.name}, dtype, casts=casts)
+
+
+RULES = {"where": OpRule(where_plan, where_signatures, where_shapes, where_attributes, lambda args, attrs, **options: where(args["condition"], args["x"], args["y"], **options))}
 register_rules(RULES)

@@ -1,4 +1,6 @@
-"""SBP rules of an ep.fuse call: an ElementwiseFused expression over broadcast arrays, named
+"""The declaration of an ep.fuse call for global tensors: its plan (the expression traced on the
+arrays' metadata, which the ranks agree on) and SBP rules: an ElementwiseFused expression over
+broadcast arrays, named
 args[0], args[1], ... by their position in the call (only the arrays the outputs read), with
 outputs out[0], out[1], ... of one shape.
 
@@ -15,9 +17,31 @@ import numpy as np
 from ep.common.primitive.broadcast import broadcast_shape
 from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.elementwise_fused import Binary, Input
-from ep.ops.elementwise_sbp import _operand
+from ep.common.runtime.scalar import is_scalar
+from ep.ops.elementwise_rules import _operand
+from ep.sbp.global_ops import device_of, global_tensors
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature, register_rules, shape
+from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape
+
+
+def fuse_plan(self, args) -> Plan:
+    """The call self(*args) (self: the Fused): its trace on the arrays' metadata, which every rank
+    must share (a closure's constants too); the arrays the outputs read, named by call position,
+    and this rank's run of self on its pieces (scalars as they are, unread arrays unused)."""
+    arrays = global_tensors(**{self._name(p): a for p, a in enumerate(args) if not is_scalar(a)})
+    trace = self.trace(args, device_of(next(iter(arrays.values()))))
+    read = {f"args[{p}]": p for p in sorted({p for reads in trace.reads for p in reads})}
+    dtypes = tuple(d.dtype for d in trace.primitive.dst_dtypes)
+
+    def run(local, piece):
+        values = [a if is_scalar(a) else a.to_local() for a in args]
+        for name, p in read.items():
+            values[p] = local[name]
+        return self(*values)
+
+    attrs = {"expression": trace.nodes, "dtypes": tuple(d.name for d in dtypes)}
+    agreed = {"expression": trace.nodes, "its constants": trace.sources}
+    return Plan({n: args[p] for n, p in read.items()}, attrs, dtypes[0] if trace.single else dtypes, agreed=agreed, run=run)
 
 
 def is_sum(node) -> bool:
@@ -56,5 +80,5 @@ def fuse_attributes(slices, expression, dtypes, **arrays) -> dict:
     return {}
 
 
-RULES = {"fuse": OpRule(fuse_signatures, fuse_shapes, fuse_attributes, None)}
+RULES = {"fuse": OpRule(fuse_plan, fuse_signatures, fuse_shapes, fuse_attributes, None)}
 register_rules(RULES)

@@ -1,4 +1,5 @@
-"""SBP rules of the layout ops: permute and pad.
+"""The declarations of the layout ops, permute and pad, for global tensors: the local ops' rules
+on the metadata, and SBP rules.
 
 permute moves dims: x split on dim i is the result split on the dim x's dim i becomes
 (dims.index(i)); broadcast and partial sums pass through, as a permute is linear. pad writes
@@ -7,10 +8,27 @@ rank would add its pad value), so pad has no P signature.
 """
 from __future__ import annotations
 
+from ep.common.runtime.data_type import as_data_type
+from ep.common.runtime.scalar import scalar_value
 from ep.ops.pad import pad, pad_widths
 from ep.ops.permute import permute, permute_shape
+from ep.sbp.global_ops import global_tensors
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature, register_rules, shape, signature
+from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
+
+
+def permute_plan(x, dims) -> Plan:
+    x = global_tensors(x=x)["x"]
+    permute_shape(x.shape, dims)
+    return Plan({"x": x}, {"dims": dims}, x.dtype)
+
+
+def pad_plan(x, pad, value=None) -> Plan:
+    """pad's rule: the widths, and value as x's dtype holds it (pad converts it on each piece)."""
+    x = global_tensors(x=x)["x"]
+    pad_widths(x.shape, pad)
+    scalar_value(0 if value is None else value, "value", as_data_type(x.dtype, "x"))
+    return Plan({"x": x}, {"pad": pad, "value": value}, x.dtype)
 
 
 def _permute_shape(x, dims):
@@ -51,7 +69,7 @@ def pad_attributes(slices, x, pad, value=0) -> dict:
 
 
 RULES = {
-    "permute": OpRule(permute_signatures, permute_shapes, permute_attributes, lambda args, attrs, **options: permute(args["x"], attrs["dims"], **options)),
-    "pad": OpRule(pad_signatures, pad_shapes, pad_attributes, lambda args, attrs, **options: pad(args["x"], attrs["pad"], attrs.get("value", 0), **options)),
+    "permute": OpRule(permute_plan, permute_signatures, permute_shapes, permute_attributes, lambda args, attrs, **options: permute(args["x"], attrs["dims"], **options)),
+    "pad": OpRule(pad_plan, pad_signatures, pad_shapes, pad_attributes, lambda args, attrs, **options: pad(args["x"], attrs["pad"], attrs.get("value", 0), **options)),
 }
 register_rules(RULES)

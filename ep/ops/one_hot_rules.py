@@ -1,4 +1,5 @@
-"""SBP rules of one_hot: a row per index, so the result splits with the indices.
+"""The declaration of one_hot for global indices: the local op's dtype rule (one_hot_dtype) and SBP
+rules: a row per index, so the result splits with the indices.
 
 Indices split on any of their axes give the result split on the same axis (each rank one-hot
 encodes its own indices), and broadcast indices a broadcast result. The class axis never splits
@@ -10,9 +11,18 @@ from __future__ import annotations
 import numpy as np
 
 from ep.common.runtime.validate import count
-from ep.ops.one_hot import one_hot
+from ep.ops.one_hot import one_hot, one_hot_dtype
+from ep.sbp.global_ops import global_tensors
 from ep.sbp.sbp import broadcast as B, split as S
-from ep.sbp.signature import OpRule, Signature, register_rules, shape, signature
+from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
+
+
+def one_hot_plan(indices, num_classes=-1, dtype=np.int64, on_value=1, off_value=0) -> Plan:
+    """one_hot's rule on the indices' metadata (num_classes given: -1 would differ between pieces)."""
+    indices = global_tensors(indices=indices)["indices"]
+    dtype = one_hot_dtype(indices.dtype, dtype)
+    attrs = {"num_classes": num_classes, "dtype": dtype.value, "on_value": on_value, "off_value": off_value}
+    return Plan({"indices": indices}, attrs, dtype.dtype)
 
 
 def one_hot_shapes(indices, num_classes, dtype=np.int64, on_value=1, off_value=0) -> dict:
@@ -37,5 +47,5 @@ def _run_one_hot(args, attrs, **options):
     return one_hot(args["indices"], attrs["num_classes"], **values, **options)
 
 
-RULES = {"one_hot": OpRule(one_hot_signatures, one_hot_shapes, one_hot_attributes, _run_one_hot)}
+RULES = {"one_hot": OpRule(one_hot_plan, one_hot_signatures, one_hot_shapes, one_hot_attributes, _run_one_hot)}
 register_rules(RULES)

@@ -1,4 +1,5 @@
-"""SBP rules of softmax, log_softmax and their gradients: a reduction along dim, elementwise elsewhere.
+"""The declarations of softmax, log_softmax and their gradients for global tensors: the local ops'
+dtype rule (rows_dtype) and dim check, and SBP rules (a reduction along dim, elementwise elsewhere).
 
 Each row along dim is normalized on its own, so x split on any other axis gives the result split
 there (each rank holds whole rows); a split along dim would leave each rank part of a row's sum, so
@@ -9,9 +10,10 @@ elementwise backward ops (not for bool: no softmax takes it).
 """
 from __future__ import annotations
 
-from ep.ops.softmax import log_softmax, log_softmax_grad, softmax, softmax_dim, softmax_grad
+from ep.ops.softmax import log_softmax, log_softmax_grad, rows_dtype, softmax, softmax_dim, softmax_grad
+from ep.sbp.global_ops import global_tensors
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature, register_rules, shape, signature
+from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
 
 
 def _dim(x: tuple[int, ...], dim) -> int:
@@ -48,12 +50,24 @@ def attributes(slices, dim=-1, **shapes) -> dict:
     return {"dim": dim}
 
 
+def _plan(op):
+    """The plan of softmax-family op: its arrays of one shape and float dtype, dim in range."""
+
+    def plan(dim=-1, **arrays) -> Plan:
+        tensors = global_tensors(**arrays)
+        dtype = rows_dtype(op.__name__, tuple((t, n) for n, t in tensors.items()))
+        softmax_dim(len(next(iter(tensors.values())).shape), dim)
+        return Plan(tensors, {"dim": dim}, dtype.dtype)
+
+    return plan
+
+
 def _forward(op):
-    return OpRule(forward_signatures, forward_shapes, attributes, lambda args, attrs, **options: op(args["x"], attrs["dim"], **options))
+    return OpRule(_plan(op), forward_signatures, forward_shapes, attributes, lambda args, attrs, **options: op(args["x"], attrs["dim"], **options))
 
 
 def _grad(op):
-    return OpRule(grad_signatures, grad_shapes, attributes, lambda args, attrs, **options: op(args["y"], args["dy"], attrs["dim"], **options))
+    return OpRule(_plan(op), grad_signatures, grad_shapes, attributes, lambda args, attrs, **options: op(args["y"], args["dy"], attrs["dim"], **options))
 
 
 RULES = {

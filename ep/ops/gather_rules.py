@@ -1,4 +1,6 @@
-"""SBP rules of gather, batch_gather and gather_grad, derived from tf.gather's shape rule.
+"""The declarations of gather, batch_gather and gather_grad for global tensors: the local ops'
+rules on the metadata, SBP rules derived from tf.gather's shape rule, and the run of a piece that
+holds part of the gather axis (an offset).
 
 With batch_dims b, axis a and indices of rank r: batch dims split params, indices and out alike;
 an indices dim i >= b splits out at a + i - b (params broadcast); any other params dim splits out
@@ -10,10 +12,69 @@ splits dx; indices split beyond the batch dims make dx a partial sum.
 """
 from __future__ import annotations
 
-from ep.ops.elementwise_sbp import _numeric
-from ep.ops.gather import batch_gather, gather, gather_grad, gather_shape
+import sys
+
+import numpy as np
+
+from ep.common.primitive.copies import copy_to_device
+from ep.common.runtime.validate import dims
+from ep.ops.elementwise_rules import _numeric
+from ep.ops.gather import batch_gather, gather, gather_grad, gather_grad_dtypes, gather_rule, gather_shape
+from ep.sbp.boxing import to_host
+from ep.sbp.global_ops import device_of, global_tensors
+from ep.sbp.global_tensor import device_name
+from ep.sbp.local import run_piece
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature, box_shape, register_rules, shape, signature
+from ep.sbp.signature import OpRule, Plan, Signature, box_shape, register_rules, shape, signature
+
+
+def _indices_in_bounds(indices, n: int):
+    """The indices with negatives wrapped, for an offset launch (which checks and wraps nothing);
+    IndexError for one outside [-n, n)."""
+    host = to_host(indices)
+    if host.size and (host.min() < -n or host.max() >= n):
+        bad = host[(host < -n) | (host >= n)].flat[0]
+        raise IndexError(f"indices: {bad} is out of range for an axis of size {n}; expected -{n} <= index < {n}")
+    if not host.size or host.min() >= 0:
+        return indices
+    wrapped = np.where(host < 0, host + n, host).astype(host.dtype)
+    return wrapped if isinstance(indices, np.ndarray) else copy_to_device(np.asarray(wrapped, order="C"), "cuda")
+
+
+def _run(name: str, first, rows: int, dtype: np.dtype):
+    """This rank's run of op name: where its piece holds part of the gather axis (of rows rows),
+    the indices wrapped and checked first (the offset launch does neither)."""
+    device = device_name(first.placement)
+
+    def run(local, piece):
+        if piece.attributes["offset"] is not None:
+            local = {**local, "indices": _indices_in_bounds(local["indices"], rows)}
+        return run_piece(name, local, piece, dtype, device)
+
+    return run
+
+
+def gather_plan(params, indices, axis=0, batch_dims=0) -> Plan:
+    tensors = global_tensors(params=params, indices=indices)
+    _, g, _, _ = gather_rule(device_of(params), params.dtype, indices.dtype, params.shape, indices.shape, axis, batch_dims, None, None)
+    attrs = {"axis": axis, "batch_dims": batch_dims, "dtype": params.dtype.name}
+    return Plan(tensors, attrs, params.dtype, run=_run("gather", params, params.shape[g.axis], params.dtype))
+
+
+def batch_gather_plan(params, indices) -> Plan:
+    tensors = global_tensors(params=params, indices=indices)
+    axis = _batch_axis(indices.shape)
+    gather_rule(device_of(params), params.dtype, indices.dtype, params.shape, indices.shape, axis, axis, None, None)
+    return Plan(tensors, {"dtype": params.dtype.name}, params.dtype, run=_run("batch_gather", params, params.shape[axis], params.dtype))
+
+
+def gather_grad_plan(dy, indices, params_shape, axis=0, batch_dims=0) -> Plan:
+    tensors = global_tensors(dy=dy, indices=indices)
+    gather_grad_dtypes(dy.dtype, indices.dtype)
+    params_shape = dims(params_shape, "params_shape", sys.maxsize)
+    g = _grad_shape(dy.shape, indices.shape, params_shape, axis, batch_dims)
+    attrs = {"params_shape": params_shape, "axis": axis, "batch_dims": batch_dims}
+    return Plan(tensors, attrs, dy.dtype, run=_run("gather_grad", dy, params_shape[g.axis], dy.dtype))
 
 
 def _shape(params, indices, axis, batch_dims, name="params"):
@@ -116,8 +177,8 @@ def gather_grad_attributes(slices, dy, indices, params_shape, axis=0, batch_dims
 
 
 RULES = {
-    "gather": OpRule(gather_signatures, gather_shapes, gather_attributes, lambda args, attrs, **options: gather(args["params"], args["indices"], axis=attrs["axis"], batch_dims=attrs["batch_dims"], **options)),
-    "batch_gather": OpRule(batch_gather_signatures, batch_gather_shapes, batch_gather_attributes, lambda args, attrs, **options: batch_gather(args["params"], args["indices"], **options)),
-    "gather_grad": OpRule(gather_grad_signatures, gather_grad_shapes, gather_grad_attributes, lambda args, attrs, **options: gather_grad(args["dy"], args["indices"], attrs["params_shape"], axis=attrs["axis"], batch_dims=attrs["batch_dims"], **options)),
+    "gather": OpRule(gather_plan, gather_signatures, gather_shapes, gather_attributes, lambda args, attrs, **options: gather(args["params"], args["indices"], axis=attrs["axis"], batch_dims=attrs["batch_dims"], **options)),
+    "batch_gather": OpRule(batch_gather_plan, batch_gather_signatures, batch_gather_shapes, batch_gather_attributes, lambda args, attrs, **options: batch_gather(args["params"], args["indices"], **options)),
+    "gather_grad": OpRule(gather_grad_plan, gather_grad_signatures, gather_grad_shapes, gather_grad_attributes, lambda args, attrs, **options: gather_grad(args["dy"], args["indices"], attrs["params_shape"], axis=attrs["axis"], batch_dims=attrs["batch_dims"], **options)),
 }
 register_rules(RULES)

@@ -1,4 +1,5 @@
-"""SBP rules of matmul (np.matmul's shapes: 1-d operands, broadcast batch dims).
+"""The declaration of matmul for global tensors: the local op's dtype rule (matmul_dtype) and SBP
+rules (np.matmul's shapes: 1-d operands, broadcast batch dims).
 
 With a's rows split, each rank multiplies its rows by the whole b: out's rows split (S(0) x B ->
 S(0) for matrices). With b's columns split, out's columns split (B x S(1) -> S(1)). With the
@@ -8,10 +9,18 @@ out splits it where each operand holding that dim splits it too (an operand broa
 """
 from __future__ import annotations
 
-from ep.ops.elementwise_sbp import _operand
-from ep.ops.matmul import matmul, matmul_shape
+from ep.ops.elementwise_rules import _operand
+from ep.ops.matmul import matmul, matmul_dtype, matmul_shape
+from ep.sbp.global_ops import global_tensors
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
-from ep.sbp.signature import OpRule, Signature, register_rules, shape, signature
+from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
+
+
+def matmul_plan(a, b) -> Plan:
+    """matmul's rule on two global tensors' metadata: they multiply in their float promotion."""
+    tensors = global_tensors(a=a, b=b)
+    dtype = matmul_dtype(a, b).dtype
+    return Plan(tensors, {"dtype": dtype.name}, dtype, casts=frozenset(n for n, t in tensors.items() if t.dtype != dtype))
 
 
 def matmul_shapes(a, b, dtype="float32") -> dict:
@@ -40,5 +49,5 @@ def matmul_attributes(slices, a, b, dtype="float32") -> dict:
     return {}
 
 
-RULES = {"matmul": OpRule(matmul_signatures, matmul_shapes, matmul_attributes, lambda args, attrs, **options: matmul(args["a"], args["b"], **options))}
+RULES = {"matmul": OpRule(matmul_plan, matmul_signatures, matmul_shapes, matmul_attributes, lambda args, attrs, **options: matmul(args["a"], args["b"], **options))}
 register_rules(RULES)
