@@ -103,7 +103,23 @@ def _list(args: argparse.Namespace) -> int:
     else:
         _print_table(("primitive", "device", "combinations", "ops", "dtypes"), _summary(rows))
         print(f"{len(rows)} combinations; `python -m ep list --all` lists each, --primitive/--op/--device filter")
+        print()
+        _print_table(("ep.ops on global tensors", "how"), _global_ops())
     return 0
+
+
+def _global_ops() -> list[tuple[str, str]]:
+    """Each ep.ops function that takes global tensors (ep.fuse too): by its SBP signatures, or,
+    declared without them, boxed to broadcast."""
+    import inspect
+
+    import ep.ops
+    from ep.sbp.signature import declared
+
+    names = [n for n in ep.ops.__all__ if "sbp" in inspect.signature(getattr(ep.ops, n)).parameters] + ["fuse"]
+    rules = {n: declared(n) for n in names}
+    # full takes no tensors: its rules only make a rank's zeros.
+    return [(n, "SBP signatures" if r else "boxed to broadcast, run, kept broadcast (no SBP signatures)") for n, r in rules.items() if r is None or r.plan]
 
 
 def _devices(command: str, device: str | None) -> list[str]:

@@ -140,8 +140,15 @@ def test_cli_list_summarizes_by_primitive_and_device():
     for primitive, device in pairs:
         count = sum(1 for r in rows if r["primitive"] == primitive and r["device"] == device)
         assert any(line.split()[:3] == [primitive, device, str(count)] for line in result.stdout.splitlines())
-    # One line per primitive and device, and a few of header and footer: a summary, not every row.
-    assert len(result.stdout.splitlines()) <= len(pairs) + 6
+    # One line per primitive and device, and a few of header and footer: a summary, not every row;
+    # then how each ep.ops function takes global tensors (ep.ops.full takes none).
+    import ep.ops
+
+    table, _, globals_ = result.stdout.partition("ep.ops on global tensors")
+    assert len(table.splitlines()) <= len(pairs) + 6
+    listed = {line.split()[0]: line.split(None, 1)[1] for line in globals_.splitlines()[2:]}
+    assert set(listed) == set(ep.ops.__all__) - {"describe", "full"} | {"fuse"}
+    assert listed["gather"] == "SBP signatures"
 
 
 def test_cli_filters_by_op():

@@ -143,7 +143,7 @@ def in_namespace(result, namespace: types.ModuleType | None):
 def call_global(function, signature: inspect.Signature, args: tuple, kwargs: dict):
     """The ops function's call on global tensors or with sbp=: ep.sbp.global_ops.call, the one
     global path (its op declared beside it, in ep/ops/<family>_rules.py)."""
-    return global_ops.call(function.__name__, signature, args, kwargs)
+    return global_ops.call(function, signature, args, kwargs)
 
 
 def namespace_of(array) -> types.ModuleType | None:

@@ -97,7 +97,7 @@ class Fused:
         for arg in args:
             if type(arg) is GlobalTensor:
                 # The one global path (the expression's declaration: ep/ops/fuse_rules.py).
-                return global_ops.call("fuse", _CALL, (self, *args), {"out": out, "stream": stream}, label="ep.fuse")
+                return global_ops.call(Fused.__call__, _CALL, (self, *args), {"out": out, "stream": stream}, name="fuse", label="ep.fuse")
         # Each argument's value, its _kind and its shape (None for a scalar); NumPy arrays first,
         # with the fewest calls: a small fused call is mostly this loop and the launch's checks.
         values, key, arg_shapes, namespace, device = [], [], [], None, None
@@ -238,6 +238,7 @@ class Fused:
 
 
 _CALL = inspect.signature(Fused.__call__)
+
 
 
 def _kind(arg) -> object:

@@ -5,6 +5,8 @@ own placement agree on the op, its arguments (however nested) and its plan's ide
 nd-signature that matches the inputs' SBPs, or else the one whose boxing moves the fewest bytes
 (boxing.cost), is chosen, the inputs boxed to it, and the op run on this rank's pieces with the
 physical attributes (ep.sbp.physical). sbp= asks for the result's nd-SBP (counted in the choice).
+An op without a declaration is global too: its tensors boxed to broadcast, the local function run
+on the whole arrays on every rank, its results kept broadcast (correct, if slow).
 An error in a rank's local run (an index out of bounds in its piece) is shared: every rank raises it.
 """
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ep.sbp.boxing import cost
 from ep.sbp.global_tensor import _AGREED, GlobalTensor, agree, device_name, world_comm
 from ep.sbp.local import run_piece
 from ep.sbp.sbp import NdSbp, PartialSum, broadcast, nd_sbp
-from ep.sbp.signature import Plan, nd_signatures, physical, rule, sbp_of
+from ep.sbp.signature import Plan, declared, nd_signatures, physical, rule, sbp_of
 
 # The local call's keywords a global call refuses (its result is new, on the default stream, its
 # indices always checked, a gather's offset the SBP's), other than None (and check_bounds=True).
@@ -57,22 +59,24 @@ def _found(value: object) -> Iterator[GlobalTensor]:
             yield from _found(item)
 
 
-def call(name: str, signature: inspect.Signature, args: tuple, kwargs: dict, label: str | None = None):
-    """The ep.ops function name's call (args and kwargs, as its signature binds them) on global
-    tensors: a new global tensor (a tuple for several outputs). Collective on the communicator of
-    the first global tensor among the arguments, however nested; label names the call in errors."""
+def call(function: Callable, signature: inspect.Signature, args: tuple, kwargs: dict, *, name: str | None = None, label: str | None = None):
+    """The ep.ops function's call (args and kwargs, as its signature binds them) on global tensors:
+    a new global tensor (a tuple for several outputs). Collective on the communicator of the first
+    global tensor among the arguments, however nested. name: the op's (function's own by default);
+    label names the call in errors."""
+    name = name or function.__name__
     label = label or f"ep.ops.{name}"
     tensors = list(_found((args, kwargs)))
     if not tensors:
         raise TypeError(f"sbp: {name} takes sbp= only with global tensors (ep.to_global); got sbp={kwargs.get('sbp')!r} and none")
     if _AGREED.get():  # inside a call the ranks agreed on already
-        return _run(name, *_plan(name, signature.bind(*args, **kwargs)))
+        return _run(name, *_plan(function, name, signature.bind(*args, **kwargs)))
     arguments, planned, error = None, None, None
     try:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         arguments = dict(bound.arguments)
-        planned = _plan(name, bound)
+        planned = _plan(function, name, bound)
     except TypeError as e:  # Python's own refusal (a missing or extra argument), or the op's
         error = e
     except Exception as e:  # any other refusal: shared, so that no rank waits in agree
@@ -86,8 +90,8 @@ def call(name: str, signature: inspect.Signature, args: tuple, kwargs: dict, lab
         _AGREED.reset(token)
 
 
-def _plan(name: str, bound: inspect.BoundArguments) -> tuple[Plan, NdSbp | None]:
-    """(the op's Plan, the result's requested nd-SBP) for the bound call."""
+def _plan(function: Callable, name: str, bound: inspect.BoundArguments) -> tuple[Plan, NdSbp | None]:
+    """(op name's Plan, the result's requested nd-SBP) for the bound call of function."""
     bound.apply_defaults()
     arguments = dict(bound.arguments)
     for key in _LOCAL_ONLY:
@@ -95,7 +99,11 @@ def _plan(name: str, bound: inspect.BoundArguments) -> tuple[Plan, NdSbp | None]
         if value is not None and not (key == "check_bounds" and value is True):
             raise _refusal(name, key, value)
     sbp = arguments.pop("sbp", None)
-    op = rule(name)
+    op = declared(name)
+    if op is None:
+        plan = _broadcast_plan(function, bound, arguments)
+        first = next(iter(plan.tensors.values()))
+        return plan, None if sbp is None else nd_sbp(sbp, len(first.placement.hierarchy))
     if op.plan is None:
         raise TypeError(f"{name}: takes no global tensors")
     plan = op.plan(**arguments)
@@ -131,8 +139,48 @@ def _summed(tensor: GlobalTensor) -> GlobalTensor:
     return tensor.to_global(sbp=sbp)
 
 
+def _broadcast_plan(function: Callable, bound: inspect.BoundArguments, arguments: dict) -> Plan:
+    """The plan of an op without a declaration: run function on every global tensor's whole array
+    (boxed to broadcast; the function checks them, alike on every rank), its results broadcast."""
+    tensors = global_tensors(**{f"tensor {i}": t for i, t in enumerate(_found(arguments))})
+
+    def run(local, piece):
+        whole = {id(t): local[n] for n, t in tensors.items()}
+        for key in ("out", "stream", "check_bounds", "offset", "sbp"):
+            bound.arguments.pop(key, None)
+        bound.arguments.update({k: _replaced(v, whole) for k, v in arguments.items()})
+        return function(*bound.args, **bound.kwargs)
+
+    return Plan(tensors, {}, None, run=run)
+
+
+def _replaced(value: object, whole: dict) -> object:
+    """value with each global tensor in it (however nested) replaced by whole[id(tensor)]."""
+    if type(value) is GlobalTensor:
+        return whole[id(value)]
+    if isinstance(value, (list, tuple)):
+        return type(value)(_replaced(v, whole) for v in value)
+    if isinstance(value, dict):
+        return {k: _replaced(v, whole) for k, v in value.items()}
+    return value
+
+
+def _run_broadcast(plan: Plan, requested: NdSbp | None):
+    """An undeclared op's plan, once the ranks agreed: box to broadcast, run, keep broadcast."""
+    first = next(iter(plan.tensors.values()))
+    group = first._group
+    everywhere = (broadcast,) * len(first.placement.hierarchy)
+    local = {n: t.to_global(sbp=everywhere).to_local() for n, t in plan.tensors.items()}
+    result = _shared(first, lambda: plan.run(local, None))
+    several = isinstance(result, tuple)
+    results = tuple(GlobalTensor(r, group, everywhere, tuple(r.shape)).to_global(sbp=requested) for r in (result if several else (result,)))
+    return results if several else results[0]
+
+
 def _run(name: str, plan: Plan, requested: NdSbp | None):
     """The planned call, once the ranks agreed: choose, box, run this rank's pieces, and wrap."""
+    if plan.out_dtype is None:
+        return _run_broadcast(plan, requested)
     tensors = {n: _summed(t) if n in plan.casts else t for n, t in plan.tensors.items()}
     first = next(iter(tensors.values()))
     group, hierarchy = first._group, first.placement.hierarchy
@@ -145,7 +193,7 @@ def _run(name: str, plan: Plan, requested: NdSbp | None):
     local = {n: t.to_global(sbp=sbp_of(sig, n)).to_local() for n, t in tensors.items()}
     device = device_name(first.placement)
     run = plan.run or (lambda local, piece: run_piece(name, local, piece, np.dtype(dtypes[0]), device, **plan.options))
-    result = _shared(name, first, lambda: run(local, piece))
+    result = _shared(first, lambda: run(local, piece))
     shapes = rule(name).shapes(**kw)
     outs = [n for n in shapes if n == "out" or n.startswith("out[")]
     results = tuple(GlobalTensor(r, group, sbp_of(sig, o), shapes[o]).to_global(sbp=requested) for o, r in zip(outs, result if several else (result,)))
@@ -184,7 +232,7 @@ def choose(name: str, tensors: dict[str, GlobalTensor], attrs: dict, out_dtype: 
     return _choose(name, first.placement.hierarchy, kw, sbps, itemsizes, np.dtype(out_dtype).itemsize, requested)
 
 
-def _shared(name: str, first: GlobalTensor, run: Callable[[], object]):
+def _shared(first: GlobalTensor, run: Callable[[], object]):
     """run() on this rank's pieces, with its error (an index out of bounds in its piece, a value its
     dtype cannot hold where other ranks' pieces are empty) raised on every rank of first's
     placement, so that no rank waits on another."""
@@ -195,5 +243,5 @@ def _shared(name: str, first: GlobalTensor, run: Callable[[], object]):
         GetDevice(device_name(first.placement)).default_stream.Sync()
     except Exception as e:  # any error (an OverflowError too): shared, so that no rank waits in agree
         error = e
-    agree(first._group.comm, name, {}, error)
+    agree(first._group.comm, "the op on this rank's pieces", {}, error)
     return out

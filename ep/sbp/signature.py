@@ -115,6 +115,12 @@ def _declared() -> dict[str, OpRule]:
     return _RULES
 
 
+def declared(name: str) -> OpRule | None:
+    """The OpRule of the ep.ops function name, or None for an op declared without one (a global
+    call boxes its tensors to broadcast: ep.sbp.global_ops)."""
+    return _declared().get(name)
+
+
 def rule(name: str) -> OpRule:
     """The OpRule of the ep.ops function name; ValueError for another name."""
     found = _declared().get(name) if isinstance(name, str) else None

@@ -207,3 +207,27 @@ def test_fused_calls_refuse_local_arrays_and_out():
         add(g, np.ones((2, 3), np.float32))
     with pytest.raises(TypeError, match="out: fuse of global tensors makes a new global tensor"):
         add(g, g, out=np.empty((2, 3), np.float32))
+
+
+def test_an_op_without_a_declaration_is_global_boxed_to_broadcast(device):
+    # An ops function no ep/ops/*_rules.py declares: its global tensors (a list's too) are boxed to
+    # broadcast, it runs on the whole arrays, and its results stay broadcast; its own checks hold.
+    from ep.ops.arrays import same_kind
+
+    @same_kind("x")
+    def sums(x, others, *, out=None, stream=None):
+        """x + each of others (a list), as a tuple."""
+        return tuple(ep.ops.add_n([x, o]) for o in others)
+
+    x = np.arange(6, dtype=np.float64).reshape(2, 3)
+    others = [np.ones((2, 3)) * k for k in (1, 2)]
+    got = sums(glob(x, device, S(0)), [glob(others[0], device, S(1)), glob(others[1], device, P)])
+    assert isinstance(got, tuple) and len(got) == 2
+    for g, o in zip(got, others):
+        assert isinstance(g, GlobalTensor) and g.sbp == (B,)
+        np.testing.assert_array_equal(g.numpy(), x + o)
+    assert sums(glob(x, device), [glob(others[0], device)], sbp=S(0))[0].sbp == (S(0),)
+    with pytest.raises(ValueError, match=r"rank 0: arrays\[1\]: has shape \(5, 5\); expected \(2, 3\)"):
+        sums(glob(x, device), [glob(np.ones((5, 5)), device)])
+    with pytest.raises(TypeError, match="out: sums of global tensors"):
+        sums(glob(x, device), [], out=x)
