@@ -4,7 +4,8 @@ Conventions every op follows: attributes (attr0, attr1) are real numbers, Python
 and floats (a bool, a container or a string is a TypeError naming the attribute); scalar operands
 promote as in NumPy 2 (NEP 50); an out= that overlaps an input gives NumPy's result, as if every
 input were read first (the input is copied, except for an elementwise op run exactly in place).
-Each op also takes global tensors (ep.to_global) and returns one, sbp= its layout (dispatch.py).
+Each op also takes global tensors (ep.to_global) and returns one, sbp= its layout: its declaration
+for them sits beside it (<family>_rules.py: its plan on metadata, SBP rules and local run).
 """
 from ep.ops.add_n import add_n
 from ep.ops.binary import binary
@@ -20,7 +21,7 @@ from ep.ops.softmax import log_softmax, log_softmax_grad, softmax, softmax_grad
 from ep.ops.unary import unary
 from ep.ops.where import where
 
-# Each family's SBP rules, beside its ops: they register with ep.sbp as they load.
+# Each family's declarations for global tensors, beside its ops: handed to ep.sbp as they load.
 from ep.ops import (  # noqa: E402, F401  (imported for their registration)
     add_n_rules, elementwise_rules, expand_rules, full_rules, fuse_rules, gather_rules, layout_rules, matmul_rules, one_hot_rules,
     softmax_rules, where_rules,
