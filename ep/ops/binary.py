@@ -6,8 +6,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ep.common.math.aliases import alias_dtype, checks_negative_powers, refuse_alias
-from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_dst_dtype, binary_keyword_attrs
+from ep.common.math.aliases import checks_negative_powers, refuse_alias
+from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_dst_dtype, binary_keyword_attrs, binary_source
 from ep.common.math.ops.record import document_ops
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.runtime.data_type import DataType, as_data_type
@@ -93,7 +93,7 @@ def _rule(op, attr0, attr1, device_a, dtype_a, shape_a, device_b, dtype_b, shape
         key_a = scalar_promotion_key(device_a) if scalar == 0 else dtype_a
         key_b = scalar_promotion_key(device_b) if scalar == 1 else dtype_b
         src_dtype = as_data_type(promote(key_a, key_b), "a, b")
-    computed = alias_dtype(name, src_dtype)
+    computed = binary_source(name, op, src_dtype)
     if computed is None:
         raise refuse_alias(name, src_dtype, "a, b")
     dst_dtype = binary_dst_dtype(op, computed)

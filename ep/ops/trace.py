@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ep.common.math.aliases import alias_dtype, checks_negative_powers, refuse_alias
-from ep.common.math.binary_functor import binary_attrs, binary_dst_dtype, binary_keyword_attrs
-from ep.common.math.unary_functor import unary_attrs, unary_keyword_attrs, unary_result_dtype
+from ep.common.math.aliases import checks_negative_powers, refuse_alias
+from ep.common.math.binary_functor import binary_attrs, binary_dst_dtype, binary_keyword_attrs, binary_source
+from ep.common.math.unary_functor import unary_attrs, unary_keyword_attrs, unary_result_dtype, unary_source
 from ep.common.primitive.elementwise_fused import check_size
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.scalar import result_dtype
@@ -104,7 +104,7 @@ class Tracer:
             raise TypeError(f"x: {x.name} is a scalar; ep.ops.unary takes an array (use it beside an array, or compute it outside)")
         if attrs:
             attr0, attr1 = unary_keyword_attrs(op, attrs, attr0, attr1)
-        src = alias_dtype(name, x.data_type)
+        op, src = unary_source(name, op, x.data_type)
         if src is None:
             raise refuse_alias(name, x.data_type, "x")
         dst = unary_result_dtype(op, src, dtype)
@@ -121,7 +121,7 @@ class Tracer:
         if attrs:
             attr0, attr1 = binary_keyword_attrs(op, attrs, attr0, attr1)
         src = as_data_type(result_dtype(a.promotion, b.promotion), "a, b")
-        computed = alias_dtype(name, src)
+        computed = binary_source(name, op, src)
         if computed is None:
             raise refuse_alias(name, src, "a, b")
         nonnegative = checks_negative_powers(name, computed)

@@ -1,12 +1,12 @@
 """ep.ops.unary: an ElementwiseUnary over an array of any shape and strides."""
 from __future__ import annotations
 
-from ep.common.math.aliases import alias_dtype, refuse_alias
+from ep.common.math.aliases import refuse_alias
 from ep.common.runtime.buffer import plain
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.math.ops.record import document_ops
-from ep.common.math.unary_functor import UNARY_FUNCTORS, unary_attrs, unary_keyword_attrs, unary_result_dtype
+from ep.common.math.unary_functor import UNARY_FUNCTORS, unary_attrs, unary_keyword_attrs, unary_result_dtype, unary_source
 from ep.include.primitive.cast import CastFactory
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import NewPrimitive
@@ -27,7 +27,7 @@ def _primitive(op, device_type, x_dtype, attr0, attr1, dtype):
             raise ValueError(f"{error}; ep.ops.{name.lower()} computes {name!r}") from None
         raise
     x_dtype = as_data_type(x_dtype, "x")
-    src_dtype = alias_dtype(name, x_dtype)
+    op, src_dtype = unary_source(name, op, x_dtype)
     if src_dtype is None:
         raise refuse_alias(name, x_dtype, "x")
     dst_dtype = unary_result_dtype(op, src_dtype, dtype)

@@ -32,7 +32,7 @@ DTYPES = [np.dtype(t.value) for t in ep.DataType]
 INTS = ("int8", "uint8", "int32", "int64")
 # Where the library computes and ep refuses (TypeError naming the dtype): ops ep has for floats only.
 NOT_IMPLEMENTED = {
-    "hardtanh": INTS, "softsign": INTS, "absolute": ("bool",), "fix": ("bool",) + INTS,
+    "hardtanh": INTS, "softsign": INTS, "absolute": ("bool",),
 }
 
 

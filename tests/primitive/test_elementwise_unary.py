@@ -599,8 +599,14 @@ def test_ops_unary_unknown_op_name(device):
 
 
 def test_ops_unary_unsupported_dtype_names_op_and_dtype(device):
+    # OneFlow's name keeps OneFlow's rule; PyTorch's computes an int32 input in float32, as torch.exp.
     with pytest.raises(TypeError, match="kExp does not support dtype int32"):
-        ep.ops.unary("exp", to_device(np.ones(3, np.int32), device))
+        ep.ops.unary("kExp", to_device(np.ones(3, np.int32), device))
+    torch = pytest.importorskip("torch")
+    got = to_numpy(ep.ops.unary("exp", to_device(np.arange(3, dtype=np.int32), device)))
+    want = torch.exp(torch.arange(3, dtype=torch.int32)).numpy()
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_ops_unary_strided_input_on_cpu():

@@ -4,7 +4,11 @@ An op's enum lists its aliases; an alias means its library's function. Where tha
 computes on other dtypes than OneFlow's op (NumPy's true_divide of ints gives float64, its power of
 bools int8; torch.special.expit of ints gives float32) or refuses a dtype (NumPy's subtract of
 bools), ep.ops casts the operands to the library's dtype or refuses them, and NewPrimitive has no
-primitive of the alias for that dtype. OneFlow's own names (div, kDiv) keep OneFlow's rules.
+primitive of the alias for that dtype. ep's own snake_case names are PyTorch's: an integer or bool
+input to a math function PyTorch computes in its default dtype takes float32 (torch.exp of int32:
+the record's ints_to_float), and PyTorch's rounding of integers (ceil, floor, round, trunc)
+returns them as they are (of bool: refused, as torch refuses it).
+OneFlow's own names (div, kDiv, kExp) keep OneFlow's rules.
 """
 from __future__ import annotations
 
@@ -14,6 +18,11 @@ import numpy as np
 
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.names import _fold
+from ep.include.primitive.binary_op import BinaryOp
+from ep.include.primitive.unary_op import UnaryOp
+
+# OneFlow's names of the ops ("kExp"), which keep OneFlow's rules.
+_ONEFLOW_NAMES = frozenset(UnaryOp.__members__) | frozenset(BinaryOp.__members__)
 
 
 def _numpy_float(dtype: DataType) -> DataType:
@@ -49,13 +58,36 @@ _RULES: dict[str, Callable[[DataType], DataType | None]] = {
 _RULES = {_fold(alias): rule for alias, rule in _RULES.items()}
 
 
-def alias_dtype(op: object, dtype: DataType) -> DataType | None:
+# PyTorch's rounding functions, which return integers as they are (and refuse bools), and NumPy's
+# fix, which returns integers and bools as they are.
+ROUNDING = frozenset(map(_fold, ("ceil", "floor", "round", "trunc")))
+_FIX = _fold("fix")
+
+
+def alias_dtype(op: object, dtype: DataType, ints_to_float: bool = False) -> DataType | None:
     """The dtype op computes dtype operands in: for a NumPy or PyTorch alias its library's (None
-    where the library refuses them), else dtype itself."""
-    if type(op) is not str:
+    where the library refuses them); for a name of PyTorch's, float32 where dtype is an integer or
+    bool and the op's record says ints_to_float; else dtype itself."""
+    if type(op) is not str or op in _ONEFLOW_NAMES:
         return dtype
-    rule = _RULES.get(_fold(op))
-    return dtype if rule is None else rule(dtype)
+    folded = _fold(op)
+    rule = _RULES.get(folded)
+    if rule is not None:
+        return rule(dtype)
+    if folded in ROUNDING and dtype is DataType.kBool:
+        return None  # torch.ceil of bool is an error
+    if ints_to_float and not dtype.is_floating:
+        return DataType.kFloat
+    return dtype
+
+
+def rounds_to_itself(op: object, dtype: DataType) -> bool:
+    """Whether op names a rounding function that returns dtype inputs as they are: PyTorch's of
+    integers (torch.ceil of int32 is its input, int32), NumPy's fix of integers and bools."""
+    if type(op) is not str or dtype.is_floating or op in _ONEFLOW_NAMES:
+        return False
+    folded = _fold(op)
+    return folded == _FIX or dtype.is_integer and folded in ROUNDING
 
 
 def refuse_alias(op: str, dtype: DataType, name: str) -> TypeError:

@@ -60,13 +60,19 @@ def binary_keyword_attrs(op: object, keywords: dict, attr0: object, attr1: objec
     return keyword_attrs(op, BINARY_FUNCTORS[op].attrs, keywords, attr0, attr1)
 
 
+def binary_source(name: object, op: BinaryOp, dtype: DataType) -> DataType | None:
+    """The dtype that name, op's name as given, computes dtype operands in (None where its
+    library refuses them): aliases.alias_dtype over op's record."""
+    return alias_dtype(name, dtype, BINARY_FUNCTORS[op].ints_to_float)
+
+
 def resolve_binary(op: object, src_dtype: object, dst_dtype: object, attr0: object, attr1: object):
     """(op, src, dst, attrs) normalized for a factory's New, or None for an unsupported combination
     (a NumPy or PyTorch alias on a dtype its library computes otherwise included)."""
     name, op = op, as_binary_op(op)
     src_dtype = as_data_type(src_dtype, "src_dtype")
     dst_dtype = as_data_type(dst_dtype, "dst_dtype")
-    if binary_dst_dtype(op, src_dtype) is not dst_dtype or alias_dtype(name, src_dtype) is not src_dtype:
+    if binary_dst_dtype(op, src_dtype) is not dst_dtype or binary_source(name, op, src_dtype) is not src_dtype:
         return None
     if checks_negative_powers(name, src_dtype):
         return None  # a Launch cannot raise NumPy's error for a negative exponent

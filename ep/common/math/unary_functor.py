@@ -10,7 +10,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ep.common.math.aliases import alias_dtype
+from ep.common.math.aliases import alias_dtype, rounds_to_itself
 from ep.common.math.ops import FAMILIES
 from ep.common.math.ops.record import UnaryFunctor, collect
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
@@ -114,12 +114,22 @@ def unary_attrs(op: UnaryOp, src_dtype: DataType, attr0: object, attr1: object) 
     return attrs
 
 
+def unary_source(name: object, op: UnaryOp, dtype: DataType) -> tuple[UnaryOp, DataType | None]:
+    """(the op that name, op's name as given, computes on dtype inputs; the dtype it computes them
+    in, None where its library refuses them): aliases.alias_dtype over op's record; a rounding of
+    what it leaves as it is (PyTorch's of integers, NumPy's fix) is the identity."""
+    if rounds_to_itself(name, dtype):
+        return UnaryOp.kIdentity, dtype
+    record = UNARY_FUNCTORS.get(op)
+    return op, alias_dtype(name, dtype, record is not None and record.ints_to_float)
+
+
 def resolve_unary(op: object, src_dtype: object, dst_dtype: object, attr0: object, attr1: object):
     """(op, src, dst, attrs) normalized for a factory's New, or None for an unsupported combination
     (a NumPy or PyTorch alias on a dtype its library computes otherwise included)."""
     name, op = op, as_unary_op(op)
     src_dtype = as_data_type(src_dtype, "src_dtype")
     dst_dtype = as_data_type(dst_dtype, "dst_dtype")
-    if dst_dtype not in unary_dst_dtypes(op, src_dtype) or alias_dtype(name, src_dtype) is not src_dtype:
+    if dst_dtype not in unary_dst_dtypes(op, src_dtype) or unary_source(name, op, src_dtype) != (op, src_dtype):
         return None
     return op, src_dtype, dst_dtype, unary_attrs(op, src_dtype, attr0, attr1)

@@ -40,7 +40,7 @@ def sigmoid_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SIGMOID = UnaryFunctor(
-    UnaryOp.kSigmoid, sigmoid, FLOAT, float32_formula=sigmoid_float32, with_dy_x=sigmoid_backward_with_dy_x,
+    UnaryOp.kSigmoid, sigmoid, FLOAT, ints_to_float=True, float32_formula=sigmoid_float32, with_dy_x=sigmoid_backward_with_dy_x,
     with_dy_y=sigmoid_backward_with_dy_y,
     doc="1 / (1 + exp(-x))",
 )
@@ -63,7 +63,7 @@ def tanh_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 TANH = UnaryFunctor(
-    UnaryOp.kTanh, tanh, FLOAT, float32_formula=tanh_float32, with_dy_x=tanh_backward_with_dy_x,
+    UnaryOp.kTanh, tanh, FLOAT, ints_to_float=True, float32_formula=tanh_float32, with_dy_x=tanh_backward_with_dy_x,
     with_dy_y=tanh_backward_with_dy_y,
     doc="hyperbolic tangent",
 )

@@ -75,7 +75,7 @@ def sqrt_backward_with_dy_x(dy, x, attr0, attr1):
     return divide(dy, as_type(2, x) * sqrt(x, attr0, attr1))
 
 
-SQRT = UnaryFunctor(UnaryOp.kSqrt, sqrt, FLOAT, with_dy_x=sqrt_backward_with_dy_x, doc="square root")
+SQRT = UnaryFunctor(UnaryOp.kSqrt, sqrt, FLOAT, ints_to_float=True, with_dy_x=sqrt_backward_with_dy_x, doc="square root")
 
 
 @scalar_function
@@ -88,7 +88,7 @@ def rsqrt_backward_with_dy_x(dy, x, attr0, attr1):
     return -divide(dy, as_type(2, x) * x * sqrt(x, attr0, attr1))
 
 
-RSQRT = UnaryFunctor(UnaryOp.kRsqrt, rsqrt, FLOAT, with_dy_x=rsqrt_backward_with_dy_x, doc="1 / sqrt(x)")
+RSQRT = UnaryFunctor(UnaryOp.kRsqrt, rsqrt, FLOAT, ints_to_float=True, with_dy_x=rsqrt_backward_with_dy_x, doc="1 / sqrt(x)")
 
 
 @scalar_function
@@ -101,7 +101,7 @@ def reciprocal_backward_with_dy_x(dy, x, attr0, attr1):
     return -divide(dy, x * x)
 
 
-RECIPROCAL = UnaryFunctor(UnaryOp.kReciprocal, reciprocal, FLOAT, with_dy_x=reciprocal_backward_with_dy_x, doc="1 / x")
+RECIPROCAL = UnaryFunctor(UnaryOp.kReciprocal, reciprocal, FLOAT, ints_to_float=True, with_dy_x=reciprocal_backward_with_dy_x, doc="1 / x")
 
 
 @scalar_function

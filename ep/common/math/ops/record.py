@@ -30,7 +30,9 @@ class _Record:
     refuses values the op has no result for: attrs_rule(attr0, attr1) is the ValueError's message
     or None (PyTorch's: celu's alpha 0, hardtanh's min_val above max_val). doc says in one line what
     the op computes; aliases (NumPy's and PyTorch's names for the same function, which the enum's
-    name lookup accepts) are the enum's.
+    name lookup accepts) are the enum's. ints_to_float: PyTorch's function of the op's name takes
+    integer and bool inputs, computing them in float32 (torch.exp of int32), and so does ep.ops by
+    that name (aliases.alias_dtype; OneFlow's name, kExp, refuses them).
     """
 
     op: enum.Enum
@@ -40,6 +42,7 @@ class _Record:
     to_bool: bool = False
     doc: str = ""
     attrs_rule: Callable | None = None
+    ints_to_float: bool = False
 
     @property
     def aliases(self) -> tuple[str, ...]:

@@ -28,7 +28,7 @@ LN10 = math.log(10)
 exp = of_x(math.exp)
 exp_float32 = of_x(fast_math.exp)
 
-EXP = UnaryFunctor(UnaryOp.kExp, exp, FLOAT, float32_formula=exp_float32, with_dy_x=dy_times(exp), doc="e ** x")
+EXP = UnaryFunctor(UnaryOp.kExp, exp, FLOAT, ints_to_float=True, float32_formula=exp_float32, with_dy_x=dy_times(exp), doc="e ** x")
 
 
 @scalar_function
@@ -41,13 +41,13 @@ def exp2_backward_with_dy_x(dy, x, attr0, attr1):
     return dy * exp2(x, attr0, attr1) * as_type(LN2, x)
 
 
-EXP2 = UnaryFunctor(UnaryOp.kExp2, exp2, FLOAT, with_dy_x=exp2_backward_with_dy_x, doc="2 ** x")
+EXP2 = UnaryFunctor(UnaryOp.kExp2, exp2, FLOAT, ints_to_float=True, with_dy_x=exp2_backward_with_dy_x, doc="2 ** x")
 
 expm1 = of_x(math.expm1)
 expm1_float32 = of_x(fast_math.expm1)
 
 EXPM1 = UnaryFunctor(
-    UnaryOp.kExpm1, expm1, FLOAT, float32_formula=expm1_float32, with_dy_x=dy_times(exp),
+    UnaryOp.kExpm1, expm1, FLOAT, ints_to_float=True, float32_formula=expm1_float32, with_dy_x=dy_times(exp),
     doc="exp(x) - 1, accurate near 0",
 )
 
@@ -61,7 +61,7 @@ def log_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 LOG = UnaryFunctor(
-    UnaryOp.kLog, log, FLOAT, float32_formula=log_float32, with_dy_x=log_backward_with_dy_x,
+    UnaryOp.kLog, log, FLOAT, ints_to_float=True, float32_formula=log_float32, with_dy_x=log_backward_with_dy_x,
     doc="natural logarithm",
 )
 
@@ -74,7 +74,7 @@ def log2_backward_with_dy_x(dy, x, attr0, attr1):
     return divide(dy, x * as_type(LN2, x))
 
 
-LOG2 = UnaryFunctor(UnaryOp.kLog2, log2, FLOAT, with_dy_x=log2_backward_with_dy_x, doc="base-2 logarithm")
+LOG2 = UnaryFunctor(UnaryOp.kLog2, log2, FLOAT, ints_to_float=True, with_dy_x=log2_backward_with_dy_x, doc="base-2 logarithm")
 
 
 log10 = of_x(math.log10)
@@ -85,7 +85,7 @@ def log10_backward_with_dy_x(dy, x, attr0, attr1):
     return divide(dy, x * as_type(LN10, x))
 
 
-LOG10 = UnaryFunctor(UnaryOp.kLog10, log10, FLOAT, with_dy_x=log10_backward_with_dy_x, doc="base-10 logarithm")
+LOG10 = UnaryFunctor(UnaryOp.kLog10, log10, FLOAT, ints_to_float=True, with_dy_x=log10_backward_with_dy_x, doc="base-10 logarithm")
 
 
 log1p = of_x(math.log1p)
@@ -97,7 +97,7 @@ def log1p_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 LOG1P = UnaryFunctor(
-    UnaryOp.kLog1p, log1p, FLOAT, with_dy_x=log1p_backward_with_dy_x,
+    UnaryOp.kLog1p, log1p, FLOAT, ints_to_float=True, with_dy_x=log1p_backward_with_dy_x,
     doc="log(1 + x), accurate near 0",
 )
 
@@ -116,7 +116,7 @@ def erf_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ERF = UnaryFunctor(
-    UnaryOp.kErf, erf, FLOAT, float32_formula=erf_float32, with_dy_x=erf_backward_with_dy_x,
+    UnaryOp.kErf, erf, FLOAT, ints_to_float=True, float32_formula=erf_float32, with_dy_x=erf_backward_with_dy_x,
     doc="error function",
 )
 
@@ -130,7 +130,7 @@ def erfc_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ERFC = UnaryFunctor(
-    UnaryOp.kErfc, erfc, FLOAT, float32_formula=erfc_float32, with_dy_x=erfc_backward_with_dy_x,
+    UnaryOp.kErfc, erfc, FLOAT, ints_to_float=True, float32_formula=erfc_float32, with_dy_x=erfc_backward_with_dy_x,
     doc="1 - erf(x), accurate for large x",
 )
 
@@ -145,7 +145,7 @@ digamma = of_x_in_type(_digamma)
 
 
 DIGAMMA = UnaryFunctor(
-    UnaryOp.kDigamma, digamma, FLOAT, with_dy_x=dy_times(trigamma),
+    UnaryOp.kDigamma, digamma, FLOAT, ints_to_float=True, with_dy_x=dy_times(trigamma),
     doc="the derivative of lgamma",
 )
 
@@ -157,7 +157,7 @@ def lgamma(x, attr0, attr1):
 
 
 LGAMMA = UnaryFunctor(
-    UnaryOp.kLgamma, lgamma, FLOAT, with_dy_x=dy_times(digamma),
+    UnaryOp.kLgamma, lgamma, FLOAT, ints_to_float=True, with_dy_x=dy_times(digamma),
     doc="log |Gamma(x)|",
 )
 
@@ -171,8 +171,8 @@ sinh = of_x(math.sinh)
 cosh = of_x(math.cosh)
 
 
-SINH = UnaryFunctor(UnaryOp.kSinh, sinh, FLOAT, with_dy_x=dy_times(cosh), doc="hyperbolic sine")
-COSH = UnaryFunctor(UnaryOp.kCosh, cosh, FLOAT, with_dy_x=dy_times(sinh), doc="hyperbolic cosine")
+SINH = UnaryFunctor(UnaryOp.kSinh, sinh, FLOAT, ints_to_float=True, with_dy_x=dy_times(cosh), doc="hyperbolic sine")
+COSH = UnaryFunctor(UnaryOp.kCosh, cosh, FLOAT, ints_to_float=True, with_dy_x=dy_times(sinh), doc="hyperbolic cosine")
 
 asinh = of_x(math.asinh)
 
@@ -183,7 +183,7 @@ def asinh_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ASINH = UnaryFunctor(
-    UnaryOp.kAsinh, asinh, FLOAT, with_dy_x=asinh_backward_with_dy_x,
+    UnaryOp.kAsinh, asinh, FLOAT, ints_to_float=True, with_dy_x=asinh_backward_with_dy_x,
     doc="inverse hyperbolic sine",
 )
 
@@ -198,7 +198,7 @@ def acosh_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ACOSH = UnaryFunctor(
-    UnaryOp.kAcosh, acosh, FLOAT, with_dy_x=acosh_backward_with_dy_x,
+    UnaryOp.kAcosh, acosh, FLOAT, ints_to_float=True, with_dy_x=acosh_backward_with_dy_x,
     doc="inverse hyperbolic cosine",
 )
 
@@ -213,7 +213,7 @@ def atanh_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ATANH = UnaryFunctor(
-    UnaryOp.kAtanh, atanh, FLOAT, with_dy_x=atanh_backward_with_dy_x,
+    UnaryOp.kAtanh, atanh, FLOAT, ints_to_float=True, with_dy_x=atanh_backward_with_dy_x,
     doc="inverse hyperbolic tangent",
 )
 
@@ -229,13 +229,13 @@ def cos_backward_with_dy_x(dy, x, attr0, attr1):
     return -dy * sin(x, attr0, attr1)
 
 
-COS = UnaryFunctor(UnaryOp.kCos, cos, FLOAT, with_dy_x=cos_backward_with_dy_x, doc="cosine")
+COS = UnaryFunctor(UnaryOp.kCos, cos, FLOAT, ints_to_float=True, with_dy_x=cos_backward_with_dy_x, doc="cosine")
 
 
 sin = of_x(math.sin)
 
 
-SIN = UnaryFunctor(UnaryOp.kSin, sin, FLOAT, with_dy_x=dy_times(cos), doc="sine")
+SIN = UnaryFunctor(UnaryOp.kSin, sin, FLOAT, ints_to_float=True, with_dy_x=dy_times(cos), doc="sine")
 
 
 tan = of_x(math.tan)
@@ -247,7 +247,7 @@ def tan_backward_with_dy_x(dy, x, attr0, attr1):
     return divide(dy, c * c)
 
 
-TAN = UnaryFunctor(UnaryOp.kTan, tan, FLOAT, with_dy_x=tan_backward_with_dy_x, doc="tangent")
+TAN = UnaryFunctor(UnaryOp.kTan, tan, FLOAT, ints_to_float=True, with_dy_x=tan_backward_with_dy_x, doc="tangent")
 
 
 asin = of_x(math.asin)
@@ -261,7 +261,7 @@ def asin_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ASIN = UnaryFunctor(
-    UnaryOp.kAsin, asin, FLOAT, with_dy_x=asin_backward_with_dy_x,
+    UnaryOp.kAsin, asin, FLOAT, ints_to_float=True, with_dy_x=asin_backward_with_dy_x,
     doc="inverse sine",
 )
 
@@ -275,7 +275,7 @@ def acos_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ACOS = UnaryFunctor(
-    UnaryOp.kAcos, acos, FLOAT, with_dy_x=acos_backward_with_dy_x,
+    UnaryOp.kAcos, acos, FLOAT, ints_to_float=True, with_dy_x=acos_backward_with_dy_x,
     doc="inverse cosine",
 )
 
@@ -289,6 +289,6 @@ def atan_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 ATAN = UnaryFunctor(
-    UnaryOp.kAtan, atan, FLOAT, with_dy_x=atan_backward_with_dy_x,
+    UnaryOp.kAtan, atan, FLOAT, ints_to_float=True, with_dy_x=atan_backward_with_dy_x,
     doc="inverse tangent",
 )

@@ -1,0 +1,75 @@
+"""PyTorch's names of its math functions on integer and bool inputs compute what torch computes (in
+float32, its default dtype), OneFlow's names of the same ops refuse them, and PyTorch's rounding
+returns integers as they are (bools refused, as torch refuses them): against torch computed here,
+on each device, through ep.ops and ep.fuse."""
+import numpy as np
+import pytest
+
+import ep
+import ep.ops
+from ep.common.math.unary_functor import UNARY_FUNCTORS
+from ep.testing import to_device, to_numpy
+
+torch = pytest.importorskip("torch")
+
+FLOAT_FUNCTIONS = sorted(op.value for op, record in UNARY_FUNCTORS.items() if record.ints_to_float)
+INTEGERS = ("bool", "int8", "uint8", "int32", "int64")
+
+
+def _values(dtype: str) -> np.ndarray:
+    if dtype == "bool":
+        return np.array([True, False, True])
+    info = np.iinfo(dtype)
+    return np.array([v for v in (0, 1, 2, 3, -1, -7, 100, info.min, info.max) if info.min <= v <= info.max], dtype)
+
+
+def _torch(name: str, x: np.ndarray):
+    """torch's function of name on x, or the exception it raises."""
+    try:
+        return getattr(torch, name)(torch.from_numpy(x)).numpy()
+    except Exception as error:  # noqa: BLE001 - torch's refusal is the expected result
+        return error
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=0, equal_nan=True)
+
+
+def test_the_float_functions_are_torchs():
+    assert len(FLOAT_FUNCTIONS) >= 25 and {"exp", "sqrt", "acos", "sigmoid", "tanh", "reciprocal"} <= set(FLOAT_FUNCTIONS)
+
+
+@pytest.mark.parametrize("dtype", INTEGERS)
+@pytest.mark.parametrize("name", FLOAT_FUNCTIONS)
+def test_math_function_of_integers_computes_as_torch(device, name, dtype):
+    x = _values(dtype)
+    want = _torch(name, x)
+    assert not isinstance(want, Exception), want
+    _same(to_numpy(ep.ops.unary(name, to_device(x, device))), want)
+    kname = "k" + ep.UnaryOp(name).name[1:]
+    with pytest.raises(TypeError, match=f"does not support dtype {dtype}"):
+        ep.ops.unary(kname, to_device(x, device))
+
+
+@pytest.mark.parametrize("name", ["exp", "sqrt", "acos", "sigmoid"])
+def test_fused_math_of_integers_computes_as_torch(device, name):
+    x = _values("int32")
+    fused = ep.fuse(lambda a: ep.ops.unary(name, a))
+    _same(to_numpy(fused(to_device(x, device))), _torch(name, x))
+
+
+@pytest.mark.parametrize("dtype", INTEGERS)
+@pytest.mark.parametrize("name", ["ceil", "floor", "round", "trunc"])
+def test_rounding_of_integers_returns_them_as_torch(device, name, dtype):
+    x = _values(dtype)
+    want = _torch(name, x)
+    if isinstance(want, Exception):
+        with pytest.raises(TypeError, match=f"does not support dtype {dtype}"):
+            ep.ops.unary(name, to_device(x, device))
+        return
+    got = to_numpy(ep.ops.unary(name, to_device(x, device)))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    fused = to_numpy(ep.fuse(lambda a: ep.ops.unary(name, a) + 1)(to_device(x, device)))
+    np.testing.assert_array_equal(fused, want + np.ones((), want.dtype))
