@@ -26,7 +26,6 @@ TOLERANCE = {np.float16: 1e-2, np.float32: 1e-5, np.float64: 1e-10}
 # Where ep deliberately computes what NumPy computes for a name both libraries have (README: names).
 DOCUMENTED = {
     "true_divide": "NumPy's true_divide of integers and bools gives float64 (torch: float32)",
-    "div": "ep's div is OneFlow's: integers truncate toward zero, bools stay bool (torch.div divides)",
 }
 
 

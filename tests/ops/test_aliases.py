@@ -105,7 +105,8 @@ def test_new_primitive_has_no_alias_computed_otherwise(device):
     assert ep.NewPrimitive(binary, device, "true_divide", "int32", "int32", 4) is None
     assert ep.NewPrimitive(binary, device, "power", "int64", "int64", 4) is None
     assert ep.NewPrimitive(binary, device, "subtract", "bool", "bool", 4) is None
-    assert ep.NewPrimitive(binary, device, "div", "int32", "int32", 4) is not None
+    assert ep.NewPrimitive(binary, device, "div", "int32", "int32", 4) is None  # torch.div: float32
+    assert ep.NewPrimitive(binary, device, "kDiv", "int32", "int32", 4) is not None
     assert ep.NewPrimitive(binary, device, "true_divide", "float32", "float32", 4) is not None
     unary = ep.ElementwiseUnaryFactory
     assert ep.NewPrimitive(unary, device, "arccos", "float32", "float32") is not None

@@ -141,8 +141,9 @@ def test_integer_floor_division_and_modulo_follow_numpy_zero_divisor_included(de
 def test_integer_divide_truncates_and_gives_zero_for_a_zero_divisor(device):
     a = np.array([7, -7, 7, -7, 5, -5], dtype=np.int32)
     b = np.array([2, 2, -2, -2, 0, 0], dtype=np.int32)
-    # OneFlow's name keeps OneFlow's rule; NumPy's "divide" divides truly (tests/ops/test_aliases.py).
-    got = to_numpy(ep.ops.binary("div", to_device(a, device), to_device(b, device)))
+    # OneFlow's name keeps OneFlow's rule; NumPy's "divide" and PyTorch's "div" divide truly
+    # (tests/ops/test_aliases.py, test_torch_promotion.py).
+    got = to_numpy(ep.ops.binary("kDiv", to_device(a, device), to_device(b, device)))
     with np.errstate(all="ignore"):
         expected = np.where(b == 0, 0, np.trunc(a / np.where(b == 0, 1, b))).astype(np.int32)
     np.testing.assert_array_equal(got, expected)
@@ -326,9 +327,15 @@ def test_describe_gives_the_record_of_a_member():
     assert "also less, lt" in ep.ops.describe(B.kLessThan)
     assert ep.ops.describe(B.kReluBackwardWithDyY).startswith("relu_backward_with_dy_y(dy, y)")
     assert all(ep.ops.describe(op) for op in [*U, *B])
-    # By any name the ops take: OneFlow's, the value, an alias.
-    assert ep.ops.describe("arccos") == ep.ops.describe("kAcos") == ep.ops.describe(U.kAcos)
+    # By any name the ops take: OneFlow's, the value, an alias; a name whose library computes other
+    # dtypes than OneFlow's op says so in a third line (the entry of the name asked for).
+    assert ep.ops.describe("kAcos") == ep.ops.describe(U.kAcos)
+    assert ep.ops.describe("arccos") == ep.ops.describe("kAcos") + "\n    arccos: NumPy's: an integer or bool input computes in the smallest float that holds it (float64 for int32)"
     assert ep.ops.describe("lt") == ep.ops.describe(B.kLessThan)
+    assert ep.ops.describe("divide").endswith("divide: NumPy's: integers and bools divide in float64")
+    assert ep.ops.describe("div").endswith("div: PyTorch's: an integer or bool input computes in float32")
+    assert ep.ops.describe("exp").endswith("exp: PyTorch's: an integer or bool input computes in float32")
+    assert ep.ops.describe("ceil").endswith("ceil: integers are returned as they are")
     with pytest.raises(ValueError, match="op: 'relux' is neither a unary nor a binary op; did you mean 'relu'"):
         ep.ops.describe("relux")
     with pytest.raises(TypeError, match="op: 3 is not a unary op"):

@@ -14,7 +14,7 @@ UFUNCS = {
     "add": np.add,
     "sub": np.subtract,
     "mul": np.multiply,
-    "div": np.true_divide,
+    "kDiv": np.true_divide,
     "max": np.maximum,
     "min": np.minimum,
     "pow": np.power,
@@ -26,13 +26,14 @@ UFUNCS = {
     **LOGICAL,
     **BITWISE,
 }
-FORWARD_OPS = [op.value for op in ep.BinaryOp if "Backward" not in op.name]
+# div is torch.div (tests/ops/test_torch_promotion.py); OneFlow's kDiv is the op checked here.
+FORWARD_OPS = [op.name if op is ep.BinaryOp.kDiv else op.value for op in ep.BinaryOp if "Backward" not in op.name]
 # Where ep's op means what NumPy's ufunc means on the promoted dtype. Elsewhere ep keeps OneFlow's
 # semantics, checked with test_binary_ops' references on NumPy's promoted dtype: integer
 # division, modulo and power (zero divisors give 0, negative powers 0 or +-1, where NumPy warns,
 # raises or gives float64), bool arithmetic (NumPy's bool sub raises; its div, pow and modulo
 # give int8 or float64), and is_close, which has no ufunc.
-_INTEGER_SEMANTICS = {"div", "pow", "fmod", "floor_div", "trunc_div", "floor_mod"}
+_INTEGER_SEMANTICS = {"kDiv", "pow", "fmod", "floor_div", "trunc_div", "floor_mod"}
 
 DTYPES = [np.int8, np.int32, np.uint8, np.bool_, np.float16, np.float32]
 SCALARS = [True, False, 0, 1, -1, 3, 128, 256, -129, 2**31, 2**63, 0.0, 1.5, -2.5, 1e5, float("nan"), float("inf")]

@@ -73,3 +73,17 @@ def test_rounding_of_integers_returns_them_as_torch(device, name, dtype):
     np.testing.assert_array_equal(got, want)
     fused = to_numpy(ep.fuse(lambda a: ep.ops.unary(name, a) + 1)(to_device(x, device)))
     np.testing.assert_array_equal(fused, want + np.ones((), want.dtype))
+
+
+@pytest.mark.parametrize("dtype", INTEGERS + ("float16", "float32"))
+def test_div_is_torch_div(device, dtype):
+    # torch.div divides integers and bools in float32; OneFlow's kDiv truncates them.
+    signed = np.dtype(dtype).kind != "u"
+    a = np.array([7, -7 if signed else 9, 5, 0, 1, 3]).astype(dtype)
+    b = np.array([2, 2, -2 if signed else 4, 3, 1, 1]).astype(dtype)
+    want = torch.div(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+    got = to_numpy(ep.ops.binary("div", to_device(a, device), to_device(b, device)))
+    _same(got, want)
+    _same(to_numpy(ep.fuse(lambda x, y: ep.ops.binary("div", x, y))(to_device(a, device), to_device(b, device))), want)
+    if dtype in ("int8", "int32"):
+        np.testing.assert_array_equal(to_numpy(ep.ops.binary("kDiv", to_device(a, device), to_device(b, device))), np.trunc(a / b).astype(dtype))

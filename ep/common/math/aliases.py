@@ -48,9 +48,19 @@ def _no_bool(dtype: DataType) -> DataType | None:
     return None if dtype is DataType.kBool else dtype
 
 
+# What each rule says, for describe.
+_SAYS = {
+    _numpy_float: "NumPy's: an integer or bool input computes in the smallest float that holds it (float64 for int32)",
+    _torch_float: "PyTorch's: an integer or bool input computes in float32",
+    _true_divide: "NumPy's: integers and bools divide in float64",
+    _bool_as_int8: "NumPy's: bools compute as int8",
+    _no_bool: "NumPy's: bools are refused",
+}
+
 _RULES: dict[str, Callable[[DataType], DataType | None]] = {
     **dict.fromkeys(("arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh"), _numpy_float),
-    **dict.fromkeys(("psi", "gammaln", "expit"), _torch_float),
+    # torch.div divides integers in float32; OneFlow's kDiv truncates them.
+    **dict.fromkeys(("psi", "gammaln", "expit", "div"), _torch_float),
     **dict.fromkeys(("divide", "true_divide"), _true_divide),
     **dict.fromkeys(("power", "floor_divide", "remainder", "mod"), _bool_as_int8),
     **dict.fromkeys(("positive", "subtract"), _no_bool),
@@ -79,6 +89,19 @@ def alias_dtype(op: object, dtype: DataType, ints_to_float: bool = False) -> Dat
     if ints_to_float and not dtype.is_floating:
         return DataType.kFloat
     return dtype
+
+
+def alias_note(op: str, ints_to_float: bool = False) -> str | None:
+    """What name op computes where its library's rule is not OneFlow's (describe's line), or None."""
+    folded = _fold(op)
+    rule = _RULES.get(folded)
+    if rule is not None:
+        return f"{op}: {_SAYS[rule]}"
+    if folded in ROUNDING or folded == _FIX:
+        return f"{op}: integers{' and bools' if folded == _FIX else ''} are returned as they are"
+    if ints_to_float:
+        return f"{op}: {_SAYS[_torch_float]}"
+    return None
 
 
 def rounds_to_itself(op: object, dtype: DataType) -> bool:
