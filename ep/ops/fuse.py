@@ -58,11 +58,12 @@ def fuse(fn: Callable) -> Callable:
     """fn's elementwise expressions fused into one kernel: a callable taking fn's arguments, and
     out= and stream= keywords, giving what fn gives (an array or a tuple of arrays).
 
-    fn takes arrays and scalars positionally and returns one traced array or a tuple of them. It
-    may use Python's operators (+ - * / // % ** -x abs(), < <= == != > >=, & | ^ ~ with NumPy's
-    meaning: / is true_divide, // floor_divide, % remainder, ** power), NumPy's ufuncs by name
-    (np.exp(x)), x.astype(dtype), and ep.ops.unary, ep.ops.binary (any op, with attributes) and
-    ep.ops.where. Results equal the unfused ep.ops chain's: the same dtype promotion (NEP 50), the
+    fn takes arrays and scalars (by position, or by the names of its positional parameters) and
+    returns one traced array or a tuple of them. It may use Python's operators (+ - * / // % ** -x
+    abs(), < <= == != > >=, & | ^ ~ with NumPy's meaning: / is true_divide, // floor_divide, %
+    remainder, ** power), NumPy's ufuncs and torch's elementwise functions by name (np.exp(x),
+    torch.tanh(x): each library's rule, as ep.ops takes the name), np.clip and x.clip,
+    x.astype(dtype), and ep.ops.unary, ep.ops.binary (any op, with attributes) and ep.ops.where. Results equal the unfused ep.ops chain's: the same dtype promotion (NEP 50), the
     same formulas and integer semantics, float16 rounded after each op. Python control flow on a
     traced value (if x > 0:, bool(), int(), len(), indexing) and ops that are not elementwise
     (ep.ops.gather, ...) raise TypeError. Outputs share one shape, the broadcast of the arrays they
@@ -89,11 +90,23 @@ class Fused:
         self._traces: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
 
+    def _positional(self, args: tuple, kwargs: dict) -> tuple:
+        """args with kwargs (fn's parameters by name) in their positions: a trace takes them so."""
+        try:
+            bound = inspect.signature(self._fn).bind(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{self.__name__}: {error}") from None
+        if bound.kwargs:
+            raise TypeError(f"{self.__name__}: keyword-only arguments {sorted(bound.kwargs)}: ep.fuse takes fn's arguments by position or by their positional names")
+        return bound.args
+
     def _name(self, position: int) -> str:
         names = self._parameters
         return names[position] if position < len(names) else f"args[{position}]"
 
-    def __call__(self, *args, out=None, stream=None):
+    def __call__(self, *args, out=None, stream=None, **kwargs):
+        if kwargs:
+            args = self._positional(args, kwargs)
         for arg in args:
             if type(arg) is GlobalTensor:
                 # The one global path (the expression's declaration: ep/ops/fuse_rules.py).

@@ -182,6 +182,10 @@ _CONTROL_FLOW = (
     "its data is not known while fn is traced, so Python control flow (if, while, and, or, not) would be "
     "decided once for every call; use ep.ops.where(condition, x, y)"
 )
+_SCALAR_MATH = (
+    "math's functions (math.tanh(x)) convert it to a Python float, which a traced value has not: use NumPy's "
+    f"(np.tanh(x)) or ep.ops.unary; and {_CONTROL_FLOW}"
+)
 _NOT_ELEMENTWISE = "a fused function is elementwise: it computes every element alike, and sees no shape"
 
 
@@ -235,11 +239,50 @@ class _Operators:
         except ValueError as error:  # an op name ep does not have
             raise TypeError(f"{self.name}: numpy.{ufunc.__name__} has no ep op to fuse ({error})") from None
 
+    def clip(self, min=None, max=None) -> Traced:
+        """self clipped to [min, max] (np.clip: NaN stays NaN; either bound may be None)."""
+        if min is None and max is None:
+            raise TypeError(f"{self.name}: clip needs min or max")
+        clipped = self if min is None else self.tracer.binary("maximum", self, min)
+        return clipped if max is None else self.tracer.binary("minimum", clipped, max)
+
+    def __array_function__(self, func, types, args, kwargs):
+        # NumPy's functions that are not ufuncs: np.clip is elementwise; the others are not traced.
+        if func is np.clip:
+            x, *bounds = args
+            return self.tracer.operand(x).clip(*bounds, **{k.removeprefix("a_"): v for k, v in kwargs.items()})
+        raise TypeError(
+            f"{self.name}: numpy.{func.__name__} is not traced by ep.fuse: fn may use NumPy's ufuncs (np.exp), "
+            "np.clip, ep.ops.unary, ep.ops.binary and ep.ops.where, whose ops are elementwise"
+        )
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        # torch's functions by their names, which ep.ops takes (torch.tanh(x), torch.maximum(x, y)).
+        name = getattr(func, "__name__", repr(func))
+        value = next(a for a in args if isinstance(a, _Operators))
+        for record, resolve in ((value.tracer.unary, as_unary_op), (value.tracer.binary, as_binary_op)):
+            try:
+                resolve(name)
+            except ValueError:
+                continue
+            return record(name, *args, **(kwargs or {}))
+        raise TypeError(f"{value.name}: torch.{name} is not traced by ep.fuse: no elementwise op of ep's has that name")
+
+    def __getattr__(self, name: str):
+        # Array attributes a fused function cannot have (x.sum(), x.T, x.shape): say why.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"{self.name}.{name}: a traced value inside ep.fuse has no {name!r}; {_NOT_ELEMENTWISE} (it has astype, "
+            "clip and Python's operators)"
+        )
+
     def __ep_trace__(self, function: str, signature: inspect.Signature, args: tuple, kwargs: dict):
         return self.tracer.call(function, signature, args, kwargs)
 
     __bool__ = _refuse("bool() of", _CONTROL_FLOW)
-    __float__ = _refuse("float() of", _CONTROL_FLOW)
+    __float__ = _refuse("float() of", _SCALAR_MATH)
     __int__ = _refuse("int() of", _CONTROL_FLOW)
     __complex__ = _refuse("complex() of", _CONTROL_FLOW)
     __index__ = _refuse("using as an index", _CONTROL_FLOW)

@@ -217,3 +217,39 @@ def test_more_than_thirty_arguments_and_outputs(device):
     assert len(many) == 33
     for i, got in enumerate(many):
         np.testing.assert_array_equal(to_numpy(got), x * i)
+
+
+def test_numpy_clip_torch_functions_and_keyword_arguments_trace(device):
+    torch = pytest.importorskip("torch")
+    x = np.array([-3.0, -0.5, np.nan, 0.5, 3.0], np.float32)
+    on = to_device(x, device)
+    np.testing.assert_array_equal(to_numpy(ep.fuse(lambda a: np.clip(a, -1, 1))(on)), np.clip(x, -1, 1))
+    np.testing.assert_array_equal(to_numpy(ep.fuse(lambda a: a.clip(max=0.5))(on)), np.clip(x, None, 0.5))
+    want = (torch.tanh(torch.from_numpy(x)) * torch.exp(torch.from_numpy(x))).numpy()
+    np.testing.assert_allclose(to_numpy(ep.fuse(lambda a: torch.tanh(a) * torch.exp(a))(on)), want, rtol=1e-6)
+    ints = np.arange(4, dtype=np.int32)
+    got = to_numpy(ep.fuse(lambda a: torch.sqrt(a))(to_device(ints, device)))  # torch's rule: float32
+    np.testing.assert_allclose(got, torch.sqrt(torch.from_numpy(ints)).numpy())
+    assert got.dtype == np.float32
+    scaled = ep.fuse(lambda a, scale: a * scale)
+    np.testing.assert_array_equal(to_numpy(scaled(on, scale=2.0)), x * 2)
+    np.testing.assert_array_equal(to_numpy(scaled(a=on, scale=2.0)), x * 2)
+    with pytest.raises(TypeError, match="multiple values for argument 'a'"):
+        scaled(on, a=on)
+
+
+def test_what_cannot_be_traced_is_named_for_what_it_is():
+    torch = pytest.importorskip("torch")
+    import math
+
+    x = np.ones(3, np.float32)
+    cases = [
+        (lambda a: math.tanh(a), TypeError, r"math's functions \(math.tanh\(x\)\) convert it to a Python float"),
+        (lambda a: a.sum(), AttributeError, "a.sum: a traced value inside ep.fuse has no 'sum'"),
+        (lambda a: a.T, AttributeError, "a.T: a traced value inside ep.fuse has no 'T'"),
+        (lambda a: np.sum(a), TypeError, "numpy.sum is not traced by ep.fuse"),
+        (lambda a: torch.sum(a), TypeError, "torch.sum is not traced by ep.fuse: no elementwise op of ep's has that name"),
+    ]
+    for fn, kind, message in cases:
+        with pytest.raises(kind, match=message):
+            ep.fuse(fn)(x)
