@@ -311,3 +311,27 @@ def test_quick_has_this_rounds_ops_at_1_MiB_without_torch_compile():
     w1 = quick["W1-1MiB"]
     made = peers.candidates(w1, "cpu", w1.build().inputs, None, names=("torch.compile",))
     assert "left out by --quick" in str(made["torch.compile", False])
+
+
+def test_a_busy_machine_is_said_and_noisy_ratios_are_not_printed(report):
+    # The warning from the load before the run or the timings' spread, and no ratio whose spread
+    # exceeds NOISY_RATIO of it: computed from the report's own figures.
+    import copy
+
+    from ep.bench import report as report_module
+
+    quiet = copy.deepcopy(report[0])
+    assert "load_before" in quiet["machine"]
+    quiet["machine"]["load_before"] = 0.0
+    for workload in quiet["workloads"]:
+        for row in workload["results"]:
+            if "spread" in row:
+                row["spread"] = 0.01
+    assert report_module.busy_warning(quiet) is None
+    busy = copy.deepcopy(quiet)
+    busy["machine"]["load_before"] = 3.0 * busy["machine"]["logical_cpus"]
+    warning = report_module.busy_warning(busy)
+    assert warning.startswith("WARNING: the machine is busy (load") and report_module.table(busy).startswith(warning)
+    row = {"ratio_to_best_peer": 1.2, "ratio_spread": 0.5}
+    assert report_module._ratio(row) == "noisy (+-0.50)"
+    assert report_module._ratio({"ratio_to_best_peer": 1.2, "ratio_spread": 0.1}) == "1.20x +-0.10"

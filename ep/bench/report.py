@@ -102,10 +102,38 @@ def _timed(row: dict | None, key: str = "median_s", spread: str = "spread") -> s
     return f"{_time(row[key])} +-{100 * row.get(spread, 0):.0f}%"
 
 
+# A ratio whose spread (half the IQR of its rounds' ratios) is more than this part of it is noise:
+# the table prints no ratio for it.
+NOISY_RATIO = 0.25
+# A machine whose load before the run exceeds this part of its CPUs, or whose timings' median spread
+# exceeds NOISY_SPREAD, is busy: the table opens with a warning.
+BUSY_LOAD = 0.5
+NOISY_SPREAD = 0.2
+
+
 def _ratio(row: dict | None) -> str:
     if row is None or row.get("ratio_to_best_peer") is None:
         return "-"
-    return f"{row['ratio_to_best_peer']:.2f}x +-{row['ratio_spread']:.2f}"
+    ratio, spread = row["ratio_to_best_peer"], row["ratio_spread"]
+    if spread > NOISY_RATIO * ratio:
+        return f"noisy (+-{spread:.2f})"
+    return f"{ratio:.2f}x +-{spread:.2f}"
+
+
+def busy_warning(report: dict) -> str | None:
+    """The warning the table opens with when the machine was busy or its timings noisy, else None."""
+    machine = report["machine"]
+    load, cpus = machine.get("load_before"), machine["logical_cpus"]
+    spreads = [r["spread"] for w in report["workloads"] if w["kind"] != "cold_start" for r in w["results"] if "spread" in r]
+    spread = statistics.median(spreads) if spreads else 0.0
+    reasons = []
+    if load is not None and load > BUSY_LOAD * cpus:
+        reasons.append(f"load {load:.1f} on {cpus} CPUs before the run")
+    if spread > NOISY_SPREAD:
+        reasons.append(f"median spread of the timings {100 * spread:.0f}%")
+    if not reasons:
+        return None
+    return f"WARNING: the machine is busy ({'; '.join(reasons)}): the figures below are not trustworthy; run again on a quiet machine"
 
 
 def _cells(record: dict, impl: str, fresh: dict | None, out: dict | None) -> tuple[str, ...]:
@@ -173,7 +201,9 @@ HEADER = (
 def table(report: dict) -> str:
     """The report as a text table (Markdown-compatible), preceded by the run's setting."""
     copy = report["copy_bandwidth"]
+    warning = busy_warning(report)
     lines = [
+        *([warning, ""] if warning else []),
         f"device: {report['device']} ({report['machine']['device_name']}), quick: {report['quick']}",
         *machine_lines(report["machine"]),
         f"copy bandwidth: {copy['GBps']:.1f} GB/s (bytes read + written; "
@@ -182,7 +212,8 @@ def table(report: dict) -> str:
         "fresh: a new result each call; out=: into a preallocated output. Contenders interleaved in each "
         "round (a pause for the threads to go quiet before each sample); alone: each peer in a process of "
         "its own, in a plain loop. Median of the samples +- half the interquartile range over the median; "
-        "vs peers: the median per-round ratio to the fastest peer of the same column; GB/s and % copy of "
+        f"vs peers: the median per-round ratio to the fastest peer of the same column (lower is better; 'noisy' "
+        f"where its spread exceeds {100 * NOISY_RATIO:.0f}% of it); GB/s and % copy of "
         "out= (else fresh); max/med: out='s slowest sample over its median",
         "",
     ]

@@ -76,6 +76,8 @@ def main(args: argparse.Namespace) -> int:
     # Two ep contenders (ep.ops and ep.Launch or ep.fuse) and the peers, each fresh and out=.
     impl_count = sum(2 * (2 + len(peers.peer_names(device, {w.kind}))) for w in chosen)
     progress = Progress(total=1 + len(peer_names) + with_cold_start + impl_count)
+    # The load before anything of the bench's runs: other work on the machine.
+    load_before = os.getloadavg()[0]
     alone = {}
     for peer in peer_names:
         # Before ep's pool starts here, though each runs in a process of its own anyway.
@@ -95,7 +97,10 @@ def main(args: argparse.Namespace) -> int:
         "command": "python -m ep " + " ".join(sys.argv[1:]),
         "device": device,
         "quick": bool(args.quick),
-        "machine": {**_machine(device), "alone": {peer: found.get("threads", found) for peer, found in alone.items()}},
+        "machine": {
+            **_machine(device), "load_before": load_before,
+            "alone": {peer: found.get("threads", found) for peer, found in alone.items()},
+        },
         "copy_bandwidth": copy,
         "workloads": records,
     }
