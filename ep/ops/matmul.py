@@ -12,12 +12,13 @@ from ep.common.runtime.device import DeviceType
 from ep.common.runtime.dlpack import as_cuda_array
 from ep.common.runtime.scalar import is_scalar, result_dtype
 from ep.common.runtime.validate import MAX_NUM_DIMS
+from ep.common.primitive.matmul import INTEGER_MATMUL_TYPES, MATMUL_TYPES
 from ep.include.primitive.broadcast_matmul import BroadcastMatmulFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import check_out, contiguous, device_of, output, same_kind, stream_for, unaliased
 from ep.ops.unary import unary
 
-_TYPES = (DataType.kFloat16, DataType.kFloat, DataType.kDouble)
+_TYPES = MATMUL_TYPES + INTEGER_MATMUL_TYPES
 
 
 def matmul_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -41,12 +42,13 @@ def matmul_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> tuple[in
 
 
 def matmul_dtype(a, b) -> DataType:
-    """The DataType a and b (arrays, or anything with a dtype) multiply in: their promotion, a float."""
+    """The DataType a and b (arrays, or anything with a dtype) multiply in: their promotion, a
+    float or an integer (bool, which torch refuses, is a TypeError)."""
     dtype = as_data_type(result_dtype(a, b), "a, b")
     if dtype not in _TYPES:
         raise TypeError(
             f"a, b: dtypes {np.dtype(a.dtype)} and {np.dtype(b.dtype)} multiply in {dtype.value}; "
-            "expected float16, float32 or float64 (cast them first)"
+            "expected float16, float32, float64 or an integer dtype (cast them first)"
         )
     return dtype
 
@@ -57,8 +59,9 @@ def matmul(a, b, *, out=None, stream=None):
 
     A 1-d a is a row vector and a 1-d b a column vector, that dim removed from the result; the
     last two dims are the matrices and the dims before them broadcast (NumPy's rules). The dtype
-    is a's and b's promotion, float16 (computed in float32), float32 or float64 (other dtypes are
-    a TypeError: matmul runs on the BLAS). A shape mismatch is a ValueError naming a and b with
+    is a's and b's promotion: float16 (computed in float32), float32 or float64 on the BLAS, or an
+    integer dtype, summed exactly and wrapping as NumPy and PyTorch do (ep's kernels); bool is a
+    TypeError. A shape mismatch is a ValueError naming a and b with
     their shapes. Arrays may be of any strides: a transposed matrix (its last two dims' transpose
     C-contiguous) goes to the BLAS as a transpose, and a broadcast batch dim (stride 0) as a
     broadcast, neither copied; other layouts are copied first. out receives the result (the result
@@ -107,7 +110,7 @@ def matmul(a, b, *, out=None, stream=None):
     primitive = NewPrimitive(BroadcastMatmulFactory, device, dtype, trans_a, trans_b, MAX_NUM_DIMS)
     if primitive is None:
         raise TypeError(f"a, b: no matmul of {dtype.value} runs on {device.device_type.value} here (cuBLAS cannot run on Numba's CUDA simulator)")
-    primitive.Launch(stream, 1.0, len(a_dims), a_dims, sa, len(b_dims), b_dims, sb, 0.0, len(c_dims), c_dims, out)
+    primitive.Launch(stream, 1, len(a_dims), a_dims, sa, len(b_dims), b_dims, sb, 0, len(c_dims), c_dims, out)
     return out
 
 

@@ -89,8 +89,13 @@ def test_dtypes_promote_as_numpy(device):
     a, b = np.ones((2, 3), np.float16), np.ones((3, 2), np.float32)
     got = ep.ops.matmul(to_device(a, device), to_device(b, device))
     assert np.dtype(got.dtype) == np.float32
-    with pytest.raises(TypeError, match="a, b: dtypes int32 and int32 multiply in int32; expected float16, float32 or float64"):
-        ep.ops.matmul(to_device(np.ones((2, 2), np.int32), device), to_device(np.ones((2, 2), np.int32), device))
+    # Integers multiply as NumPy's (issue "The ops a PyTorch user reaches for"); bools do not.
+    ints = (np.arange(4, dtype=np.int8).reshape(2, 2), np.arange(4, dtype=np.int32).reshape(2, 2))
+    got = to_numpy(ep.ops.matmul(*(to_device(x, device) for x in ints)))
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.matmul(*ints))
+    with pytest.raises(TypeError, match="a, b: dtypes bool and bool multiply in bool; expected float16, float32, float64 or an integer dtype"):
+        ep.ops.matmul(to_device(np.ones((2, 2), bool), device), to_device(np.ones((2, 2), bool), device))
 
 
 def test_out_receives_the_result_even_overlapping_an_input(device):

@@ -163,9 +163,9 @@ def test_float16_is_computed_in_float32(device):
 
 
 def test_unsupported_dtypes_give_none(device):
-    for dtype in ("int32", "int64", "bool", "int8", "uint8"):
-        assert ep.NewPrimitive(ep.MatmulFactory, device, dtype, False, False) is None
-        assert ep.NewPrimitive(ep.BroadcastMatmulFactory, device, dtype, False, False, 8) is None
+    # bool has no GEMM (torch refuses it); the integers do (tests/primitive/test_matmul_integer.py).
+    assert ep.NewPrimitive(ep.MatmulFactory, device, "bool", False, False) is None
+    assert ep.NewPrimitive(ep.BroadcastMatmulFactory, device, "bool", False, False, 8) is None
     assert ep.NewPrimitive(ep.BroadcastMatmulFactory, device, "float32", False, False, 9) is None
 
 

@@ -7,6 +7,9 @@ GemmPlan: the batch dims left after NumPy's broadcasting is simplified (dims of 
 neighbours merged where each operand is broadcast in both or in neither), the element stride of
 each operand along them (0 where it is broadcast), and m, n, k. A batch that only a reads (b the
 same matrix for all) is folded into m, as OneFlow's BroadcastMatmul does, so it is one GEMM.
+
+Floats run on the BLAS; integers (as NumPy and PyTorch multiply them: exactly, wrapping) on a
+kernel of ep's per device, one product per element of c summed in int64 (int_dot, written once).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
+from ep.common.jit import scalar_function
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.launch import Attr, Count, Declared, In, Out, Scalar, declare
@@ -29,6 +33,10 @@ from ep.include.primitive.matmul import Matmul, MatmulFactory
 
 #: The dtypes every device's BLAS path takes (float16 is computed in float32).
 MATMUL_TYPES = (DataType.kFloat16, DataType.kFloat, DataType.kDouble)
+#: The dtypes ep's integer GEMM kernels take: products summed in int64, stored wrapping.
+INTEGER_MATMUL_TYPES = (DataType.kInt8, DataType.kUInt8, DataType.kInt32, DataType.kInt64)
+#: Batch dims an integer GEMM kernel takes (a plan's, padded with ones): BroadcastMatmul's at most.
+BATCH_DIMS = validate.MAX_NUM_DIMS
 _T = BlasTransposeType.T
 
 
@@ -52,6 +60,55 @@ class GemmPlan(NamedTuple):
     @property
     def batch_count(self) -> int:
         return math.prod(self.batch)
+
+
+@scalar_function
+def batch_offsets(index, dims, a_strides, b_strides):
+    """The element offsets of a's and b's matrices at flat batch index (dims and strides padded to
+    BATCH_DIMS, the last dim fastest)."""
+    a_offset = np.int64(0)
+    b_offset = np.int64(0)
+    for d in range(len(dims) - 1, -1, -1):
+        quotient = index // dims[d]
+        position = index - quotient * dims[d]
+        index = quotient
+        a_offset += position * a_strides[d]
+        b_offset += position * b_strides[d]
+    return a_offset, b_offset
+
+
+@scalar_function
+def int_dot(a, a_start, a_step, b, b_start, b_step, k):
+    """The sum over kk < k of a[a_start + kk * a_step] * b[b_start + kk * b_step], in int64 (a
+    wrapping sum: its low bits are those of the exact one, as a narrower result keeps them)."""
+    total = np.int64(0)
+    for kk in range(k):
+        total += np.int64(a[a_start + kk * a_step]) * np.int64(b[b_start + kk * b_step])
+    return total
+
+
+class IntegerLayout(NamedTuple):
+    """An integer GEMM's strides: op(a)[i, kk] is a[offset + i * a_row + kk * a_col], op(b)[kk, j]
+    b[offset + kk * b_row + j * b_col]; the batch dims and strides padded to BATCH_DIMS."""
+
+    a_row: int
+    a_col: int
+    b_row: int
+    b_col: int
+    dims: tuple[int, ...]
+    a_strides: tuple[int, ...]
+    b_strides: tuple[int, ...]
+
+
+def integer_layout(plan: GemmPlan) -> IntegerLayout:
+    """plan's strides as an integer GEMM kernel reads them."""
+    m, n, k = plan.m, plan.n, plan.k
+    a_row, a_col = (1, m) if plan.trans_a else (k, 1)
+    b_row, b_col = (1, k) if plan.trans_b else (n, 1)
+    pad = BATCH_DIMS - len(plan.batch)
+    return IntegerLayout(
+        a_row, a_col, b_row, b_col, (1,) * pad + plan.batch, (0,) * pad + plan.a_strides, (0,) * pad + plan.b_strides
+    )
 
 
 def matrix_dims(rows_cols: tuple[int, int], transposed: bool) -> tuple[int, int]:
@@ -103,7 +160,7 @@ def _count(dims: tuple[int, ...], name: str) -> int:
 
 
 class MatmulKernels(abc.ABC):
-    """What a device supplies: its BLAS, for the dtypes it takes."""
+    """What a device supplies: its BLAS, for the float dtypes it takes, and its integer GEMM."""
 
     @abc.abstractmethod
     def supports(self, dtype: DataType) -> bool:
@@ -116,9 +173,14 @@ class MatmulKernels(abc.ABC):
         16-bit patterns), alpha and beta in the compute dtype; c is not read when beta == 0, and
         neither are a and b when alpha == 0 (BLAS's rule: their NaNs do not reach c)."""
 
+    @abc.abstractmethod
+    def integer_gemm(self, stream, dtype: DataType, plan: GemmPlan, alpha: np.int64, a, b, beta: np.int64, c) -> None:
+        """Run plan for an integer dtype: c = alpha * op(a) @ op(b) + beta * c, summed in int64 and
+        stored wrapping; c is not read when beta == 0."""
+
+    @abc.abstractmethod
     def all_kernels(self) -> Iterator[object]:
-        """None: the GEMMs are the BLAS's, not kernels of ep's (nothing for the PTX check)."""
-        return iter(())
+        """The integer GEMM kernels (the float GEMMs are the BLAS's, nothing for the PTX check)."""
 
 
 # a, b and c by the plan's counts; c is read (beta * c) and written, so it shares memory with
@@ -135,12 +197,14 @@ class _GemmPrimitive(Declared):
     def __init__(self, device_type: DeviceType, kernels: MatmulKernels, dtype: DataType, trans_a: bool, trans_b: bool, *rest) -> None:
         self.device_type, self.dtype, self.trans_a, self.trans_b = device_type, dtype, trans_a, trans_b
         self._kernels = kernels
-        # alpha and beta in the compute dtype: float16's is float32.
-        self.scalar_type = DataType.kDouble if dtype is DataType.kDouble else DataType.kFloat
+        # alpha and beta in the compute dtype: float16's is float32, an integer's int64.
+        integer = dtype in INTEGER_MATMUL_TYPES
+        self.scalar_type = DataType.kInt64 if integer else DataType.kDouble if dtype is DataType.kDouble else DataType.kFloat
+        self._gemm = kernels.integer_gemm if integer else kernels.gemm
 
     def _run(self, stream, plan: GemmPlan, alpha, a, b, beta, c) -> None:
         if plan.counts[2]:
-            self._kernels.gemm(stream, self.dtype, plan, alpha, a, b, beta, c)
+            self._gemm(stream, self.dtype, plan, alpha, a, b, beta, c)
 
 
 class MatmulImpl(_GemmPrimitive, Matmul):
@@ -198,11 +262,11 @@ class _GemmFactory(GenericFactory):
     def _key(self, dtype, trans_a, trans_b) -> tuple | None:
         dtype = as_data_type(dtype, "dtype")
         trans = as_transpose(trans_a, "trans_a") is _T, as_transpose(trans_b, "trans_b") is _T
-        return (dtype, *trans) if self.kernels.supports(dtype) else None
+        return (dtype, *trans) if dtype in INTEGER_MATMUL_TYPES or self.kernels.supports(dtype) else None
 
     def Combinations(self) -> Iterator[tuple[object, tuple]]:
-        for dtype in MATMUL_TYPES:
-            if self.kernels.supports(dtype):
+        for dtype in MATMUL_TYPES + INTEGER_MATMUL_TYPES:
+            if dtype in INTEGER_MATMUL_TYPES or self.kernels.supports(dtype):
                 yield None, (dtype,)
 
 

@@ -5,26 +5,36 @@ swapped view of its stored matrix, which np.matmul hands to the BLAS as a transp
 broadcast batch dim has stride 0), and np.matmul writes c in one call: for a batch, NumPy's loop
 over the matrices runs in C, one BLAS GEMM each. BLAS's alpha and beta are not reachable through
 np.matmul, so alpha != 1 costs one pass over c and beta != 0 a scratch product and two; float16
-is converted to float32 scratch first (NumPy's own float16 matmul is not a BLAS call).
+is converted to float32 scratch first (NumPy's own float16 matmul is not a BLAS call). Integers
+run on ep's span over c's rows (ParallelFor), each element an int64 sum (int_dot).
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
+from ep.common.jit import template
 from ep.common.primitive.matmul import (
+    BATCH_DIMS,
+    INTEGER_MATMUL_TYPES,
     MATMUL_TYPES,
     BatchMatmulFactoryImpl,
     BroadcastMatmulFactoryImpl,
     GemmPlan,
     MatmulFactoryImpl,
     MatmulKernels,
+    batch_offsets,
+    int_dot,
+    integer_layout,
     matrix_dims,
 )
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.include.primitive.batch_matmul import BatchMatmulFactory
 from ep.include.primitive.broadcast_matmul import BroadcastMatmulFactory
 from ep.include.primitive.matmul import MatmulFactory
+from ep.cpu.parallel_for import ParallelFor, input_array, output_array
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 _as_strided = np.lib.stride_tricks.as_strided
@@ -51,6 +61,28 @@ def _scale(c: np.ndarray, beta) -> None:
         c.fill(0)
     elif beta != 1:
         np.multiply(c, beta, out=c)
+
+
+@template()
+def _integer_gemm(start, stop, args):
+    # Items are c's rows over the batch: row r is row i of the batch's matrix r // m.
+    a, b, c, layout, m, n, k, a_row, a_col, b_row, b_col, alpha, beta = args
+    dims, a_strides, b_strides = layout[:BATCH_DIMS], layout[BATCH_DIMS : 2 * BATCH_DIMS], layout[2 * BATCH_DIMS :]
+    for r in range(start, stop):
+        a_offset, b_offset = batch_offsets(r // m, dims, a_strides, b_strides)
+        a_start = a_offset + (r % m) * a_row
+        for j in range(n):
+            value = alpha * int_dot(a, a_start, a_col, b, b_offset + j * b_col, b_row, k)
+            if beta != 0:
+                value += beta * np.int64(c[r * n + j])
+            c[r * n + j] = value
+
+
+@function_cache("kernels")
+def integer_gemm_kernel(dtype: DataType) -> ParallelFor:
+    """The integer GEMM span of dtype."""
+    types = (input_array(dtype.dtype), input_array(dtype.dtype), output_array(dtype.dtype), input_array(np.int64), *([numba.int64] * 9))
+    return ParallelFor(_integer_gemm, f"integer_gemm_{dtype.value}", types)
 
 
 class CpuMatmulKernels(MatmulKernels):
@@ -86,6 +118,17 @@ class CpuMatmulKernels(MatmulKernels):
                 np.multiply(product, alpha, out=product)
             _scale(out, beta)
             out += product
+
+
+    def integer_gemm(self, stream, dtype: DataType, plan: GemmPlan, alpha, a, b, beta, c) -> None:
+        layout = integer_layout(plan)
+        packed = np.array(layout.dims + layout.a_strides + layout.b_strides, np.int64)
+        rows = plan.batch_count * plan.m
+        args = (a, b, c, packed, plan.m, plan.n, plan.k, layout.a_row, layout.a_col, layout.b_row, layout.b_col, np.int64(alpha), np.int64(beta))
+        integer_gemm_kernel(dtype)(args, rows, rows * plan.n * max(plan.k, 1))
+
+    def all_kernels(self):
+        return (integer_gemm_kernel(dtype) for dtype in INTEGER_MATMUL_TYPES)
 
 
 KERNELS = CpuMatmulKernels()

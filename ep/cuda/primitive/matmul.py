@@ -6,9 +6,10 @@ op(b)^T @ op(a)^T, so b is cuBLAS's first operand and a its second, each read in
 own transpose flag (cublas_calls). A batch is one strided-batched call along the plan's last
 batch dim (stride 0 where an operand is broadcast) per index of the dims before it.
 
-Unsupported (New returns None, Combinations lists nothing) where cuBLAS cannot run: without
-nvmath-python (the cuda extra brings it) and on Numba's CUDA simulator, which runs kernels as
-Python threads and has no GPU for cuBLAS.
+Floats are unsupported (New returns None, Combinations lists none) where cuBLAS cannot run:
+without nvmath-python (the cuda extra brings it) and on Numba's CUDA simulator, which runs kernels
+as Python threads and has no GPU for cuBLAS. Integers run on ep's grid-stride kernel, a thread per
+element of c, its int64 sum int_dot.
 """
 from __future__ import annotations
 
@@ -17,23 +18,64 @@ import itertools
 import threading
 from typing import Iterator, NamedTuple
 
+import numba
 import numpy as np
+from numba import config, cuda
 
+from ep.common.jit import bound, template
 from ep.common.primitive.matmul import (
+    BATCH_DIMS,
+    INTEGER_MATMUL_TYPES,
     MATMUL_TYPES,
     BatchMatmulFactoryImpl,
     BroadcastMatmulFactoryImpl,
     GemmPlan,
     MatmulFactoryImpl,
     MatmulKernels,
+    batch_offsets,
+    int_dot,
+    integer_layout,
 )
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.buffer import address
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, current_device_index
+from ep.cuda.kernel import CudaKernel
 from ep.include.primitive.batch_matmul import BatchMatmulFactory
 from ep.include.primitive.broadcast_matmul import BroadcastMatmulFactory
 from ep.include.primitive.matmul import MatmulFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
+
+
+@template("dot", "wrap")
+def _integer_gemm(a, b, c, count, dims, a_strides, b_strides, m, n, k, a_row, a_col, b_row, b_col, alpha, beta):
+    # Element e of c: column e % n of row e // n over the batch, row i of the batch's matrix.
+    e = np.int64(cuda.grid(1))
+    step = np.int64(cuda.gridsize(1))
+    while e < count:
+        r = e // n
+        j = e - r * n
+        a_offset, b_offset = batch_offsets(r // m, dims, a_strides, b_strides)
+        value = alpha * bound.dot(a, a_offset + (r % m) * a_row, a_col, b, b_offset + j * b_col, b_row, k)
+        if beta != 0:
+            value += beta * np.int64(c[e])
+        c[e] = bound.wrap(value)
+        e += step
+
+
+@function_cache("kernels")
+def integer_gemm_kernel(dtype: DataType) -> CudaKernel:
+    """The integer GEMM kernel of dtype (its sums are loops of k steps: not memory bound)."""
+    array = numba.from_dtype(dtype.dtype)[::1]
+    layout = numba.types.UniTuple(numba.int64, BATCH_DIMS)
+    argtypes = (array, array, array, numba.int64, layout, layout, layout, *([numba.int64] * 9))
+    # The simulator runs the kernel as Python, where int_dot's compiled form takes no device array
+    # and NumPy refuses to store an int64 beyond the dtype (a compiled store wraps).
+    if config.ENABLE_CUDASIM:
+        dot, wrap = int_dot.py_func, lambda value: np.int64(value).astype(dtype.dtype)
+    else:
+        dot, wrap = int_dot, numba.from_dtype(dtype.dtype)
+    return CudaKernel(_integer_gemm, f"integer_gemm_{dtype.value}", argtypes, full_occupancy=False, dot=dot, wrap=wrap)
 
 
 class CublasCall(NamedTuple):
@@ -163,6 +205,18 @@ class CudaMatmulKernels(MatmulKernels):
                     pa, data, call.lda, call.stride_a, pb, data, call.ldb, call.stride_b, p_beta,
                     pc, data, call.ldc, call.stride_c, call.batch_count, compute, algo,
                 )
+
+
+    def integer_gemm(self, stream, dtype: DataType, plan: GemmPlan, alpha, a, b, beta, c) -> None:
+        layout = integer_layout(plan)
+        count = plan.counts[2]
+        integer_gemm_kernel(dtype).launch(
+            stream, count, a, b, c, count, layout.dims, layout.a_strides, layout.b_strides, plan.m, plan.n, plan.k,
+            layout.a_row, layout.a_col, layout.b_row, layout.b_col, np.int64(alpha), np.int64(beta),
+        )
+
+    def all_kernels(self):
+        return (integer_gemm_kernel(dtype) for dtype in INTEGER_MATMUL_TYPES)
 
 
 KERNELS = CudaMatmulKernels()
