@@ -43,16 +43,6 @@ REGISTER_UNIT = 256
 SHARED_UNIT = 128
 SHARED_RESERVED = 1024
 
-# Families whose kernels move memory and compute little: they must keep every SM full (100% occupancy),
-# but for the kernels that declare they cannot (CudaKernel's full_occupancy=False, each with its reason).
-MEMORY_BOUND = frozenset(
-    {"BatchGather", "BroadcastElementwiseBinary", "CopyNd", "ElementwiseUnary", "Expand", "ExpandGrad", "Gather", "UnsortedSegmentSum"}
-    | {"Fill", "TensorFill", "Memset"}
-    | {"Permute", "ConstantPad"}
-    | {"ElementwiseFused"}
-    | {"OneHot", "BroadcastElementwiseUnary"}
-)
-
 # Kernels (a pattern of their names) allowed f64 instructions without float64 data, with why.
 FLOAT64_ALLOWED = {
     r"^(broadcast_)?(unary|binary)_(sin|cos|tan)_": "libdevice's sinf/cosf/tanf reduce arguments beyond 105615 (Payne-Hanek)"
@@ -267,7 +257,9 @@ def check(family: str, kernel, ptx: str, cc: tuple[int, int]) -> Row:
     findings = code_findings(kernel.name, ptx, traits(kernel))
     if resources.spill_stores or resources.spill_loads:
         findings.append(f"spills: {resources.spill_stores} bytes stored, {resources.spill_loads} loaded")
-    if family in MEMORY_BOUND and kernel.launch_bounds == FULL_OCCUPANCY and fraction < 1:
+    # Every kernel keeps every SM full (100% occupancy) but those that declare they cannot
+    # (CudaKernel's full_occupancy=False, each with its reason): no list of families kept by hand.
+    if kernel.launch_bounds == FULL_OCCUPANCY and fraction < 1:
         findings.append(f"occupancy {fraction:.0%} < 100% with {resources.registers} registers")
     return Row(family, kernel.name, cc, resources, fraction, findings, kernel.launch_bounds != FULL_OCCUPANCY)
 
