@@ -179,6 +179,24 @@ def _one_hot(tiny: _Tiny, op: None, indices: str, dtype: str) -> None:
     primitive.Launch(tiny.stream, tiny.array([0, 2], indices), tiny.zeros(6, dtype), 1, 0, 2, 0, 3)
 
 
+def _matmul(factory: type) -> Callable[..., None]:
+    """The launch of a (Batch, Broadcast) Matmul factory: one 2x2 product (the BLAS's for floats,
+    ep's kernel for integers), each transpose pair."""
+
+    def launch(tiny: _Tiny, op: None, dtype: str) -> None:
+        for trans in ((False, False), (True, True)):
+            primitive = tiny.new(factory, dtype, *trans, *((3,) if factory is ep.BroadcastMatmulFactory else ()))
+            a, b, c = tiny.ones(4, dtype), tiny.ones(4, dtype), tiny.zeros(4, dtype)
+            if factory is ep.MatmulFactory:
+                primitive.Launch(tiny.stream, 2, 2, 2, 1, a, b, 0, c)
+            elif factory is ep.BatchMatmulFactory:
+                primitive.Launch(tiny.stream, 1, 2, 2, 2, 1, a, b, 0, c)
+            else:
+                primitive.Launch(tiny.stream, 1, 2, (2, 2), a, 2, (2, 2), b, 0, 2, (2, 2), c)
+
+    return launch
+
+
 # Per primitive (registry_rows' name): launch(tiny, op name or None, *dtypes) covering its kernels.
 LAUNCHES: dict[str, Callable[..., None]] = {
     "ElementwiseUnary": _unary,
@@ -201,6 +219,9 @@ LAUNCHES: dict[str, Callable[..., None]] = {
     "Where": _where,
     "Add": _add,
     "OneHot": _one_hot,
+    "Matmul": _matmul(ep.MatmulFactory),
+    "BatchMatmul": _matmul(ep.BatchMatmulFactory),
+    "BroadcastMatmul": _matmul(ep.BroadcastMatmulFactory),
 }
 
 
@@ -263,7 +284,7 @@ def warm(rows: list[dict]) -> int:
     every launch ran, 1 when one failed (each failure is printed)."""
     unlaunched = sorted({row["primitive"] for row in rows if row["primitive"] not in LAUNCHES})
     if unlaunched:
-        print(f"warmup skips {', '.join(unlaunched)}: no launch for it in ep/warmup.py's LAUNCHES yet")
+        print(f"warmup skips {', '.join(unlaunched)}: they compile on their first launch (ElementwiseFused per expression)")
         rows = [row for row in rows if row["primitive"] in LAUNCHES]
     compiled, functions, cached, on_cuda, failures = 0, 0, 0, 0, []
     start = time.perf_counter()
