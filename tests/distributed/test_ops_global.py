@@ -95,9 +95,12 @@ def test_matmul_runs_the_matching_signature_else_boxes(device):
     assert out.sbp == (S(0),) and out.dtype == np.float64
     np.testing.assert_allclose(out.numpy(), np.matmul(x, y), rtol=1e-6)
     np.testing.assert_allclose(ep.ops.matmul(glob(x, device, S(2)), glob(v, device, S(0))).numpy(), np.matmul(x, v), rtol=1e-6)
-    ints = glob(np.ones((2, 2), np.int32), device)
-    with pytest.raises(TypeError, match="a, b: dtypes int32 and int32 multiply in int32; expected float16, float32 or float64"):
-        ep.ops.matmul(ints, ints)
+    # Integers multiply exactly, wrapping, as locally; bools are refused before anything is boxed.
+    ints = np.arange(4, dtype=np.int32).reshape(2, 2)
+    np.testing.assert_array_equal(ep.ops.matmul(glob(ints, device, S(1)), glob(ints, device, S(0))).numpy(), ints @ ints)
+    bools = glob(np.ones((2, 2), bool), device)
+    with pytest.raises(TypeError, match="a, b: dtypes bool and bool multiply in bool; expected float16, float32, float64 or an integer dtype"):
+        ep.ops.matmul(bools, bools)
 
 
 def test_sbp_asks_for_the_results_layout(device):
