@@ -1,9 +1,10 @@
-"""The `python -m ep` command line: list the registry, self-check every device, warm the compile
-cache, run the benchmarks."""
+"""The `python -m ep` command line: list the registry, describe a name, self-check every device,
+warm the compile cache, run the benchmarks."""
 from __future__ import annotations
 
 import argparse
 import functools
+import inspect
 import json
 import os
 import sys
@@ -151,6 +152,37 @@ def _warmup(args: argparse.Namespace) -> int:
     return warm(rows)
 
 
+def describe(name: str) -> str:
+    """What name is, by any name ep takes: an ep.ops function (its docstring's first paragraph), a
+    primitive or its factory (New and Launch), or an elementwise op (ep.ops.describe); ValueError
+    with the closest names for another."""
+    import ep
+    import ep.ops
+
+    function = getattr(ep.ops, name, None) if name in ep.ops.__all__ and name != "describe" else None
+    if function is not None:
+        return f"ep.ops.{name}{inspect.signature(function)}\n    " + inspect.getdoc(function).split("\n\n")[0].replace("\n", "\n    ")
+    factories = {f.removesuffix("Factory"): getattr(ep, f) for f in ep.FACTORIES}
+    factory = factories.get(name.removesuffix("Factory"))
+    if factory is not None:
+        return inspect.getdoc(factory)
+    try:
+        return ep.ops.describe(name)
+    except ValueError:
+        names = [*ep.ops.__all__, *factories] + [v for e in (ep.UnaryOp, ep.BinaryOp) for v in [m.value for m in e] + [a for a, _ in e.aliases()]]
+        hint = did_you_mean(name, names) or "expected an ep.ops function, a primitive or an elementwise op, e.g. 'softmax', 'Gather' or 'relu'"
+        raise ValueError(f"name: {name!r} names nothing of ep's; {hint}") from None
+
+
+def _describe(args: argparse.Namespace) -> int:
+    try:
+        print(describe(args.name))
+    except ValueError as error:
+        print(f"ep describe: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _bench(args: argparse.Namespace) -> int:
     if args.distributed:
         from ep.bench.distributed import main as distributed_main
@@ -186,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     warmup_parser.add_argument("--dtypes", nargs="+", type=_name("dtype", "a data type"), metavar="DTYPE", help="the data's dtypes, e.g. float32 (default: all)")
     warmup_parser.add_argument("--primitives", nargs="+", type=_name("primitive", "a primitive"), metavar="PRIMITIVE", help="e.g. Gather (default: all)")
     warmup_parser.set_defaults(run=_warmup)
+
+    describe_parser = commands.add_parser("describe", help="what an ep.ops function, a primitive or an elementwise op is")
+    describe_parser.add_argument("name", help="e.g. softmax, Gather, relu, arccos")
+    describe_parser.set_defaults(run=_describe)
 
     bench_parser = commands.add_parser("bench", help="time ep against NumPy and PyTorch")
     bench_parser.add_argument("--device", type=_name("device", "a device"), metavar="{cpu,cuda}", default="cpu")

@@ -191,3 +191,15 @@ def test_data_type_from_numpy_and_names(value):
 def test_data_type_refuses_other_dtypes():
     with pytest.raises(ValueError, match="complex64"):
         ep.DataType(np.complex64)
+
+
+def test_cli_describe_names_any_op_function_primitive_or_elementwise_op():
+    import ep.ops
+
+    for name, start in [("softmax", "ep.ops.softmax(x, dim"), ("Gather", "Makes Gather."), ("GatherFactory", "Makes Gather."), ("arccos", "acos(x)")]:
+        result = _ep("describe", name)
+        assert result.returncode == 0 and result.stdout.startswith(start), (name, result.stdout[:200])
+    assert "Launch(" in _ep("describe", "Softmax").stdout
+    assert _ep("describe", "relu").stdout.strip() == ep.ops.describe("relu")
+    result = _ep("describe", "relux")
+    assert result.returncode == 2 and "did you mean 'relu'" in result.stderr
