@@ -135,6 +135,19 @@ def _expand(device: str) -> None:
     np.testing.assert_array_equal(got, np.broadcast_to(x, (2, 3, 5, 4)))
 
 
+@check("Reduce")
+def _reduce(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) % 7 - 3
+    on_device = to_device(x, device)
+    np.testing.assert_allclose(to_numpy(ep.ops.sum(on_device, (0, 2))), x.sum((0, 2)), rtol=1e-6)
+    np.testing.assert_array_equal(to_numpy(ep.ops.amax(on_device, 1)), x.max(1))
+    np.testing.assert_array_equal(to_numpy(ep.ops.argmax(on_device, 2)), x.argmax(2))
+    np.testing.assert_allclose(to_numpy(ep.ops.var(on_device)), x.var(ddof=1), rtol=1e-5)
+
+
 @check("Permute")
 def _permute(device: str) -> None:
     import ep

@@ -6,9 +6,10 @@ general paths, the broadcast operand on either side; gather's element and row sp
 rows of one block and longer ones), so warmup compiles what real launches need, with their
 argument types. Numba's compile events tell a combination that compiled from one that came from
 the cache. Not launched (said so at the start): ElementwiseFused (its expressions are the
-caller's), the Matmuls (NumPy's BLAS on the CPU), Memcpy, Memset and BroadcastElementwiseUnary.
+caller's), Memcpy, Memset and BroadcastElementwiseUnary.
 Nor are the spans only large launches run (streaming stores from 8 MiB, an element gather's
-out-of-range fallback): their first such launch compiles them.
+out-of-range fallback, Reduce's merge of a cut reduction's slices): their first such launch
+compiles them.
 """
 from __future__ import annotations
 
@@ -115,6 +116,13 @@ def _expand_grad(tiny: _Tiny, op: None, dtype: str) -> None:
         primitive.Launch(tiny.stream, (2, 3), tiny.ones(6, dtype), dst_dims, tiny.zeros(math.prod(dst_dims), dtype))
 
 
+def _reduce(tiny: _Tiny, op: str, src: str, dst: str) -> None:
+    primitive = tiny.new(ep.ReduceFactory, op, src, dst)
+    # Along rows (inner 1), across columns, and the whole array.
+    for dst_dims in ((2, 1), (1, 3), (1, 1)):
+        primitive.Launch(tiny.stream, (2, 3), tiny.ones(6, src), dst_dims, tiny.zeros(math.prod(dst_dims), dst))
+
+
 def _copy_nd(tiny: _Tiny, op: None, dtype: str) -> None:
     primitive = tiny.new(ep.CopyNdFactory, 2)
     for strides in (None, (1, 2)):  # a box of a contiguous array, and a strided (transposed) view
@@ -206,6 +214,7 @@ LAUNCHES: dict[str, Callable[..., None]] = {
     "UnsortedSegmentSum": _segment_sum,
     "Expand": _expand,
     "ExpandGrad": _expand_grad,
+    "Reduce": _reduce,
     "CopyNd": _copy_nd,
     "Permute": _permute,
     "ConstantPad": _constant_pad,

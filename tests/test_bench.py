@@ -331,7 +331,9 @@ def test_a_busy_machine_is_said_and_noisy_ratios_are_not_printed(report):
     busy = copy.deepcopy(quiet)
     busy["machine"]["load_before"] = 3.0 * busy["machine"]["logical_cpus"]
     warning = report_module.busy_warning(busy)
-    assert warning.startswith("WARNING: the machine is busy (load") and report_module.table(busy).startswith(warning)
+    cpus = busy["machine"]["logical_cpus"]
+    assert warning.startswith(f"WARNING: the machine is busy ({3.0 * cpus:.1f} of {cpus} CPUs busy before the run")
+    assert report_module.table(busy).startswith(warning)
     row = {"ratio_to_best_peer": 1.2, "ratio_spread": 0.5}
     assert report_module._ratio(row) == "noisy (+-0.50)"
     assert report_module._ratio({"ratio_to_best_peer": 1.2, "ratio_spread": 0.1}) == "1.20x +-0.10"

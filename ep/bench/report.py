@@ -105,7 +105,7 @@ def _timed(row: dict | None, key: str = "median_s", spread: str = "spread") -> s
 # A ratio whose spread (half the IQR of its rounds' ratios) is more than this part of it is noise:
 # the table prints no ratio for it.
 NOISY_RATIO = 0.25
-# A machine whose load before the run exceeds this part of its CPUs, or whose timings' median spread
+# A machine of which this part of the CPUs was busy before the run, or whose timings' median spread
 # exceeds NOISY_SPREAD, is busy: the table opens with a warning.
 BUSY_LOAD = 0.5
 NOISY_SPREAD = 0.2
@@ -128,7 +128,7 @@ def busy_warning(report: dict) -> str | None:
     spread = statistics.median(spreads) if spreads else 0.0
     reasons = []
     if load is not None and load > BUSY_LOAD * cpus:
-        reasons.append(f"load {load:.1f} on {cpus} CPUs before the run")
+        reasons.append(f"{load:.1f} of {cpus} CPUs busy before the run")
     if spread > NOISY_SPREAD:
         reasons.append(f"median spread of the timings {100 * spread:.0f}%")
     if not reasons:

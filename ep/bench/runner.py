@@ -9,6 +9,7 @@ import json
 import os
 import platform
 import sys
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,8 +77,8 @@ def main(args: argparse.Namespace) -> int:
     # Two ep contenders (ep.ops and ep.Launch or ep.fuse) and the peers, each fresh and out=.
     impl_count = sum(2 * (2 + len(peers.peer_names(device, {w.kind}))) for w in chosen)
     progress = Progress(total=1 + len(peer_names) + with_cold_start + impl_count)
-    # The load before anything of the bench's runs: other work on the machine.
-    load_before = os.getloadavg()[0]
+    # The CPUs other work keeps busy before anything of the bench's runs.
+    load_before = busy_cpus()
     alone = {}
     for peer in peer_names:
         # Before ep's pool starts here, though each runs in a process of its own anyway.
@@ -227,6 +228,25 @@ def _have_gpu() -> bool:
     from numba import config, cuda
 
     return not config.ENABLE_CUDASIM and cuda.is_available()
+
+
+def busy_cpus(seconds: float = 0.5) -> float:
+    """How many CPUs were busy over the next `seconds` (Linux's /proc/stat: what runs now, not the
+    last minute's load average, which a bench run just before would fill); elsewhere the load
+    average."""
+    def times() -> list[int]:
+        with open("/proc/stat") as f:
+            return [int(v) for v in f.readline().split()[1:]]
+
+    try:
+        before = times()
+        time.sleep(seconds)
+        after = times()
+    except OSError:
+        return os.getloadavg()[0]
+    delta = [b - a for a, b in zip(before, after)]
+    idle = delta[3] + (delta[4] if len(delta) > 4 else 0)  # idle and iowait
+    return (os.cpu_count() or 1) * (1 - idle / max(sum(delta), 1))
 
 
 def _machine(device: str) -> dict:

@@ -17,6 +17,7 @@ from ep.ops.matmul import matmul
 from ep.ops.one_hot import one_hot
 from ep.ops.pad import pad
 from ep.ops.permute import permute
+from ep.ops.reduce import all, amax, amin, any, argmax, argmin, logsumexp, mean, norm, prod, std, sum, var
 from ep.ops.softmax import log_softmax, log_softmax_grad, softmax, softmax_grad
 from ep.ops.unary import unary
 from ep.ops.where import where
@@ -27,4 +28,4 @@ from ep.ops import (  # noqa: E402, F401  (imported for their registration)
     softmax_rules, where_rules,
 )
 
-__all__ = ["add_n", "binary", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where"]
+__all__ = ["add_n", "binary", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm"]

@@ -149,6 +149,14 @@ def _expand_grad(device, sizes, seed):
     return Call(args, {"dst": dst}, {"dst": src.sum(axis=0)})
 
 
+def _reduce(device, sizes, seed):
+    a, b = sizes
+    src = np.random.default_rng(seed).integers(-100, 100, (a, b)).astype(np.int64)
+    dst = Guarded(device, np.int64, b)
+    args = {"stream": _stream(device), "src_dims": (a, b), "src": to_device(src, device), "dst_dims": (1, b), "dst": dst.middle}
+    return Call(args, {"dst": dst}, {"dst": src.sum(axis=0)})
+
+
 def _copy_nd(device, sizes, seed):
     a, b = sizes
     src = _floats(np.random.default_rng(seed), (a, b), np.float16)
@@ -244,6 +252,12 @@ SPECS = {
             {"src": _i64, "dst": _i64},
         ),
         Spec(
+            "Reduce",
+            lambda d: ep.NewPrimitive(ep.ReduceFactory, d, ep.ReduceOp.kSum, np.int64, np.int64),
+            _reduce, st.tuples(_any, _any), 2, {"src_dims": "dims", "src": "in", "dst_dims": "dims", "dst": "out"},
+            {"src": _i64, "dst": _i64},
+        ),
+        Spec(
             "CopyNd",
             lambda d: ep.NewPrimitive(ep.CopyNdFactory, d, 2),
             _copy_nd, st.tuples(_any, _any), 2,
@@ -276,7 +290,7 @@ PARAMS = [(name, param) for name, spec in SPECS.items() for param in ("stream", 
 FAMILIES = {
     "elementwise": ("ElementwiseUnary", "BroadcastElementwiseBinary", "Fill", "TensorFill"),
     "indexed": ("Gather", "BatchGather", "UnsortedSegmentSum"),
-    "copies": ("Expand", "ExpandGrad", "CopyNd", "Permute", "ConstantPad"),
+    "copies": ("Expand", "ExpandGrad", "Reduce", "CopyNd", "Permute", "ConstantPad"),
 }
 
 

@@ -1,0 +1,317 @@
+"""The reductions' formulas, written once for both devices' kernels.
+
+A reduction's running value is a state of four members (a, b, c, i): three in its accumulate dtype
+and an int64. Every kernel runs one scheme, in any order and grouping of the elements:
+
+    s = init()                      the state of no element
+    s = step(s, x, r)               element x, at position r of the reduced run
+    s = merge(s, t)                 two states of disjoint parts (in either order: deterministic
+                                    for argmax's ties and NaNs too, as the smaller index wins)
+    value = finish(s, n, correction)    the result of n elements
+
+Sums are compensated (Kahan's step, TwoSum's merge: a - c is the sum), so a float32 sum of any
+length is as good as NumPy's pairwise one wherever the kernel splits it. Variance is Welford's
+(mean a, squared deviations b, count i; Chan's merge), logsumexp an online (max a, sum of exp(x - a)
+in b with compensation c). float16 accumulates in float32, integers in int64 (wrapping, as NumPy's).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Callable
+
+import numpy as np
+
+from ep.common.jit import scalar_function
+from ep.common.math import fast_math, libm
+from ep.common.math.special import as_type, divide
+
+# The ops by ReduceOp's values (ep.include.primitive.reduce), which this layer does not import.
+LOGICAL_OPS = ("any", "all")
+_INT64_MIN, _INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+
+
+def accumulate_dtype(op: str, compute_dtype: np.dtype) -> np.dtype:
+    """The dtype the state of op (a ReduceOp's value) holds for elements of compute_dtype (float16
+    is computed in float32)."""
+    if op in LOGICAL_OPS:
+        return np.dtype(np.int32)  # 0 or 1; 32 bits, which CUDA's shuffles move
+    if compute_dtype.kind == "f":
+        return compute_dtype
+    return np.dtype(np.int64)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReduceFormulas:
+    """An op's scalar functions for one accumulate dtype (see the module docstring)."""
+
+    init: Callable
+    step: Callable
+    merge: Callable
+    finish: Callable
+
+
+@scalar_function
+def kahan_add(a, c, x):
+    """(a, c) with x added: a - c is the sum so far."""
+    y = x - c
+    t = a + y
+    c = (t - a) - y
+    if c - c != 0:
+        c = as_type(0, c)
+    return t, c
+
+
+@scalar_function
+def kahan_merge(a1, c1, a2, c2):
+    """(a1 - c1) + (a2 - c2) as (a, c), the rounding of a1 + a2 kept in c (TwoSum)."""
+    s = a1 + a2
+    bp = s - a1
+    err = (a1 - (s - bp)) + (a2 - bp)
+    c = (c1 + c2) - err
+    if c - c != 0:
+        c = as_type(0, c)
+    return s, c
+
+
+def _sum_formulas(acc: type, floating: bool, scale: bool) -> ReduceFormulas:
+    """kSum (scale False) or kMean (scale: divided by n)."""
+
+    @scalar_function
+    def init():
+        return acc(0), acc(0), acc(0), np.int64(0)
+
+    if floating:
+
+        @scalar_function
+        def step(s, x, r):
+            a, c = kahan_add(s[0], s[1], as_type(x, s[0]))
+            return a, c, s[2], s[3]
+
+        @scalar_function
+        def merge(s, t):
+            a, c = kahan_merge(s[0], s[1], t[0], t[1])
+            return a, c, s[2], s[3]
+
+    else:
+
+        @scalar_function
+        def step(s, x, r):
+            return s[0] + as_type(x, s[0]), s[1], s[2], s[3]
+
+        @scalar_function
+        def merge(s, t):
+            return s[0] + t[0], s[1], s[2], s[3]
+
+    if scale:
+
+        @scalar_function
+        def finish(s, n, correction):
+            return divide(s[0] - s[1], as_type(n, s[0]))
+
+    else:
+
+        @scalar_function
+        def finish(s, n, correction):
+            return s[0] - s[1]
+
+    return ReduceFormulas(init, step, merge, finish)
+
+
+def _prod_formulas(acc: type) -> ReduceFormulas:
+    @scalar_function
+    def init():
+        return acc(1), acc(0), acc(0), np.int64(0)
+
+    @scalar_function
+    def step(s, x, r):
+        return s[0] * as_type(x, s[0]), s[1], s[2], s[3]
+
+    @scalar_function
+    def merge(s, t):
+        return s[0] * t[0], s[1], s[2], s[3]
+
+    @scalar_function
+    def finish(s, n, correction):
+        return s[0]
+
+    return ReduceFormulas(init, step, merge, finish)
+
+
+def _extreme_formulas(acc: type, floating: bool, largest: bool, index: bool) -> ReduceFormulas:
+    """kMax, kMin (index False) and kArgMax, kArgMin: NaN wins (the first one for the index ops),
+    then the extreme, then the smaller index, so that merges in any order agree."""
+    start = (-np.inf if largest else np.inf) if floating else (_INT64_MIN if largest else _INT64_MAX)
+
+    @scalar_function
+    def init():
+        return acc(start), acc(0), acc(0), np.int64(_INT64_MAX)
+
+    @scalar_function
+    def first_wins(a1, i1, a2, i2):
+        nan1, nan2 = a1 != a1, a2 != a2
+        if nan1 or nan2:
+            return nan1 and (not nan2 or i1 <= i2)
+        if largest:
+            if a1 != a2:
+                return a1 > a2
+        elif a1 != a2:
+            return a1 < a2
+        return i1 <= i2
+
+    if index:
+
+        @scalar_function
+        def merge(s, t):
+            return s if first_wins(s[0], s[3], t[0], t[3]) else t
+
+        @scalar_function
+        def finish(s, n, correction):
+            return s[3]
+
+    else:
+
+        @scalar_function
+        def merge(s, t):
+            # The value alone: which of two equal values wins does not matter.
+            a1, a2 = s[0], t[0]
+            if largest:
+                a = a1 if a1 != a1 or a1 >= a2 else a2
+            else:
+                a = a1 if a1 != a1 or a1 <= a2 else a2
+            return a, s[1], s[2], s[3]
+
+        @scalar_function
+        def finish(s, n, correction):
+            return s[0]
+
+    @scalar_function
+    def step(s, x, r):
+        return merge(s, (as_type(x, s[0]), s[1], s[2], r))
+
+    return ReduceFormulas(init, step, merge, finish)
+
+
+def _logical_formulas(acc: type, every: bool) -> ReduceFormulas:
+    """kAny (every False) and kAll: states of 0 or 1, an element counting as x != 0."""
+    one, zero = acc(1), acc(0)
+
+    @scalar_function
+    def init():
+        return (one if every else zero), zero, zero, np.int64(0)
+
+    @scalar_function
+    def step(s, x, r):
+        hit = one if x != 0 else zero
+        return as_type(s[0] & hit if every else s[0] | hit, s[0]), s[1], s[2], s[3]
+
+    @scalar_function
+    def merge(s, t):
+        return as_type(s[0] & t[0] if every else s[0] | t[0], s[0]), s[1], s[2], s[3]
+
+    @scalar_function
+    def finish(s, n, correction):
+        return s[0] != 0
+
+    return ReduceFormulas(init, step, merge, finish)
+
+
+def _logsumexp_formulas(acc: type) -> ReduceFormulas:
+    """(max a, sum of exp(x - a) as b - c): the sum rescaled whenever the max grows."""
+    m = fast_math if acc is np.float32 else libm
+
+    @scalar_function
+    def init():
+        return acc(-np.inf), acc(0), acc(0), np.int64(0)
+
+    @scalar_function
+    def merge(s, t):
+        a1, b1, c1, a2, b2, c2 = s[0], s[1], s[2], t[0], t[1], t[2]
+        # Equal maxima (infinities included) add as they are: exp(inf - inf) would be NaN.
+        if a2 > a1:
+            f = m.exp(a1 - a2)
+            a1, b1, c1 = a2, b1 * f, c1 * f
+        elif a1 > a2:
+            f = m.exp(a2 - a1)
+            b2, c2 = b2 * f, c2 * f
+        b, c = kahan_merge(b1, c1, b2, c2)
+        return a1, b, c, s[3]
+
+    @scalar_function
+    def step(s, x, r):
+        x = as_type(x, s[0])
+        a, b, c = s[0], s[1], s[2]
+        if x > a:
+            f = m.exp(a - x)
+            a, b, c = x, b * f, c * f
+            term = acc(1)
+        elif x == a:
+            term = acc(1)
+        else:
+            term = m.exp(x - a)  # NaN for a NaN x: the sum, and so the result, becomes NaN
+        b, c = kahan_add(b, c, term)
+        return a, b, c, s[3]
+
+    @scalar_function
+    def finish(s, n, correction):
+        return s[0] + m.log(s[1] - s[2])
+
+    return ReduceFormulas(init, step, merge, finish)
+
+
+def _variance_formulas(acc: type, root: bool) -> ReduceFormulas:
+    """Welford's (mean a, sum of squared deviations b, count i), Chan's merge; kStd's square root."""
+
+    @scalar_function
+    def init():
+        return acc(0), acc(0), acc(0), np.int64(0)
+
+    @scalar_function
+    def step(s, x, r):
+        x = as_type(x, s[0])
+        n = s[3] + 1
+        d = x - s[0]
+        mean = s[0] + divide(d, as_type(n, x))
+        return mean, s[1] + d * (x - mean), s[2], n
+
+    @scalar_function
+    def merge(s, t):
+        n = s[3] + t[3]
+        if t[3] == 0:
+            return s
+        if s[3] == 0:
+            return t
+        total, right = as_type(n, s[0]), as_type(t[3], s[0])
+        d = t[0] - s[0]
+        mean = s[0] + d * divide(right, total)
+        m2 = s[1] + t[1] + d * d * divide(as_type(s[3], s[0]) * right, total)
+        return mean, m2, s[2], n
+
+    @scalar_function
+    def finish(s, n, correction):
+        divisor = as_type(n, s[0]) - correction
+        variance = divide(s[1], divisor if divisor > 0 else as_type(0, divisor))
+        return math.sqrt(variance) if root else variance
+
+    return ReduceFormulas(init, step, merge, finish)
+
+
+@functools.cache
+def formulas(op: str, compute_dtype: np.dtype) -> ReduceFormulas:
+    """The formulas of op (a ReduceOp's value) for elements of compute_dtype."""
+    acc_dtype = accumulate_dtype(op, np.dtype(compute_dtype))
+    acc, floating = acc_dtype.type, acc_dtype.kind == "f"
+    if op in ("sum", "mean"):
+        return _sum_formulas(acc, floating, op == "mean")
+    if op == "prod":
+        return _prod_formulas(acc)
+    if op in ("amax", "amin", "argmax", "argmin"):
+        return _extreme_formulas(acc, floating, op in ("amax", "argmax"), op.startswith("arg"))
+    if op in LOGICAL_OPS:
+        return _logical_formulas(acc, op == "all")
+    if op == "logsumexp":
+        return _logsumexp_formulas(acc)
+    if op in ("var", "std"):
+        return _variance_formulas(acc, op == "std")
+    raise ValueError(f"op: {op!r} is not a reduction")

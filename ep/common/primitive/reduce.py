@@ -1,0 +1,159 @@
+"""Reduce on every device: New's resolution, Launch's checks, the plan of (outer, reduced, inner),
+and the kernels a device supplies (ep.common.math.reduce's formulas)."""
+from __future__ import annotations
+
+import abc
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Iterator
+
+from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
+from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.launch import Attr, Declared, In, Out, declare
+from ep.common.runtime.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType, as_data_type
+from ep.common.runtime.device import DeviceType
+from ep.common.runtime.names import lookup
+from ep.common.runtime.validate import INT64_MAX, dims as check_dims
+from ep.include.primitive.reduce import Reduce, ReduceFactory, ReduceOp
+
+
+# Ops whose result is a float of the input's float dtype.
+FLOAT_OPS = (ReduceOp.kLogSumExp, ReduceOp.kMean, ReduceOp.kVar, ReduceOp.kStd)
+# Ops with no identity: an empty reduction is refused (NumPy's ValueError).
+NO_IDENTITY = (ReduceOp.kMax, ReduceOp.kMin, ReduceOp.kArgMax, ReduceOp.kArgMin)
+INDEX_OPS = (ReduceOp.kArgMax, ReduceOp.kArgMin)
+LOGICAL_OPS = (ReduceOp.kAny, ReduceOp.kAll)
+
+
+@dataclass(frozen=True)
+class ReducePlan:
+    """src read as (outer, length, inner), reduced over length into dst's outer * inner elements;
+    correction as a float (kVar, kStd)."""
+
+    src_count: int
+    dst_count: int
+    outer: int
+    length: int
+    inner: int
+    correction: float
+
+
+class ReduceKernels(abc.ABC):
+    """What a device supplies: the launch of a plan, and the list of its kernels."""
+
+    @abc.abstractmethod
+    def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst) -> None:
+        """op over plan's layout of src into dst (flat storage; dst holds at least one element)."""
+
+    @abc.abstractmethod
+    def all_kernels(self) -> Iterator[object]:
+        """Every kernel a launch can run, for the PTX check."""
+
+
+def reduce_dims(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> tuple[int, int, int, int | None]:
+    """(outer, length, inner, an empty reduced dim or None) of reducing src_dims where dst_dims
+    has 1; ValueError naming dst_dims when the reduced dims do not merge into one run."""
+    if len(src_dims) != len(dst_dims):
+        raise ValueError(f"dst_dims: has {len(dst_dims)} dims; expected src_dims' {len(src_dims)} (1 where a dim is reduced)")
+    runs: list[list] = []  # [reduced?, product] per run of dims of one kind, dims of size 1 dropped
+    empty_dim = None
+    for d, (n, m) in enumerate(zip(src_dims, dst_dims)):
+        if m != n and m != 1:
+            raise ValueError(f"dst_dims[{d}] = {m}; expected src_dims[{d}] = {n} (kept) or 1 (reduced)")
+        if n == 1:
+            continue
+        reduced = m != n
+        if reduced and n == 0 and empty_dim is None:
+            empty_dim = d
+        if runs and runs[-1][0] == reduced:
+            runs[-1][1] *= n
+        else:
+            runs.append([reduced, n])
+    reduced_runs = [k for k, (reduced, _) in enumerate(runs) if reduced]
+    if len(reduced_runs) > 1:
+        raise ValueError(
+            f"dst_dims: {dst_dims} reduces dims of src_dims {src_dims} that kept dims separate; expected the reduced"
+            " dims to form one run (permute them together first)"
+        )
+    if not reduced_runs:
+        return math.prod(src_dims), 1, 1, None
+    k = reduced_runs[0]
+    outer = math.prod(n for _, n in runs[:k])
+    inner = math.prod(n for _, n in runs[k + 1 :])
+    return outer, runs[k][1], inner, empty_dim
+
+
+def check_correction(value: object) -> float:
+    """correction as a float: a real number (not bool), not NaN."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"correction: {type(value).__name__} {value!r} is not a real number")
+    value = float(value)
+    if value != value:
+        raise ValueError("correction: is NaN; expected a number")
+    return value
+
+
+class ReduceImpl(Declared, Reduce):
+    launch = declare(
+        Attr("src_dims"), In("src", "self.src_dtype", size="plan.src_count"),
+        Attr("dst_dims"), Out("dst", "self.dst_dtype", size="plan.dst_count"),
+        Attr("correction", default="1"),
+        plan=("src_dims", "dst_dims", "correction"),
+    )
+
+    def __init__(self, device_type: DeviceType, kernels: ReduceKernels, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType) -> None:
+        self.device_type, self._kernels = device_type, kernels
+        self.op, self.src_dtype, self.dst_dtype = op, src_dtype, dst_dtype
+
+    def plan(self, src_dims, dst_dims, correction) -> ReducePlan:
+        src_dims, dst_dims = check_dims(src_dims, "src_dims", MAX_CALLER_DIMS), check_dims(dst_dims, "dst_dims", MAX_CALLER_DIMS)
+        correction = check_correction(correction)
+        if math.prod(src_dims) > INT64_MAX:
+            raise ValueError(f"src_dims: {src_dims} holds more than 2**63 - 1 elements")
+        outer, length, inner, empty_dim = reduce_dims(src_dims, dst_dims)
+        if empty_dim is not None and self.op in NO_IDENTITY and outer * inner:
+            # NumPy's rule: a reduction with no identity over nothing has no value.
+            raise ValueError(
+                f"src_dims[{empty_dim}]: dim {empty_dim} has size 0; {self.op.value} of an empty reduction has no identity"
+            )
+        return ReducePlan(math.prod(src_dims), outer * inner, outer, length, inner, correction)
+
+    def run(self, stream, plan: ReducePlan, src, dst) -> None:
+        if plan.dst_count:
+            self._kernels.launch(stream, self.op, self.src_dtype, self.dst_dtype, plan, src, dst)
+
+
+def dst_dtypes(op: ReduceOp, src: DataType) -> tuple[DataType, ...]:
+    """The dst dtypes New takes for op of src (the interface's New says which)."""
+    if op in INDEX_OPS:
+        return (DataType.kInt64,)
+    if op in LOGICAL_OPS:
+        return (DataType.kBool,)
+    if op in FLOAT_OPS:
+        return (src,) if src in FLOATING_TYPES else ()
+    if op in (ReduceOp.kSum, ReduceOp.kProd):
+        if src is DataType.kBool:
+            return (DataType.kInt64,)
+        return (src, DataType.kInt64) if src in INTEGER_TYPES and src is not DataType.kInt64 else (src,)
+    return (src,)
+
+
+def combinations() -> Iterator[tuple[ReduceOp, tuple[DataType, DataType]]]:
+    """Every (op, (src dtype, dst dtype)) New takes."""
+    for op in ReduceOp:
+        for src in ALL_TYPES:
+            for dst in dst_dtypes(op, src):
+                yield op, (src, dst)
+
+
+class ReduceFactoryImpl(GenericFactory, ReduceFactory):
+    primitive_type = ReduceImpl
+
+    def New(self, op, src_dtype, dst_dtype) -> Reduce | None:
+        op = lookup(ReduceOp, op, "op", "a reduce op", "sum")
+        src, dst = as_data_type(src_dtype, "src_dtype"), as_data_type(dst_dtype, "dst_dtype")
+        return self._new((op, src, dst)) if dst in dst_dtypes(op, src) else None
+
+    def Combinations(self) -> Iterator[tuple[object, tuple]]:
+        return combinations()

@@ -1,0 +1,165 @@
+"""Reduce's CPU kernels: a span over tasks of (row or block of columns, slice of the reduced run),
+run by ParallelFor, and a span merging the slices' states when a reduction was cut into slices.
+
+src is read as (outer, length, inner). With inner == 1 a task reduces a contiguous run of a row in
+four interleaved states (four chains of additions in flight); with inner > 1 it reduces up to
+BLOCK_COLS adjacent columns, adding whole rows of them in order (a loop LLVM vectorizes across
+columns). When the outputs alone would leave threads idle, each reduction is cut into slices whose
+states a second span merges, in slice order: the result does not depend on the thread count.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import numba
+import numpy as np
+
+from ep.common.jit import bound, scalar_function, specialize, template
+from ep.common.math.convert import load_fn, store_fn
+from ep.common.math.reduce import accumulate_dtype, formulas
+from ep.common.primitive.reduce import ReduceFactoryImpl, ReduceKernels, ReducePlan, combinations
+from ep.common.runtime.caches import function_cache
+from ep.common.runtime.data_type import DataType
+from ep.common.runtime.device import DeviceType
+from ep.cpu.parallel_for import PARALLEL_THRESHOLD, ParallelFor, input_array, output_array
+from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
+from ep.include.primitive.reduce import ReduceFactory, ReduceOp
+
+# Columns a task reduces together: their states stay in L1 as rows of them are added.
+BLOCK_COLS = 256
+# Elements a slice of a cut reduction holds at least: fewer would cost more in states than they save.
+MIN_SLICE = 1 << 14
+# Tasks per thread a cut reduction aims at, so that uneven tasks even out.
+TASKS_PER_THREAD = 4
+
+
+@template("finish", "store")
+def _put(dst, states, indices, parts, slices, part, count, out, state, length, correction):
+    # A whole reduction's result, or a slice's state.
+    if slices == 1:
+        dst[out] = bound.store(bound.finish(state, length, correction))
+    else:
+        p = part * count + out
+        states[p], states[parts + p], states[2 * parts + p], indices[p] = state[0], state[1], state[2], state[3]
+
+
+@template("init", "step", "merge", "load", "put", "ACC")
+def _reduce(start, stop, args):
+    # Tasks [start, stop): task = (row * blocks + block) * slices + slice. A whole reduction stores
+    # its result in dst; a slice stores its state in states/indices at slice * count + output.
+    src, dst, states, indices, length, inner, chunk, slices, blocks, count, correction = args
+    parts = states.size // 3
+    held = np.empty((3, BLOCK_COLS), bound.ACC)
+    held_index = np.empty(BLOCK_COLS, np.int64)
+    for task in range(start, stop):
+        row_block = task // slices
+        part = task - row_block * slices
+        row = row_block // blocks
+        first_col = (row_block - row * blocks) * BLOCK_COLS
+        r0 = part * chunk
+        r1 = r0 + chunk if r0 + chunk < length else length
+        base = row * length * inner
+        if inner == 1:
+            # One output: four states over a contiguous run, merged in a fixed order.
+            s0 = s1 = s2 = s3 = bound.init()
+            run = src[base + r0 : base + r1]
+            n = r1 - r0
+            quads = n // 4 * 4
+            for j in range(0, quads, 4):
+                s0 = bound.step(s0, bound.load(run[j]), r0 + j)
+                s1 = bound.step(s1, bound.load(run[j + 1]), r0 + j + 1)
+                s2 = bound.step(s2, bound.load(run[j + 2]), r0 + j + 2)
+                s3 = bound.step(s3, bound.load(run[j + 3]), r0 + j + 3)
+            for j in range(quads, n):
+                s0 = bound.step(s0, bound.load(run[j]), r0 + j)
+            state = bound.merge(bound.merge(s0, s1), bound.merge(s2, s3))
+            bound.put(dst, states, indices, parts, slices, part, count, row, state, length, correction)
+            continue
+        width = BLOCK_COLS if BLOCK_COLS < inner - first_col else inner - first_col
+        a, b, c = held[0, :width], held[1, :width], held[2, :width]
+        ix = held_index[:width]
+        s = bound.init()
+        for k in range(width):
+            a[k], b[k], c[k], ix[k] = s[0], s[1], s[2], s[3]
+        for r in range(r0, r1):
+            line = src[base + r * inner + first_col : base + r * inner + first_col + width]
+            for k in range(width):
+                t = bound.step((a[k], b[k], c[k], ix[k]), bound.load(line[k]), r)
+                a[k], b[k], c[k], ix[k] = t[0], t[1], t[2], t[3]
+        for k in range(width):
+            out = row * inner + first_col + k
+            bound.put(dst, states, indices, parts, slices, part, count, out, (a[k], b[k], c[k], ix[k]), length, correction)
+
+
+@template("init", "merge", "finish", "store")
+def _merge_slices(start, stop, args):
+    # Outputs [start, stop): their slices' states merged in slice order, then finished.
+    dst, states, indices, slices, count, length, correction = args
+    parts = states.size // 3
+    for out in range(start, stop):
+        state = bound.init()
+        for part in range(slices):
+            p = part * count + out
+            state = bound.merge(state, (states[p], states[parts + p], states[2 * parts + p], indices[p]))
+        dst[out] = bound.store(bound.finish(state, length, correction))
+
+
+class CpuReduceKernels(ReduceKernels):
+    @function_cache("kernels")
+    def kernel(self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, merging: bool = False) -> ParallelFor:
+        """The span of op from src_dtype into dst_dtype, or (merging) the span merging its slices."""
+        rule = formulas(op.value, src_dtype.compute_dtype)
+        acc = accumulate_dtype(op.value, src_dtype.compute_dtype)
+        store = store_fn(dst_dtype, DeviceType.kCPU)
+        acc_type, int64 = numba.from_dtype(acc), numba.int64
+        name = f"reduce_{op.value}_{src_dtype.value}_{dst_dtype.value}"
+        if merging:
+            arg_types = (output_array(dst_dtype.storage_dtype), input_array(acc), input_array(np.dtype(np.int64)), int64, int64, int64, acc_type)
+            return ParallelFor(_merge_slices, name + "_merge", arg_types, init=rule.init, merge=rule.merge, finish=rule.finish, store=store)
+        arg_types = (
+            input_array(src_dtype.storage_dtype), output_array(dst_dtype.storage_dtype), output_array(acc),
+            output_array(np.dtype(np.int64)), *(int64,) * 6, acc_type,
+        )
+        put = scalar_function(specialize(_put, name + "_put", finish=rule.finish, store=store))
+        return ParallelFor(
+            _reduce, name, arg_types, init=rule.init, step=rule.step, merge=rule.merge, load=load_fn(src_dtype, DeviceType.kCPU),
+            put=put, ACC=acc.type,
+        )
+
+    def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst) -> None:
+        acc = accumulate_dtype(op.value, src_dtype.compute_dtype)
+        correction = acc.type(plan.correction if acc.kind == "f" else 0)
+        count, length = plan.dst_count, plan.length
+        blocks = -(-plan.inner // BLOCK_COLS)
+        tasks = plan.outer * blocks
+        slices = _slices(tasks, length, min(plan.inner, BLOCK_COLS), plan.src_count)
+        chunk = -(-length // slices) if length else 0
+        slices = -(-length // chunk) if length else 1
+        work = max(plan.src_count, count)
+        if slices == 1:
+            states, indices = np.empty(0, acc), np.empty(0, np.int64)
+        else:
+            states, indices = np.empty(3 * count * slices, acc), np.empty(count * slices, np.int64)
+        args = (src, dst, states, indices, length, plan.inner, chunk, slices, blocks, count, correction)
+        self.kernel(op, src_dtype, dst_dtype)(args, tasks * slices, work)
+        if slices > 1:
+            merge = self.kernel(op, src_dtype, dst_dtype, True)
+            merge((dst, states, indices, slices, count, length, correction), count, count * slices)
+
+    def all_kernels(self) -> Iterator[object]:
+        for op, (src, dst) in combinations():
+            yield self.kernel(op, src, dst)
+            yield self.kernel(op, src, dst, True)
+
+
+def _slices(tasks: int, length: int, width: int, work: int) -> int:
+    """How many slices to cut each reduction into: enough for TASKS_PER_THREAD tasks a thread when
+    the outputs give fewer, each of at least MIN_SLICE elements."""
+    threads = numba.config.NUMBA_NUM_THREADS
+    if work < PARALLEL_THRESHOLD or tasks >= TASKS_PER_THREAD * threads:
+        return 1
+    wanted = -(-TASKS_PER_THREAD * threads // tasks)
+    return max(1, min(wanted, length * width // MIN_SLICE))
+
+
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, ReduceFactory, ReduceFactoryImpl(DeviceType.kCPU, CpuReduceKernels()))

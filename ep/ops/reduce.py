@@ -1,0 +1,264 @@
+"""ep.ops.sum, prod, mean, amax, amin, argmax, argmin, any, all, logsumexp, var, std and norm:
+PyTorch's reductions (NumPy's axis= and keepdims= also taken), then the Reduce primitive.
+
+Dtypes are PyTorch's: sum and prod of integers and bool give int64; mean, var and std refuse them
+(as torch does: pass dtype= a float dtype); logsumexp computes them in float32; argmax and argmin
+give int64, any and all bool. dtype= casts x to it first (PyTorch's rule), for every function.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from ep.common.primitive.reduce import NO_IDENTITY
+from ep.common.runtime.data_type import FLOATING_TYPES, DataType, as_data_type
+from ep.common.runtime.validate import integer
+from ep.include.primitive.primitive import NewPrimitive
+from ep.include.primitive.reduce import ReduceFactory, ReduceOp
+from ep.ops.arrays import contiguous, device_of, output, same_kind, stream_for, unaliased
+
+_MISSING = object()
+
+
+def _dim_keepdim(dim, keepdim, axis, keepdims) -> tuple[object, object]:
+    """(dim, keepdim) from PyTorch's names or NumPy's aliases, not both."""
+    if axis is not _MISSING:
+        if dim is not None:
+            raise TypeError("dim, axis: both given; axis is NumPy's name for dim, pass one")
+        dim = axis
+    if keepdims is not _MISSING:
+        if keepdim is not False:
+            raise TypeError("keepdim, keepdims: both given; keepdims is NumPy's name for keepdim, pass one")
+        keepdim = keepdims
+    if not isinstance(keepdim, (bool, np.bool_)):
+        raise TypeError(f"keepdim: {type(keepdim).__name__} {keepdim!r} is not a bool")
+    return dim, bool(keepdim)
+
+
+def reduced_dims(ndim: int, dim: object, single: bool = False) -> tuple[int, ...]:
+    """dim (None: every dim; an int; or, unless single, a sequence of ints, negative ones counted
+    from the end) as sorted non-negative dims; a 0-d array takes 0 and -1, as PyTorch's do."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (list, tuple)):
+        if single:
+            raise TypeError(f"dim: {type(dim).__name__} {dim!r}; expected one int or None")
+        dims = [integer(d, f"dim[{i}]") for i, d in enumerate(dim)]
+    else:
+        dims = [integer(dim, "dim")]
+    bound = max(ndim, 1)
+    normalized = []
+    for d in dims:
+        if not -bound <= d < bound:
+            raise np.exceptions.AxisError(d, ndim, "dim")
+        normalized.append(d % bound)
+    if len(set(normalized)) != len(normalized):
+        raise ValueError(f"dim: {dim!r} names a dim twice")
+    return tuple(sorted(normalized)) if ndim else ()
+
+
+def _one_run(shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
+    """Whether the reduced dims form one run once dims of size 1 are dropped (Reduce's layout)."""
+    kinds = [d in dims for d, n in enumerate(shape) if n != 1]
+    starts = [k for k, kind in enumerate(kinds) if kind and (k == 0 or not kinds[k - 1])]
+    return len(starts) <= 1
+
+
+def _dtypes(op: ReduceOp, x_dtype: DataType, dtype: object) -> tuple[DataType, DataType]:
+    """(the dtype x is reduced in, the result's dtype) of op, PyTorch's rules."""
+    src = x_dtype if dtype is None else as_data_type(dtype, "dtype")
+    if op in (ReduceOp.kSum, ReduceOp.kProd):
+        return src, (DataType.kInt64 if src not in FLOATING_TYPES and dtype is None else src)
+    if op in (ReduceOp.kArgMax, ReduceOp.kArgMin):
+        return src, DataType.kInt64
+    if op in (ReduceOp.kAny, ReduceOp.kAll):
+        return src, DataType.kBool
+    if op is ReduceOp.kLogSumExp and src not in FLOATING_TYPES:
+        return DataType.kFloat, DataType.kFloat
+    if op in (ReduceOp.kMean, ReduceOp.kVar, ReduceOp.kStd) and src not in FLOATING_TYPES:
+        name = "dtype" if dtype is not None else "x"
+        raise TypeError(
+            f"{name}: {op.value} of {src.value} is not computed (as torch.{op.value} refuses it); expected a floating"
+            " dtype: pass dtype=np.float32 or np.float64"
+        )
+    return src, src
+
+
+def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1, single: bool = False):
+    """op over x's dims dim into a new array (or out); the work of every function here."""
+    device = device_of(x, "x")
+    x_dtype = as_data_type(x.dtype, "x")
+    src, dst = _dtypes(op, x_dtype, dtype)
+    primitive = NewPrimitive(ReduceFactory, device, op, src, dst)
+    if primitive is None:
+        raise TypeError(f"x: {op.value} of {src.value} into {dst.value} is not supported")
+    shape = tuple(x.shape)
+    dims = reduced_dims(len(shape), dim, single)
+    if op in NO_IDENTITY:
+        for d in dims:
+            if shape[d] == 0:
+                raise ValueError(f"dim: {op.value} over dim {d} of size 0 (x.shape {shape}); an empty reduction has no identity")
+        if op in (ReduceOp.kArgMax, ReduceOp.kArgMin) and dim is None and not math.prod(shape):
+            raise ValueError(f"x: {op.value} of an empty array (x.shape {shape}) has no index")
+    kept_shape = tuple(1 if d in dims else n for d, n in enumerate(shape))
+    result_shape = kept_shape if keepdim else tuple(n for d, n in enumerate(shape) if d not in dims)
+    stream = stream_for(device, stream)
+    if src is not x_dtype:
+        from ep.ops.unary import unary
+
+        x = unary("cast", x, dtype=src.dtype, stream=stream)
+    else:
+        x = contiguous(x, device, stream)
+    src_dims, dst_dims = shape, kept_shape
+    if not _one_run(shape, dims):
+        # Reduce takes one run of reduced dims: the kept dims first, the reduced ones after.
+        from ep.ops.permute import permute
+
+        order = [d for d in range(len(shape)) if d not in dims] + list(dims)
+        x = permute(x.reshape(shape), order, stream=stream)
+        src_dims = tuple(shape[d] for d in order)
+        dst_dims = tuple(1 if d in dims else shape[d] for d in order)
+    if out is None:
+        out = output(None, result_shape, dst, device, stream)
+    else:
+        out = output(out, result_shape, dst, device, stream)
+        x = unaliased(x, out, device, stream)
+    primitive.launch_trusted(stream, src_dims, x, dst_dims, out, correction)
+    return out
+
+
+@same_kind("x")
+def sum(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    """The sum of x over dim (None: every dim), as torch.sum: integers and bool give int64; float
+    sums are compensated (at least as accurate as NumPy's pairwise ones), float16 adds in float32;
+    an empty sum is 0."""
+    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    return _reduce(ReduceOp.kSum, x, dim, keepdim, dtype, out, stream)
+
+
+@same_kind("x")
+def prod(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    """The product of x over dim, as torch.prod: integers and bool give int64 (wrapping); an empty product is 1."""
+    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    return _reduce(ReduceOp.kProd, x, dim, keepdim, dtype, out, stream)
+
+
+@same_kind("x")
+def mean(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    """The mean of x over dim, as torch.mean: floating dtypes only (integers and bool are refused
+    with TypeError, as torch refuses them, where NumPy would give float64: pass dtype=); an empty
+    mean is NaN."""
+    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    return _reduce(ReduceOp.kMean, x, dim, keepdim, dtype, out, stream)
+
+
+@same_kind("x")
+def amax(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    """The maximum of x over dim, as torch.amax: NaN if any is NaN; ValueError naming the dim for an empty one."""
+    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    return _reduce(ReduceOp.kMax, x, dim, keepdim, dtype, out, stream)
+
+
+@same_kind("x")
+def amin(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    """The minimum of x over dim, as torch.amin: NaN if any is NaN; ValueError naming the dim for an empty one."""
+    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    return _reduce(ReduceOp.kMin, x, dim, keepdim, dtype, out, stream)
+
+
+@same_kind("x")
+def argmax(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    """The int64 index of the first maximum of x along dim (one int; None: of x flattened), as
+    torch.argmax and np.argmax: the first NaN's where there is one."""
+    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    return _reduce(ReduceOp.kArgMax, x, dim, keepdim, dtype, out, stream, single=True)
+
+
+@same_kind("x")
+def argmin(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    """The int64 index of the first minimum of x along dim (one int; None: of x flattened), the first NaN's where there is one."""
+    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    return _reduce(ReduceOp.kArgMin, x, dim, keepdim, dtype, out, stream, single=True)
+
+
+@same_kind("x")
+def any(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    """Whether any element of x over dim is nonzero (NaN counts), as bool (NumPy's; torch.any of uint8 gives uint8)."""
+    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    return _reduce(ReduceOp.kAny, x, dim, keepdim, dtype, out, stream)
+
+
+@same_kind("x")
+def all(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    """Whether every element of x over dim is nonzero, as bool; True for an empty reduction."""
+    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    return _reduce(ReduceOp.kAll, x, dim, keepdim, dtype, out, stream)
+
+
+@same_kind("x")
+def logsumexp(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    """log(sum(exp(x))) over dim without overflow, as torch.logsumexp (integers and bool in
+    float32); -inf for an empty reduction."""
+    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    return _reduce(ReduceOp.kLogSumExp, x, dim, keepdim, dtype, out, stream)
+
+
+@same_kind("x")
+def var(x, dim=None, *, correction=1, keepdim=False, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    """The variance of x over dim, as torch.var: the squared deviations' sum over max(0, n -
+    correction) (Welford's, merged by Chan's formula); floating dtypes only (TypeError for
+    integers, as torch)."""
+    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    return _reduce(ReduceOp.kVar, x, dim, keepdim, dtype, out, stream, correction)
+
+
+@same_kind("x")
+def std(x, dim=None, *, correction=1, keepdim=False, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    """The standard deviation of x over dim, as torch.std: the square root of var's."""
+    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    return _reduce(ReduceOp.kStd, x, dim, keepdim, dtype, out, stream, correction)
+
+
+@same_kind("x")
+def norm(x, p=2, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    """The vector p-norm of x over dim, as torch.linalg.vector_norm (and torch.norm, "fro" being
+    p=2): sum(|x|**p)**(1/p); inf and -inf the largest and smallest |x|, 0 the count of nonzeros.
+    Floating dtypes only (TypeError for integers, as torch); float16 is computed in float32."""
+    from ep.ops.binary import binary
+    from ep.ops.unary import unary
+
+    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    if p == "fro":
+        p = 2
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):
+        raise TypeError(f"p: {type(p).__name__} {p!r} is not a real number (or 'fro')")
+    p = float(p)
+    if p != p:
+        raise ValueError("p: is NaN; expected a real number")
+    device = device_of(x, "x")
+    result = as_data_type(x.dtype, "x") if dtype is None else as_data_type(dtype, "dtype")
+    if result not in FLOATING_TYPES:
+        raise TypeError(f"{'dtype' if dtype is not None else 'x'}: norm of {result.value} is not computed (as torch refuses it); expected a floating dtype")
+    stream = stream_for(device, stream)
+    compute = DataType.kFloat if result is DataType.kFloat16 else result
+    if as_data_type(x.dtype, "x") is not compute:
+        x = unary("cast", x, dtype=compute.dtype, stream=stream)
+    magnitude = unary("abs", x, stream=stream)
+    if p == math.inf or p == -math.inf:
+        op = ReduceOp.kMax if p > 0 else ReduceOp.kMin
+        reduced = _reduce(op, magnitude, dim, keepdim, None, None, stream)
+    elif p == 0:
+        nonzero = unary("cast", binary("ne", magnitude, 0, stream=stream), dtype=compute.dtype, stream=stream)
+        reduced = _reduce(ReduceOp.kSum, nonzero, dim, keepdim, None, None, stream)
+    elif p == 1:
+        reduced = _reduce(ReduceOp.kSum, magnitude, dim, keepdim, None, None, stream)
+    elif p == 2:
+        reduced = unary("sqrt", _reduce(ReduceOp.kSum, binary("mul", magnitude, magnitude, stream=stream), dim, keepdim, None, None, stream), stream=stream)
+    else:
+        powered = binary("pow", magnitude, p, stream=stream)
+        reduced = binary("pow", _reduce(ReduceOp.kSum, powered, dim, keepdim, None, None, stream), 1 / p, stream=stream)
+    if out is None and reduced.dtype == result.dtype:
+        return reduced
+    return unary("cast", reduced, dtype=result.dtype, out=out, stream=stream)

@@ -1,0 +1,164 @@
+"""ep.ops' reductions against PyTorch and NumPy: dims, keepdim, NumPy's aliases, dtypes, strides,
+empty and 0-d arrays, out=, other libraries' arrays and bad arguments."""
+import numpy as np
+import pytest
+import torch
+
+import ep
+import ep.ops
+from ep.testing import to_device, to_numpy
+
+X = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)
+# None, one dim, a negative one, two adjacent, two apart (Reduce gets them permuted together).
+DIMS = [None, 1, -1, (0, 1), (0, 2)]
+TORCH = {"amax": torch.amax, "amin": torch.amin, "any": torch.any, "all": torch.all}
+
+
+def torch_reference(name, x, dim, keepdim=False, **kwargs):
+    t = torch.from_numpy(np.ascontiguousarray(x))
+    if name in ("argmax", "argmin") and dim is None:
+        return getattr(torch, name)(t).numpy()
+    if name == "norm":
+        return torch.linalg.vector_norm(t, dim=dim, keepdim=keepdim, **kwargs).numpy()
+    if dim is None:
+        dim = tuple(range(t.ndim))
+    if name in ("any", "all", "prod") and not isinstance(dim, int):
+        # PyTorch takes one dim for these; NumPy's result, in x's dtype (PyTorch's rule for floats).
+        return np.asarray(getattr(np, name)(x, axis=dim, keepdims=keepdim)).astype(x.dtype if name == "prod" else bool)
+    return getattr(torch, name)(t, dim, keepdim=keepdim, **kwargs).numpy()
+
+
+def compare(got, expected):
+    got = to_numpy(got)
+    assert got.shape == expected.shape and got.dtype == expected.dtype, (got.shape, expected.shape, got.dtype, expected.dtype)
+    if got.dtype.kind == "f":
+        np.testing.assert_allclose(got, expected, rtol=2e-5, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", DIMS)
+@pytest.mark.parametrize("name", ["sum", "prod", "mean", "amax", "amin", "logsumexp", "var", "std", "norm", "any", "all"])
+def test_matches_pytorch(device, name, dim, keepdim):
+    x = X > 0.5 if name in ("any", "all") else X
+    got = getattr(ep.ops, name)(to_device(x, device), dim=dim, keepdim=keepdim)
+    compare(got, torch_reference(name, x, dim, keepdim))
+
+
+@pytest.mark.parametrize("dim", [None, 0, 2, -2])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_and_argmin_match_pytorch(device, name, dim):
+    compare(getattr(ep.ops, name)(to_device(X, device), dim), torch_reference(name, X, dim))
+
+
+def test_numpys_aliases_and_strided_inputs(device):
+    x = np.asarray(X[:, ::2, 1:])
+    got = ep.ops.sum(to_device(np.ascontiguousarray(x), device), axis=(0, 2), keepdims=True)
+    compare(got, x.sum(axis=(0, 2), keepdims=True))
+    if device == "cpu":
+        compare(ep.ops.mean(x, axis=-1), x.mean(-1))
+        compare(ep.ops.amax(X.transpose(2, 0, 1), 0), X.max(2))
+    with pytest.raises(TypeError, match="dim, axis"):
+        ep.ops.sum(to_device(X, device), 0, axis=1)
+    with pytest.raises(TypeError, match="keepdim, keepdims"):
+        ep.ops.sum(to_device(X, device), 0, True, keepdims=True)
+
+
+def test_dtypes_follow_pytorch(device):
+    ints = np.arange(12, dtype=np.int32).reshape(3, 4)
+    for name in ("sum", "prod"):
+        compare(getattr(ep.ops, name)(to_device(ints, device), 1), getattr(torch, name)(torch.from_numpy(ints), 1).numpy())
+        compare(getattr(ep.ops, name)(to_device(ints > 4, device)), getattr(torch, name)(torch.from_numpy(ints > 4)).numpy())
+    compare(ep.ops.logsumexp(to_device(ints, device), 1), torch.logsumexp(torch.from_numpy(ints), 1).numpy())
+    compare(ep.ops.sum(to_device(ints, device), 0, dtype=np.float64), ints.sum(0, dtype=np.float64))
+    compare(ep.ops.mean(to_device(ints, device), dtype=np.float32), np.float32(ints.mean()).reshape(()))
+    half = np.full(3000, 1, np.float16)
+    compare(ep.ops.sum(to_device(half, device)), np.array(3000, np.float16))
+    for name in ("mean", "var", "std", "norm"):
+        with pytest.raises(TypeError, match="x: .*int32"):
+            getattr(ep.ops, name)(to_device(ints, device))
+
+
+def test_empty_and_zero_d_arrays(device):
+    empty = to_device(np.zeros((2, 0, 3), np.float32), device)
+    compare(ep.ops.sum(empty, 1), np.zeros((2, 3), np.float32))
+    compare(ep.ops.prod(empty), np.array(1, np.float32))
+    compare(ep.ops.all(empty, 1), np.ones((2, 3), bool))
+    compare(ep.ops.amax(empty, 2), np.zeros((2, 0), np.float32))
+    for name in ("amax", "amin", "argmax", "argmin"):
+        with pytest.raises(ValueError, match="dim 1 of size 0"):
+            getattr(ep.ops, name)(empty, 1)
+    with pytest.raises(ValueError, match="empty"):
+        ep.ops.argmax(empty)
+    scalar = to_device(np.array(2.5, np.float32), device)
+    compare(ep.ops.sum(scalar), np.array(2.5, np.float32))
+    compare(ep.ops.amax(scalar, 0), np.array(2.5, np.float32))
+    compare(ep.ops.argmax(scalar), np.array(0))
+    compare(ep.ops.var(scalar), np.array(np.nan, np.float32))
+
+
+def test_nan_propagates(device):
+    x = np.array([[1, np.nan, 3], [4, 5, 6]], np.float32)
+    compare(ep.ops.amax(to_device(x, device), 1), np.array([np.nan, 6], np.float32))
+    compare(ep.ops.argmin(to_device(x, device), 1), np.array([1, 0]))
+    compare(ep.ops.sum(to_device(x, device)), np.array(np.nan, np.float32))
+
+
+def test_norm_orders_match_pytorch(device):
+    for p in (1, 2, 3, 0.5, 0, np.inf, -np.inf, "fro"):
+        got = ep.ops.norm(to_device(X, device), p, dim=(0, 2))
+        compare(got, torch_reference("norm", X, (0, 2), ord=2 if p == "fro" else p))
+    compare(ep.ops.norm(to_device(X.astype(np.float16) * 300, device)), np.array(np.linalg.norm(X.astype(np.float16).astype(np.float64) * 300), np.float16))
+    with pytest.raises(TypeError, match="p: "):
+        ep.ops.norm(to_device(X, device), "nuc")
+
+
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning")  # PyTorch's, for correction=5 of 4 elements
+def test_var_and_std_take_a_correction(device):
+    for correction in (0, 1, 2.5, 5):
+        compare(ep.ops.var(to_device(X, device), 1, correction=correction), torch.var(torch.from_numpy(X), 1, correction=correction).numpy())
+    compare(ep.ops.std(to_device(X, device), correction=0), np.array(X.astype(np.float64).std(), np.float32))
+    with pytest.raises(TypeError, match="correction"):
+        ep.ops.var(to_device(X, device), correction=None)
+
+
+def test_out_is_written_and_checked(device):
+    out = to_device(np.zeros(4, np.float32), device)
+    assert ep.ops.sum(to_device(X, device), (0, 2), out=out) is out
+    compare(out, X.sum((0, 2)))
+    with pytest.raises(ValueError, match="out: has shape"):
+        ep.ops.sum(to_device(X, device), 0, out=to_device(np.zeros(4, np.float32), device))
+    with pytest.raises(TypeError, match="out: has dtype"):
+        ep.ops.argmax(to_device(X, device), 0, out=to_device(np.zeros((4, 5), np.float32), device))
+    if device == "cpu":
+        # out over x: the result of reading x first.
+        x = X.copy()
+        expected = x.sum((0, 1))
+        ep.ops.sum(x, (0, 1), out=x.reshape(-1)[:5])
+        np.testing.assert_allclose(x.reshape(-1)[:5], expected, rtol=1e-5)
+
+
+def test_pytorch_tensors_in_give_pytorch_tensors_out():
+    got = ep.ops.mean(torch.from_numpy(X), 1)
+    assert isinstance(got, torch.Tensor)
+    np.testing.assert_allclose(got.numpy(), torch.from_numpy(X).mean(1).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda x: ep.ops.sum(x, 3), np.exceptions.AxisError, "dim: axis 3"),
+        (lambda x: ep.ops.sum(x, (0, -3)), ValueError, "twice"),
+        (lambda x: ep.ops.sum(x, 1.0), TypeError, "dim"),
+        (lambda x: ep.ops.sum(x, (0, "1")), TypeError, r"dim\[1\]"),
+        (lambda x: ep.ops.argmax(x, (0, 1)), TypeError, "dim"),
+        (lambda x: ep.ops.sum(x, 0, keepdim="yes"), TypeError, "keepdim"),
+        (lambda x: ep.ops.sum(x, dtype=np.complex64), TypeError, "dtype"),
+        (lambda x: ep.ops.sum([1.0, 2.0]), TypeError, "x"),
+        (lambda x: ep.ops.mean(x, dtype=np.int32), TypeError, "dtype"),
+    ],
+)
+def test_bad_arguments_are_named(device, call, error, match):
+    with pytest.raises(error, match=match):
+        call(to_device(X, device))
