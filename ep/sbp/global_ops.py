@@ -77,9 +77,7 @@ def call(function: Callable, signature: inspect.Signature, args: tuple, kwargs: 
         bound.apply_defaults()
         arguments = dict(bound.arguments)
         planned = _plan(function, name, bound)
-    except TypeError as e:  # Python's own refusal (a missing or extra argument), or the op's
-        error = e
-    except Exception as e:  # any other refusal: shared, so that no rank waits in agree
+    except Exception as e:  # Python's refusal (an extra argument) or the op's: shared, so that no rank waits in agree
         error = e
     compared = None if arguments is None else {"function": label, **arguments, **(planned[0].agreed if planned else {})}
     agree(world_comm(tensors[0]._group.world), label, compared, error)
@@ -102,13 +100,12 @@ def _plan(function: Callable, name: str, bound: inspect.BoundArguments) -> tuple
     op = declared(name)
     if op is None:
         plan = _broadcast_plan(function, bound, arguments)
-        first = next(iter(plan.tensors.values()))
-        return plan, None if sbp is None else nd_sbp(sbp, len(first.placement.hierarchy))
-    if op.plan is None:
+    elif op.plan is None:
         raise TypeError(f"{name}: takes no global tensors")
-    plan = op.plan(**arguments)
-    # The shape rule too, before any rank touches a piece.
-    op.shapes(**{n: t.shape for n, t in plan.tensors.items()}, **{k: _frozen(v) for k, v in plan.attrs.items()})
+    else:
+        plan = op.plan(**arguments)
+        # The shape rule too, before any rank touches a piece.
+        op.shapes(**{n: t.shape for n, t in plan.tensors.items()}, **{k: _frozen(v) for k, v in plan.attrs.items()})
     first = next(iter(plan.tensors.values()))
     return plan, None if sbp is None else nd_sbp(sbp, len(first.placement.hierarchy))
 
@@ -146,7 +143,7 @@ def _broadcast_plan(function: Callable, bound: inspect.BoundArguments, arguments
 
     def run(local, piece):
         whole = {id(t): local[n] for n, t in tensors.items()}
-        for key in ("out", "stream", "check_bounds", "offset", "sbp"):
+        for key in (*_LOCAL_ONLY, "sbp"):
             bound.arguments.pop(key, None)
         bound.arguments.update({k: _replaced(v, whole) for k, v in arguments.items()})
         return function(*bound.args, **bound.kwargs)
