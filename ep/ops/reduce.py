@@ -19,7 +19,14 @@ from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.reduce import ReduceFactory, ReduceOp
 from ep.ops.arrays import contiguous, device_of, output, same_kind, stream_for, unaliased
 
-_MISSING = object()
+class _Missing:
+    """The default of NumPy's axis= and keepdims=, which help() shows as not given."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_MISSING = _Missing()
 
 
 def _dim_keepdim(dim, keepdim, axis, keepdims) -> tuple[object, object]:
@@ -129,80 +136,66 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1, sin
     return out
 
 
-@same_kind("x")
-def sum(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+def _reduction(op: ReduceOp, name: str, doc: str, single: bool = False):
+    """The ep.ops function name: op over x's dim (one int when single), PyTorch's signature."""
+
+    def reduction(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+        dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+        return _reduce(op, x, dim, keepdim, dtype, out, stream, single=single)
+
+    reduction.__name__ = reduction.__qualname__ = name
+    reduction.__doc__ = doc
+    return same_kind("x")(reduction)
+
+
+sum = _reduction(
+    ReduceOp.kSum, "sum",
     """The sum of x over dim (None: every dim), as torch.sum: integers and bool give int64; float
     sums are compensated (at least as accurate as NumPy's pairwise ones), float16 adds in float32;
-    an empty sum is 0."""
-    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
-    return _reduce(ReduceOp.kSum, x, dim, keepdim, dtype, out, stream)
-
-
-@same_kind("x")
-def prod(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
-    """The product of x over dim, as torch.prod: integers and bool give int64 (wrapping); an empty product is 1."""
-    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
-    return _reduce(ReduceOp.kProd, x, dim, keepdim, dtype, out, stream)
-
-
-@same_kind("x")
-def mean(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    an empty sum is 0.""",
+)
+prod = _reduction(
+    ReduceOp.kProd, "prod",
+    """The product of x over dim, as torch.prod: integers and bool give int64 (wrapping); an empty product is 1.""",
+)
+mean = _reduction(
+    ReduceOp.kMean, "mean",
     """The mean of x over dim, as torch.mean: floating dtypes only (integers and bool are refused
     with TypeError, as torch refuses them, where NumPy would give float64: pass dtype=); an empty
-    mean is NaN."""
-    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
-    return _reduce(ReduceOp.kMean, x, dim, keepdim, dtype, out, stream)
-
-
-@same_kind("x")
-def amax(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
-    """The maximum of x over dim, as torch.amax: NaN if any is NaN; ValueError naming the dim for an empty one."""
-    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
-    return _reduce(ReduceOp.kMax, x, dim, keepdim, dtype, out, stream)
-
-
-@same_kind("x")
-def amin(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
-    """The minimum of x over dim, as torch.amin: NaN if any is NaN; ValueError naming the dim for an empty one."""
-    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
-    return _reduce(ReduceOp.kMin, x, dim, keepdim, dtype, out, stream)
-
-
-@same_kind("x")
-def argmax(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    mean is NaN.""",
+)
+amax = _reduction(
+    ReduceOp.kMax, "amax",
+    """The maximum of x over dim, as torch.amax: NaN if any is NaN; ValueError naming the dim for an empty one.""",
+)
+amin = _reduction(
+    ReduceOp.kMin, "amin",
+    """The minimum of x over dim, as torch.amin: NaN if any is NaN; ValueError naming the dim for an empty one.""",
+)
+argmax = _reduction(
+    ReduceOp.kArgMax, "argmax",
     """The int64 index of the first maximum of x along dim (one int; None: of x flattened), as
-    torch.argmax and np.argmax: the first NaN's where there is one."""
-    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
-    return _reduce(ReduceOp.kArgMax, x, dim, keepdim, dtype, out, stream, single=True)
-
-
-@same_kind("x")
-def argmin(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
-    """The int64 index of the first minimum of x along dim (one int; None: of x flattened), the first NaN's where there is one."""
-    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
-    return _reduce(ReduceOp.kArgMin, x, dim, keepdim, dtype, out, stream, single=True)
-
-
-@same_kind("x")
-def any(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
-    """Whether any element of x over dim is nonzero (NaN counts), as bool (NumPy's; torch.any of uint8 gives uint8)."""
-    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
-    return _reduce(ReduceOp.kAny, x, dim, keepdim, dtype, out, stream)
-
-
-@same_kind("x")
-def all(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
-    """Whether every element of x over dim is nonzero, as bool; True for an empty reduction."""
-    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
-    return _reduce(ReduceOp.kAll, x, dim, keepdim, dtype, out, stream)
-
-
-@same_kind("x")
-def logsumexp(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+    torch.argmax and np.argmax: the first NaN's where there is one.""",
+    single=True,
+)
+argmin = _reduction(
+    ReduceOp.kArgMin, "argmin",
+    """The int64 index of the first minimum of x along dim (one int; None: of x flattened), the first NaN's where there is one.""",
+    single=True,
+)
+any = _reduction(
+    ReduceOp.kAny, "any",
+    """Whether any element of x over dim is nonzero (NaN counts), as bool (NumPy's; torch.any of uint8 gives uint8).""",
+)
+all = _reduction(
+    ReduceOp.kAll, "all",
+    """Whether every element of x over dim is nonzero, as bool; True for an empty reduction.""",
+)
+logsumexp = _reduction(
+    ReduceOp.kLogSumExp, "logsumexp",
     """log(sum(exp(x))) over dim without overflow, as torch.logsumexp (integers and bool in
-    float32); -inf for an empty reduction."""
-    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
-    return _reduce(ReduceOp.kLogSumExp, x, dim, keepdim, dtype, out, stream)
+    float32); -inf for an empty reduction.""",
+)
 
 
 @same_kind("x")
