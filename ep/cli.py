@@ -112,8 +112,6 @@ def _list(args: argparse.Namespace) -> int:
 def _global_ops() -> list[tuple[str, str]]:
     """Each ep.ops function that takes global tensors (ep.fuse too): by its SBP signatures, or,
     declared without them, boxed to broadcast."""
-    import inspect
-
     import ep.ops
     from ep.sbp.signature import declared
 

@@ -250,7 +250,9 @@ class Fused:
         return trace
 
 
+# The global path's view of a call: fn's keyword arguments are in their positions by then (_positional).
 _CALL = inspect.signature(Fused.__call__)
+_CALL = _CALL.replace(parameters=[p for p in _CALL.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD])
 
 
 

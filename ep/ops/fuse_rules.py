@@ -24,11 +24,10 @@ from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape
 
 
-def fuse_plan(self, args, kwargs=None) -> Plan:
-    """The call self(*args) (self: the Fused; kwargs: none, Fused.__call__ put fn's keyword
-    arguments in their positions): its trace on the arrays' metadata, which every rank must share
-    (a closure's constants too); the arrays the outputs read, named by call position, and this
-    rank's run of self on its pieces (scalars as they are, unread arrays unused)."""
+def fuse_plan(self, args) -> Plan:
+    """The call self(*args) (self: the Fused): its trace on the arrays' metadata, which every rank
+    must share (a closure's constants too); the arrays the outputs read, named by call position,
+    and this rank's run of self on its pieces (scalars as they are, unread arrays unused)."""
     arrays = global_tensors(**{self._name(p): a for p, a in enumerate(args) if not is_scalar(a)})
     trace = self.trace(args, device_of(next(iter(arrays.values()))))
     read = {f"args[{p}]": p for p in sorted({p for reads in trace.reads for p in reads})}

@@ -16,7 +16,6 @@ the block (_simulated_warp_merge), and blocks are a warp of 32 threads.
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Callable, Iterator
 
 import numba
@@ -31,6 +30,7 @@ from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, cuda_device_count
 from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel
+from ep.cuda.simulated import lanes_reduce
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.reduce import ReduceFactory, ReduceOp
 
@@ -137,18 +137,7 @@ def _simulated_warp_merge(merge: Callable) -> Callable:
     block, and after a barrier merges the states of its warp's lanes with its x."""
 
     def warp_merge(state, x_size):
-        thread = threading.current_thread()
-        block = thread._manager
-        table = block.__dict__.setdefault("ep_reduce_states", [None] * int(np.prod(block._block_dim)))
-        tid = thread.thread_id
-        table[tid] = state
-        thread.syncthreads()
-        first = tid - tid % WARP + tid % x_size
-        result = table[first]
-        for k in range(first + x_size, min(tid - tid % WARP + WARP, len(table)), x_size):
-            result = merge(result, table[k])
-        thread.syncthreads()
-        return result
+        return lanes_reduce(state, merge, lambda tid, size: range(tid - tid % WARP + tid % x_size, min(tid - tid % WARP + WARP, size), x_size))
 
     return warp_merge
 

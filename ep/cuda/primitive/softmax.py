@@ -17,7 +17,6 @@ through the block (`_simulated_group_reduce`), which is why warp launches there 
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Callable, Iterator
 
 import numba
@@ -33,6 +32,7 @@ from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import FLOATING_TYPES, DataType
 from ep.common.runtime.device import DeviceType, cuda_device_count
 from ep.cuda.kernel import CudaKernel
+from ep.cuda.simulated import lanes_reduce
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 WARP = 32
@@ -183,18 +183,7 @@ def _simulated_group_reduce(combine: Callable) -> Callable:
     there may be smaller than a warp). Called by every thread of the block alike, as a shuffle is."""
 
     def reduce(value, width):
-        thread = threading.current_thread()
-        block = thread._manager
-        table = block.__dict__.setdefault("ep_group_values", [None] * int(np.prod(block._block_dim)))
-        tid = thread.thread_id
-        table[tid] = value
-        thread.syncthreads()
-        first = tid - tid % width
-        result = table[first]
-        for k in range(first + 1, min(first + width, len(table))):
-            result = combine(result, table[k])
-        thread.syncthreads()
-        return result
+        return lanes_reduce(value, combine, lambda tid, size: range(tid - tid % width, min(tid - tid % width + width, size)))
 
     return reduce
 
