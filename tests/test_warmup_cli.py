@@ -73,8 +73,8 @@ print(sum(e.is_start for _, e in recorder.buffer))
 def test_warmup_of_the_other_primitives_leaves_nothing_to_compile(tmp_path):
     primitives = ["Softmax", "LogSoftmax", "SoftmaxBackward", "LogSoftmaxBackward", "Where", "Fill", "Add"]
     rows, *_ = _warmup(tmp_path, "--primitives", *primitives, "--dtypes", "float32", "bool")
-    # The softmax family's float32 rows, Where's with a bool condition (8 data dtypes), Fill's and Add's bool and float32.
-    assert rows == 4 + 8 + 2 + 2
+    # The softmax family's float32 rows, Where's with a bool condition (13 data dtypes), Fill's and Add's bool and float32.
+    assert rows == 4 + 13 + 2 + 2
     result = _run(tmp_path, "-c", OTHER_CALLS)
     assert result.stdout.split()[-1] == "0", result.stdout
 

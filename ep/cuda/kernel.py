@@ -65,6 +65,10 @@ class CudaKernel:
         # kernel_digest, so Numba's disk cache keys it as it keys the CPU kernels, and a new process
         # loads the cubin instead of compiling.
         bounds = {} if config.ENABLE_CUDASIM or self.launch_bounds is None else {"launch_bounds": self.launch_bounds}
+        if config.ENABLE_CUDASIM:
+            from ep.cuda.simulated import typed_bindings
+
+            typed_bindings(self._fn.__globals__["bound"])
         return cuda.jit(self.argtypes, cache=True, **bounds)(self._fn)
 
     def launch(self, stream, work: int, *args: object) -> None:

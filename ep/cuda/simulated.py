@@ -1,11 +1,16 @@
-"""What a warp shuffle reduction gives, on Numba's CUDA simulator (which has no shuffles): the one
-stand-in the kernels that reduce across lanes (Softmax's rows, Reduce's warps) call there."""
+"""Numba's CUDA simulator's two gaps, filled once: a warp shuffle reduction (it has no shuffles),
+the stand-in the kernels that reduce across lanes (Softmax's rows, Reduce's warps) call there; and
+integers typed between scalar functions (`typed_bindings`)."""
 from __future__ import annotations
 
 import threading
 from typing import Callable, Iterable
 
 import numpy as np
+from numba import typeof
+from numba.core import types
+from numba.core.dispatcher import Dispatcher
+
 
 
 def lanes_reduce(value: object, combine: Callable, lanes: Callable[[int, int], Iterable[int]]) -> object:
@@ -19,8 +24,46 @@ def lanes_reduce(value: object, combine: Callable, lanes: Callable[[int, int], I
     table[thread.thread_id] = value
     thread.syncthreads()
     lane = iter(lanes(thread.thread_id, size))
+    if isinstance(combine, Dispatcher):
+        combine = _Typed(combine)
     result = table[next(lane)]
     for k in lane:
         result = combine(result, table[k])
     thread.syncthreads()
     return result
+
+
+def typed_bindings(bound: object) -> None:
+    """Wrap the compiled scalar functions among a simulated kernel's bindings (the attributes of
+    bound) so that their integer results come back as NumPy scalars of their Numba types.
+
+    The simulator runs a kernel's body as Python, calling its scalar functions compiled for the CPU;
+    Numba boxes integer results as Python ints, which the next call types as int64: a uint64 state
+    would then compute in int64, and 2**64 - 1 raise OverflowError (on a GPU values stay typed).
+    """
+    for name, value in list(vars(bound).items()):
+        if isinstance(value, Dispatcher):
+            setattr(bound, name, _Typed(value))
+
+
+class _Typed:
+    """dispatcher, called from Python with its results typed; passed to a compiled function, it
+    is dispatcher itself (its Numba type)."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+        self._numba_type_ = types.Dispatcher(dispatcher)
+
+    def __call__(self, *args: object) -> object:
+        result = self.dispatcher(*args)
+        compiled = self.dispatcher.overloads.get(tuple(typeof(arg) for arg in args))
+        return result if compiled is None else _typed(result, compiled.signature.return_type)
+
+
+def _typed(value: object, numba_type: types.Type) -> object:
+    """value, as Numba boxed it, as a NumPy scalar of numba_type where that is an integer."""
+    if isinstance(numba_type, types.BaseTuple):
+        return tuple(_typed(item, item_type) for item, item_type in zip(value, numba_type))
+    if isinstance(numba_type, types.Integer):
+        return np.dtype(numba_type.name).type(value)
+    return value

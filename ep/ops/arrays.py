@@ -13,7 +13,7 @@ from ep.common.runtime.allocator import empty
 from ep.common.runtime.buffer import check_device_address, device_type_of, plain, plain_ndarray, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice, Stream, check_stream
-from ep.common.runtime.dlpack import as_cuda_array, from_dlpack, is_dlpack
+from ep.common.runtime.dlpack import as_cuda_array, from_dlpack, is_dlpack, to_namespace
 from ep.common.runtime.overlap import overlaps
 from ep.common.runtime.scalar import is_scalar
 from ep.include.primitive.copy_nd import CopyNdFactory
@@ -131,13 +131,7 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
 def in_namespace(result, namespace: types.ModuleType | None):
     """result (a NumPy or numba array ep made) as an array of namespace's library, without a copy;
     as it is where namespace is None."""
-    if namespace is None:
-        return result
-    if isinstance(result, np.ndarray):
-        return namespace.from_dlpack(result)
-    if not hasattr(namespace, "asarray"):
-        return result
-    return namespace.asarray(result)  # numba's device arrays offer __cuda_array_interface__, not DLPack
+    return result if namespace is None else to_namespace(result, namespace)
 
 
 def call_global(function, signature: inspect.Signature, args: tuple, kwargs: dict):

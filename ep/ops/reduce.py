@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from ep.common.primitive.reduce import NO_IDENTITY
-from ep.common.runtime.data_type import FLOATING_TYPES, DataType, as_data_type
+from ep.common.runtime.data_type import FLOATING_TYPES, HALF_TYPES, DataType, as_data_type
 from ep.common.runtime.validate import integer
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.reduce import ReduceFactory, ReduceOp
@@ -235,7 +235,7 @@ def norm(x, p=2, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING
     if result not in FLOATING_TYPES:
         raise TypeError(f"{'dtype' if dtype is not None else 'x'}: norm of {result.value} is not computed (as torch refuses it); expected a floating dtype")
     stream = stream_for(device, stream)
-    compute = DataType.kFloat if result is DataType.kFloat16 else result
+    compute = DataType.kFloat if result in HALF_TYPES else result
     if as_data_type(x.dtype, "x") is not compute:
         x = unary("cast", x, dtype=compute.dtype, stream=stream)
     magnitude = unary("abs", x, stream=stream)

@@ -19,7 +19,7 @@ from ep.common.math.binary_functor import binary_attrs, binary_dst_dtype, binary
 from ep.common.math.unary_functor import unary_attrs, unary_keyword_attrs, unary_result_dtype, unary_source
 from ep.common.primitive.elementwise_fused import check_size
 from ep.common.runtime.data_type import DataType, as_data_type
-from ep.common.runtime.scalar import result_dtype
+from ep.common.runtime.scalar import is_scalar, result_dtype
 from ep.include.primitive.binary_op import as_binary_op
 from ep.include.primitive.elementwise_fused import Binary, Cast, Input, Scalar, Unary, Where
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
@@ -79,9 +79,9 @@ class Tracer:
             if value.tracer is not self:
                 raise TypeError(f"{value.name}: is a traced value of another ep.fuse call")
             return value
-        if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        if is_scalar(value):
             return self.scalar(None, value)
-        if type(value) is np.ndarray and value.ndim == 0 and value.dtype.kind in "biuf":
+        if type(value) is np.ndarray and value.ndim == 0 and (value.dtype.kind in "biuf" or value.dtype == DataType.kBFloat16.dtype):
             # A 0-d array may change between calls: the call reads it (ScalarSlot.read), typed by its dtype.
             return self.scalar(None, value)
         raise TypeError(

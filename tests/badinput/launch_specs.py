@@ -13,9 +13,9 @@ import ep
 from ep.testing import to_device
 
 from guards import Guarded, digest, expect_error
+from dtype_lists import ALL as ALL_DTYPES
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-ALL_DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64)]
 
 
 @dataclass

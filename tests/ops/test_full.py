@@ -7,8 +7,8 @@ import pytest
 
 import ep
 from ep.testing import to_device, to_numpy
+from dtype_lists import ALL, sampled
 
-ALL = [np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64)]
 
 
 def full(device, *args, **kwargs):
@@ -37,7 +37,7 @@ def test_the_dtype_is_numpys(device, fill_value):
     same(full(device, (2, 2), fill_value), np.full((2, 2), fill_value))
 
 
-@pytest.mark.parametrize("dtype", ALL, ids=str)
+@pytest.mark.parametrize("dtype", sampled(ALL), ids=str)
 @pytest.mark.parametrize("fill_value", [1, -1.75, True], ids=repr)
 def test_every_dtype(device, dtype, fill_value):
     if dtype.kind == "u" and fill_value == -1.75:
@@ -89,7 +89,7 @@ def test_a_large_fill_runs_in_parallel_and_is_right():
         ({"shape": 2, "fill_value": math.nan, "dtype": np.int32}, ValueError, r"fill_value: nan has no int32 value"),
         ({"shape": 2, "fill_value": 1j}, TypeError, r"fill_value: 1j is not a real scalar"),
         ({"shape": 2, "fill_value": np.zeros(2)}, TypeError, r"fill_value: .* is not a real scalar"),
-        ({"shape": 2, "fill_value": np.uint16(3)}, TypeError, r"fill_value: dtype\(.uint16.\) is not a supported data type"),
+        ({"shape": 2, "fill_value": np.longdouble(3)}, TypeError, r"fill_value: dtype\(.float128.\) is not a supported data type"),
         ({"shape": 2, "fill_value": 1, "dtype": np.complex64}, TypeError, r"dtype: .*complex64"),
         ({"shape": 2, "fill_value": 1, "device": "gpu"}, ValueError, r"device: 'gpu' is not a device"),
         ({"shape": 2, "fill_value": 1, "out": np.zeros(3)}, ValueError, r"out: has shape \(3,\); expected \(2,\)"),

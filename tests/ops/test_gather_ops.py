@@ -8,8 +8,8 @@ import ep
 from ep.common.runtime.device import available_device_types
 from ep.ops.gather import gather_shape
 from ep.testing import to_device, to_numpy
+from dtype_lists import ALL as ALL_DTYPES
 
-ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 GRAD_DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64]
 INDEX_DTYPES = [np.int32, np.int64]
 

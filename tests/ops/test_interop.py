@@ -290,14 +290,15 @@ def test_tensors_that_require_grad_are_refused(device):
     np.testing.assert_array_equal(x.detach().numpy(), -np.ones(3, np.float32))
 
 
-def test_bfloat16_is_refused(device):
+def test_bfloat16_tensors_are_taken_and_promote_as_torch(device):
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
     if device != "cpu":
         pytest.skip("PyTorch CPU tensors are cpu arrays")
-    with pytest.raises(TypeError, match=r"x: dtype torch\.bfloat16 is not supported; expected one of .*float16"):
-        ep.ops.unary("neg", torch.ones(3, dtype=torch.bfloat16))
-    with pytest.raises(TypeError, match=r"b: dtype torch\.bfloat16"):
-        ep.ops.binary("add", torch.ones(3), torch.ones(3, dtype=torch.bfloat16))
+    x = torch.tensor([1.5, -2.0, 0.25], dtype=torch.bfloat16)
+    assert torch.equal(ep.ops.unary("neg", x), -x)
+    for other in (torch.ones(3), torch.ones(3, dtype=torch.float16), torch.ones(3, dtype=torch.int32)):
+        got = ep.ops.binary("add", other, x)
+        assert got.dtype == torch.result_type(other, x) and torch.equal(got, other + x), other.dtype
 
 
 def test_jax_arrays_are_immutable_so_out_is_refused(device):

@@ -4,8 +4,8 @@ import pytest
 
 import ep
 from ep.testing import to_device, to_numpy
+from dtype_lists import ALL as ALL_DTYPES
 
-ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 INDEX_DTYPES = [np.int32, np.int64]
 
 

@@ -13,8 +13,8 @@ from ep.common.primitive.strided_copy import copy_plan
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.testing import to_device, to_numpy
 from samples import sample
+from dtype_lists import ALL as ALL_DTYPES
 
-ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 GUARD = 5
 
 

@@ -17,8 +17,8 @@ from ep.ops.arrays import contiguous
 from ep.ops.expand import expand_shape
 from ep.testing import to_device, to_numpy
 from samples import sample
+from dtype_lists import ALL as ALL_DTYPES
 
-ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 SUM_DTYPES = [np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 
 

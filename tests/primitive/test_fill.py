@@ -7,9 +7,8 @@ import pytest
 
 import ep
 from ep.testing import to_device, to_numpy
+from dtype_lists import ALL, BFLOAT16, FLOATS, assert_same, kind
 
-ALL = [np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64)]
-FLOATS = [np.dtype(t) for t in (np.float16, np.float32, np.float64)]
 # Elements on each side of a launch's dst that it must leave alone.
 GUARD = 5
 # 0, less than a pack, a pack and a tail, several packs (a pack is 16 bytes).
@@ -17,6 +16,7 @@ COUNTS = [0, 1, 3, 17, 40]
 # Bit patterns: NaN payloads (quiet and signaling), -0.0, infinities, the smallest subnormal.
 SPECIAL_BITS = {
     np.dtype(np.float16): [0x7E01, 0xFE3F, 0x7C01, 0x8000, 0xFC00, 0x0001],
+    BFLOAT16: [0x7FC1, 0xFFC1, 0x7F81, 0x8000, 0xFF80, 0x0001],
     np.dtype(np.float32): [0x7FC12345, 0xFFC00001, 0x7F800001, 0x80000000, 0xFF800000, 0x00000001],
     np.dtype(np.float64): [0x7FF8000000012345, 0xFFF8000000000001, 0x7FF0000000000001, 1 << 63, 0xFFF0 << 48, 1],
 }
@@ -65,9 +65,9 @@ def test_every_dtype_is_registered(device):
 @pytest.mark.parametrize("dtype", ALL, ids=str)
 @pytest.mark.parametrize("n", COUNTS)
 def test_fill_matches_numpy(device, dtype, n):
-    value = {"b": True, "i": -7, "u": 200, "f": -2.75}[dtype.kind]
+    value = {"b": True, "i": -7, "u": 200, "f": -2.75}[kind(dtype)]
     got, _ = fill(device, dtype, value, n)
-    np.testing.assert_array_equal(got, np.full(n, value, dtype))
+    assert_same(got, np.full(n, value, dtype))
 
 
 @pytest.mark.parametrize("dtype", ALL, ids=str)
@@ -76,7 +76,7 @@ def test_misaligned_dst_and_a_partial_count(device, dtype):
     # one; the elements past count keep their bytes.
     offset = 1 if device == "cpu" else dtype.itemsize
     got, before = fill(device, dtype, 1, 21, count=19, offset=offset)
-    np.testing.assert_array_equal(got[:19], np.ones(19, dtype))
+    assert_same(got[:19], np.ones(19, dtype))
     assert bits(got[19:]).tobytes() == bits(before[19:]).tobytes()
 
 
@@ -106,7 +106,7 @@ def test_special_floats_arrive_bit_for_bit(device, dtype):
 def test_conversions(device, dtype, value, expected):
     with np.errstate(over="ignore"):
         got, _ = fill(device, dtype, value, 2)
-    np.testing.assert_array_equal(got, np.full(2, expected, dtype))
+    assert_same(got, np.full(2, expected, dtype))
 
 
 def test_inputs_stay_and_a_launch_is_repeatable(device):

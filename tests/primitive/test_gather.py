@@ -9,8 +9,8 @@ from ep.common.math.intrinsics import move16
 from ep.common.primitive.byte_units import as_units, move_unit
 from ep.testing import to_device, to_numpy
 from nvvm import run_without_simulator
+from dtype_lists import ALL as ALL_DTYPES
 
-ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 INDEX_DTYPES = [np.int32, np.int64]
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 

@@ -6,8 +6,8 @@ import ep
 from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.one_hot import OneHotFactory
 from ep.testing import to_device, to_numpy
+from dtype_lists import ALL
 
-ALL = [np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64)]
 INDICES = [np.dtype(np.int32), np.dtype(np.int64)]
 
 

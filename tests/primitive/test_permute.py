@@ -10,8 +10,8 @@ import ep
 from ep.common.primitive.permute import simplify_permutation, transpose_plan
 from ep.testing import to_device, to_numpy
 from samples import sample
+from dtype_lists import ALL as ALL_DTYPES
 
-ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 
 
 def launch_permute(device, x, permutation, dst_size=None, fill=0):

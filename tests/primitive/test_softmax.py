@@ -81,7 +81,7 @@ def backward_case(device, factory, dtype, rows, cols):
 @pytest.mark.parametrize("factory", FACTORIES, ids=lambda f: f.__name__)
 def test_every_float_dtype_is_registered(device, factory):
     combinations = GetFactory(factory, device).Combinations()
-    assert sorted(dtypes[0].value for _, dtypes in combinations) == ["float16", "float32", "float64"]
+    assert sorted(dtypes[0].value for _, dtypes in combinations) == ["bfloat16", "float16", "float32", "float64"]
     assert ep.NewPrimitive(factory, device, np.int32) is None
     assert ep.NewPrimitive(factory, device, "float32") is ep.NewPrimitive(factory, device, np.float32)
 

@@ -174,4 +174,4 @@ def test_the_64_bit_kernels_match_the_32_bit_ones(device, monkeypatch):
 def test_listed_with_every_combination(device):
     rows = registry_rows(device, "UnsortedSegmentSum")
     listed = {tuple(row["dtypes"]) for row in rows}
-    assert listed == {(np.dtype(d).name, np.dtype(i).name) for d in SUM_DTYPES for i in INDEX_DTYPES}
+    assert listed == {(np.dtype(d).name, np.dtype(i).name) for d in [*SUM_DTYPES, "bfloat16"] for i in INDEX_DTYPES}

@@ -4,8 +4,8 @@ import pytest
 
 import ep
 from ep.testing import to_device, to_numpy
+from dtype_lists import ALL
 
-ALL = [np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64)]
 CONDS = [np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int32, np.int64)]
 # (cond, x, y) shapes: equal, each operand broadcast, new leading dims, a scalar, empty.
 SHAPES = [

@@ -26,8 +26,9 @@ _ONEFLOW_NAMES = frozenset(UnaryOp.__members__) | frozenset(BinaryOp.__members__
 
 
 def _numpy_float(dtype: DataType) -> DataType:
-    # NumPy's float ufuncs take the first of float16, float32, float64 the dtype casts to safely.
-    return as_data_type(np.promote_types(dtype.dtype, np.float16))
+    # NumPy's float ufuncs take the first of float16, float32, float64 the dtype casts to safely
+    # (ml_dtypes' bfloat16 has loops of its own).
+    return dtype if dtype.is_floating else as_data_type(np.promote_types(dtype.dtype, np.float16))
 
 
 def _torch_float(dtype: DataType) -> DataType:

@@ -6,6 +6,7 @@ from typing import Callable
 import numpy as np
 
 from ep.common.jit import scalar_function
+from ep.common.math.bfloat16 import bfloat16_to_float, float_to_bfloat16
 from ep.common.math.half import half_routines
 from ep.common.math.special import as_type
 from ep.common.runtime.data_type import DataType
@@ -36,7 +37,9 @@ _INTEGER_STORES = {dtype: _integer_store(dtype.dtype.type) for dtype in DataType
 
 
 def load_fn(dtype: DataType, device: DeviceType) -> Callable:
-    """Storage element -> compute value (float16 bits -> float32) in device's kernels."""
+    """Storage element -> compute value (float16 or bfloat16 bits -> float32) in device's kernels."""
+    if dtype is DataType.kBFloat16:
+        return bfloat16_to_float
     return half_routines(device).half_to_float if dtype is DataType.kFloat16 else _same
 
 
@@ -44,11 +47,14 @@ def store_fn(dtype: DataType, device: DeviceType, compute_dtype: np.dtype | None
     """Compute value -> storage element in device's kernels (the same values on every device, the
     CUDA simulator included).
 
-    float32 -> float16 bits; anything -> bool as != 0; integers wrap to an integer dtype; floats
-    go to an integer dtype truncated toward zero, saturated to its range, NaN to 0 (as_type).
-    compute_dtype is the type of the stored value where the kernel knows it: a float64 value goes
-    to float16 rounded once (through float32 it would be rounded twice).
+    float32 -> float16 or bfloat16 bits; anything -> bool as != 0; integers wrap to an integer
+    dtype; floats go to an integer dtype truncated toward zero, saturated to its range, NaN to 0
+    (as_type). compute_dtype is the type of the stored value where the kernel knows it: a float64
+    value goes to float16 rounded once, as NumPy rounds it (through float32 it would be rounded
+    twice), and to bfloat16 through float32, as ml_dtypes and PyTorch round it.
     """
+    if dtype is DataType.kBFloat16:
+        return float_to_bfloat16
     if dtype is DataType.kFloat16:
         routines = half_routines(device)
         return routines.double_to_half if compute_dtype == np.float64 else routines.float_to_half

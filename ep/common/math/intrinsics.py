@@ -53,6 +53,19 @@ def cast_like(typingctx, value, like):
     return like(types.unliteral(value), like), codegen
 
 
+@intrinsic
+def wide_integer(typingctx, value):
+    """An integer or bool widened to 64 bits: uint64 stays uint64, everything else becomes int64
+    (sign- or zero-extended). Integer formulas work in it: every value of every integer dtype is
+    exact there, and no mixed int64-uint64 operation (which Numba computes in float64) arises."""
+    wide = types.uint64 if value == types.uint64 else types.int64
+
+    def codegen(context, builder, signature, args):
+        return context.cast(builder, args[0], signature.args[0], signature.return_type)
+
+    return wide(types.unliteral(value)), codegen
+
+
 def _saturating_float_to_int(builder, value, target: types.Integer):
     """value truncated toward zero and clamped to target's range, NaN -> 0, as selects (no branch).
 

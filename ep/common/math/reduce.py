@@ -34,10 +34,11 @@ _INT64_MIN, _INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
 def accumulate_dtype(op: str, compute_dtype: np.dtype) -> np.dtype:
     """The dtype the state of op (a ReduceOp's value) holds for elements of compute_dtype (float16
-    is computed in float32)."""
+    and bfloat16 are computed in float32; uint64 compares and wraps in uint64, the other integers
+    in int64)."""
     if op in LOGICAL_OPS:
         return np.dtype(np.int32)  # 0 or 1; 32 bits, which CUDA's shuffles move
-    if compute_dtype.kind == "f":
+    if compute_dtype.kind == "f" or compute_dtype == np.uint64:
         return compute_dtype
     return np.dtype(np.int64)
 
@@ -142,7 +143,7 @@ def _prod_formulas(acc: type) -> ReduceFormulas:
 def _extreme_formulas(acc: type, floating: bool, largest: bool, index: bool) -> ReduceFormulas:
     """kMax, kMin (index False) and kArgMax, kArgMin: NaN wins (the first one for the index ops),
     then the extreme, then the smaller index, so that merges in any order agree."""
-    start = (-np.inf if largest else np.inf) if floating else (_INT64_MIN if largest else _INT64_MAX)
+    start = (-np.inf if largest else np.inf) if floating else (np.iinfo(acc).min if largest else np.iinfo(acc).max)
 
     @scalar_function
     def init():

@@ -14,17 +14,14 @@ import numpy as np
 
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.broadcast import simplify_broadcast_dims
-from ep.common.runtime.data_type import DataType
+from ep.common.runtime.data_type import HALF_TYPES, INTEGER_TYPES, DataType
 from ep.common.runtime.validate import MAX_NUM_DIMS
 
-# What each dtype sums in: float16 in float32 (as OneFlow), integers in int64 (wrapping like NumPy's
-# sum with dtype=); bool has no sum.
+# What each dtype sums in: float16 and bfloat16 in float32 (as OneFlow), integers in int64 (or
+# uint64: wrapping like NumPy's sum with dtype=); bool has no sum.
 ACCUMULATE_DTYPES = {
-    DataType.kInt8: np.int64,
-    DataType.kUInt8: np.int64,
-    DataType.kInt32: np.int64,
-    DataType.kInt64: np.int64,
-    DataType.kFloat16: np.float32,
+    **{dtype: np.uint64 if dtype is DataType.kUInt64 else np.int64 for dtype in INTEGER_TYPES},
+    **{dtype: np.float32 for dtype in HALF_TYPES},
     DataType.kFloat: np.float32,
     DataType.kDouble: np.float64,
 }

@@ -24,17 +24,17 @@ from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_di
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.launch import Attr, Count, Declared, In, Out, Scalar, declare
 from ep.common.runtime import validate
-from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.data_type import FLOATING_TYPES, INTEGER_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.include.primitive.batch_matmul import BatchMatmul, BatchMatmulFactory
 from ep.include.primitive.blas import BlasTransposeType, as_transpose
 from ep.include.primitive.broadcast_matmul import BroadcastMatmul, BroadcastMatmulFactory
 from ep.include.primitive.matmul import Matmul, MatmulFactory
 
-#: The dtypes every device's BLAS path takes (float16 is computed in float32).
-MATMUL_TYPES = (DataType.kFloat16, DataType.kFloat, DataType.kDouble)
+#: The dtypes every device's BLAS path takes (float16 and bfloat16 are computed in float32).
+MATMUL_TYPES = FLOATING_TYPES
 #: The dtypes ep's integer GEMM kernels take: products summed in int64, stored wrapping.
-INTEGER_MATMUL_TYPES = (DataType.kInt8, DataType.kUInt8, DataType.kInt32, DataType.kInt64)
+INTEGER_MATMUL_TYPES = INTEGER_TYPES
 #: Batch dims an integer GEMM kernel takes (a plan's, padded with ones): BroadcastMatmul's at most.
 BATCH_DIMS = validate.MAX_NUM_DIMS
 _T = BlasTransposeType.T

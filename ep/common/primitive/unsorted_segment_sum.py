@@ -5,17 +5,17 @@ from __future__ import annotations
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.gather import IndexedPrimitive, indexed_combinations, resolve_indexed
 from ep.common.primitive.launch import Attr, In, Out, declare
-from ep.common.runtime.data_type import DataType
+from ep.common.runtime.data_type import HALF_TYPES, DataType
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSum, UnsortedSegmentSumFactory
 
 # What sums in a type that has an atomic add on CUDA (float16 through its float32 accumulator).
-SUM_TYPES = (DataType.kFloat16, DataType.kFloat, DataType.kDouble, DataType.kInt32, DataType.kInt64)
+SUM_TYPES = (DataType.kFloat16, DataType.kBFloat16, DataType.kFloat, DataType.kDouble, DataType.kInt32, DataType.kInt64)
 
 
 def accumulator_dtype(dtype: DataType) -> DataType:
     """What sums of dtype accumulate in: float16 in float32 (CUDA has no portable float16 atomic
     add, and the sum is rounded to float16 once instead of at every add)."""
-    return DataType.kFloat if dtype is DataType.kFloat16 else dtype
+    return DataType.kFloat if dtype in HALF_TYPES else dtype
 
 
 class UnsortedSegmentSumImpl(IndexedPrimitive, UnsortedSegmentSum):

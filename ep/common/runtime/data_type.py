@@ -1,6 +1,7 @@
-"""DataType: the eight element types a primitive can be created for."""
+"""DataType: the element types a primitive can be created for."""
 from __future__ import annotations
 
+import ml_dtypes  # noqa: F401 - registers NumPy's bfloat16 dtype (np.dtype("bfloat16"))
 import numpy as np
 
 from ep.common.runtime.names import NamedEnum, did_you_mean
@@ -12,28 +13,39 @@ class DataType(NamedEnum):
     kBool = "bool"
     kInt8 = "int8"
     kUInt8 = "uint8"
+    kInt16 = "int16"
+    kUInt16 = "uint16"
     kInt32 = "int32"
+    kUInt32 = "uint32"
     kInt64 = "int64"
+    kUInt64 = "uint64"
     kFloat16 = "float16"
+    kBFloat16 = "bfloat16"
     kFloat = "float32"
     kDouble = "float64"
     # NumPy's names, the same members: DataType.float32 is DataType.kFloat.
     bool = "bool"
     int8 = "int8"
     uint8 = "uint8"
+    int16 = "int16"
+    uint16 = "uint16"
     int32 = "int32"
+    uint32 = "uint32"
     int64 = "int64"
+    uint64 = "uint64"
     float16 = "float16"
+    bfloat16 = "bfloat16"
     float32 = "float32"
     float64 = "float64"
 
     def __init__(self, value: str) -> None:
         # Plain attributes, not cached properties: every launch's checks read them (a third the cost).
         self.dtype = np.dtype(value)  # the NumPy dtype; np.dtype(DataType.kFloat) works through it
-        # The dtype scalar math runs in, and the one kernels see: float16 computes in float32 and
-        # moves as its 16-bit pattern (Numba's CPU has no float16).
-        self.compute_dtype = np.dtype(np.float32) if value == "float16" else self.dtype
-        self.storage_dtype = np.dtype(np.uint16) if value == "float16" else self.dtype
+        # The dtype scalar math runs in, and the one kernels see: float16 and bfloat16 compute in
+        # float32 and move as their 16-bit patterns (Numba has neither type).
+        half = value in ("float16", "bfloat16")
+        self.compute_dtype = np.dtype(np.float32) if half else self.dtype
+        self.storage_dtype = np.dtype(np.uint16) if half else self.dtype
 
     @property
     def itemsize(self) -> int:
@@ -61,8 +73,11 @@ class DataType(NamedEnum):
         return next((member for member in cls if member.value == dtype.name), None)
 
 
-FLOATING_TYPES = (DataType.kFloat16, DataType.kFloat, DataType.kDouble)
-INTEGER_TYPES = (DataType.kInt8, DataType.kUInt8, DataType.kInt32, DataType.kInt64)
+FLOATING_TYPES = (DataType.kFloat16, DataType.kBFloat16, DataType.kFloat, DataType.kDouble)
+#: The floating dtypes computed in float32 and stored as 16-bit patterns.
+HALF_TYPES = (DataType.kFloat16, DataType.kBFloat16)
+INTEGER_TYPES = (DataType.kInt8, DataType.kUInt8, DataType.kInt16, DataType.kUInt16, DataType.kInt32,
+                 DataType.kUInt32, DataType.kInt64, DataType.kUInt64)
 ALL_TYPES = tuple(DataType)
 INDEX_TYPES = (DataType.kInt32, DataType.kInt64)
 

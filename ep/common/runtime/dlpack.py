@@ -5,12 +5,18 @@ CUDA. `from_dlpack` views another library's array as one of those, without a cop
 through DLPack (`numpy.from_dlpack`), a CUDA one through its `__cuda_array_interface__`. Exporting
 needs nothing of ep: NumPy arrays have `__dlpack__`, numba device arrays
 `__cuda_array_interface__`, and every array library imports one or the other.
+
+bfloat16 is the exception: neither NumPy's DLPack nor the CUDA array interface carries it, so a
+PyTorch bfloat16 tensor moves as its int16 view, in and out (`bits_of`, `in_namespace`), still
+without a copy.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-from ep.common.runtime.data_type import ALL_TYPES
+from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import bound_handle
 
 # DLPack's DLDeviceType codes (dlpack.h) for the memory ep's devices can read.
@@ -28,7 +34,8 @@ def is_dlpack(obj: object) -> bool:
 def host_array(obj: object, name: str, device_type: int | None = None) -> np.ndarray:
     """A NumPy array viewing the memory of a CPU DLPack array (no copy).
 
-    TypeError naming name for an array elsewhere or of a dtype NumPy lacks (bfloat16);
+    TypeError naming name for an array elsewhere or of a dtype NumPy cannot view (a bfloat16
+    array of a library other than PyTorch);
     ValueError for a tensor that requires grad: ep records no gradients, and PyTorch itself
     refuses to hand such a tensor's memory out (tensor.numpy(), __dlpack__), so the caller
     detaches it, as for NumPy; likewise for PyTorch's negative bit (resolve_neg()). device_type
@@ -40,6 +47,9 @@ def host_array(obj: object, name: str, device_type: int | None = None) -> np.nda
         device_type = obj.__dlpack_device__()[0]
     if device_type != KDL_CPU:
         raise TypeError(f"{name}: a {_describe(obj)} in {_where(device_type)}; expected an array in CPU memory")
+    bits = bits_of(obj)
+    if bits is not None:
+        return np.from_dlpack(bits).view(_BFLOAT16)
     try:
         return np.from_dlpack(obj)
     except (BufferError, RuntimeError, TypeError, ValueError) as error:
@@ -68,8 +78,8 @@ def from_dlpack(obj: object, name: str = "x"):
 
 
 def check_exportable(obj: object, name: str) -> None:
-    """The refusals a PyTorch user meets (requires grad, the negative bit, bfloat16), said in ep's
-    terms before DLPack or __cuda_array_interface__ says them in its own."""
+    """The refusals a PyTorch user meets (requires grad, the negative bit), said in ep's terms
+    before DLPack or __cuda_array_interface__ says them in its own."""
     if getattr(obj, "requires_grad", False) is True:
         raise ValueError(f"{name}: the tensor requires grad and ep records no gradients; pass {name}.detach() (it shares the memory)")
     is_neg = getattr(obj, "is_neg", None)
@@ -81,10 +91,34 @@ def check_exportable(obj: object, name: str) -> None:
             f"{name}: the tensor has PyTorch's negative bit set (its memory holds the negated values); "
             f"pass {name}.resolve_neg()"
         )
-    dtype = str(getattr(obj, "dtype", ""))
-    if "bfloat16" in dtype:
-        names = ", ".join(t.value for t in ALL_TYPES)
-        raise TypeError(f"{name}: dtype {dtype} is not supported; expected one of {names} (bfloat16 has no NumPy dtype)")
+
+
+_BFLOAT16 = DataType.kBFloat16.dtype
+
+
+def bits_of(obj: object):
+    """A PyTorch bfloat16 tensor's int16 view (the same memory), which DLPack and the CUDA array
+    interface carry; None for anything else."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(obj, torch.Tensor) or obj.dtype != torch.bfloat16:
+        return None
+    return obj.view(torch.int16)
+
+
+def to_namespace(result, namespace):
+    """result, an array ep made, as an array of namespace's library without a copy: through
+    DLPack (from_dlpack) on the CPU, the CUDA array interface (asarray) on a GPU; a bfloat16
+    result goes to PyTorch as its int16 view, viewed back."""
+    bfloat16 = result.dtype == _BFLOAT16 and namespace is sys.modules.get("torch")
+    if bfloat16:
+        result = result.view(np.int16)
+    if isinstance(result, np.ndarray):
+        converted = namespace.from_dlpack(result)
+    elif not hasattr(namespace, "asarray"):
+        return result
+    else:
+        converted = namespace.asarray(result)  # numba's device arrays offer __cuda_array_interface__, not DLPack
+    return converted.view(namespace.bfloat16) if bfloat16 else converted
 
 
 def _describe(obj: object) -> str:
@@ -115,6 +149,9 @@ def as_cuda_array(obj, name: str = "array", stream=None, writable: bool = False)
         return obj
     # A PyTorch CUDA tensor handed straight to a Launch: the same refusals as through ep.ops.
     check_exportable(obj, name)
+    bits = bits_of(obj)
+    if bits is not None:
+        return as_cuda_array(bits, name, stream, writable).view(_BFLOAT16)
     try:
         # Read once: a property could describe other memory, or drop its read-only mark, on a second read.
         interface = obj.__cuda_array_interface__

@@ -9,8 +9,9 @@ import numpy as np
 
 from ep.common.runtime.data_type import DataType
 
-#: The types of scalar operands (is_scalar).
-SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+#: The types of scalar operands (is_scalar); ml_dtypes' bfloat16 scalars are no np.floating.
+SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating, DataType.kBFloat16.dtype.type)
+_BFLOAT16 = DataType.kBFloat16.dtype
 # The representative of each Python scalar type's kind (see promotion_key).
 _WEAK = {bool: False, int: 0, float: 0.0}
 
@@ -59,7 +60,16 @@ def scalar_promotion_key(kind: type):
 # so the cache holds a few dozen entries.
 @functools.lru_cache(maxsize=256, typed=True)
 def promote(a, b) -> np.dtype:
-    """NumPy 2's promotion of two promotion keys (promotion_key's); TypeError naming a, b."""
+    """NumPy 2's promotion of two promotion keys (promotion_key's), and PyTorch's where one is
+    bfloat16 (NumPy has no bfloat16 of its own; ml_dtypes' refuses most pairs): with a bool or an
+    integer it stays bfloat16, with float16 it gives float32, with a wider float that float.
+    TypeError naming a, b."""
+    if _BFLOAT16 in (a, b):
+        other = b if a == _BFLOAT16 else a
+        if isinstance(other, np.dtype) and other.kind == "f" and other != _BFLOAT16:
+            return np.dtype(np.float32) if other.itemsize == 2 else other
+        if not isinstance(other, np.dtype) or other.kind in "biuf":
+            return _BFLOAT16
     try:
         return np.result_type(a, b)
     except TypeError as error:  # NumPy's DTypePromotionError (structured, datetime, ...) names nothing
@@ -99,7 +109,10 @@ def scalar_value(value: object, name: str, dtype: DataType):
 
 def scalar_bits(value: object, name: str, dtype: DataType) -> np.unsignedinteger:
     """scalar_value(value, name, dtype) as an element of dtype, read as the unsigned integer of its
-    size: how a kernel that writes a value as bytes takes it (-0.0 and NaN payloads as converted)."""
+    size: how a kernel that writes a value as bytes takes it (-0.0 and NaN payloads as converted;
+    a scalar of dtype itself bit for bit)."""
+    if isinstance(value, np.generic) and value.dtype == dtype.dtype:
+        return np.asarray(value).view(f"u{dtype.itemsize}")[()]
     element = np.asarray(scalar_value(value, name, dtype)).astype(dtype.dtype)
     return element.view(f"u{dtype.itemsize}")[()]
 

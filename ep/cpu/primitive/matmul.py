@@ -5,7 +5,7 @@ swapped view of its stored matrix, which np.matmul hands to the BLAS as a transp
 broadcast batch dim has stride 0), and np.matmul writes c in one call: for a batch, NumPy's loop
 over the matrices runs in C, one BLAS GEMM each. BLAS's alpha and beta are not reachable through
 np.matmul, so alpha != 1 costs one pass over c and beta != 0 a scratch product and two; float16
-is converted to float32 scratch first (NumPy's own float16 matmul is not a BLAS call). Integers
+and bfloat16 are converted to float32 scratch first (NumPy's own float16 matmul is not a BLAS call). Integers
 run on ep's span over c's rows (ParallelFor), each element an int64 sum (int_dot).
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ep.common.primitive.matmul import (
     matrix_dims,
 )
 from ep.common.runtime.caches import function_cache
-from ep.common.runtime.data_type import DataType
+from ep.common.runtime.data_type import HALF_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.include.primitive.batch_matmul import BatchMatmulFactory
 from ep.include.primitive.broadcast_matmul import BroadcastMatmulFactory
@@ -49,9 +49,10 @@ def _matrices(flat: np.ndarray, plan: GemmPlan, strides: tuple[int, ...], rows_c
 
 
 def _values(flat: np.ndarray, dtype: DataType, count: int) -> np.ndarray:
-    """The first count elements of flat storage as arrays of the compute dtype (float16: converted)."""
-    if dtype is DataType.kFloat16:
-        return flat[:count].view(np.float16).astype(np.float32)
+    """The first count elements of flat storage as arrays of the compute dtype (float16 and
+    bfloat16: converted)."""
+    if dtype in HALF_TYPES:
+        return flat[:count].view(dtype.dtype).astype(np.float32)
     return flat
 
 
@@ -101,7 +102,7 @@ class CpuMatmulKernels(MatmulKernels):
             return
         a = _matrices(_values(a, dtype, plan.counts[0]), plan, plan.a_strides, (m, k), plan.trans_a)
         b = _matrices(_values(b, dtype, plan.counts[1]), plan, plan.b_strides, (k, n), plan.trans_b)
-        if dtype is DataType.kFloat16:
+        if dtype in HALF_TYPES:
             product = np.matmul(a, b)
             if alpha != 1:
                 np.multiply(product, alpha, out=product)

@@ -33,7 +33,7 @@ from ep.common.primitive.broadcast_elementwise_binary import (
 )
 from ep.common.runtime.buffer import address
 from ep.common.runtime.caches import function_cache
-from ep.common.runtime.data_type import DataType
+from ep.common.runtime.data_type import HALF_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
 from ep.cuda.pack import op_lanes, pack_bindings, pack_bytes, pack_count
@@ -48,12 +48,12 @@ _TRIGONOMETRIC_DERIVATIVES = (BinaryOp.kSinBackwardWithDyX, BinaryOp.kCosBackwar
 # Pack bytes below 16 for (op, src dtype), where 16 spill under the 32 registers of full occupancy
 # (the ptxas check): int8 and int32 divisions compute in int64, a 64-bit division routine per lane
 # (two lanes fit); the sin/cos/tan derivatives keep libdevice's argument reduction per lane; float16
-# gelu's derivative and uint8 max/min spilled a few bytes at 16.
+# and bfloat16 gelu's derivative and uint8 max/min spilled a few bytes at 16.
 NARROW_PACKS = {
     **{(op, DataType.kInt8): 2 for op in _INTEGER_DIVISIONS},
     **{(op, DataType.kInt32): 8 for op in _INTEGER_DIVISIONS},
-    **{(op, dtype): 8 for op in _TRIGONOMETRIC_DERIVATIVES for dtype in (DataType.kFloat16, DataType.kFloat)},
-    (BinaryOp.kGeluBackwardWithDyX, DataType.kFloat16): 8,
+    **{(op, dtype): 8 for op in _TRIGONOMETRIC_DERIVATIVES for dtype in (*HALF_TYPES, DataType.kFloat)},
+    **{(BinaryOp.kGeluBackwardWithDyX, dtype): 8 for dtype in HALF_TYPES},
     (BinaryOp.kMax, DataType.kUInt8): 8,
     (BinaryOp.kMin, DataType.kUInt8): 8,
 }

@@ -30,7 +30,7 @@ from ep.common.math.convert import load_fn, store_fn
 from ep.common.primitive.expand_grad import ExpandGradFactoryImpl, ExpandGradKernels
 from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan
 from ep.common.runtime.caches import function_cache
-from ep.common.runtime.data_type import DataType
+from ep.common.runtime.data_type import HALF_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel, keep_launch, launch_config
@@ -48,7 +48,7 @@ SUMMED_VARIANTS = {False: (2, MAX_SUMMED), True: (MAX_SUMMED,)}
 MIN_PER_THREAD = 8
 # float16 partial sums are kept in float32; every other dtype's in its own storage (integer sums
 # wrap, so summing wrapped partials gives the wrapped total).
-PARTIAL_DTYPES = {dtype: np.float32 if dtype is DataType.kFloat16 else dtype.storage_dtype for dtype in ACCUMULATE_DTYPES}
+PARTIAL_DTYPES = {dtype: np.float32 if dtype in HALF_TYPES else dtype.storage_dtype for dtype in ACCUMULATE_DTYPES}
 
 
 @scalar_function
@@ -340,7 +340,7 @@ class CudaExpandGradKernels(ExpandGradKernels):
             partials, stages = None, ("whole",)
         else:
             partials = (geometry.partials, PARTIAL_DTYPES[dtype])
-            stages = ("partial", "final") if dtype is DataType.kFloat16 else ("whole", "whole")
+            stages = ("partial", "final") if dtype in HALF_TYPES else ("whole", "whole")
         passes = tuple(
             (self.kernel(dtype, step.wide, step.summed, stage).configured(stream, step.work), step.args)
             for step, stage in zip(geometry.passes, stages)
@@ -352,9 +352,9 @@ class CudaExpandGradKernels(ExpandGradKernels):
             for wide in (False, True):
                 for summed in SUMMED_VARIANTS[wide]:
                     yield self.kernel(dtype, wide, summed, "whole")
-                    if dtype is DataType.kFloat16:
+                    if dtype in HALF_TYPES:
                         yield self.kernel(dtype, wide, summed, "partial")
-                if dtype is DataType.kFloat16:
+                if dtype in HALF_TYPES:
                     yield self.kernel(dtype, wide, SUMMED_VARIANTS[wide][0], "final")
 
 

@@ -181,8 +181,8 @@ class CudaMatmulKernels(MatmulKernels):
 
         handle = self._handle(cublas, stream.device.index)
         cublas.set_stream(handle, stream.handle)
-        data = {DataType.kFloat16: nvmath.CudaDataType.CUDA_R_16F, DataType.kFloat: nvmath.CudaDataType.CUDA_R_32F,
-                DataType.kDouble: nvmath.CudaDataType.CUDA_R_64F}[dtype]
+        data = {DataType.kFloat16: nvmath.CudaDataType.CUDA_R_16F, DataType.kBFloat16: nvmath.CudaDataType.CUDA_R_16BF,
+                DataType.kFloat: nvmath.CudaDataType.CUDA_R_32F, DataType.kDouble: nvmath.CudaDataType.CUDA_R_64F}[dtype]
         compute = cublas.ComputeType.COMPUTE_64F if dtype is DataType.kDouble else cublas.ComputeType.COMPUTE_32F
         # alpha and beta in host memory (cuBLAS's default pointer mode): read before each call returns.
         scalars = np.array([alpha, beta], np.float64 if dtype is DataType.kDouble else np.float32)

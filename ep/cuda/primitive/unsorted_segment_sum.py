@@ -12,7 +12,7 @@ from ep.common.math.convert import load_fn, store_fn
 from ep.common.primitive.gather import IndexedKernels, gather_row
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES, UnsortedSegmentSumFactoryImpl, accumulator_dtype
 from ep.common.runtime.caches import function_cache
-from ep.common.runtime.data_type import INDEX_TYPES, DataType
+from ep.common.runtime.data_type import HALF_TYPES, INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel, keep_launch
 from ep.cuda.primitive import gather_common
@@ -70,16 +70,16 @@ def _sum_kernel(ids_dtype: DataType, dtype: DataType, wide: bool) -> CudaKernel:
 
 @function_cache("kernels")
 def _fill_kernel(dtype: DataType) -> CudaKernel:
-    return CudaKernel(_fill_zero, f"unsorted_segment_sum_zero_{dtype.value}", (numba.from_dtype(dtype.dtype)[::1], numba.int64))
+    return CudaKernel(_fill_zero, f"unsorted_segment_sum_zero_{dtype.value}", (numba.from_dtype(dtype.storage_dtype)[::1], numba.int64))
 
 
 @function_cache("kernels")
-def _to_half_kernel() -> CudaKernel:
+def _to_half_kernel(dtype: DataType) -> CudaKernel:
     return CudaKernel(
         _to_half,
-        "unsorted_segment_sum_to_half",
+        f"unsorted_segment_sum_to_{dtype.value}",
         (numba.float32[::1], numba.uint16[::1], numba.int64),
-        store=store_fn(DataType.kFloat16, DeviceType.kCUDA),
+        store=store_fn(dtype, DeviceType.kCUDA),
     )
 
 
@@ -120,7 +120,7 @@ class CudaUnsortedSegmentSumKernels(IndexedKernels):
             acc_dtype,
             fill_kernel.configured(stream, out_count),
             None if sum_kernel is None else sum_kernel.configured(stream, sizes.gathered_count),
-            None if acc_dtype is primitive.dtype else _to_half_kernel().configured(stream, out_count),
+            None if acc_dtype is primitive.dtype else _to_half_kernel(primitive.dtype).configured(stream, out_count),
             args,
         )
         return keep_launch(stream, (kept, "sum"), launch)
@@ -154,7 +154,8 @@ class CudaUnsortedSegmentSumKernels(IndexedKernels):
                     yield _sum_kernel(ids_dtype, dtype, wide)
         for dtype in dict.fromkeys(accumulator_dtype(dtype) for dtype in SUM_TYPES):
             yield _fill_kernel(dtype)
-        yield _to_half_kernel()
+        for dtype in HALF_TYPES:
+            yield _to_half_kernel(dtype)
         yield from gather_common.bounds_kernels()
 
 

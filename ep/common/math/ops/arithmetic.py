@@ -3,9 +3,10 @@ the rounding ceil, floor, rint, round, trunc, and the binary add, sub, mul, div,
 floor_div, trunc_div, floor_mod.
 
 Binary ops whose integer semantics differ have an integer formula too (used for the integer dtypes
-and bool): it works in int64 and wraps the result to the operands' type with as_type, as NumPy's
-integers wrap (bool is then result != 0). Integer division and modulo by zero give 0, and the int64
-overflow of MIN // -1 is sidestepped, so no kernel ever traps. Float division is IEEE
+and bool): it works in int64 (uint64 in uint64: intrinsics.wide_integer) and wraps the result to
+the operands' type with as_type, as NumPy's integers wrap (bool is then result != 0). Integer
+division and modulo by zero give 0, and the int64 overflow of MIN // -1 is sidestepped, so no
+kernel ever traps. Float division is IEEE
 (special.divide: inf and NaN, never ZeroDivisionError).
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import operator
 import numpy as np
 
 from ep.common.jit import scalar_function
-from ep.common.math.intrinsics import frem, round_down, round_toward_zero, round_up
+from ep.common.math.intrinsics import frem, round_down, round_toward_zero, round_up, wide_integer
 from ep.common.math.ops.record import (
     FLOAT, NUMBERS, BinaryFunctor, UnaryFunctor, dy_times, of_a_b, of_a_b_in_type, of_x, of_x_in_type,
 )
@@ -167,14 +168,15 @@ def float_divmod(a, b):
 
 @scalar_function
 def int_divmod(a, b):
-    """(a // b, a % b) for integers in int64, Python's floor semantics; (0, 0) for b == 0."""
-    a = np.int64(a)
-    b = np.int64(b)
-    if b == 0:
-        return a - a, a - a
-    if b == -1:
+    """(a // b, a % b) for integers in int64 (uint64), Python's floor semantics; (0, 0) for b == 0."""
+    a = wide_integer(a)
+    b = wide_integer(b)
+    zero = a - a
+    if b == zero:
+        return zero, zero
+    if b == -1:  # never for uint64 (compared as float64: 2**64 - 1 is no -1)
         # -a wraps for INT64_MIN, where a // -1 would trap.
-        return -a, a - a
+        return -a, zero
     return a // b, a % b
 
 
@@ -194,7 +196,8 @@ MUL = BinaryFunctor(
 def int_div(a, b, attr0, attr1):
     # C division: the quotient truncated toward zero.
     q, r = int_divmod(a, b)
-    return as_type(q + 1 if r != 0 and (np.int64(a) < 0) != (np.int64(b) < 0) else q, a)
+    zero = q - q
+    return as_type(q + as_type(1, q) if r != zero and (wide_integer(a) < zero) != (wide_integer(b) < zero) else q, a)
 
 
 DIV = BinaryFunctor(
@@ -232,20 +235,20 @@ def power(a, b, attr0, attr1):
 
 @scalar_function
 def int_power(a, b, attr0, attr1):
-    """a ** b in int64 by repeated squaring; a negative exponent gives 0 (1 or -1 for bases 1 and -1)."""
-    base = np.int64(a)
-    exponent = np.int64(b)
-    result = np.int64(1)
-    if exponent < 0:
+    """a ** b in int64 (uint64) by repeated squaring; a negative exponent gives 0 (1 or -1 for bases 1 and -1)."""
+    base = wide_integer(a)
+    exponent = wide_integer(b)
+    result = as_type(1, base)
+    if exponent < exponent - exponent:
         if base == -1:
             result = base if exponent & 1 else -base
         elif base != 1:
             result = base - base
-    while exponent > 0:
-        if exponent & 1:
+    while exponent > exponent - exponent:
+        if exponent & as_type(1, exponent):
             result *= base
         base *= base
-        exponent >>= 1
+        exponent >>= as_type(1, exponent)
     return as_type(result, a)
 
 
@@ -259,7 +262,8 @@ POW = BinaryFunctor(
 def int_fmod(a, b, attr0, attr1):
     # Python's remainder has b's sign; C's has a's.
     _, r = int_divmod(a, b)
-    return as_type(r - np.int64(b) if r != 0 and (r < 0) != (np.int64(a) < 0) else r, a)
+    zero = r - r
+    return as_type(r - wide_integer(b) if r != zero and (r < zero) != (wide_integer(a) < zero) else r, a)
 
 
 FMOD = BinaryFunctor(
