@@ -52,7 +52,7 @@ def fill(device, dtype, scalar, n, count=None, offset=0):
 
 def bits(array):
     array = np.asarray(array)
-    return array.view(f"u{array.itemsize}") if array.dtype.kind == "f" else array
+    return array.view(f"u{array.itemsize}") if kind(array.dtype) == "f" else array
 
 
 def test_every_dtype_is_registered(device):
