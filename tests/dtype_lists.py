@@ -14,6 +14,9 @@ ALL = (BOOL,) + INTS + FLOATS
 # The dtypes every case runs in; each of the others takes part in one case in SAMPLE_EVERY.
 CLASSIC = tuple(np.dtype(t) for t in ("bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64"))
 SAMPLE_EVERY = 5
+# For tests of primitives that move bytes (their kernels are per width, not per dtype): every width
+# and kind, bfloat16 and uint64 among them (int16 and uint16 move as float16, uint32 as int32).
+BY_WIDTH = CLASSIC + (BFLOAT16, np.dtype(np.uint64))
 
 
 def kind(dtype) -> str:

@@ -12,7 +12,9 @@ ERRORS = {"TypeError", "ValueError", "IndexError", "IndexOutOfRange"}
 
 @functools.cache
 def _batch(devices: tuple[str, ...]) -> list[dict]:
-    code = f"import sys; sys.path.insert(0, {HERE!r}); import crash_batch; crash_batch.main({devices!r})"
+    # Its modules and the tests' shared ones (dtype_lists) on the batch's path.
+    paths = [HERE, os.path.dirname(HERE)]
+    code = f"import sys; sys.path[:0] = {paths!r}; import crash_batch; crash_batch.main({devices!r})"
     return run_batch(code)["results"]
 
 

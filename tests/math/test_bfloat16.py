@@ -3,7 +3,6 @@ and PyTorch computed here: every class of float32 (normals, subnormals, ties, ov
 NaN payloads), every bfloat16 pattern back to float32, and float64 rounded as both libraries round it."""
 import ml_dtypes
 import numpy as np
-import pytest
 import torch
 from numba import config
 

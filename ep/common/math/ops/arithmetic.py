@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import operator
 
-import numpy as np
 
 from ep.common.jit import scalar_function
 from ep.common.math.intrinsics import frem, round_down, round_toward_zero, round_up, wide_integer
