@@ -35,7 +35,7 @@ def lanes_reduce(value: object, combine: Callable, lanes: Callable[[int, int], I
 
 def typed_bindings(bound: object) -> None:
     """Wrap the compiled scalar functions among a simulated kernel's bindings (the attributes of
-    bound) so that their integer results come back as NumPy scalars of their Numba types.
+    bound) so that their uint64 results come back as NumPy uint64 scalars.
 
     The simulator runs a kernel's body as Python, calling its scalar functions compiled for the CPU;
     Numba boxes integer results as Python ints, which the next call types as int64: a uint64 state
@@ -47,23 +47,40 @@ def typed_bindings(bound: object) -> None:
 
 
 class _Typed:
-    """dispatcher, called from Python with its results typed; passed to a compiled function, it
-    is dispatcher itself (its Numba type)."""
+    """dispatcher, called from Python with its uint64 results typed; passed to a compiled
+    function, it is dispatcher itself (its Numba type)."""
 
     def __init__(self, dispatcher: Dispatcher) -> None:
         self.dispatcher = dispatcher
         self._numba_type_ = types.Dispatcher(dispatcher)
+        self._overloads = 0
+        self._uint64 = False
 
     def __call__(self, *args: object) -> object:
         result = self.dispatcher(*args)
-        compiled = self.dispatcher.overloads.get(tuple(typeof(arg) for arg in args))
+        # Only a uint64 result can be mistyped (a Python int below 2**63 is typed int64; narrower
+        # unsigned values fit int64 and are widened on the GPU too), and typing a call's arguments
+        # costs more than the call: the index arithmetic (fast_divmod's uint32) stays in Python ints.
+        overloads = self.dispatcher.overloads
+        if len(overloads) != self._overloads:
+            self._overloads = len(overloads)
+            self._uint64 = any(_has_uint64(c.signature.return_type) for c in overloads.values())
+        if not self._uint64:
+            return result
+        compiled = overloads.get(tuple(typeof(arg) for arg in args))
         return result if compiled is None else _typed(result, compiled.signature.return_type)
 
 
+def _has_uint64(numba_type: types.Type) -> bool:
+    if isinstance(numba_type, types.BaseTuple):
+        return any(_has_uint64(item) for item in numba_type)
+    return numba_type == types.uint64
+
+
 def _typed(value: object, numba_type: types.Type) -> object:
-    """value, as Numba boxed it, as a NumPy scalar of numba_type where that is an integer."""
+    """value, as Numba boxed it, as a NumPy uint64 where numba_type is uint64."""
     if isinstance(numba_type, types.BaseTuple):
         return tuple(_typed(item, item_type) for item, item_type in zip(value, numba_type))
-    if isinstance(numba_type, types.Integer):
-        return np.dtype(numba_type.name).type(value)
+    if numba_type == types.uint64:
+        return np.uint64(value)
     return value
