@@ -92,7 +92,7 @@ def test_every_op_of_float32_matches_the_reference(device, op, src_dims, dst_dim
     check(op, launch(device, op, x, dst_dims, dst), reference(op, x, dst_dims), np.float32)
 
 
-@pytest.mark.parametrize("dtype", sampled(ALL))
+@pytest.mark.parametrize("dtype", sampled(ALL), ids=str)
 @pytest.mark.parametrize("op", ["sum", "amax", "argmin", "any"])
 def test_every_dtype_matches_the_reference(device, op, dtype):
     x = sample(dtype, (4, 6, 3))
