@@ -50,7 +50,7 @@ _TRIGONOMETRIC_DERIVATIVES = (BinaryOp.kSinBackwardWithDyX, BinaryOp.kCosBackwar
 # (two lanes fit); the sin/cos/tan derivatives keep libdevice's argument reduction per lane; float16
 # and bfloat16 gelu's derivative and uint8 max/min spilled a few bytes at 16.
 NARROW_PACKS = {
-    **{(op, DataType.kInt8): 2 for op in _INTEGER_DIVISIONS},
+    **{(op, dtype): 2 for op in _INTEGER_DIVISIONS for dtype in (DataType.kInt8, DataType.kInt16)},
     **{(op, DataType.kInt32): 8 for op in _INTEGER_DIVISIONS},
     **{(op, dtype): 8 for op in _TRIGONOMETRIC_DERIVATIVES for dtype in (*HALF_TYPES, DataType.kFloat)},
     **{(BinaryOp.kGeluBackwardWithDyX, dtype): 8 for dtype in HALF_TYPES},

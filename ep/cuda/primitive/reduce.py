@@ -111,18 +111,20 @@ def _reduce(
         tile += cuda.gridDim.x
 
 
-def _shuffle_merge(merge: Callable) -> Callable:
+def _shuffle_merge(merge: Callable, acc) -> Callable:
     """A warp's merge of the states of lanes with the same x: shuffles over xor offsets 16 down
     to x_size, so that lane x ends with the merge of lanes x, x + x_size, ..."""
+    # shfl_sync takes no uint64: a uint64 state moves as the int64 of the same bits.
+    word = numba.int64 if acc == numba.uint64 else acc
 
     @scalar_function
     def warp_merge(state, x_size):
         offset = WARP >> 1
         while offset >= x_size:
             other = (
-                cuda.shfl_xor_sync(0xFFFFFFFF, state[0], offset),
-                cuda.shfl_xor_sync(0xFFFFFFFF, state[1], offset),
-                cuda.shfl_xor_sync(0xFFFFFFFF, state[2], offset),
+                acc(cuda.shfl_xor_sync(0xFFFFFFFF, word(state[0]), offset)),
+                acc(cuda.shfl_xor_sync(0xFFFFFFFF, word(state[1]), offset)),
+                acc(cuda.shfl_xor_sync(0xFFFFFFFF, word(state[2]), offset)),
                 cuda.shfl_xor_sync(0xFFFFFFFF, state[3], offset),
             )
             state = merge(state, other)
@@ -163,7 +165,7 @@ class CudaReduceKernels(ReduceKernels):
         storage = numba.from_dtype(src_dtype.storage_dtype)
         out = numba.from_dtype(dst_dtype.storage_dtype)
         argtypes = (storage[::1], out[::1], acc[::1], numba.int64[::1], acc[::1], numba.int64[::1], *(numba.int64,) * 13, acc)
-        warp_merge = (_simulated_warp_merge if _SIM else _shuffle_merge)(rule.merge)
+        warp_merge = _simulated_warp_merge(rule.merge) if _SIM else _shuffle_merge(rule.merge, acc)
         name = f"reduce_{op.value}_{src_dtype.value}_{dst_dtype.value}{'_states' if states else ''}"
         # A state is four values (a float64 pair's and an int64's registers among them) and the
         # formulas' branches: more registers than full occupancy's 32 without spilling.
