@@ -17,6 +17,7 @@ from ep.common.runtime.dlpack import as_cuda_array, from_dlpack, is_dlpack, to_n
 from ep.common.runtime.overlap import overlaps
 from ep.common.runtime.scalar import is_scalar
 from ep.include.primitive.copy_nd import CopyNdFactory
+from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.sbp import global_ops
 from ep.sbp.global_tensor import GlobalTensor
@@ -177,7 +178,8 @@ def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = Fal
     or the default one, which waits for the stream that produced x). name: x's, in errors.
 
     The copy is a CopyNd launch that reads x as a strided view of the memory it spans. CopyNd takes
-    non-negative strides: a cpu array with negative ones is copied by NumPy, a cuda one refused.
+    non-negative strides: a cpu array with negative ones is copied by NumPy, a cuda one read with
+    its reversed dims turned around and turned back by Gathers (_unreversed).
     """
     if plain(x) and not copy:
         return x
@@ -193,7 +195,7 @@ def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = Fal
         if array.is_c_contiguous() and not copy:
             return array  # its launch waits for its producer
         if any(s < 0 for s in array.strides):
-            raise ValueError(f"{name}: negative strides {tuple(array.strides)} are not supported; expected strides >= 0")
+            return _unreversed(array, device, stream, name)
         # The copy reads x through a view of its memory, which names no producer: it waits here.
         as_cuda_array(array, name, stream)
     dtype = as_data_type(array.dtype, name)
@@ -219,6 +221,41 @@ def output(out, shape: tuple[int, ...], dtype: DataType, device: Device, stream:
     if out is None:
         return empty(shape, dtype, device, stream, given_by)
     return check_out(out, "out", shape, dtype, device)
+
+
+class _Interface:
+    """An object offering __cuda_array_interface__ (keeping owner, the memory's array, alive)."""
+
+    def __init__(self, interface: dict, owner: object) -> None:
+        self.__cuda_array_interface__ = interface
+        self.owner = owner
+
+
+def _unreversed(array, device: Device, stream: Stream, name: str):
+    """A C-contiguous copy of a cuda array with negative strides: read with each reversed dim turned
+    around (strides >= 0: one CopyNd), then each such dim of more than one element turned back by a
+    Gather of reversed indices (a pass each; reversed device arrays are rare)."""
+    from numba import config, cuda
+
+    if config.ENABLE_CUDASIM:  # the simulator's arrays are NumPy's, sliced as NumPy slices
+        turned = array[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in array.strides)]
+    else:
+        # The same memory from its lowest address (the interface's pointer is element [0, ..., 0]'s).
+        interface = dict(array.__cuda_array_interface__, strides=tuple(abs(s) for s in array.strides))
+        low = sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s < 0)
+        interface["data"] = (interface["data"][0] + low, interface["data"][1])
+        turned = cuda.as_cuda_array(_Interface(interface, array))
+    result = contiguous(turned, device, stream, copy=True, name=name)
+    shape, dtype = tuple(array.shape), as_data_type(array.dtype, name)
+    gather = NewPrimitive(GatherFactory, device, dtype, DataType.kInt64)
+    for d, (n, s) in enumerate(zip(shape, array.strides)):
+        if s < 0 and n > 1 and result.size:
+            indices = cuda.to_device(np.arange(n - 1, -1, -1, dtype=np.int64), stream=stream.native)
+            out = empty(shape, dtype, device, stream)
+            outer, inner = int(np.prod(shape[:d])), int(np.prod(shape[d + 1 :]))
+            gather.Launch(stream, indices, n, result.reshape(result.size), outer, n, inner, out.reshape(out.size), 0)
+            result = out
+    return result
 
 
 def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: Device):

@@ -48,16 +48,16 @@ def as_strided_view(base, device: str, start: int, shape: tuple[int, ...], strid
 
 
 @st.composite
-def layouts(draw, shape: tuple[int, ...], broadcast: bool, reverse: bool) -> tuple[int, ...]:
-    """Strides (in elements) for shape: dims in a drawn memory order, each reversed or not (with
-    reverse), with gaps (interleaved with another view), and for an input some dims of stride 0."""
+def layouts(draw, shape: tuple[int, ...], broadcast: bool) -> tuple[int, ...]:
+    """Strides (in elements) for shape: dims in a drawn memory order, each reversed or not, with
+    gaps (interleaved with another view), and for an input some dims of stride 0."""
     order = draw(st.permutations(range(len(shape))))
     strides = [0] * len(shape)
     step = draw(st.sampled_from([1, 1, 2]))
     for dim in reversed(order):
         if broadcast and draw(st.integers(0, 4)) == 0:
             continue  # stride 0: every index reads one element
-        strides[dim] = step * draw(st.sampled_from([1, 1, -1] if reverse else [1]))
+        strides[dim] = step * draw(st.sampled_from([1, 1, -1]))
         step *= shape[dim] * draw(st.sampled_from([1, 1, 2]))
     return tuple(strides)
 
@@ -241,9 +241,7 @@ def test_views_with_any_strides_and_out_over_an_input(device, name, data, sizes)
     devices = {role: to_device(host, device) for role, host in bases.items()}
     inputs, starts = [], []
     for shape, role in case.inputs(*sizes):
-        # ep.ops refuses a cuda input of negative strides (CopyNd takes strides >= 0; see
-        # test_a_reversed_cuda_input_is_refused_clearly), so only cpu inputs are reversed.
-        strides = data.draw(layouts(shape, broadcast=role != "index", reverse=device == "cpu"), "strides")
+        strides = data.draw(layouts(shape, broadcast=role != "index"), "strides")
         start = place(shape, strides, data.draw(st.integers(0, BASE), "start"))
         inputs.append(as_strided_view(devices[role], device, start, shape, strides))
         starts.append(start if role == "data" else None)
@@ -296,13 +294,11 @@ def test_a_strided_out_is_refused_before_anything_is_written(device, name):
     np.testing.assert_array_equal(to_numpy(base), host)
 
 
-def test_a_reversed_input_is_copied_on_cpu_and_refused_clearly_on_cuda(device):
-    # NumPy copies a cpu array of negative strides; CopyNd, which copies a strided cuda input, takes
-    # strides >= 0: such an input is refused naming it, not read wrongly.
+@pytest.mark.parametrize("shape, strides, start", [((3, 4), (-4, 1), 8), ((3, 4), (-1, -3), 11), ((2, 3, 2), (6, -2, -1), 5)])
+def test_reversed_inputs_are_read_as_numpy_reads_them(device, shape, strides, start):
+    # A cuda copy (CopyNd) takes strides >= 0: reversed dims are turned around and back (Gathers).
     host = np.arange(12, dtype=np.int64)
-    reversed_rows = as_strided_view(to_device(host, device), device, 8, (3, 4), (-4, 1))
-    if device == "cpu":
-        np.testing.assert_array_equal(ep.ops.unary("negative", reversed_rows), -host.reshape(3, 4)[::-1])
-    else:
-        with pytest.raises(ValueError, match=r"x: negative strides \(-32, 8\) are not supported; expected strides >= 0"):
-            ep.ops.unary("negative", reversed_rows)
+    x = as_strided_view(to_device(host, device), device, start, shape, strides)
+    want = np.lib.stride_tricks.as_strided(host[start:], shape, tuple(8 * s for s in strides))
+    np.testing.assert_array_equal(to_numpy(ep.ops.unary("negative", x)), -want)
+    np.testing.assert_array_equal(to_numpy(ep.ops.permute(x, tuple(range(len(shape)))[::-1])), want.T)
