@@ -223,14 +223,6 @@ def output(out, shape: tuple[int, ...], dtype: DataType, device: Device, stream:
     return check_out(out, "out", shape, dtype, device)
 
 
-class _Interface:
-    """An object offering __cuda_array_interface__ (keeping owner, the memory's array, alive)."""
-
-    def __init__(self, interface: dict, owner: object) -> None:
-        self.__cuda_array_interface__ = interface
-        self.owner = owner
-
-
 def _unreversed(array, device: Device, stream: Stream, name: str):
     """A C-contiguous copy of a cuda array with negative strides: read with each reversed dim turned
     around (strides >= 0: one CopyNd), then each such dim of more than one element turned back by a
@@ -244,7 +236,7 @@ def _unreversed(array, device: Device, stream: Stream, name: str):
         interface = dict(array.__cuda_array_interface__, strides=tuple(abs(s) for s in array.strides))
         low = sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s < 0)
         interface["data"] = (interface["data"][0] + low, interface["data"][1])
-        turned = cuda.as_cuda_array(_Interface(interface, array))
+        turned = cuda.from_cuda_array_interface(interface, owner=array, sync=False)
     result = contiguous(turned, device, stream, copy=True, name=name)
     shape, dtype = tuple(array.shape), as_data_type(array.dtype, name)
     gather = NewPrimitive(GatherFactory, device, dtype, DataType.kInt64)
