@@ -199,8 +199,8 @@ CASES = {
     ),
 }
 
-# Registered factories no op launches: their Launch takes flat storage, and tests/badinput's
-# declared overlap rule (tests/badinput/test_launch_*.py) and tests/primitive cover them.
+# Registered factories no op launches: their Launch takes flat storage, and the overlap rule of every
+# factory is tested by tests/primitive/test_overlap_rule.py and test_overlap_elementwise.py.
 LAUNCH_ONLY = {
     ep.BroadcastElementwiseUnaryFactory, ep.MatmulFactory, ep.BatchMatmulFactory, ep.MemcpyFactory, ep.MemsetFactory,
     ep.TensorFillFactory,
