@@ -194,10 +194,10 @@ def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = Fal
         array = as_cuda_array(x, name)
         if array.is_c_contiguous() and not copy:
             return array  # its launch waits for its producer
-        if any(s < 0 for s in array.strides):
-            return _unreversed(array, device, stream, name)
         # The copy reads x through a view of its memory, which names no producer: it waits here.
         as_cuda_array(array, name, stream)
+        if any(s < 0 for s in array.strides):
+            return _unreversed(array, device, stream, name)
     dtype = as_data_type(array.dtype, name)
     copy = empty(tuple(array.shape), dtype, device, stream)
     if array.size == 0:
