@@ -17,6 +17,7 @@ from typing import Iterable
 from numba import types
 from numba.np.numpy_support import as_dtype
 
+from ep.common.math.binary_functor import BINARY_FUNCTORS
 from ep.common.math.fast_divmod import fast_divmod
 from ep.common.math.intrinsics import move16
 from ep.cuda.kernel import FULL_OCCUPANCY, THREADS_PER_BLOCK
@@ -45,17 +46,18 @@ SHARED_RESERVED = 1024
 
 # Kernels (a pattern of their names) allowed f64 instructions without float64 data, with why.
 FLOAT64_ALLOWED = {
-    r"^(broadcast_)?(unary|binary)_(sin|cos|tan)_": "libdevice's sinf/cosf/tanf reduce arguments beyond 105615 (Payne-Hanek)"
+    r"^(broadcast_)?(unary|binary)_(sin|cos|tan|sinc)_": "libdevice's sinf/cosf/tanf reduce arguments beyond 105615 (Payne-Hanek)"
     " with one f64 multiply: a cold path",
-    r"^(broadcast_)?(unary|binary)_(lgamma|digamma|trigamma)_": "computed in float64 on purpose (ops/transcendental.py,"
-    " special.py: float32 loses accuracy for negative x and in the recurrence)",
+    r"^(broadcast_)?(unary|binary)_(lgamma|digamma|trigamma|erfinv)_": "computed in float64 on purpose (ops/transcendental.py,"
+    " special.py: float32 loses accuracy for negative x and in the recurrence; erfinv's Newton steps)",
 }
 
 
 # Kernels (a pattern of their names) allowed 64-bit div/rem in their loops although their index math
 # is 32-bit: the op itself divides integers (its formula promotes them to int64, as NumPy's do).
 DIVISION_ALLOWED = {
-    r"^binary_(div|fmod|floor_div|trunc_div|floor_mod)_": "the op's own integer division, not index math",
+    rf"^binary_({'|'.join(op.value for op, record in BINARY_FUNCTORS.items() if record.divides_integers)})_":
+    "the op's own integer division, not index math",
     r"^fused_(flat|strided)_divides$": "an ElementwiseFused expression's own integer division, not index math",
 }
 

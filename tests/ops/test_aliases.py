@@ -20,6 +20,7 @@ UNARY = {
     "positive": np.positive, "absolute": np.absolute, "fix": np.fix, "invert": np.invert,
     "arccos": np.arccos, "arccosh": np.arccosh, "arcsin": np.arcsin, "arcsinh": np.arcsinh, "arctan": np.arctan,
     "arctanh": np.arctanh, "isinf": np.isinf, "isnan": np.isnan, "isfinite": np.isfinite,
+    "radians": np.radians, "degrees": np.degrees,
     "hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid, "hardshrink": F.hardshrink, "hardtanh": F.hardtanh,
     "softshrink": F.softshrink, "softsign": F.softsign, "softplus": F.softplus, "logsigmoid": F.logsigmoid,
     "neg": torch.neg, "psi": special.psi, "gammaln": special.gammaln, "expit": special.expit,
@@ -28,6 +29,7 @@ BINARY = {
     "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide, "true_divide": np.true_divide,
     "maximum": np.maximum, "minimum": np.minimum, "power": np.power, "floor_divide": np.floor_divide,
     "remainder": np.remainder, "mod": np.mod, "less": np.less, "greater": np.greater, "isclose": np.isclose,
+    "arctan2": np.arctan2, "left_shift": np.left_shift, "right_shift": np.right_shift,
     "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
 }
 DTYPES = sampled(ALL)

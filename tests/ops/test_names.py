@@ -68,6 +68,8 @@ UNARY_ALIASES = {
     "isnan": (U.kIsNan, np.isnan, np.array([0.0, np.inf, -np.inf, np.nan, 1.5])),
     "isfinite": (U.kIsFinite, np.isfinite, np.array([0.0, np.inf, -np.inf, np.nan, 1.5])),
     "invert": (U.kBitwiseNot, np.invert, np.arange(-8, 8, dtype=np.int32)),
+    "radians": (U.kDeg2Rad, np.radians, _ANY * 60),
+    "degrees": (U.kRad2Deg, np.degrees, _ANY),
 }
 
 _A = np.linspace(-3, 3, 16)
@@ -94,6 +96,10 @@ BINARY_ALIASES = {
     "gt": (B.kGreaterThan, np.greater, _A, _B),
     "ge": (B.kGreaterEqual, np.greater_equal, _A, np.round(_A)),
     "isclose": (B.kIsClose, np.isclose, _A, _A * (1 + np.linspace(-2e-5, 2e-5, 16))),
+    "arctan2": (B.kAtan2, np.arctan2, _A, _B),
+    # Shifts by negative amounts and by the width or more included.
+    "left_shift": (B.kBitwiseLeftShift, np.left_shift, np.arange(-8, 8, dtype=np.int8), np.arange(-3, 13, dtype=np.int8)),
+    "right_shift": (B.kBitwiseRightShift, np.right_shift, np.arange(-8, 8, dtype=np.int8) * 15, np.arange(-3, 13, dtype=np.int8)),
 }
 
 
@@ -225,6 +231,7 @@ UNARY_KEYWORDS = {
     "hard_shrink": ({"lambd": 0.3}, (0.3,)),
     "soft_shrink": ({"lambd": 0.3}, (0.3,)),
     "threshold": ({"threshold": 0.1, "value": -2.0}, (0.1, -2.0)),
+    "logit": ({"eps": 0.25}, (0.25,)),
 }
 BINARY_KEYWORDS = {
     "is_close": ({"rtol": 1e-2, "atol": 0.5}, (0.5, 1e-2)),

@@ -9,6 +9,7 @@ import pytest
 import ep
 from ep.testing import to_device, to_numpy
 from test_binary_ops import BITWISE, COMPARISON, LOGICAL, MATH, assert_matches, compute_type, is_close_reference
+from test_two_argument_ops import FLOAT_OPS as TWO_ARGUMENT_FLOAT_OPS, INTEGER_OPS as TWO_ARGUMENT_INTEGER_OPS
 
 UFUNCS = {
     "add": np.add,
@@ -27,7 +28,11 @@ UFUNCS = {
     **BITWISE,
 }
 # div is torch.div (tests/ops/test_torch_promotion.py); OneFlow's kDiv is the op checked here.
-FORWARD_OPS = [op.name if op is ep.BinaryOp.kDiv else op.value for op in ep.BinaryOp if "Backward" not in op.name]
+EVERY_FORWARD_OP = [op.name if op is ep.BinaryOp.kDiv else op.value for op in ep.BinaryOp if "Backward" not in op.name]
+# PyTorch's functions of two arguments keep torch's dtype rules (atan2 of ints in float32, hypot of
+# ints refused): tests/ops/test_two_argument_ops.py checks their scalars against their arrays.
+TORCH_OPS = set(TWO_ARGUMENT_FLOAT_OPS) | set(TWO_ARGUMENT_INTEGER_OPS)
+FORWARD_OPS = [op for op in EVERY_FORWARD_OP if op not in TORCH_OPS]
 # Where ep's op means what NumPy's ufunc means on the promoted dtype. Elsewhere ep keeps OneFlow's
 # semantics, checked with test_binary_ops' references on NumPy's promoted dtype: integer
 # division, modulo and power (zero divisors give 0, negative powers 0 or +-1, where NumPy warns,
@@ -106,7 +111,7 @@ def test_python_scalars_follow_numpy2(device, op):
 
 
 def test_every_forward_op_is_covered():
-    assert set(FORWARD_OPS) == set(UFUNCS) | {"is_close", "is_close_equal_nan"}
+    assert set(EVERY_FORWARD_OP) == set(UFUNCS) | {"is_close", "is_close_equal_nan"} | TORCH_OPS
 
 
 NUMPY_SCALARS = [np.float32(1.5), np.float64(-0.5), np.float16(2.0), np.int8(-3), np.int64(300), np.uint8(200), np.bool_(True)]

@@ -31,9 +31,9 @@ def _torch(name: str, x: np.ndarray):
         return error
 
 
-def _same(got: np.ndarray, want: np.ndarray) -> None:
+def _same(got: np.ndarray, want: np.ndarray, atol: float = 0) -> None:
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    np.testing.assert_allclose(got, want, rtol=2e-6, atol=0, equal_nan=True)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=atol, equal_nan=True)
 
 
 def test_the_float_functions_are_torchs():
@@ -46,7 +46,9 @@ def test_math_function_of_integers_computes_as_torch(device, name, dtype):
     x = _values(dtype)
     want = _torch(name, x)
     assert not isinstance(want, Exception), want
-    _same(to_numpy(ep.ops.unary(name, to_device(x, device))), want)
+    # sinc at the integers is a cancellation (sin(pi * n) of the rounded product), where the
+    # simulator, which computes float32 in float64, gives 4e-17 for torch's -3e-8.
+    _same(to_numpy(ep.ops.unary(name, to_device(x, device))), want, atol=1e-7 if name == "sinc" else 0)
     kname = "k" + ep.UnaryOp(name).name[1:]
     with pytest.raises(TypeError, match=f"does not support dtype {dtype}"):
         ep.ops.unary(kname, to_device(x, device))

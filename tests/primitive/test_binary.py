@@ -95,7 +95,13 @@ def assert_close(got, expected):
 # ops on the floating dtypes.
 
 B = ep.BinaryOp
-MATH_OPS = (B.kAdd, B.kSub, B.kMul, B.kDiv, B.kMax, B.kMin, B.kPow, B.kFmod, B.kFloorDiv, B.kTruncDiv, B.kFloorMod)
+MATH_OPS = (
+    B.kAdd, B.kSub, B.kMul, B.kDiv, B.kMax, B.kMin, B.kPow, B.kFmod, B.kFloorDiv, B.kTruncDiv, B.kFloorMod,
+    B.kFmax, B.kFmin, B.kHeaviside,
+)
+# PyTorch's float functions of two arguments (torch computes integers in float32: ep.ops does, by name).
+FLOAT_FUNCTION_OPS = (B.kAtan2, B.kHypot, B.kCopysign, B.kLdexp, B.kXlogy, B.kLogAddExp, B.kLogAddExp2)
+INTEGER_OPS = (B.kGcd, B.kLcm, B.kBitwiseLeftShift, B.kBitwiseRightShift)
 PREDICATE_OPS = (
     B.kEqual, B.kNotEqual, B.kLessThan, B.kLessEqual, B.kGreaterThan, B.kGreaterEqual, B.kIsClose, B.kIsCloseEqualNan,
     B.kLogicalAnd, B.kLogicalOr, B.kLogicalXor,
@@ -110,7 +116,10 @@ def expected_combinations():
     table = {(op, s, s) for op in MATH_OPS for s in every}
     table |= {(op, s, BOOL) for op in PREDICATE_OPS for s in every}
     table |= {(op, s, s) for op in BITWISE_OPS for s in INTS + (BOOL,)}
-    table |= {(op, s, s) for op in BACKWARD_OPS for s in FLOATS}
+    table |= {(op, s, s) for op in BACKWARD_OPS + FLOAT_FUNCTION_OPS for s in FLOATS}
+    table |= {(op, s, s) for op in INTEGER_OPS for s in INTS}
+    # nextafter steps in the compute dtype: float16 and bfloat16 (computed in float32) are refused.
+    table |= {(B.kNextAfter, s, s) for s in (np.dtype(np.float32), np.dtype(np.float64))}
     return table
 
 
@@ -118,7 +127,7 @@ COMBINATIONS = expected_combinations()
 
 
 def test_every_op_has_one_row_of_the_table():
-    groups = MATH_OPS + PREDICATE_OPS + BITWISE_OPS + BACKWARD_OPS
+    groups = MATH_OPS + PREDICATE_OPS + BITWISE_OPS + BACKWARD_OPS + FLOAT_FUNCTION_OPS + INTEGER_OPS + (B.kNextAfter,)
     assert len(groups) == len(set(groups)) and set(groups) == set(B)
 
 

@@ -38,7 +38,7 @@ def launch(device, op, x, dst_dtype=None, attr0=None, attr1=None):
 # The issue's dtype table.
 
 _EXACT_ON_INTEGERS = (U.kIdentity, U.kRelu, U.kNegative, U.kAbs, U.kSign, U.kSquare)
-_PREDICATES = (U.kLogicalNot, U.kIsInf, U.kIsNan, U.kIsFinite)
+_PREDICATES = (U.kLogicalNot, U.kIsInf, U.kIsNan, U.kIsFinite, U.kSignbit)
 FLOAT_OPS = [op for op in U if op not in _EXACT_ON_INTEGERS + _PREDICATES + (U.kNotEqualZero, U.kBitwiseNot, U.kCast)]
 
 
@@ -151,6 +151,18 @@ def _softplus(x, beta, threshold):
     return np.where(x * beta > threshold, x, np.log1p(np.exp(x * beta)) / beta)
 
 
+def _erfinv(v):
+    """erfinv by bisection on math.erf (on math.erfc beyond 1/2, where erf's 1 - tiny rounds)."""
+    if not abs(v) < 1:
+        return math.copysign(math.inf, v) if abs(v) == 1 else math.nan
+    low, high = 0.0, 7.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        below = math.erfc(middle) > 1 - abs(v) if abs(v) > 0.5 else math.erf(middle) < abs(v)
+        low, high = (middle, high) if below else (low, middle)
+    return math.copysign((low + high) / 2, v)
+
+
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 REFERENCES = {
@@ -220,16 +232,24 @@ REFERENCES = {
     U.kIsNan: lambda x, a, b: np.isnan(x),
     U.kIsFinite: lambda x, a, b: np.isfinite(x),
     U.kBitwiseNot: lambda x, a, b: np.invert(x),
+    U.kSignbit: lambda x, a, b: np.signbit(x.astype(np.float64)),
+    U.kFrac: lambda x, a, b: x - np.trunc(x),
+    U.kDeg2Rad: lambda x, a, b: x * (math.pi / 180),
+    U.kRad2Deg: lambda x, a, b: x * (180 / math.pi),
+    U.kSinc: lambda x, a, b: np.where(x == 0, 1.0, np.sin(math.pi * x) / (math.pi * x)),
+    U.kLogit: lambda x, a, b: np.log((y := np.clip(x, a, 1 - a) if a >= 0 else x) / (1 - y)),
+    U.kErfInv: lambda x, a, b: _elementwise(_erfinv)(x),
 }
 
 # Attributes: PyTorch's defaults (kThreshold has none), and one other setting per op.
 DEFAULT_ATTRS = {
     U.kElu: (1.0, None), U.kCelu: (1.0, None), U.kHardShrink: (0.5, None), U.kHardTanh: (-1.0, 1.0),
-    U.kLeakyRelu: (0.01, None), U.kSoftShrink: (0.5, None), U.kSoftPlus: (1.0, 20.0),
+    U.kLeakyRelu: (0.01, None), U.kSoftShrink: (0.5, None), U.kSoftPlus: (1.0, 20.0), U.kLogit: (-1.0, None),
 }
 OTHER_ATTRS = {
     U.kElu: (0.5, None), U.kCelu: (2.0, None), U.kHardShrink: (1.25, None), U.kHardTanh: (-2.0, 3.0),
     U.kLeakyRelu: (0.25, None), U.kSoftShrink: (1.25, None), U.kSoftPlus: (2.0, 10.0), U.kThreshold: (0.5, -7.0),
+    U.kLogit: (0.125, None),
 }
 
 # Inputs: a sweep of each op's domain, a few edge values, and the IEEE specials.
@@ -247,9 +267,12 @@ _DOMAINS = {
     U.kTrigamma: (-9.9, 10, [-3, -2, -1, 1e-3, 0.5, 1e3, 1e6]),
     U.kTan: (-1.5, 1.5, [10, 100, 1e4]), U.kSin: (-10, 10, [1e4, 1e6]), U.kCos: (-10, 10, [1e4, 1e6]),
     U.kErf: (-6, 6, [1e-8, 10, -10]), U.kErfc: (-6, 6, [1e-8, 10, 27]),
+    U.kErfInv: (-0.999, 0.999, [1 - 1e-7, -(1 - 1e-12), 1 - 2**-53, 1e-300, 0.5, 1, -1, 1.5]),
+    U.kLogit: (1e-3, 0.999, [0.5, 1e-8, 1 - 1e-7, 1, 2, -1]),
+    U.kDeg2Rad: (-720, 720, [1e-30, 1e30]), U.kRad2Deg: (-10, 10, [1e-30, 1e30]),
 }
 _ROUNDING = [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -0.3, 2.0**22 + 0.5, 2.0**23 - 0.5, 1e20, -1e20]
-_DOMAINS |= {op: (-6, 6, _ROUNDING) for op in (U.kRint, U.kRound, U.kFloor, U.kCeil, U.kTrunc)}
+_DOMAINS |= {op: (-6, 6, _ROUNDING) for op in (U.kRint, U.kRound, U.kFloor, U.kCeil, U.kTrunc, U.kFrac)}
 _WIDE = [-100, -30, 30, 100, 1e-6, -1e-6, 19.5, 20.5, 25]
 
 

@@ -59,11 +59,11 @@ _SAYS = {
 }
 
 _RULES: dict[str, Callable[[DataType], DataType | None]] = {
-    **dict.fromkeys(("arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh"), _numpy_float),
+    **dict.fromkeys(("arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "arctan2", "radians", "degrees"), _numpy_float),
     # torch.div divides integers in float32; OneFlow's kDiv truncates them.
     **dict.fromkeys(("psi", "gammaln", "expit", "div"), _torch_float),
     **dict.fromkeys(("divide", "true_divide"), _true_divide),
-    **dict.fromkeys(("power", "floor_divide", "remainder", "mod"), _bool_as_int8),
+    **dict.fromkeys(("power", "floor_divide", "remainder", "mod", "left_shift", "right_shift"), _bool_as_int8),
     **dict.fromkeys(("positive", "subtract"), _no_bool),
 }
 _RULES = {_fold(alias): rule for alias, rule in _RULES.items()}

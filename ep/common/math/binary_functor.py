@@ -23,10 +23,7 @@ BINARY_FUNCTORS: dict[BinaryOp, BinaryFunctor] = collect(BinaryFunctor, BinaryOp
 
 def binary_formula(op: BinaryOp, src_dtype: DataType) -> Callable:
     """The scalar formula the kernels compile for op on src_dtype."""
-    functor = BINARY_FUNCTORS[op]
-    if functor.int_formula is not None and not src_dtype.is_floating:
-        return functor.int_formula
-    return functor.formula
+    return BINARY_FUNCTORS[op].formula_for(src_dtype)
 
 
 def binary_attr_dtype(src_dtype: DataType) -> np.dtype:

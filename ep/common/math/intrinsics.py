@@ -36,6 +36,29 @@ float32_from_uint32 = _bitcast(types.uint32, types.float32)
 
 
 @intrinsic
+def float_bits(typingctx, value):
+    """A float32's or float64's bits as the signed integer of its width (int32, int64)."""
+    bits = types.int32 if value == types.float32 else types.int64
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(bits))
+
+    return bits(value), codegen
+
+
+@intrinsic
+def float_from_bits(typingctx, bits, like):
+    """The float of like's type (float32, float64) whose bits are the integer bits, cut to its width."""
+    width = types.int32 if like == types.float32 else types.int64
+
+    def codegen(context, builder, signature, args):
+        cut = context.cast(builder, args[0], signature.args[0], width)
+        return builder.bitcast(cut, context.get_value_type(like))
+
+    return like(types.unliteral(bits), like), codegen
+
+
+@intrinsic
 def cast_like(typingctx, value, like):
     """value converted to like's type: ints wrap, bool is value != 0, float -> int saturates.
 

@@ -22,7 +22,7 @@ from numba import cuda, types
 
 from ep.common.jit import bound, template
 from ep.common.math import fast_divmod
-from ep.common.math.binary_functor import binary_attr_dtype, binary_formula
+from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_attr_dtype, binary_formula
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.fast_divmod import index_bindings, size_type
 from ep.common.math.nd_index_offset_helper import SPLIT_DIMS, boxes, split_args, split_offsets
@@ -43,19 +43,20 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 # Derivatives computed in float64 at every dtype (digamma's and trigamma's, ops/transcendental.py).
 FLOAT64_FORMULAS = frozenset({BinaryOp.kDigammaBackwardWithDyX, BinaryOp.kLgammaBackwardWithDyX})
-_INTEGER_DIVISIONS = (BinaryOp.kDiv, BinaryOp.kFmod, BinaryOp.kFloorDiv, BinaryOp.kTruncDiv, BinaryOp.kFloorMod)
+_INTEGER_DIVISIONS = tuple(op for op, record in BINARY_FUNCTORS.items() if record.divides_integers)
 _TRIGONOMETRIC_DERIVATIVES = (BinaryOp.kSinBackwardWithDyX, BinaryOp.kCosBackwardWithDyX, BinaryOp.kTanBackwardWithDyX)
 # Pack bytes below 16 for (op, src dtype), where 16 spill under the 32 registers of full occupancy
 # (the ptxas check): int8 and int32 divisions compute in int64, a 64-bit division routine per lane
 # (two lanes fit); the sin/cos/tan derivatives keep libdevice's argument reduction per lane; float16
-# and bfloat16 gelu's derivative and uint8 max/min spilled a few bytes at 16.
+# and bfloat16 gelu's derivative and uint8 max/min (fmax/fmin too) spilled a few bytes at 16, and
+# lcm's 64-bit divisions at two lanes of int64.
 NARROW_PACKS = {
     **{(op, dtype): 2 for op in _INTEGER_DIVISIONS for dtype in (DataType.kInt8, DataType.kInt16)},
     **{(op, DataType.kInt32): 8 for op in _INTEGER_DIVISIONS},
     **{(op, dtype): 8 for op in _TRIGONOMETRIC_DERIVATIVES for dtype in (*HALF_TYPES, DataType.kFloat)},
     **{(BinaryOp.kGeluBackwardWithDyX, dtype): 8 for dtype in HALF_TYPES},
-    (BinaryOp.kMax, DataType.kUInt8): 8,
-    (BinaryOp.kMin, DataType.kUInt8): 8,
+    **{(op, DataType.kUInt8): 8 for op in (BinaryOp.kMax, BinaryOp.kMin, BinaryOp.kFmax, BinaryOp.kFmin)},
+    **{(BinaryOp.kLcm, dtype): 8 for dtype in (DataType.kInt64, DataType.kUInt64)},
 }
 
 

@@ -28,6 +28,7 @@ from numba import cuda, types
 
 from ep.common.jit import bound, define, template
 from ep.common.math import fast_divmod
+from ep.common.math.binary_functor import BINARY_FUNCTORS
 from ep.common.math.fast_divmod import index_bindings, size_type
 from ep.common.math.nd_index_offset_helper import SPLIT_DIMS, boxes, split_args, split_offsets
 from ep.common.primitive.elementwise_fused import (
@@ -40,7 +41,6 @@ from ep.cuda.kernel import CudaKernel
 from ep.cuda.pack import PACK_BYTES, pack_bytes, pack_count, pack_functions, pack_lanes
 from ep.cuda.primitive.broadcast_elementwise_binary import NARROW_PACKS as BINARY_NARROW_PACKS
 from ep.cuda.primitive.elementwise_unary import FLOAT64_FORMULAS, NARROW_PACKS
-from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.elementwise_fused import ElementwiseFusedFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.unary_op import UnaryOp
@@ -164,14 +164,12 @@ def _in_float64(primitive: ElementwiseFusedImpl) -> bool:
     return any(walk(node) for node in primitive.outputs)
 
 
-# Binary ops whose integer formulas divide (in int64, as NumPy's): ptxas.DIVISION_ALLOWED names them.
-_DIVIDING = frozenset((BinaryOp.kDiv, BinaryOp.kFmod, BinaryOp.kFloorDiv, BinaryOp.kTruncDiv, BinaryOp.kFloorMod))
 
 
 def _divides(primitive: ElementwiseFusedImpl) -> bool:
     """Whether the expression divides integers (the kernel's name then says so: "_divides")."""
     def walk(node: tuple) -> bool:
-        own = node[0] == "binary" and node[1] in _DIVIDING and not node[2].is_floating
+        own = node[0] == "binary" and BINARY_FUNCTORS[node[1]].divides_integers and not node[2].is_floating
         return own or any(walk(c) for c in children(node))
 
     return any(walk(node) for node in primitive.outputs)

@@ -19,7 +19,7 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.unary_op import UnaryOp
 
 # Ops that compute in float64 at every dtype (ops/transcendental.py).
-FLOAT64_FORMULAS = frozenset({UnaryOp.kDigamma, UnaryOp.kTrigamma, UnaryOp.kLgamma})
+FLOAT64_FORMULAS = frozenset({UnaryOp.kDigamma, UnaryOp.kTrigamma, UnaryOp.kLgamma, UnaryOp.kErfInv})
 # Pack bytes below 16 for (op, src dtype): two lanes of libdevice's float64 erf took 90 registers
 # on sm_90 (one lane: 18), cutting that kernel (no launch bounds) to 25% occupancy.
 NARROW_PACKS = {(UnaryOp.kErf, DataType.kDouble): 8}

@@ -24,6 +24,22 @@ class BinaryOp(ElementwiseOp):
     kFloorDiv = "floor_div"
     kTruncDiv = "trunc_div"
     kFloorMod = "floor_mod"
+    kFmax = "fmax"
+    kFmin = "fmin"
+    kCopysign = "copysign"
+    kHeaviside = "heaviside"
+    kLdexp = "ldexp"
+    kNextAfter = "nextafter"
+    kAtan2 = "atan2"
+    kHypot = "hypot"
+    kLogAddExp = "logaddexp"
+    kLogAddExp2 = "logaddexp2"
+    kXlogy = "xlogy"
+    # integer
+    kGcd = "gcd"
+    kLcm = "lcm"
+    kBitwiseLeftShift = "bitwise_left_shift"
+    kBitwiseRightShift = "bitwise_right_shift"
     # comparison
     kEqual = "equal"
     kNotEqual = "not_equal"
@@ -119,6 +135,9 @@ class BinaryOp(ElementwiseOp):
         ("gt", "kGreaterThan"),
         ("ge", "kGreaterEqual"),
         ("isclose", "kIsClose"),
+        ("arctan2", "kAtan2"),
+        ("left_shift", "kBitwiseLeftShift"),
+        ("right_shift", "kBitwiseRightShift"),
     ))
 
 

@@ -45,21 +45,26 @@ class UnaryOp(ElementwiseOp):
     kCeil = "ceil"
     kCos = "cos"
     kCosh = "cosh"
+    kDeg2Rad = "deg2rad"
     kDigamma = "digamma"
     kTrigamma = "trigamma"
     kErf = "erf"
     kErfc = "erfc"
+    kErfInv = "erfinv"
     kExp = "exp"
     kExp2 = "exp2"
     kExpm1 = "expm1"
     kFloor = "floor"
+    kFrac = "frac"
     kLgamma = "lgamma"
     kLog = "log"
     kLog2 = "log2"
     kLog10 = "log10"
     kLog1p = "log1p"
+    kLogit = "logit"
     kLogSigmoid = "log_sigmoid"
     kNegative = "negative"
+    kRad2Deg = "rad2deg"
     kReciprocal = "reciprocal"
     kReciprocalNoNan = "reciprocal_no_nan"
     kRint = "rint"
@@ -68,6 +73,7 @@ class UnaryOp(ElementwiseOp):
     kSigmoid = "sigmoid"
     kSign = "sign"
     kSin = "sin"
+    kSinc = "sinc"
     kSinh = "sinh"
     kSqrt = "sqrt"
     kSquare = "square"
@@ -79,6 +85,7 @@ class UnaryOp(ElementwiseOp):
     kIsInf = "is_inf"
     kIsNan = "is_nan"
     kIsFinite = "is_finite"
+    kSignbit = "signbit"
     kBitwiseNot = "bitwise_not"
     # conversion
     kCast = "cast"
@@ -111,6 +118,8 @@ class UnaryOp(ElementwiseOp):
         ("isnan", "kIsNan"),
         ("isfinite", "kIsFinite"),
         ("invert", "kBitwiseNot"),
+        ("radians", "kDeg2Rad"),
+        ("degrees", "kRad2Deg"),
     ))
 
 

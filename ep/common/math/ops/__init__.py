@@ -1,6 +1,7 @@
 """Every elementwise op as one record, grouped by family as CuPy's cupy/_math: activation (tanh too),
 arithmetic (rounding too), transcendental (exp and log, erf and gamma, hyperbolic, trigonometric),
-logic (comparison, content, logical, bitwise) and conversion.
+two_argument (atan2, hypot, logaddexp, ...), integer (gcd, lcm, shifts), logic (comparison,
+content, logical, bitwise) and conversion.
 
 A family module holds, per op, its formula (and float32 variant), its derivatives and its record:
 a UnaryFunctor or BinaryFunctor bound to a module-level name (ep.common.math.ops.record), which
@@ -22,6 +23,6 @@ calls (picked when the compute dtype is float32, float16 included). Both come fr
 and over fast_math by record.float_variants, so a formula is written once and only the module it
 calls differs; sigmoid, softplus and gelu use fast_math's own float32 formulations of the whole function.
 """
-from ep.common.math.ops import activation, arithmetic, conversion, logic, transcendental
+from ep.common.math.ops import activation, arithmetic, conversion, integer, logic, transcendental, two_argument
 
-FAMILIES = (activation, arithmetic, conversion, logic, transcendental)
+FAMILIES = (activation, arithmetic, conversion, logic, transcendental, two_argument, integer)

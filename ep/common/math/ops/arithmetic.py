@@ -1,6 +1,6 @@
 """Arithmetic: the unary abs, negative, sign, square, sqrt, rsqrt, reciprocal (with their derivatives),
-the rounding ceil, floor, rint, round, trunc, and the binary add, sub, mul, div, max, min, pow, fmod,
-floor_div, trunc_div, floor_mod.
+the rounding ceil, floor, rint, round, trunc, frac, the angle units deg2rad, rad2deg, and the binary
+add, sub, mul, div, max, min, fmax, fmin, pow, fmod, floor_div, trunc_div, floor_mod.
 
 Binary ops whose integer semantics differ have an integer formula too (used for the integer dtypes
 and bool): it works in int64 (uint64 in uint64: intrinsics.wide_integer) and wraps the result to
@@ -133,6 +133,28 @@ ROUND = UnaryFunctor(
 TRUNC = UnaryFunctor(UnaryOp.kTrunc, of_x(round_toward_zero), FLOAT, doc="x rounded toward zero")
 
 
+@scalar_function
+def frac(x, attr0, attr1):
+    return x - round_toward_zero(x)
+
+
+FRAC = UnaryFunctor(UnaryOp.kFrac, frac, FLOAT, doc="x - trunc(x), with x's sign; NaN for infinities (torch.frac)")
+
+
+def _times(factor: float):
+    """The formula x * factor, factor rounded to x's precision (as torch's deg2rad multiplies)."""
+
+    @scalar_function
+    def formula(x, attr0, attr1):
+        return x * as_type(factor, x)
+
+    return formula
+
+
+DEG2RAD = UnaryFunctor(UnaryOp.kDeg2Rad, _times(math.pi / 180), FLOAT, ints_to_float=True, doc="x degrees in radians")
+RAD2DEG = UnaryFunctor(UnaryOp.kRad2Deg, _times(180 / math.pi), FLOAT, ints_to_float=True, doc="x radians in degrees")
+
+
 # binary: the division helpers first
 
 
@@ -200,17 +222,19 @@ def int_div(a, b, attr0, attr1):
 
 
 DIV = BinaryFunctor(
-    BinaryOp.kDiv, of_a_b(divide), ALL_TYPES, int_formula=int_div,
+    BinaryOp.kDiv, of_a_b(divide), ALL_TYPES, int_formula=int_div, divides_integers=True,
     doc="a / b; integers and bool: truncated toward zero and x / 0 = 0 (NumPy and PyTorch give floats)",
 )
 
 
-def _picking_a_where(keeps_a):
-    """The formula a where keeps_a(a, b), else b; NaN in either operand gives NaN, as np.maximum."""
+def _picking_a_where(keeps_a, ignores_nan: bool = False):
+    """The formula a where keeps_a(a, b), else b: NaN in either operand gives NaN, as np.maximum,
+    or where ignores_nan, the other operand (NaN only if both are), as np.fmax."""
 
     @scalar_function
     def formula(a, b, attr0, attr1):
-        return a if keeps_a(a, b) or a != a else b
+        nan_picks_a = b != b if ignores_nan else a != a
+        return a if keeps_a(a, b) or nan_picks_a else b
 
     return formula
 
@@ -219,11 +243,17 @@ MAX = BinaryFunctor(
     BinaryOp.kMax, _picking_a_where(operator.ge), ALL_TYPES,
     doc="the greater of a and b; NaN if either is NaN (np.maximum, torch.maximum)",
 )
-
-
 MIN = BinaryFunctor(
     BinaryOp.kMin, _picking_a_where(operator.le), ALL_TYPES,
     doc="the lesser of a and b; NaN if either is NaN (np.minimum, torch.minimum)",
+)
+FMAX = BinaryFunctor(
+    BinaryOp.kFmax, _picking_a_where(operator.ge, ignores_nan=True), ALL_TYPES,
+    doc="the greater of a and b, ignoring a NaN (NaN only if both are), as np.fmax and torch.fmax",
+)
+FMIN = BinaryFunctor(
+    BinaryOp.kFmin, _picking_a_where(operator.le, ignores_nan=True), ALL_TYPES,
+    doc="the lesser of a and b, ignoring a NaN (NaN only if both are), as np.fmin and torch.fmin",
 )
 
 
@@ -266,7 +296,7 @@ def int_fmod(a, b, attr0, attr1):
 
 
 FMOD = BinaryFunctor(
-    BinaryOp.kFmod, of_a_b(fmod), ALL_TYPES, int_formula=int_fmod,
+    BinaryOp.kFmod, of_a_b(fmod), ALL_TYPES, int_formula=int_fmod, divides_integers=True,
     doc="C's fmod: a - trunc(a / b) * b, with a's sign (np.fmod, torch.fmod); integers: x fmod 0 = 0",
 )
 
@@ -287,7 +317,7 @@ def _int_divmod_part(index):
 
 
 FLOOR_DIV = BinaryFunctor(
-    BinaryOp.kFloorDiv, floor_div, ALL_TYPES, int_formula=_int_divmod_part(0),
+    BinaryOp.kFloorDiv, floor_div, ALL_TYPES, int_formula=_int_divmod_part(0), divides_integers=True,
     doc="floor(a / b), as np.floor_divide; integers: x // 0 = 0",
 )
 
@@ -298,7 +328,7 @@ def trunc_div(a, b, attr0, attr1):
 
 
 TRUNC_DIV = BinaryFunctor(
-    BinaryOp.kTruncDiv, trunc_div, ALL_TYPES, int_formula=int_div,
+    BinaryOp.kTruncDiv, trunc_div, ALL_TYPES, int_formula=int_div, divides_integers=True,
     doc="trunc(a / b), as torch.div(a, b, rounding_mode='trunc'); integers: x / 0 = 0",
 )
 
@@ -312,6 +342,6 @@ def floor_mod(a, b, attr0, attr1):
 
 
 FLOOR_MOD = BinaryFunctor(
-    BinaryOp.kFloorMod, floor_mod, ALL_TYPES, int_formula=_int_divmod_part(1),
+    BinaryOp.kFloorMod, floor_mod, ALL_TYPES, int_formula=_int_divmod_part(1), divides_integers=True,
     doc="a - floor(a / b) * b, with b's sign (np.remainder, torch.remainder); integers: x % 0 = 0",
 )

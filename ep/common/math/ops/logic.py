@@ -1,5 +1,5 @@
 """Predicates and logic, with bool results but for bitwise and not_equal_zero: comparisons (is_close
-too), tests of a value's content (is_inf, is_nan, is_finite), logical ops on truth values (nonzero
+too), tests of a value's content (is_inf, is_nan, is_finite, signbit), logical ops on truth values (nonzero
 is true) and bitwise ops on the integer dtypes and bool.
 """
 from __future__ import annotations
@@ -8,6 +8,7 @@ import math
 import operator
 
 from ep.common.jit import scalar_function
+from ep.common.math.intrinsics import float_bits, wide_integer
 from ep.common.math.ops.record import BITS, BinaryFunctor, UnaryFunctor, of_a_b, of_a_b_in_type, of_x
 from ep.common.math.special import as_type
 from ep.common.runtime.data_type import ALL_TYPES
@@ -97,6 +98,24 @@ IS_NAN = UnaryFunctor(UnaryOp.kIsNan, is_nan, ALL_TYPES, to_bool=True, doc="x is
 
 IS_FINITE = UnaryFunctor(
     UnaryOp.kIsFinite, of_x(math.isfinite), ALL_TYPES, to_bool=True, doc="x is neither infinite nor NaN",
+)
+
+
+@scalar_function
+def signbit(x, attr0, attr1):
+    # The float's bits as a signed integer: negative for -0.0 and a negative NaN too.
+    return float_bits(x) < 0
+
+
+@scalar_function
+def int_signbit(x, attr0, attr1):
+    wide = wide_integer(x)
+    return wide < wide - wide
+
+
+SIGNBIT = UnaryFunctor(
+    UnaryOp.kSignbit, signbit, ALL_TYPES, to_bool=True, int_formula=int_signbit,
+    doc="x's sign bit is set (-0.0 and -NaN too)",
 )
 
 

@@ -32,7 +32,10 @@ class _Record:
     the op computes; aliases (NumPy's and PyTorch's names for the same function, which the enum's
     name lookup accepts) are the enum's. ints_to_float: PyTorch's function of the op's name takes
     integer and bool inputs, computing them in float32 (torch.exp of int32), and so does ep.ops by
-    that name (aliases.alias_dtype; OneFlow's name, kExp, refuses them).
+    that name (aliases.alias_dtype; OneFlow's name, kExp, refuses them). float32_formula, where
+    given, replaces formula when the compute dtype is float32 (float16 too): the same formula over
+    ep.common.math.fast_math's vectorizable functions instead of libm's; int_formula, where given,
+    replaces formula for the integer dtypes and bool.
     """
 
     op: enum.Enum
@@ -43,23 +46,35 @@ class _Record:
     doc: str = ""
     attrs_rule: Callable | None = None
     ints_to_float: bool = False
+    float32_formula: Callable | None = None
+    int_formula: Callable | None = None
 
     @property
     def aliases(self) -> tuple[str, ...]:
         """The op's aliases, from its enum's table."""
         return tuple(alias for alias, op in type(self.op).aliases() if op is self.op)
 
+    def formula_for(self, src_dtype: DataType) -> Callable:
+        """The formula a kernel for src_dtype compiles."""
+        if self.int_formula is not None and not src_dtype.is_floating:
+            return self.int_formula
+        if self.float32_formula is not None and src_dtype.compute_dtype == np.float32:
+            return self.float32_formula
+        return self.formula
+
 
 @dataclass(frozen=True)
 class BinaryFunctor(_Record):
-    """One BroadcastElementwiseBinary op; int_formula, when given, replaces formula for the integer dtypes and bool.
+    """One BroadcastElementwiseBinary op.
 
     commutative: formula(a, b) == formula(b, a) for every a and b (a NaN's payload aside), so that a
-    broadcast operand on the left runs the kernels built for it on the right.
+    broadcast operand on the left runs the kernels built for it on the right. divides_integers: the
+    integer formula divides in 64 bits (a division routine per lane on CUDA, which the PTX check
+    allows such kernels and which narrows their packs).
     """
 
-    int_formula: Callable | None = None
     commutative: bool = False
+    divides_integers: bool = False
 
     def records(self) -> Iterator[BinaryFunctor]:
         """The records this one defines: itself."""
@@ -68,17 +83,14 @@ class BinaryFunctor(_Record):
 
 @dataclass(frozen=True)
 class UnaryFunctor(_Record):
-    """One ElementwiseUnary op, with its float32 variant and its derivatives.
+    """One ElementwiseUnary op, with its derivatives.
 
-    float32_formula, where given, replaces formula when the compute dtype is float32 (float16 too):
-    the same formula over ep.common.math.fast_math's vectorizable functions instead of libm's.
     The result has the source dtype, bool when to_bool, any dtype when converts (the store converts).
     with_dy_x and with_dy_y, where given, are the formulas of the op's derivatives given x or y
     (see derivative()); they take the first backward_attrs of the op's attributes (all by default).
     backward holds their records, the BinaryOp ops backward_op() names.
     """
 
-    float32_formula: Callable | None = None
     converts: bool = False
     with_dy_x: Callable | None = None
     with_dy_y: Callable | None = None
@@ -90,12 +102,6 @@ class UnaryFunctor(_Record):
         given = (("y", self.with_dy_y), ("x", self.with_dy_x))
         backward = tuple(derivative(backward_op(self.op, v), f, *attrs) for v, f in given if f is not None)
         object.__setattr__(self, "backward", backward)
-
-    def formula_for(self, src_dtype: DataType) -> Callable:
-        """The formula a kernel for src_dtype compiles."""
-        if self.float32_formula is not None and src_dtype.compute_dtype == np.float32:
-            return self.float32_formula
-        return self.formula
 
     def records(self) -> Iterator[UnaryFunctor | BinaryFunctor]:
         """The records this one defines: itself and its derivatives."""

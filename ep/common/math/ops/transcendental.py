@@ -12,9 +12,10 @@ import numpy as np
 from ep.common.jit import scalar_function
 from ep.common.math import fast_math
 from ep.common.math.ops.arithmetic import sqrt
-from ep.common.math.ops.record import FLOAT, UnaryFunctor, dy_times, of_x, of_x_in_type
+from ep.common.math.ops.record import FLOAT, UnaryFunctor, dy_times, float_variants, of_x, of_x_in_type
 from ep.common.math.special import as_type, divide
 from ep.common.math.special import digamma as _digamma
+from ep.common.math.special import erfinv as _erfinv
 from ep.common.math.special import trigamma as _trigamma
 from ep.include.primitive.unary_op import UnaryOp
 
@@ -102,6 +103,25 @@ LOG1P = UnaryFunctor(
 )
 
 
+def _logit_over(m):
+    @scalar_function
+    def logit(x, eps, attr1):
+        # torch.logit's eps clamps x to [eps, 1 - eps]; eps < 0 (its None) does not.
+        if eps >= 0:
+            low, high = as_type(eps, x), as_type(1, x) - as_type(eps, x)
+            x = low if x < low else high if x > high else x
+        return m.log(divide(x, as_type(1, x) - x))
+
+    return logit
+
+
+logit, logit_float32 = float_variants(_logit_over)
+LOGIT = UnaryFunctor(
+    UnaryOp.kLogit, logit, FLOAT, (("eps", -1.0),), ints_to_float=True, float32_formula=logit_float32,
+    doc="log(x / (1 - x)), x clamped to [eps, 1 - eps] when eps >= 0 (eps=-1.0 is torch.logit's eps=None)",
+)
+
+
 # the error and gamma functions
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
@@ -132,6 +152,12 @@ def erfc_backward_with_dy_x(dy, x, attr0, attr1):
 ERFC = UnaryFunctor(
     UnaryOp.kErfc, erfc, FLOAT, ints_to_float=True, float32_formula=erfc_float32, with_dy_x=erfc_backward_with_dy_x,
     doc="1 - erf(x), accurate for large x",
+)
+
+
+ERFINV = UnaryFunctor(
+    UnaryOp.kErfInv, of_x_in_type(_erfinv), FLOAT, ints_to_float=True,
+    doc="the inverse of erf on (-1, 1): +-inf at +-1, NaN beyond (computed in float64)",
 )
 
 
@@ -248,6 +274,17 @@ def tan_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 TAN = UnaryFunctor(UnaryOp.kTan, tan, FLOAT, ints_to_float=True, with_dy_x=tan_backward_with_dy_x, doc="tangent")
+
+
+@scalar_function
+def sinc(x, attr0, attr1):
+    if x == 0:
+        return as_type(1, x)
+    product = as_type(math.pi, x) * x
+    return divide(math.sin(product), product)
+
+
+SINC = UnaryFunctor(UnaryOp.kSinc, sinc, FLOAT, ints_to_float=True, doc="sin(pi x) / (pi x), 1 at 0 (torch.sinc, np.sinc)")
 
 
 asin = of_x(math.asin)
