@@ -115,10 +115,13 @@ def _global_ops() -> list[tuple[str, str]]:
     import ep.ops
     from ep.sbp.signature import declared
 
+    from ep.ops import composite
+
     names = [n for n in ep.ops.__all__ if "sbp" in inspect.signature(getattr(ep.ops, n)).parameters] + ["fuse"]
     rules = {n: declared(n) for n in names}
     # full takes no tensors: its rules only make a rank's zeros.
-    return [(n, "SBP signatures" if r else "boxed to broadcast, run, kept broadcast (no SBP signatures)") for n, r in rules.items() if r is None or r.plan]
+    listed = [(n, "SBP signatures" if r else "boxed to broadcast, run, kept broadcast (no SBP signatures)") for n, r in rules.items() if r is None or r.plan]
+    return listed + [(n, "ep.fuse's SBP signatures (one fused expression)") for n in composite.__all__]
 
 
 def _devices(command: str, device: str | None) -> list[str]:

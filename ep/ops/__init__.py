@@ -11,6 +11,7 @@ for them sits beside it (<family>_rules.py: its plan on metadata, SBP rules and 
 """
 from ep.ops.add_n import add_n
 from ep.ops.binary import binary
+from ep.ops.composite import addcdiv, addcmul, clamp, lerp, nan_to_num
 from ep.ops.describe import describe
 from ep.ops.expand import expand, expand_grad, repeat
 from ep.ops.full import full
@@ -30,4 +31,4 @@ from ep.ops import (  # noqa: E402, F401  (imported for their registration)
     softmax_rules, where_rules,
 )
 
-__all__ = ["add_n", "binary", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm"]
+__all__ = ["add_n", "addcdiv", "addcmul", "binary", "clamp", "lerp", "nan_to_num", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm"]

@@ -23,9 +23,11 @@ from ep.include.primitive.unary_op import as_unary_op
 DTYPES = (torch.bool, torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torch.float32, torch.float64)
 TOLERANCE = {np.float16: 1e-2, np.float32: 1e-5, np.float64: 1e-10}
 
-# Where ep deliberately computes what NumPy computes for a name both libraries have (README: names).
+# Where ep deliberately computes what NumPy computes: for a name both libraries have (README: names),
+# or NumPy's promotion of arrays, which every ep.ops op follows (ep.ops.composite).
 DOCUMENTED = {
     "true_divide": "NumPy's true_divide of integers and bools gives float64 (torch: float32)",
+    "clamp": "bounds promote with x as every ep.ops op's arrays do, as NumPy's (float32 and int32: float64; torch: float32)",
 }
 
 
@@ -78,6 +80,11 @@ CALLS: dict[str, Callable] = {
     "nn.functional.one_hot": _one_hot,
     "expand": _no_kwargs(lambda x, *shape: ep.ops.expand(x, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape)),
     "repeat": _no_kwargs(lambda x, repeats: ep.ops.repeat(x, repeats)),
+    "clamp": ep.ops.clamp,
+    "lerp": ep.ops.lerp,
+    "addcmul": ep.ops.addcmul,
+    "addcdiv": ep.ops.addcdiv,
+    "nan_to_num": ep.ops.nan_to_num,
 }
 # torch functions of these names that are not elementwise (torch.equal gives one bool).
 NOT_ELEMENTWISE = {"equal"}
