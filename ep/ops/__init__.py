@@ -16,6 +16,7 @@ from ep.ops.describe import describe
 from ep.ops.expand import expand, expand_grad, repeat
 from ep.ops.full import full
 from ep.ops.gather import batch_gather, gather, gather_grad
+from ep.ops.layout import cat, flip, roll, stack
 from ep.ops.matmul import matmul
 from ep.ops.one_hot import one_hot
 from ep.ops.pad import pad
@@ -31,4 +32,4 @@ from ep.ops import (  # noqa: E402, F401  (imported for their registration)
     softmax_rules, where_rules,
 )
 
-__all__ = ["add_n", "addcdiv", "addcmul", "binary", "clamp", "lerp", "nan_to_num", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm"]
+__all__ = ["add_n", "addcdiv", "addcmul", "binary", "cat", "clamp", "flip", "lerp", "nan_to_num", "roll", "stack", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm"]

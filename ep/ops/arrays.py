@@ -238,16 +238,41 @@ def _unreversed(array, device: Device, stream: Stream, name: str):
         interface["data"] = (interface["data"][0] + low, interface["data"][1])
         turned = cuda.from_cuda_array_interface(interface, owner=array, sync=False)
     result = contiguous(turned, device, stream, copy=True, name=name)
-    shape, dtype = tuple(array.shape), as_data_type(array.dtype, name)
+    return reversed_along(result, [d for d, s in enumerate(array.strides) if s < 0], device, stream)
+
+
+def reversed_along(x, dims: list[int], device: Device, stream: Stream, out=None):
+    """A C-contiguous x with the order of its elements reversed along dims (distinct), into out
+    (checked) or a new array: a Gather of reversed indices per dim of more than one element; x
+    itself when there is none and no out."""
+    shape, dtype = tuple(x.shape), as_data_type(x.dtype, "x")
+    dims = [d for d in dims if shape[d] > 1]
+    if not dims or not x.size:
+        return x if out is None else contiguous_into(x, check_out(out, "out", shape, dtype, device), device, stream)
     gather = NewPrimitive(GatherFactory, device, dtype, DataType.kInt64)
-    for d, (n, s) in enumerate(zip(shape, array.strides)):
-        if s < 0 and n > 1 and result.size:
-            indices = cuda.to_device(np.arange(n - 1, -1, -1, dtype=np.int64), stream=stream.native)
-            out = empty(shape, dtype, device, stream)
-            outer, inner = int(np.prod(shape[:d])), int(np.prod(shape[d + 1 :]))
-            gather.Launch(stream, indices, n, result.reshape(result.size), outer, n, inner, out.reshape(out.size), 0)
-            result = out
+    result = x
+    for k, d in enumerate(dims):
+        n = shape[d]
+        indices = np.arange(n - 1, -1, -1, dtype=np.int64)
+        if device.device_type is not DeviceType.kCPU:
+            from numba import cuda
+
+            indices = cuda.to_device(indices, stream=stream.native)
+        target = empty(shape, dtype, device, stream) if k < len(dims) - 1 or out is None else check_out(out, "out", shape, dtype, device)
+        source = unaliased(result, target, device, stream)
+        outer, inner = int(np.prod(shape[:d])), int(np.prod(shape[d + 1 :]))
+        gather.Launch(stream, indices, n, source.reshape(source.size), outer, n, inner, target.reshape(target.size), 0)
+        result = target
     return result
+
+
+def contiguous_into(x, out, device: Device, stream: Stream):
+    """x's elements (C-contiguous) into out (C-contiguous, x's size and dtype): one CopyNd; out."""
+    n = int(x.size)
+    if n:
+        dtype = as_data_type(x.dtype, "x")
+        NewPrimitive(CopyNdFactory, device, 1).Launch(stream, dtype, 1, out.reshape(n), (n,), (0,), unaliased(x.reshape(n), out, device, stream), (n,), (0,), (n,))
+    return out
 
 
 def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: Device):

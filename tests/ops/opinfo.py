@@ -85,6 +85,8 @@ CALLS: dict[str, Callable] = {
     "addcmul": ep.ops.addcmul,
     "addcdiv": ep.ops.addcdiv,
     "nan_to_num": ep.ops.nan_to_num,
+    "roll": ep.ops.roll,
+    "flip": ep.ops.flip,
 }
 # torch functions of these names that are not elementwise (torch.equal gives one bool).
 NOT_ELEMENTWISE = {"equal"}

@@ -1,0 +1,189 @@
+"""ep.ops.cat (concatenate), stack, roll and flip: torch's layout ops as copies of boxes into the
+result (CopyNd), and for flip a Gather of reversed indices along each flipped dim."""
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
+from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.dlpack import from_dlpack, is_dlpack
+from ep.common.runtime.scalar import promote, promotion_key
+from ep.common.runtime.validate import check_sequence, integer
+from ep.include.primitive.copy_nd import CopyNdFactory
+from ep.include.primitive.primitive import NewPrimitive
+from ep.ops.arrays import (
+    call_global, contiguous, device_of, in_namespace, namespace_of, output, reversed_along, same_kind, stream_for, unaliased,
+)
+from ep.ops.unary import unary
+from ep.sbp.global_tensor import GlobalTensor
+
+
+def _dim(dim: object, ndim: int, name: str = "dim") -> int:
+    """dim (negative ones counted from the end) as 0 <= dim < ndim; IndexError naming name otherwise."""
+    value = integer(dim, name)
+    if not -ndim <= value < ndim:
+        raise IndexError(f"{name}: {value} is out of range for {ndim} dims; expected {-ndim} <= {name} < {ndim}")
+    return value % ndim
+
+
+def _copy_box(stream, device, dtype: DataType, out, out_shape, out_pos, x, x_shape, x_pos, extent) -> None:
+    """x's box at x_pos of extent into out's at out_pos (both C-contiguous, of out_shape and x_shape)."""
+    if all(extent):
+        copy = NewPrimitive(CopyNdFactory, device, MAX_CALLER_DIMS)
+        copy.Launch(stream, dtype, len(out_shape), out, out_shape, out_pos, x, x_shape, x_pos, extent)
+
+
+def _joined(function):
+    """Decorator: a function of a sequence of arrays (cat, stack) takes them as same_kind takes one:
+    other libraries' arrays without a copy (the result has the first one's kind), and global
+    tensors, which go to call_global."""
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def call(tensors, *args, **kwargs):
+        if isinstance(tensors, (str, bytes)) or not hasattr(tensors, "__len__") or hasattr(tensors, "dtype"):
+            raise TypeError(f"tensors: {type(tensors).__name__} is not a sequence of arrays (a list or tuple of them)")
+        if kwargs.get("sbp") is not None or any(type(t) is GlobalTensor for t in tensors):
+            return call_global(call, signature, (tensors, *args), kwargs)
+        kwargs.pop("sbp", None)
+        if not tensors:
+            raise ValueError("tensors: is empty; expected at least one array")
+        namespace = namespace_of(tensors[0]) if is_dlpack(tensors[0]) else None
+        arrays = [from_dlpack(t, f"tensors[{i}]") if is_dlpack(t) else t for i, t in enumerate(tensors)]
+        out = kwargs.get("out")
+        if out is not None and is_dlpack(out):
+            function(arrays, *args, **{**kwargs, "out": from_dlpack(out, "out")})
+            return out
+        return in_namespace(function(arrays, *args, **kwargs), namespace)
+
+    return call
+
+
+def _common(arrays: list, name: str = "tensors"):
+    """(device, the promoted DataType) of arrays on one device; TypeError naming the first that differs."""
+    device = device_of(arrays[0], f"{name}[0]")
+    key = promotion_key(arrays[0])
+    for i, a in enumerate(arrays[1:], 1):
+        other = device_of(a, f"{name}[{i}]")
+        if other.device_type is not device.device_type:
+            raise TypeError(f"{name}[{i}]: is on {other.device_type.value}; expected {device.device_type.value}, as {name}[0]")
+        key = promote(key, promotion_key(a))
+    return device, as_data_type(key, name)
+
+
+def _join(arrays: list, dim: int, shape: tuple[int, ...], inners: list[int], out, stream):
+    """The arrays laid side by side along dim of the result (shape): array i as an (outer, inners[i])
+    box at column sum(inners[:i]) of the result viewed as (outer, sum(inners))."""
+    device, dtype = _common(arrays)
+    stream = stream_for(device, stream)
+    out = output(out, shape, dtype, device, stream)
+    outer = math.prod(shape[:dim])
+    total = sum(inners)
+    column = 0
+    for i, (a, inner) in enumerate(zip(arrays, inners)):
+        if as_data_type(a.dtype, f"tensors[{i}]") is not dtype:
+            a = unary("cast", a, dtype=dtype, stream=stream)
+        a = unaliased(contiguous(a, device, stream, name=f"tensors[{i}]"), out, device, stream)
+        _copy_box(stream, device, dtype, out.reshape(out.size), (outer, total), (0, column), a.reshape(a.size), (outer, inner), (0, 0), (outer, inner))
+        column += inner
+    return out
+
+
+@_joined
+def cat(tensors: Sequence[object], dim: int = 0, *, out=None, stream=None, sbp=None):
+    """The arrays joined along dim, as torch.cat and np.concatenate: one device, the same number of
+    dims (at least one) and the same sizes but along dim; dtypes promote as NumPy's do. out
+    receives the result; a global tensor among them gives a global tensor (boxed to broadcast)."""
+    shapes = [tuple(t.shape) for t in tensors]
+    ndim = len(shapes[0])
+    if ndim == 0:
+        raise ValueError("tensors[0]: is 0-d; expected arrays of at least one dim (torch.cat's rule)")
+    dim = _dim(dim, ndim)
+    for i, s in enumerate(shapes[1:], 1):
+        if len(s) != ndim or s[:dim] + s[dim + 1 :] != shapes[0][:dim] + shapes[0][dim + 1 :]:
+            raise ValueError(f"tensors[{i}]: has shape {s}; expected {ndim} dims of tensors[0]'s sizes {shapes[0]} but along dim {dim}")
+    shape = shapes[0][:dim] + (sum(s[dim] for s in shapes),) + shapes[0][dim + 1 :]
+    return _join(tensors, dim, shape, [math.prod(s[dim:]) for s in shapes], out, stream)
+
+
+@_joined
+def stack(tensors: Sequence[object], dim: int = 0, *, out=None, stream=None, sbp=None):
+    """The arrays stacked along a new dim, as torch.stack and np.stack: one device and one shape;
+    dtypes promote as NumPy's do. out receives the result; a global tensor gives a global tensor."""
+    shape0 = tuple(tensors[0].shape)
+    for i, t in enumerate(tensors[1:], 1):
+        if tuple(t.shape) != shape0:
+            raise ValueError(f"tensors[{i}]: has shape {tuple(t.shape)}; expected {shape0}, as tensors[0]")
+    dim = _dim(dim, len(shape0) + 1)
+    shape = shape0[:dim] + (len(tensors),) + shape0[dim:]
+    return _join(tensors, dim, shape, [math.prod(shape0[dim:])] * len(tensors), out, stream)
+
+
+def _dims_of(value: object, ndim: int, name: str) -> tuple[int, ...]:
+    """An int or a sequence of ints, each a dim of ndim (negative from the end)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (_dim(value, ndim, name),)
+    check_sequence(value, name, "dims")
+    return tuple(_dim(d, ndim, f"{name}[{i}]") for i, d in enumerate(value))
+
+
+@same_kind("x")
+def roll(x, shifts, dims=None, *, out=None, stream=None):
+    """x with its elements shifted by shifts along dims, those leaving one end entering at the
+    other, as torch.roll (np.roll with axis=): shifts and dims are ints or sequences of one length;
+    dims=None rolls the flattened x by one shift."""
+    device = device_of(x, "x")
+    dtype = as_data_type(x.dtype, "x")
+    shape = tuple(x.shape)
+    stream = stream_for(device, stream)
+    if dims is None:
+        if not isinstance(shifts, (int, np.integer)):
+            check_sequence(shifts, "shifts", "shifts")
+            if len(shifts) != 1:
+                raise ValueError(f"shifts: has {len(shifts)} entries with dims=None; expected one shift of the flattened x")
+            (shifts,) = shifts
+        by_dim = (integer(shifts, "shifts"),)
+        rolled_shape = (math.prod(shape),)
+    else:
+        dims = _dims_of(dims, len(shape), "dims")
+        shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
+        if len(shifts) != len(dims):
+            raise ValueError(f"shifts: has {len(shifts)} entries for {len(dims)} dims; expected one per dim")
+        by_dim = [0] * len(shape)
+        for i, (d, s) in enumerate(zip(dims, shifts)):
+            by_dim[d] += integer(s, f"shifts[{i}]")
+        rolled_shape = shape
+    out = output(out, shape, dtype, device, stream)
+    x = unaliased(contiguous(x, device, stream), out, device, stream)
+    # Per dim of size n rolled by s: x's [0, n - s) goes to [s, n), its [n - s, n) to [0, s); every
+    # combination of those pieces over the dims is one box.
+    pieces = []
+    for n, s in zip(rolled_shape, by_dim):
+        s = s % n if n else 0
+        pieces.append([(0, s, n - s), (n - s, 0, s)] if s else [(0, 0, n)])
+    flat_x, flat_out = x.reshape(rolled_shape), out.reshape(rolled_shape)
+    for combination in itertools.product(*pieces):
+        src_pos, dst_pos, extent = (tuple(p[k] for p in combination) for k in range(3))
+        _copy_box(stream, device, dtype, flat_out, rolled_shape, dst_pos, flat_x, rolled_shape, src_pos, extent)
+    return out
+
+
+@same_kind("x")
+def flip(x, dims, *, out=None, stream=None):
+    """x with the order of its elements reversed along dims, as torch.flip and np.flip (axis=):
+    dims an int or a sequence of distinct ints."""
+    device = device_of(x, "x")
+    shape = tuple(x.shape)
+    dims = _dims_of(dims, len(shape), "dims")
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"dims: {dims} names a dim twice; expected distinct dims")
+    stream = stream_for(device, stream)
+    result = reversed_along(contiguous(x, device, stream), list(dims), device, stream, out)
+    # A new array, never x itself (flip of nothing to reverse is a copy, as torch's).
+    return contiguous(result, device, stream, copy=True) if result is x else result
