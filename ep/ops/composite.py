@@ -1,5 +1,5 @@
 """PyTorch's ops made of elementwise ones, each run as one fused kernel (ep.fuse): clamp with array or
-scalar bounds, lerp, addcmul, addcdiv and nan_to_num.
+scalar bounds, lerp, addcmul, addcdiv, nan_to_num and masked_fill.
 
 They take what ep.fuse takes (NumPy, PyTorch, CuPy and numba arrays of any strides, Python and NumPy
 scalars, global tensors, which take ep.fuse's SBP signatures) and its out= and stream=. Their dtypes are those of the unfused chain of
@@ -13,13 +13,13 @@ import math
 import ml_dtypes
 
 from ep.common.runtime.data_type import as_data_type
-from ep.common.runtime.scalar import is_scalar
+from ep.common.runtime.scalar import is_scalar, scalar_value
 from ep.ops.binary import binary
 from ep.ops.fuse import fuse
 from ep.ops.unary import unary
 from ep.ops.where import where
 
-__all__ = ["addcdiv", "addcmul", "clamp", "lerp", "nan_to_num"]
+__all__ = ["addcdiv", "addcmul", "clamp", "lerp", "masked_fill", "nan_to_num"]
 
 _AT_LEAST = fuse(lambda x, low: binary("max", x, low))
 _AT_MOST = fuse(lambda x, high: binary("min", x, high))
@@ -103,3 +103,20 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None, *, out=None, stream=None):
     posinf = largest if posinf is None else posinf
     neginf = -largest if neginf is None else neginf
     return _NAN_TO_NUM(x, nan, posinf, neginf, out=out, stream=stream)
+
+
+_MASKED_FILL = fuse(lambda x, mask, value: where(mask, value, x))
+
+
+def masked_fill(x, mask, value, *, out=None, stream=None):
+    """x with value where mask (bool, broadcast to x's shape) is True, as torch.masked_fill: value
+    is a scalar or a 0-d array, converted to x's dtype (a float into an integer dtype truncates, as
+    torch does; a value out of its range is an OverflowError naming value)."""
+    if not is_scalar(value):
+        if tuple(value.shape) != ():
+            raise ValueError(f"value: has shape {tuple(value.shape)}; expected a scalar or a 0-d array")
+        value = value.item() if hasattr(value, "item") else value.copy_to_host()[()]
+    dtype = as_data_type(x.dtype, "x")
+    # A NumPy scalar of x's own dtype (scalar_value's is its compute dtype: float32 for float16).
+    value = dtype.dtype.type(scalar_value(value, "value", dtype))
+    return _MASKED_FILL(x, mask, value, out=out, stream=stream)

@@ -24,6 +24,7 @@ from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
 from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
+from ep.ops.reduce import amin
 
 _INDEX_DTYPES = {dtype.dtype: dtype for dtype in INDEX_TYPES}
 
@@ -188,6 +189,24 @@ def gather(params, indices, axis=0, batch_dims=0, *, check_bounds: bool | None =
         return out
     _launch(primitive, indices_shape, stream, indices, shape.num_indices, params, shape.batch, shape.outer, shape.gather, shape.inner, out, offset)
     return out
+
+
+@same_kind("x", "index")
+def index_select(x, dim, index, *, out=None, stream=None):
+    """x's slices along dim at index, as torch.index_select: index is a 1-d (or 0-d) integer array
+    of indices in [0, n); a negative or larger one is an IndexError (torch's rule; gather wraps
+    negative ones). The result has x's shape with dim's size len(index)."""
+    device = _same_device(x, index, "x")
+    if len(tuple(index.shape)) > 1:
+        raise ValueError(f"index: has shape {tuple(index.shape)}; expected a 1-d or 0-d array of indices")
+    if len(tuple(index.shape)) == 0:
+        index = contiguous(index, device, stream_for(device, stream), name="index").reshape(1)
+    if index.size and np.dtype(index.dtype).kind == "i":
+        least = amin(index, stream=stream)
+        least = int(least.copy_to_host()[()] if hasattr(least, "copy_to_host") else least[()])
+        if least < 0:
+            raise IndexError(f"index: holds {least}; expected indices in [0, n) (torch.index_select takes no negative index)")
+    return gather(x, index, dim, check_bounds=True, out=out, stream=stream)
 
 
 @same_kind("params", "indices")

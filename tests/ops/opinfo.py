@@ -86,6 +86,8 @@ CALLS: dict[str, Callable] = {
     "addcdiv": ep.ops.addcdiv,
     "nan_to_num": ep.ops.nan_to_num,
     "roll": ep.ops.roll,
+    "masked_fill": ep.ops.masked_fill,
+    "index_select": ep.ops.index_select,
     "flip": ep.ops.flip,
 }
 # torch functions of these names that are not elementwise (torch.equal gives one bool).

@@ -1,4 +1,4 @@
-"""ep.ops.clamp, lerp, addcmul, addcdiv and nan_to_num (one fused kernel each) against torch and
+"""ep.ops.clamp, lerp, addcmul, addcdiv, nan_to_num and masked_fill (one fused kernel each) against torch and
 NumPy computed here, on each device: array and scalar operands, broadcasting, NaN and infinities,
 the dtypes torch takes and refuses, out= and torch tensors in and out."""
 import math
@@ -128,3 +128,19 @@ def test_out_and_torch_tensors(device):
         result = ep.ops.clamp(t, -1.0, 1.0)
         assert isinstance(result, torch.Tensor)
         assert_same(result.numpy(), torch.clamp(t, -1.0, 1.0).numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.float16, np.float32, np.bool_])
+def test_masked_fill_is_torchs(device, dtype):
+    x = np.arange(-6, 6).reshape(3, 4).astype(dtype)
+    mask = np.array([True, False, True, False])  # broadcast along rows
+    for value in (1, 1.7, True, np.array(3)):
+        got = to_numpy(ep.ops.masked_fill(*_on(device, x, mask), value))
+        want = torch.masked_fill(torch.from_numpy(x), torch.from_numpy(mask), torch.from_numpy(value) if isinstance(value, np.ndarray) else value)
+        assert got.dtype == x.dtype
+        assert_same(got, want.numpy())
+    if dtype == np.int8:
+        with pytest.raises(OverflowError, match="value: 300"):
+            ep.ops.masked_fill(*_on(device, x, mask), 300)
+    with pytest.raises(TypeError, match="condition"):
+        ep.ops.masked_fill(*_on(device, x, mask.astype(np.int8)), 1)

@@ -361,3 +361,28 @@ def test_an_offset_refuses_check_bounds(device):
         ep.ops.gather(params, indices, offset=3, check_bounds=True)
     with pytest.raises(TypeError, match="offset"):
         ep.ops.gather(params, indices, offset=1.5)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_index_select_is_torchs(device, dim, index_dtype):
+    torch = pytest.importorskip("torch")
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    index = np.array([0, 1, 1, 0], index_dtype)
+    got = to_numpy(ep.ops.index_select(to_device(x, device), dim, to_device(index, device)))
+    want = torch.index_select(torch.from_numpy(x), dim, torch.from_numpy(index.astype(np.int64))).numpy()
+    np.testing.assert_array_equal(got, want)
+    zero_d = ep.ops.index_select(to_device(x, device), dim, np.array(1, index_dtype)) if device == "cpu" else None
+    if zero_d is not None:  # a 0-d index selects one slice, keeping the dim (torch's rule)
+        np.testing.assert_array_equal(zero_d, torch.index_select(torch.from_numpy(x), dim, torch.tensor(1)).numpy())
+
+
+def test_index_select_refuses_negative_and_large_indices(device):
+    x = to_device(np.zeros((3, 4), np.float32), device)
+    with pytest.raises(IndexError, match="index: holds -1; expected indices in"):
+        ep.ops.index_select(x, 1, to_device(np.array([0, -1], np.int64), device))
+    with pytest.raises(IndexError, match="4 is out of range"):
+        ep.ops.index_select(x, 1, to_device(np.array([4], np.int64), device))
+        ep.GetDevice(device).default_stream.Sync()
+    with pytest.raises(ValueError, match=r"index: has shape \(1, 2\)"):
+        ep.ops.index_select(x, 1, to_device(np.zeros((1, 2), np.int64), device))
