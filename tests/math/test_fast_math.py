@@ -126,6 +126,52 @@ def test_special_values(compiled, name):
             assert abs(got - exact) <= RTOL * max(abs(exact), FLT_MIN), (name, x, got, exact)
 
 
+def test_atan2_within_2_ulp_and_cs_at_the_specials():
+    @njit
+    def run(y, x, out):
+        for i in range(y.size):
+            out[i] = fast_math.atan2(y[i], x[i])
+
+    rng = np.random.default_rng(0)
+    y, x = ((rng.standard_normal(1_000_000) * np.exp2(rng.integers(-40, 40, 1_000_000))).astype(np.float32) for _ in range(2))
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-45, -3.4028235e38], np.float32)
+    sy, sx = (g.ravel() for g in np.meshgrid(special, special))
+    y, x = np.concatenate([y, sy]), np.concatenate([x, sx])
+    got = np.empty_like(y)
+    run(y, x, got)
+    exact = np.arctan2(y.astype(np.float64), x.astype(np.float64))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(exact))
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    finite = ~np.isnan(exact)
+    assert (np.abs(got[finite] - exact[finite]) <= 2 * ulp[finite]).all()
+    zero = exact == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(exact[zero]))
+
+
+def test_erfinv_within_2e6_relative():
+    torch = pytest.importorskip("torch")
+
+    @njit
+    def run(x, out):
+        for i in range(x.size):
+            out[i] = fast_math.erfinv(x[i])
+
+    # Every float32 in (-1, 1) at a stride, the values next to +-1, and the specials.
+    bits = np.arange(0, 0x3F800000, 97, dtype=np.uint32)
+    x = bits.view(np.float32)
+    x = np.concatenate([x, -x, np.nextafter(np.float32(1), np.float32(0)) - np.arange(64, dtype=np.float32) * 2.0**-24])
+    got = np.empty_like(x)
+    run(x, got)
+    exact = torch.special.erfinv(torch.from_numpy(x.astype(np.float64))).numpy()
+    error = np.abs(got - exact) / np.maximum(np.abs(exact), FLT_MIN)
+    assert error.max() <= RTOL, f"erfinv({x[np.argmax(error)]!r}) off by {error.max():.3g}"
+    special = np.array([1.0, -1.0, 1.5, -2.0, np.nan, 0.0, -0.0, np.inf], np.float32)
+    out = np.empty_like(special)
+    run(special, out)
+    assert out[:2].tolist() == [np.inf, -np.inf] and np.isnan(out[2:5]).all() and np.isnan(out[7])
+    assert out[5].tobytes() == np.float32(0.0).tobytes() and out[6].tobytes() == np.float32(-0.0).tobytes()
+
+
 PTX_SCRIPT = """
 import numpy as np
 from numba import cuda, float32

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ep.common.jit import scalar_function
+from ep.common.math import fast_math
 from ep.common.math.intrinsics import cast_like, divide, round_down
 
 
@@ -94,16 +95,9 @@ def trigamma(x):
     return reflection + sign * result
 
 
-# Giles' single-precision erfinv (M. Giles, "Approximating the erfinv function", GPU Computing Gems,
-# 2011): polynomials in w = -log(1 - x^2), one for w < 5 (in w - 2.5), one beyond (in sqrt(w) - 3).
-_ERFINV_CENTRAL = (
-    2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-    -0.00125372503, -0.00417768164, 0.246640727, 1.50140941,
-)
-_ERFINV_TAIL = (
-    -0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-    -0.0076224613, 0.00943887047, 1.00167406, 2.83297682,
-)
+# Giles' approximation (fast_math.erfinv's), as float64 starts for the Newton steps.
+_ERFINV_CENTRAL = tuple(float(c) for c in fast_math.ERFINV_CENTRAL)
+_ERFINV_TAIL = tuple(float(c) for c in fast_math.ERFINV_TAIL)
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
 

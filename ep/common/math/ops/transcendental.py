@@ -156,8 +156,8 @@ ERFC = UnaryFunctor(
 
 
 ERFINV = UnaryFunctor(
-    UnaryOp.kErfInv, of_x_in_type(_erfinv), FLOAT, ints_to_float=True,
-    doc="the inverse of erf on (-1, 1): +-inf at +-1, NaN beyond (computed in float64)",
+    UnaryOp.kErfInv, of_x_in_type(_erfinv), FLOAT, ints_to_float=True, float32_formula=of_x(fast_math.erfinv),
+    doc="the inverse of erf on (-1, 1): +-inf at +-1, NaN beyond (float64: refined by Newton steps)",
 )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from ep.common.jit import scalar_function
+from ep.common.math import fast_math
 from ep.common.math.intrinsics import float_bits, float_from_bits
 from ep.common.math.ops.record import FLOAT, BinaryFunctor, float_variants, of_a_b
 from ep.common.math.special import as_type
@@ -20,7 +21,7 @@ from ep.include.primitive.binary_op import BinaryOp
 LN2 = math.log(2)
 
 ATAN2 = BinaryFunctor(
-    BinaryOp.kAtan2, of_a_b(math.atan2), FLOAT, ints_to_float=True,
+    BinaryOp.kAtan2, of_a_b(math.atan2), FLOAT, ints_to_float=True, float32_formula=of_a_b(fast_math.atan2),
     doc="the angle of the point (b, a) in (-pi, pi], as atan(a / b) with the quadrant (np.arctan2)",
 )
 HYPOT = BinaryFunctor(
