@@ -301,6 +301,11 @@ def _ops_add_n(workload, device, stream, inputs, out):
     return lambda: add_n(arrays, out=out)
 
 
+def _ops_cat(workload, device, stream, inputs, out):
+    cat, arrays = _ops_function("cat"), list(inputs.values())
+    return lambda: cat(arrays, out=out)
+
+
 def _launch_add_n(workload, device, stream, inputs, out):
     arrays = list(inputs.values())
     primitive = _primitive("AddFactory", device, _data_type(arrays[0].dtype))
@@ -426,6 +431,7 @@ _OPS = {
     "where": _ops_where,
     "full": _ops_full,
     "add_n": _ops_add_n,
+    "cat": _ops_cat,
     "one_hot": _ops_one_hot,
     "softmax": _ops_softmax,
     "matmul": _ops_matmul,

@@ -160,6 +160,7 @@ _ARRAY_API_KINDS: dict[str, Callable] = {
     "full": lambda xp, attrs, inputs, out: _fresh_or_out(
         lambda: xp.full(attrs["shape"], attrs["value"], dtype=np.float32), lambda o: o.fill(attrs["value"]), out),
     "add_n": lambda xp, attrs, inputs, out: partial(_xp_add_n, xp, tuple(inputs.values()), out),
+    "cat": lambda xp, attrs, inputs, out: partial(xp.concatenate, tuple(inputs.values()), out=out),
     "one_hot": lambda xp, attrs, inputs, out: partial(
         _xp_one_hot, xp.eye(attrs["classes"], dtype=np.int64), inputs["indices"], out),
     "softmax": lambda xp, attrs, inputs, out: partial(_xp_softmax, xp, inputs["x"], out),
@@ -225,6 +226,7 @@ _TORCH_KINDS: dict[str, Callable] = {
         if out is None else partial(torch.full, attrs["shape"], attrs["value"], out=out)
     ),
     "add_n": lambda torch, attrs, inputs, out: partial(_torch_add_n, torch, tuple(inputs.values()), out),
+    "cat": lambda torch, attrs, inputs, out: partial(torch.cat, tuple(inputs.values()), out=out),
     "one_hot": lambda torch, attrs, inputs, out: (
         _no_out(out, "torch.nn.functional.one_hot"),
         partial(torch.nn.functional.one_hot, inputs["indices"], attrs["classes"]),
@@ -269,6 +271,10 @@ _ELEMENTWISE: dict[str, tuple[Callable | None, Callable | None]] = {
     "silu": (None, lambda torch: torch.ops.aten.silu),
     "softplus": (None, lambda torch: partial(torch.ops.aten.softplus, beta=1, threshold=20)),
     "mish": (None, lambda torch: torch.ops.aten.mish),
+    "atan2": (lambda xp: xp.arctan2, lambda torch: torch.atan2),
+    "logaddexp": (lambda xp: xp.logaddexp, lambda torch: torch.logaddexp),
+    "hypot": (lambda xp: xp.hypot, lambda torch: torch.hypot),
+    "erfinv": (None, lambda torch: torch.erfinv),
 }
 
 

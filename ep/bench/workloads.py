@@ -31,7 +31,7 @@ class Workload:
 
     id: str
     title: str
-    # gather, batch_gather, expand, repeat, unary, cast, binary, permute, pad, where, full, add_n,
+    # gather, batch_gather, expand, repeat, unary, cast, binary, permute, pad, where, full, add_n, cat,
     # one_hot, softmax, matmul, batch_matmul, fused
     kind: str
     build: Callable[[], Case] = field(repr=False)
@@ -86,10 +86,10 @@ def _repeat(id_, in_shape, repeats) -> Workload:
     return Workload(id_, f"repeat {list(in_shape)} by {repeats}", "repeat", build, {"repeats": repeats})
 
 
-def _unary(id_, op, count, memory_bound, dst=F32, low=-5.0) -> Workload:
+def _unary(id_, op, count, memory_bound, dst=F32, low=-5.0, high=5.0) -> Workload:
     def build() -> Case:
         # [-5, 5] keeps every op in its interesting range (no saturated tails); log's starts above 0.
-        x = _rng().uniform(low, 5, count).astype(np.float32)
+        x = _rng().uniform(low, high, count).astype(np.float32)
         return Case({"x": x}, (count,), np.dtype(dst), _nbytes(x, count * np.dtype(dst).itemsize))
 
     kind = "cast" if op == "cast" else "unary"
@@ -148,6 +148,15 @@ def _full(id_, count) -> Workload:
         return Case({}, (count,), F32, count * F32.itemsize)
 
     return Workload(id_, f"full {count} float32 of 1.5", "full", build, {"value": 1.5, "shape": (count,)})
+
+
+def _cat(id_, count, n=4) -> Workload:
+    def build() -> Case:
+        rng = _rng()
+        arrays = {f"a{i}": rng.standard_normal(count, dtype=np.float32) for i in range(n)}
+        return Case(arrays, (n * count,), F32, 2 * n * count * F32.itemsize)
+
+    return Workload(id_, f"cat of {n} x {count} float32", "cat", build)
 
 
 def _add_n(id_, count, n=3) -> Workload:
@@ -293,7 +302,8 @@ def _grid(label: str, count: int) -> list[Workload]:
 def workloads(device: str, quick: bool) -> list[Workload]:
     """The size grid (SIZES; --quick leaves out 64 MiB), then the other workloads, float32 unless
     said: a gather along an inner axis and a batch gather (G2, G3), the transcendentals (U2-U12,
-    issue 13), a cast (U6) and a comparison (B3); then this round's ops (round_26_28).
+    issue 13), a cast (U6), a comparison (B3), issue 45's atan2, logaddexp, hypot (B4-B6), erfinv
+    (U13) and cat; then this round's ops (round_26_28).
 
     Those others have issue 5's sizes on the CPU; on CUDA they grow 4x (buffers of 256 MiB, so
     the GPU is measured at its bandwidth, not its launch latency); --quick divides them by 64.
@@ -320,5 +330,11 @@ def workloads(device: str, quick: bool) -> list[Workload]:
         _unary("U11", "softplus", n(1 << 22), False),
         _unary("U12", "mish", n(1 << 22), False),
         _binary("B3", "less", (n(4096), 4096), (1, 4096), np.bool_),
+        # Issue 45's functions of two arguments and erfinv, and cat of four 16 MiB arrays.
+        _binary("B4", "atan2", (n(1 << 24),), (n(1 << 24),)),
+        _binary("B5", "logaddexp", (n(1 << 24),), (n(1 << 24),)),
+        _binary("B6", "hypot", (n(1 << 24),), (n(1 << 24),)),
+        _unary("U13", "erfinv", n(1 << 22), False, low=-0.99, high=0.99),
+        _cat("cat-4x16MiB", n(1 << 22)),
     ]
     return grid + others + round_26_28(quick)

@@ -197,6 +197,15 @@ def index_select(x, dim, index, *, out=None, stream=None):
     of indices in [0, n); a negative or larger one is an IndexError (torch's rule; gather wraps
     negative ones). The result has x's shape with dim's size len(index)."""
     device = _same_device(x, index, "x")
+    if len(tuple(x.shape)) == 0:
+        # torch's rule: a 0-d x is one element along dim 0 (or -1), and so is the result.
+        if integer(dim, "dim") not in (0, -1):
+            raise IndexError(f"dim: {dim} is out of range for a 0-d x; expected 0 or -1")
+        if int(np.prod(tuple(index.shape))) != 1:
+            raise ValueError(f"index: has {int(np.prod(tuple(index.shape)))} elements; a 0-d x takes exactly one")
+        x = contiguous(x, device, stream_for(device, stream), name="x").reshape(1)
+        one = index_select(x, 0, index.reshape(1), out=None if out is None else out.reshape(1), stream=stream)
+        return one.reshape(()) if out is None else out
     if len(tuple(index.shape)) > 1:
         raise ValueError(f"index: has shape {tuple(index.shape)}; expected a 1-d or 0-d array of indices")
     if len(tuple(index.shape)) == 0:

@@ -20,11 +20,9 @@ def _on(device: str, call):
         return call
 
     def run(x, *args, **kwargs):
-        arrays = [a for a in (x, *args) if isinstance(a, np.ndarray)]
-        moved = [to_device(a, device) if isinstance(a, np.ndarray) else a for a in (x, *args)]
-        result = to_numpy(call(*moved, **kwargs))
-        # to_device makes 0-d arrays 1-d, (1,): the result of 0-d arrays loses that leading 1 again.
-        return result.reshape(result.shape[1:]) if all(a.ndim == 0 for a in arrays) and result.shape[:1] == (1,) else result
+        # to_device makes a 0-d array 1-d, (1,): reshaped back, the op sees torch's 0-d tensor.
+        moved = [(to_device(a, device).reshape(a.shape) if a.ndim == 0 else to_device(a, device)) if isinstance(a, np.ndarray) else a for a in (x, *args)]
+        return to_numpy(call(*moved, **kwargs))
 
     return run
 
