@@ -15,8 +15,11 @@ from ep.bench.workloads import Workload
 UNARY_OPS = {
     "relu": "kRelu", "exp": "kExp", "tanh": "kTanh", "gelu": "kGelu", "sigmoid": "kSigmoid", "cast": "kCast",
     "expm1": "kExpm1", "log": "kLog", "erf": "kErf", "silu": "kSilu", "softplus": "kSoftPlus", "mish": "kMish",
+    "erfinv": "kErfInv",
 }
-BINARY_OPS = {"add": "kAdd", "mul": "kMul", "less": "kLessThan"}
+BINARY_OPS = {
+    "add": "kAdd", "mul": "kMul", "less": "kLessThan", "atan2": "kAtan2", "logaddexp": "kLogAddExp", "hypot": "kHypot",
+}
 
 
 class Unavailable(Exception):

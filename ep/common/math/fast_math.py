@@ -449,3 +449,17 @@ def erfinv(x):
     p = _horner(t, ERFINV_CENTRAL) if central else _horner(t, ERFINV_TAIL)
     r = _INF if a == _ONE else p * a
     return _NAN if not a <= _ONE else _copysign(r, x)
+
+
+@scalar_function
+def hypot(a, b):
+    """sqrt(a * a + b * b) of float32 a and b without overflow or underflow: the larger magnitude
+    times sqrt(1 + r^2), r the ratio of the smaller to it; inf if either is infinite (NaN beside)."""
+    a = abs(np.float32(a))
+    b = abs(np.float32(b))
+    big = a if a > b else b
+    small = b if a > b else a
+    r = _divide(small, big)
+    h = big * np.float32(math.sqrt(_mul_add(r, r, _ONE)))
+    h = small if big == _F0 else h  # both zero, or a NaN beside a zero
+    return _INF if a == _INF or b == _INF else h
