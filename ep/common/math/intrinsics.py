@@ -473,13 +473,16 @@ def stream_fence(typingctx):
 @intrinsic
 def add_reassociable(typingctx, a, b):
     """a + b for floats (in the wider type), marked reassociable: a loop summing into one variable
-    with it is a reduction LLVM vectorizes (several partial sums), which it never does for a plain fadd."""
+    with it is a reduction LLVM vectorizes (several partial sums), which it never does for a plain
+    fadd. Integers (and bools) add as they are, wrapping: their addition reassociates already."""
     common = typingctx.unify_types(types.unliteral(a), types.unliteral(b))
-    if not isinstance(common, types.Float):
+    if not isinstance(common, (types.Float, types.Integer)):
         return None
 
     def codegen(context, builder, signature, args):
         a, b = (context.cast(builder, v, t, common) for v, t in zip(args, signature.args))
+        if isinstance(common, types.Integer):
+            return builder.add(a, b)
         return builder.fadd(a, b, flags=("reassoc", "nsz"))
 
     return common(a, b), codegen

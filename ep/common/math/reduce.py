@@ -10,7 +10,9 @@ and an int64. Every kernel runs one scheme, in any order and grouping of the ele
     value = finish(s, n, correction)    the result of n elements
 
 Sums are compensated (Kahan's step, TwoSum's merge: a - c is the sum), so a float32 sum of any
-length is as good as NumPy's pairwise one wherever the kernel splits it. Variance is Welford's
+length is as good as NumPy's pairwise one wherever the kernel splits it; a kernel may step by a
+block's plain sum (blocked: a vectorized sum of up to a few hundred elements, as NumPy's pairwise
+sum adds its blocks of 128 in eight partial sums). Variance is Welford's
 (mean a, squared deviations b, count i; Chan's merge), logsumexp an online (max a, sum of exp(x - a)
 in b with compensation c). float16 accumulates in float32, integers in int64 (wrapping, as NumPy's).
 """
@@ -51,6 +53,9 @@ class ReduceFormulas:
     step: Callable
     merge: Callable
     finish: Callable
+    #: step may take a block's plain sum (its elements added in any order) for the block's
+    #: elements: a kernel then sums blocks in vector registers and compensates only between them.
+    blocked: bool = False
 
 
 @scalar_function
@@ -117,7 +122,7 @@ def _sum_formulas(acc: type, floating: bool, scale: bool) -> ReduceFormulas:
         def finish(s, n, correction):
             return s[0] - s[1]
 
-    return ReduceFormulas(init, step, merge, finish)
+    return ReduceFormulas(init, step, merge, finish, blocked=floating)
 
 
 def _prod_formulas(acc: type) -> ReduceFormulas:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ep.common.jit import bound, scalar_function, specialize, template
 from ep.common.math.convert import load_fn, store_fn
+from ep.common.math.intrinsics import add_reassociable
 from ep.common.math.reduce import accumulate_dtype, formulas
 from ep.common.primitive.reduce import ReduceFactoryImpl, ReduceKernels, ReducePlan, combinations
 from ep.common.runtime.caches import function_cache
@@ -31,6 +32,8 @@ BLOCK_COLS = 256
 MIN_SLICE = 1 << 14
 # Tasks per thread a cut reduction aims at, so that uneven tasks even out.
 TASKS_PER_THREAD = 4
+# Elements a blocked sum adds in any order before compensating (NumPy's pairwise blocks hold 128).
+SUM_BLOCK = 256
 
 
 @template("finish", "store")
@@ -43,7 +46,7 @@ def _put(dst, states, indices, parts, slices, part, count, out, state, length, c
         states[p], states[parts + p], states[2 * parts + p], indices[p] = state[0], state[1], state[2], state[3]
 
 
-@template("init", "step", "merge", "load", "put", "ACC")
+@template("init", "step", "merge", "load", "put", "ACC", "BLOCKED")
 def _reduce(start, stop, args):
     # Tasks [start, stop): task = (row * blocks + block) * slices + slice. A whole reduction stores
     # its result in dst; a slice stores its state in states/indices at slice * count + output.
@@ -59,6 +62,20 @@ def _reduce(start, stop, args):
         r0 = part * chunk
         r1 = r0 + chunk if r0 + chunk < length else length
         base = row * length * inner
+        if bound.BLOCKED:  # a constant: the branch is compiled for float sums only
+            if inner == 1:
+                # Each block of SUM_BLOCK added in any order (LLVM vectorizes it), the blocks' sums
+                # stepped into one compensated state.
+                run = src[base + r0 : base + r1]
+                state = bound.init()
+                for j0 in range(0, r1 - r0, SUM_BLOCK):
+                    j1 = j0 + SUM_BLOCK if j0 + SUM_BLOCK < r1 - r0 else r1 - r0
+                    total = bound.ACC(0)
+                    for j in range(j0, j1):
+                        total = add_reassociable(total, bound.load(run[j]))
+                    state = bound.step(state, total, r0 + j0)
+                bound.put(dst, states, indices, parts, slices, part, count, row, state, length, correction)
+                continue
         if inner == 1:
             # One output: four states over a contiguous run, merged in a fixed order.
             s0 = s1 = s2 = s3 = bound.init()
@@ -123,7 +140,7 @@ class CpuReduceKernels(ReduceKernels):
         put = scalar_function(specialize(_put, name + "_put", finish=rule.finish, store=store))
         return ParallelFor(
             _reduce, name, arg_types, init=rule.init, step=rule.step, merge=rule.merge, load=load_fn(src_dtype, DeviceType.kCPU),
-            put=put, ACC=acc.type,
+            put=put, ACC=acc.type, BLOCKED=rule.blocked,
         )
 
     def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst) -> None:

@@ -171,7 +171,8 @@ class CudaReduceKernels(ReduceKernels):
         # formulas' branches: more registers than full occupancy's 32 without spilling.
         return CudaKernel(
             _reduce, name, argtypes, full_occupancy=False, load=load_fn(src_dtype, DeviceType.kCUDA),
-            store=store_fn(dst_dtype, DeviceType.kCUDA), warp_merge=warp_merge, ACC=acc, STATES=states, **vars(rule),
+            store=store_fn(dst_dtype, DeviceType.kCUDA), warp_merge=warp_merge, ACC=acc, STATES=states,
+            init=rule.init, step=rule.step, merge=rule.merge, finish=rule.finish,
         )
 
     def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst) -> None:
