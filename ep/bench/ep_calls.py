@@ -304,6 +304,11 @@ def _ops_add_n(workload, device, stream, inputs, out):
     return lambda: add_n(arrays, out=out)
 
 
+def _ops_sum(workload, device, stream, inputs, out):
+    sum_, x, axis = _ops_function("sum"), inputs["x"], workload.attrs["axis"]
+    return lambda: sum_(x, axis, out=out)
+
+
 def _ops_cat(workload, device, stream, inputs, out):
     cat, arrays = _ops_function("cat"), list(inputs.values())
     return lambda: cat(arrays, out=out)
@@ -435,6 +440,7 @@ _OPS = {
     "full": _ops_full,
     "add_n": _ops_add_n,
     "cat": _ops_cat,
+    "sum": _ops_sum,
     "one_hot": _ops_one_hot,
     "softmax": _ops_softmax,
     "matmul": _ops_matmul,

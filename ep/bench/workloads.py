@@ -31,7 +31,7 @@ class Workload:
 
     id: str
     title: str
-    # gather, batch_gather, expand, repeat, unary, cast, binary, permute, pad, where, full, add_n, cat,
+    # gather, batch_gather, expand, repeat, unary, cast, binary, permute, pad, where, full, add_n, cat, sum,
     # one_hot, softmax, matmul, batch_matmul, fused
     kind: str
     build: Callable[[], Case] = field(repr=False)
@@ -148,6 +148,16 @@ def _full(id_, count) -> Workload:
         return Case({}, (count,), F32, count * F32.itemsize)
 
     return Workload(id_, f"full {count} float32 of 1.5", "full", build, {"value": 1.5, "shape": (count,)})
+
+
+def _sum(id_, shape, axis) -> Workload:
+    out_shape = tuple(n for d, n in enumerate(shape) if d != axis % len(shape))
+
+    def build() -> Case:
+        x = _rng().standard_normal(shape, dtype=np.float32)
+        return Case({"x": x}, out_shape, F32, x.nbytes + 4 * math.prod(out_shape))
+
+    return Workload(id_, f"sum {list(shape)} over dim {axis}", "sum", build, {"axis": axis})
 
 
 def _cat(id_, count, n=4) -> Workload:
@@ -303,7 +313,7 @@ def workloads(device: str, quick: bool) -> list[Workload]:
     """The size grid (SIZES; --quick leaves out 64 MiB), then the other workloads, float32 unless
     said: a gather along an inner axis and a batch gather (G2, G3), the transcendentals (U2-U12,
     issue 13), a cast (U6), a comparison (B3), issue 45's atan2, logaddexp, hypot (B4-B6), erfinv
-    (U13) and cat; then this round's ops (round_26_28).
+    (U13), cat and sums (R1-R3); then this round's ops (round_26_28).
 
     Those others have issue 5's sizes on the CPU; on CUDA they grow 4x (buffers of 256 MiB, so
     the GPU is measured at its bandwidth, not its launch latency); --quick divides them by 64.
@@ -336,5 +346,9 @@ def workloads(device: str, quick: bool) -> list[Workload]:
         _binary("B6", "hypot", (n(1 << 24),), (n(1 << 24),)),
         _unary("U13", "erfinv", n(1 << 22), False, low=-0.99, high=0.99),
         _cat("cat-4x16MiB", n(1 << 22)),
+        # Issue 41's sums: one long row at ~1 MiB and ~64 MiB, and rows of 4096.
+        _sum("R1", (n(1 << 18),), 0),
+        _sum("R2", (n(1 << 24),), 0),
+        _sum("R3", (n(4096), 4096), -1),
     ]
     return grid + others + round_26_28(quick)
