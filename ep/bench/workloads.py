@@ -157,7 +157,8 @@ def _sum(id_, shape, axis) -> Workload:
         x = _rng().standard_normal(shape, dtype=np.float32)
         return Case({"x": x}, out_shape, F32, x.nbytes + 4 * math.prod(out_shape))
 
-    return Workload(id_, f"sum {list(shape)} over dim {axis}", "sum", build, {"axis": axis})
+    # Sums of normals cancel: each library's rounding differs by more than a relative 1e-6 of a sum near 0.
+    return Workload(id_, f"sum {list(shape)} over dim {axis}", "sum", build, {"axis": axis}, tolerance=1e-4)
 
 
 def _cat(id_, count, n=4) -> Workload:
