@@ -17,7 +17,7 @@ from ep.ops.expand import expand, expand_grad, repeat
 from ep.ops.full import full
 from ep.ops.gather import batch_gather, gather, gather_grad, index_select
 from ep.ops.layout import cat, flip, roll, stack
-from ep.ops.matmul import matmul
+from ep.ops.matmul import addmm, linear, matmul
 from ep.ops.one_hot import one_hot
 from ep.ops.pad import pad
 from ep.ops.permute import permute
@@ -32,4 +32,4 @@ from ep.ops import (  # noqa: E402, F401  (imported for their registration)
     softmax_rules, where_rules,
 )
 
-__all__ = ["add_n", "addcdiv", "addcmul", "binary", "cat", "clamp", "flip", "index_select", "lerp", "masked_fill", "nan_to_num", "roll", "stack", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm"]
+__all__ = ["add_n", "addcdiv", "addcmul", "addmm", "binary", "cat", "clamp", "flip", "index_select", "lerp", "linear", "masked_fill", "nan_to_num", "roll", "stack", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm"]

@@ -16,28 +16,30 @@ from ep.common.primitive.matmul import INTEGER_MATMUL_TYPES, MATMUL_TYPES
 from ep.include.primitive.broadcast_matmul import BroadcastMatmulFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import check_out, contiguous, device_of, output, same_kind, stream_for, unaliased
+from ep.ops.expand import expand
 from ep.ops.unary import unary
 
 _TYPES = MATMUL_TYPES + INTEGER_MATMUL_TYPES
 
 
-def matmul_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> tuple[int, ...]:
+def matmul_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...], names: tuple[str, str] = ("a", "b")) -> tuple[int, ...]:
     """np.matmul's result shape: a 1-d a is a row (1, k) and a 1-d b a column (k, 1), their added
-    dim removed from the result; batch dims broadcast. ValueError naming a and b with their shapes."""
+    dim removed from the result; batch dims broadcast. ValueError naming a and b (names) with their shapes."""
     a_shape, b_shape = tuple(a_shape), tuple(b_shape)
-    for name, shape in (("a", a_shape), ("b", b_shape)):
+    a, b = names
+    for name, shape in ((a, a_shape), (b, b_shape)):
         if not shape:
             raise ValueError(f"{name}: is 0-d (shape ()); matmul needs at least 1 dim (multiply scalars with ep.ops.binary)")
     a2 = (1,) + a_shape if len(a_shape) == 1 else a_shape
     b2 = b_shape + (1,) if len(b_shape) == 1 else b_shape
     if a2[-1] != b2[-2]:
         raise ValueError(
-            f"a, b: shapes {a_shape} and {b_shape} do not multiply: a has {a2[-1]} columns, b has {b2[-2]} rows"
+            f"{a}, {b}: shapes {a_shape} and {b_shape} do not multiply: {a} has {a2[-1]} columns, {b} has {b2[-2]} rows"
         )
     try:
         batch = broadcast_shape(a2[:-2], b2[:-2])
     except ValueError:
-        raise ValueError(f"a, b: shapes {a_shape} and {b_shape} do not broadcast: batch dims {a2[:-2]} and {b2[:-2]}") from None
+        raise ValueError(f"{a}, {b}: shapes {a_shape} and {b_shape} do not broadcast: batch dims {a2[:-2]} and {b2[:-2]}") from None
     return batch + (a2[-2:-1] if len(a_shape) > 1 else ()) + (b2[-1:] if len(b_shape) > 1 else ())
 
 
@@ -68,24 +70,37 @@ def matmul(a, b, *, out=None, stream=None):
     shape, the dtype, that device; it may overlap a or b); stream defaults to the device's
     default stream. Global tensors give a global tensor.
     """
-    for name, x in (("a", a), ("b", b)):
+    return _matmul(a, b, None, out, stream, 1, 0)
+
+
+def _matmul(a, b, c, out, stream, alpha, beta, names=("a", "b", "c")):
+    """alpha * a @ b + beta * c, c (None where beta is 0) broadcast to the product's shape and
+    promoted with a and b; names: the caller's names of a, b and c, for errors."""
+    for name, x in zip(names, (a, b)):
         if is_scalar(x):
             raise ValueError(f"{name}: {x!r} is a scalar; matmul needs arrays of at least 1 dim (multiply scalars with ep.ops.binary)")
-    device = device_of(a, "a")
-    other = device_of(b, "b")
-    if other.device_type is not device.device_type:
-        raise TypeError(f"b: is on {other.device_type.value}, a on {device.device_type.value}; expected one device")
+    device = device_of(a, names[0])
+    for name, x in zip(names[1:], (b, c)):
+        if x is not None and device_of(x, name).device_type is not device.device_type:
+            raise TypeError(f"{name}: is on {device_of(x, name).device_type.value}, {names[0]} on {device.device_type.value}; expected one device")
     dtype = matmul_dtype(a, b)
-    shape = matmul_shape(a.shape, b.shape)
+    if c is not None:
+        dtype = as_data_type(result_dtype(np.empty(0, dtype.dtype), c), ", ".join(names))
+    shape = matmul_shape(a.shape, b.shape, names[:2])
+    for name, value in (("alpha", alpha), ("beta", beta)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name}: {value!r} is not a real number")
+        if not dtype.is_floating and isinstance(value, (float, np.floating)):
+            raise TypeError(f"{name}: {value!r} is a float; integer matrices take an integer {name} (torch's rule)")
     stream = stream_for(device, stream)
     if out is not None:
         check_out(out, "out", shape, dtype, device)
     operands = []
-    for name, x in (("a", a), ("b", b)):
+    for name, x in zip(names, (a, b)):
         if as_data_type(x.dtype, name) is not dtype:
             x = unary("cast", x, dtype=dtype, stream=stream)
         if out is not None:
-            x = unaliased(x, out, device, stream)  # the BLAS reads while it writes
+            x = unaliased(x, out, device, stream)  # the BLAS reads while it writes (and c is written first)
         operands.append(x)
     (sa, a_dims, trans_a), (sb, b_dims, trans_b) = (
         _as_stored(x, name, dtype, device, stream) for name, x in zip(("a", "b"), operands)
@@ -110,8 +125,39 @@ def matmul(a, b, *, out=None, stream=None):
     primitive = NewPrimitive(BroadcastMatmulFactory, device, dtype, trans_a, trans_b, MAX_NUM_DIMS)
     if primitive is None:
         raise TypeError(f"a, b: no matmul of {dtype.value} runs on {device.device_type.value} here (cuBLAS cannot run on Numba's CUDA simulator)")
-    primitive.Launch(stream, 1, len(a_dims), a_dims, sa, len(b_dims), b_dims, sb, 0, len(c_dims), c_dims, out)
+    if beta == 0:
+        beta = 0  # c is not read (BLAS's rule): a NaN in it does not reach the result, as in torch
+    else:
+        try:
+            expanded = expand(c if as_data_type(c.dtype, names[2]) is dtype else unary("cast", c, dtype=dtype, stream=stream), shape, out=out, stream=stream)
+        except ValueError as error:
+            raise ValueError(f"{names[2]}: shape {tuple(c.shape)} does not broadcast to the product's {shape}") from error
+        out = expanded
+    primitive.Launch(stream, alpha, len(a_dims), a_dims, sa, len(b_dims), b_dims, sb, beta, len(c_dims), c_dims, out)
     return out
+
+
+@same_kind("input", "mat1", "mat2")
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None, stream=None):  # noqa: A002 - torch's names
+    """beta * input + alpha * mat1 @ mat2, as torch.addmm: mat1 (n, m) and mat2 (m, p) matrices,
+    input broadcast to (n, p), one Matmul accumulating into input's copy (where beta is 0, input is
+    not read: its NaNs do not reach the result). dtypes promote as NumPy's; integer matrices take
+    integer alpha and beta."""
+    for name, x in (("mat1", mat1), ("mat2", mat2)):
+        if len(tuple(x.shape)) != 2:
+            raise ValueError(f"{name}: has shape {tuple(x.shape)}; expected a matrix (2 dims)")
+    return _matmul(mat1, mat2, input, out, stream, alpha, beta, ("mat1", "mat2", "input"))
+
+
+@same_kind("input", "weight", "bias")
+def linear(input, weight, bias=None, *, out=None, stream=None):  # noqa: A002 - torch's names
+    """input @ weight.T + bias, as torch.nn.functional.linear: input (*, in), weight (out, in) or
+    (in,), bias (out,) or a scalar-shaped array or None; weight's transpose goes to the BLAS
+    without a copy, and bias is added by the same Matmul."""
+    if len(tuple(weight.shape)) not in (1, 2):
+        raise ValueError(f"weight: has shape {tuple(weight.shape)}; expected (out_features, in_features) or (in_features,)")
+    transposed = weight.T if len(tuple(weight.shape)) == 2 else weight
+    return _matmul(input, transposed, bias, out, stream, 1, 0 if bias is None else 1, ("input", "weight", "bias"))
 
 
 def _as_stored(x, name: str, dtype: DataType, device, stream) -> tuple[object, tuple[int, ...], bool]:
