@@ -85,11 +85,14 @@ def _join(arrays: list, dim: int, shape: tuple[int, ...], inners: list[int], out
     out = output(out, shape, dtype, device, stream)
     outer = math.prod(shape[:dim])
     total = sum(inners)
-    column = 0
-    for i, (a, inner) in enumerate(zip(arrays, inners)):
+    sources = []
+    for i, a in enumerate(arrays):
         if as_data_type(a.dtype, f"tensors[{i}]") is not dtype:
             a = unary("cast", a, dtype=dtype, stream=stream)
-        a = unaliased(contiguous(a, device, stream, name=f"tensors[{i}]"), out, device, stream)
+        # Every input read (copied where it overlaps out) before any box is written.
+        sources.append(unaliased(contiguous(a, device, stream, name=f"tensors[{i}]"), out, device, stream))
+    column = 0
+    for a, inner in zip(sources, inners):
         _copy_box(stream, device, dtype, out.reshape(out.size), (outer, total), (0, column), a.reshape(a.size), (outer, inner), (0, 0), (outer, inner))
         column += inner
     return out

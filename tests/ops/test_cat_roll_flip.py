@@ -91,6 +91,13 @@ def test_results_are_new_arrays_and_out_may_be_the_input(device):
     out = to_device(np.zeros(12, np.int64), device)
     assert ep.ops.cat([y, y], out=out) is out
     assert_same(to_numpy(out), np.tile(np.arange(6), 2))
+    # Inputs that are views of out, each read before any is overwritten.
+    z = to_device(np.arange(12, dtype=np.int64), device)
+    assert ep.ops.cat([z[6:], z[:6]], out=z) is z
+    assert_same(to_numpy(z), np.concatenate([np.arange(6, 12), np.arange(6)]))
+    w = to_device(np.arange(8, dtype=np.int64), device)
+    ep.ops.stack([w[4:], w[:4]], 0, out=w.reshape(2, 4))
+    assert_same(to_numpy(w), np.concatenate([np.arange(4, 8), np.arange(4)]))
 
 
 def test_torch_tensors_in_give_torch_tensors_out():
