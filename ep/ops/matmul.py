@@ -125,14 +125,13 @@ def _matmul(a, b, c, out, stream, alpha, beta, names=("a", "b", "c")):
     primitive = NewPrimitive(BroadcastMatmulFactory, device, dtype, trans_a, trans_b, MAX_NUM_DIMS)
     if primitive is None:
         raise TypeError(f"a, b: no matmul of {dtype.value} runs on {device.device_type.value} here (cuBLAS cannot run on Numba's CUDA simulator)")
-    if beta == 0:
-        beta = 0  # c is not read (BLAS's rule): a NaN in it does not reach the result, as in torch
-    else:
+    # Where beta is 0, c is not read (BLAS's rule): a NaN in it does not reach the result, as in torch.
+    if beta != 0:
         try:
-            expanded = expand(c if as_data_type(c.dtype, names[2]) is dtype else unary("cast", c, dtype=dtype, stream=stream), shape, out=out, stream=stream)
+            c = c if as_data_type(c.dtype, names[2]) is dtype else unary("cast", c, dtype=dtype, stream=stream)
+            out = expand(c, shape, out=out, stream=stream)
         except ValueError as error:
             raise ValueError(f"{names[2]}: shape {tuple(c.shape)} does not broadcast to the product's {shape}") from error
-        out = expanded
     primitive.Launch(stream, alpha, len(a_dims), a_dims, sa, len(b_dims), b_dims, sb, beta, len(c_dims), c_dims, out)
     return out
 

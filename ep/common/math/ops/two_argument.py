@@ -22,7 +22,7 @@ LN2 = math.log(2)
 
 ATAN2 = BinaryFunctor(
     BinaryOp.kAtan2, of_a_b(math.atan2), FLOAT, ints_to_float=True, float32_formula=of_a_b(fast_math.atan2),
-    doc="the angle of the point (b, a) in (-pi, pi], as atan(a / b) with the quadrant (np.arctan2)",
+    doc="the angle of the point (b, a) in [-pi, pi] (-pi from a = -0.0), as atan(a / b) with the quadrant (np.arctan2)",
 )
 HYPOT = BinaryFunctor(
     BinaryOp.kHypot, of_a_b(math.hypot), FLOAT, commutative=True, float32_formula=of_a_b(fast_math.hypot),
