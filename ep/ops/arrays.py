@@ -78,6 +78,45 @@ def same_kind(*names: str):
     return decorate
 
 
+def same_kind_sequence(function):
+    """Decorator: same_kind for an ops function whose first parameter is a sequence of arrays
+    (add_n, cat, stack; its signature has sbp=): each item taken as same_kind takes an array, the
+    result of the first item's kind, an out= of any kind returned as given, and a global tensor
+    among the items (or sbp=) handed to call_global. The function gets a non-empty list of NumPy or
+    numba arrays and its other arguments as given."""
+    signature = inspect.signature(function)
+    name = next(iter(signature.parameters))
+
+    @functools.wraps(function)
+    def call(arrays, *args, **kwargs):
+        if isinstance(arrays, (str, bytes)) or not hasattr(arrays, "__len__") or hasattr(arrays, "dtype"):
+            raise TypeError(f"{name}: {type(arrays).__name__} is not a sequence of arrays (a list or tuple of them)")
+        if kwargs.get("sbp") is not None or any(type(a) is GlobalTensor for a in arrays):
+            return call_global(call, signature, (arrays, *args), kwargs)
+        kwargs.pop("sbp", None)
+        if not arrays:
+            raise ValueError(f"{name}: is empty; expected at least one array")
+        namespace = namespace_of(arrays[0]) if is_dlpack(arrays[0]) else None
+        arrays = [from_dlpack(a, f"{name}[{i}]") if is_dlpack(a) else a for i, a in enumerate(arrays)]
+        out = kwargs.get("out")
+        if out is not None and is_dlpack(out):
+            function(arrays, *args, **{**kwargs, "out": from_dlpack(out, "out")})  # written in place
+            return out
+        return in_namespace(function(arrays, *args, **kwargs), namespace)
+
+    return call
+
+
+def one_device(arrays: list, name: str) -> Device:
+    """The device of arrays (name[0]'s); TypeError naming the first array on another."""
+    device = device_of(arrays[0], f"{name}[0]")
+    for i, a in enumerate(arrays[1:], 1):
+        other = device_of(a, f"{name}[{i}]")
+        if other.device_type is not device.device_type:
+            raise TypeError(f"{name}[{i}]: is on {other.device_type.value}; expected {device.device_type.value}, as {name}[0]")
+    return device
+
+
 def _with_sbp(signature: inspect.Signature) -> inspect.Signature:
     """signature with a keyword-only sbp=None before any **kwargs (same_kind takes sbp=)."""
     parameters = list(signature.parameters.values())

@@ -2,8 +2,6 @@
 result (CopyNd), and for flip a Gather of reversed indices along each flipped dim."""
 from __future__ import annotations
 
-import functools
-import inspect
 import itertools
 import math
 from typing import Sequence
@@ -12,16 +10,14 @@ import numpy as np
 
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.runtime.data_type import DataType, as_data_type
-from ep.common.runtime.dlpack import from_dlpack, is_dlpack
 from ep.common.runtime.scalar import promote, promotion_key
 from ep.common.runtime.validate import check_sequence, integer
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import (
-    call_global, contiguous, device_of, in_namespace, namespace_of, output, reversed_along, same_kind, stream_for, unaliased,
+    contiguous, device_of, one_device, output, reversed_along, same_kind, same_kind_sequence, stream_for, unaliased,
 )
 from ep.ops.unary import unary
-from ep.sbp.global_tensor import GlobalTensor
 
 
 def _dim(dim: object, ndim: int, name: str = "dim") -> int:
@@ -39,40 +35,11 @@ def _copy_box(stream, device, dtype: DataType, out, out_shape, out_pos, x, x_sha
         copy.Launch(stream, dtype, len(out_shape), out, out_shape, out_pos, x, x_shape, x_pos, extent)
 
 
-def _joined(function):
-    """Decorator: a function of a sequence of arrays (cat, stack) takes them as same_kind takes one:
-    other libraries' arrays without a copy (the result has the first one's kind), and global
-    tensors, which go to call_global."""
-    signature = inspect.signature(function)
-
-    @functools.wraps(function)
-    def call(tensors, *args, **kwargs):
-        if isinstance(tensors, (str, bytes)) or not hasattr(tensors, "__len__") or hasattr(tensors, "dtype"):
-            raise TypeError(f"tensors: {type(tensors).__name__} is not a sequence of arrays (a list or tuple of them)")
-        if kwargs.get("sbp") is not None or any(type(t) is GlobalTensor for t in tensors):
-            return call_global(call, signature, (tensors, *args), kwargs)
-        kwargs.pop("sbp", None)
-        if not tensors:
-            raise ValueError("tensors: is empty; expected at least one array")
-        namespace = namespace_of(tensors[0]) if is_dlpack(tensors[0]) else None
-        arrays = [from_dlpack(t, f"tensors[{i}]") if is_dlpack(t) else t for i, t in enumerate(tensors)]
-        out = kwargs.get("out")
-        if out is not None and is_dlpack(out):
-            function(arrays, *args, **{**kwargs, "out": from_dlpack(out, "out")})
-            return out
-        return in_namespace(function(arrays, *args, **kwargs), namespace)
-
-    return call
-
-
 def _common(arrays: list, name: str = "tensors"):
     """(device, the promoted DataType) of arrays on one device; TypeError naming the first that differs."""
-    device = device_of(arrays[0], f"{name}[0]")
+    device = one_device(arrays, name)
     key = promotion_key(arrays[0])
-    for i, a in enumerate(arrays[1:], 1):
-        other = device_of(a, f"{name}[{i}]")
-        if other.device_type is not device.device_type:
-            raise TypeError(f"{name}[{i}]: is on {other.device_type.value}; expected {device.device_type.value}, as {name}[0]")
+    for a in arrays[1:]:
         key = promote(key, promotion_key(a))
     return device, as_data_type(key, name)
 
@@ -98,7 +65,7 @@ def _join(arrays: list, dim: int, shape: tuple[int, ...], inners: list[int], out
     return out
 
 
-@_joined
+@same_kind_sequence
 def cat(tensors: Sequence[object], dim: int = 0, *, out=None, stream=None, sbp=None):
     """The arrays joined along dim, as torch.cat and np.concatenate: one device, the same number of
     dims (at least one) and the same sizes but along dim; dtypes promote as NumPy's do. out
@@ -115,7 +82,7 @@ def cat(tensors: Sequence[object], dim: int = 0, *, out=None, stream=None, sbp=N
     return _join(tensors, dim, shape, [math.prod(s[dim:]) for s in shapes], out, stream)
 
 
-@_joined
+@same_kind_sequence
 def stack(tensors: Sequence[object], dim: int = 0, *, out=None, stream=None, sbp=None):
     """The arrays stacked along a new dim, as torch.stack and np.stack: one device and one shape;
     dtypes promote as NumPy's do. out receives the result; a global tensor gives a global tensor."""
