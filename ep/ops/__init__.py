@@ -21,6 +21,7 @@ from ep.ops.matmul import addmm, linear, matmul
 from ep.ops.one_hot import one_hot
 from ep.ops.pad import pad
 from ep.ops.permute import permute
+from ep.ops.scan import cummax, cummin, cumprod, cumsum, logcumsumexp
 from ep.ops.reduce import all, amax, amin, any, argmax, argmin, logsumexp, mean, norm, prod, std, sum, var
 from ep.ops.softmax import log_softmax, log_softmax_grad, softmax, softmax_grad
 from ep.ops.unary import unary
@@ -32,4 +33,4 @@ from ep.ops import (  # noqa: E402, F401  (imported for their registration)
     softmax_rules, where_rules,
 )
 
-__all__ = ["add_n", "addcdiv", "addcmul", "addmm", "binary", "cat", "clamp", "flip", "index_select", "lerp", "linear", "masked_fill", "nan_to_num", "roll", "stack", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm"]
+__all__ = ["add_n", "addcdiv", "addcmul", "addmm", "binary", "cat", "clamp", "flip", "index_select", "lerp", "linear", "masked_fill", "nan_to_num", "roll", "stack", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]

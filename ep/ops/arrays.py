@@ -16,6 +16,7 @@ from ep.common.runtime.device import Device, DeviceType, GetDevice, Stream, chec
 from ep.common.runtime.dlpack import as_cuda_array, from_dlpack, is_dlpack, to_namespace
 from ep.common.runtime.overlap import overlaps
 from ep.common.runtime.scalar import is_scalar
+from ep.common.runtime.validate import integer
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import NewPrimitive
@@ -170,8 +171,12 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
 
 def in_namespace(result, namespace: types.ModuleType | None):
     """result (a NumPy or numba array ep made) as an array of namespace's library, without a copy;
-    as it is where namespace is None."""
-    return result if namespace is None else to_namespace(result, namespace)
+    as it is where namespace is None; a named tuple of them (cummax's) item by item."""
+    if namespace is None:
+        return result
+    if isinstance(result, tuple):
+        return result._make(to_namespace(r, namespace) for r in result)
+    return to_namespace(result, namespace)
 
 
 def call_global(function, signature: inspect.Signature, args: tuple, kwargs: dict):
@@ -205,6 +210,14 @@ def device_of(x: object, name: str) -> Device:
         # Here, where the caller's name is known: the primitive would name its own parameter.
         check_device_address(as_cuda_array(x, name), name)
     return GetDevice(device_type)
+
+
+def one_dim(dim: object, ndim: int, name: str = "dim") -> int:
+    """dim (negative ones counted from the end) as 0 <= dim < ndim; IndexError naming name otherwise."""
+    value = integer(dim, name)
+    if not -ndim <= value < ndim:
+        raise IndexError(f"{name}: {value} is out of range for {ndim} dims; expected {-ndim} <= {name} < {ndim}")
+    return value % ndim
 
 
 def stream_for(device: Device, stream: Stream | None) -> Stream:

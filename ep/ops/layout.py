@@ -15,17 +15,9 @@ from ep.common.runtime.validate import check_sequence, integer
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.ops.arrays import (
-    contiguous, device_of, one_device, output, reversed_along, same_kind, same_kind_sequence, stream_for, unaliased,
+    contiguous, device_of, one_device, one_dim, output, reversed_along, same_kind, same_kind_sequence, stream_for, unaliased,
 )
 from ep.ops.unary import unary
-
-
-def _dim(dim: object, ndim: int, name: str = "dim") -> int:
-    """dim (negative ones counted from the end) as 0 <= dim < ndim; IndexError naming name otherwise."""
-    value = integer(dim, name)
-    if not -ndim <= value < ndim:
-        raise IndexError(f"{name}: {value} is out of range for {ndim} dims; expected {-ndim} <= {name} < {ndim}")
-    return value % ndim
 
 
 def _copy_box(stream, device, dtype: DataType, out, out_shape, out_pos, x, x_shape, x_pos, extent) -> None:
@@ -74,7 +66,7 @@ def cat(tensors: Sequence[object], dim: int = 0, *, out=None, stream=None, sbp=N
     ndim = len(shapes[0])
     if ndim == 0:
         raise ValueError("tensors[0]: is 0-d; expected arrays of at least one dim (torch.cat's rule)")
-    dim = _dim(dim, ndim)
+    dim = one_dim(dim, ndim)
     for i, s in enumerate(shapes[1:], 1):
         if len(s) != ndim or s[:dim] + s[dim + 1 :] != shapes[0][:dim] + shapes[0][dim + 1 :]:
             raise ValueError(f"tensors[{i}]: has shape {s}; expected {ndim} dims of tensors[0]'s sizes {shapes[0]} but along dim {dim}")
@@ -90,7 +82,7 @@ def stack(tensors: Sequence[object], dim: int = 0, *, out=None, stream=None, sbp
     for i, t in enumerate(tensors[1:], 1):
         if tuple(t.shape) != shape0:
             raise ValueError(f"tensors[{i}]: has shape {tuple(t.shape)}; expected {shape0}, as tensors[0]")
-    dim = _dim(dim, len(shape0) + 1)
+    dim = one_dim(dim, len(shape0) + 1)
     shape = shape0[:dim] + (len(tensors),) + shape0[dim:]
     return _join(tensors, dim, shape, [math.prod(shape0[dim:])] * len(tensors), out, stream)
 
@@ -98,9 +90,9 @@ def stack(tensors: Sequence[object], dim: int = 0, *, out=None, stream=None, sbp
 def _dims_of(value: object, ndim: int, name: str) -> tuple[int, ...]:
     """An int or a sequence of ints, each a dim of ndim (negative from the end)."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return (_dim(value, ndim, name),)
+        return (one_dim(value, ndim, name),)
     check_sequence(value, name, "dims")
-    return tuple(_dim(d, ndim, f"{name}[{i}]") for i, d in enumerate(value))
+    return tuple(one_dim(d, ndim, f"{name}[{i}]") for i, d in enumerate(value))
 
 
 @same_kind("x")

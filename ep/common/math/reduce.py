@@ -15,6 +15,9 @@ block's plain sum (blocked: a vectorized sum of up to a few hundred elements, as
 sum adds its blocks of 128 in eight partial sums). Variance is Welford's
 (mean a, squared deviations b, count i; Chan's merge), logsumexp an online (max a, sum of exp(x - a)
 in b with compensation c). float16 accumulates in float32, integers in int64 (wrapping, as NumPy's).
+
+A scan (a reduction whose every prefix is kept) runs the same scheme, its states merged only in
+the order of their elements: scan_formulas.
 """
 from __future__ import annotations
 
@@ -321,3 +324,67 @@ def formulas(op: str, compute_dtype: np.dtype) -> ReduceFormulas:
     if op in ("var", "std"):
         return _variance_formulas(acc, op == "std")
     raise ValueError(f"op: {op!r} is not a reduction")
+
+
+def scan_accumulate_dtype(op: str, compute_dtype: np.dtype) -> np.dtype:
+    """The state's dtype of a scan of op: float sums and products in float64 (a running sum
+    compensated per element would cost four dependent additions; float64 is as exact for any
+    float32 run), else a reduction's."""
+    compute_dtype = np.dtype(compute_dtype)
+    if op in ("sum", "prod") and compute_dtype.kind == "f":
+        return np.dtype(np.float64)
+    return accumulate_dtype(op, compute_dtype)
+
+
+def _last_extreme_formulas(acc: type, floating: bool, largest: bool) -> ReduceFormulas:
+    """A scan's argmax and argmin (PyTorch's cummax and cummin): the later of equal values wins,
+    and a NaN over any number (the latest NaN); index -1 marks the state of no element."""
+    start = (-np.inf if largest else np.inf) if floating else (np.iinfo(acc).min if largest else np.iinfo(acc).max)
+
+    @scalar_function
+    def init():
+        return acc(start), acc(0), acc(0), np.int64(-1)
+
+    @scalar_function
+    def later_wins(a1, a2):
+        if a2 != a2:
+            return True
+        if a1 != a1:
+            return False
+        return a2 >= a1 if largest else a2 <= a1
+
+    @scalar_function
+    def merge(s, t):
+        if t[3] < 0:
+            return s
+        if s[3] < 0 or later_wins(s[0], t[0]):
+            return t
+        return s
+
+    @scalar_function
+    def step(s, x, r):
+        x = as_type(x, s[0])
+        if s[3] < 0 or later_wins(s[0], x):
+            return x, s[1], s[2], r
+        return s
+
+    @scalar_function
+    def finish(s, n, correction):
+        return s[3]
+
+    return ReduceFormulas(init, step, merge, finish)
+
+
+@functools.cache
+def scan_formulas(op: str, compute_dtype: np.dtype) -> ReduceFormulas:
+    """The formulas of a scan of op (sum, prod, amax, amin, argmax, argmin or logsumexp) for
+    elements of compute_dtype: merge(s, t) takes t as the later part."""
+    acc_dtype = scan_accumulate_dtype(op, compute_dtype)
+    acc, floating = acc_dtype.type, acc_dtype.kind == "f"
+    if op == "sum":
+        return _sum_formulas(acc, False, False)  # plain additions: see scan_accumulate_dtype
+    if op in ("argmax", "argmin"):
+        return _last_extreme_formulas(acc, floating, op == "argmax")
+    if op in ("prod", "amax", "amin", "logsumexp"):
+        return formulas(op, acc_dtype if op == "prod" else compute_dtype)
+    raise ValueError(f"op: {op!r} is not a scan")

@@ -150,7 +150,7 @@ def _x_size(inner: int) -> int:
 
 
 @functools.cache
-def _max_blocks(device_index: int) -> int:
+def max_blocks(device_index: int) -> int:
     if _SIM:
         return _SIM_MAX_BLOCKS
     return cuda.gpus[device_index].MULTIPROCESSOR_COUNT * (_THREADS_PER_SM // THREADS)
@@ -179,20 +179,20 @@ class CudaReduceKernels(ReduceKernels):
         acc = accumulate_dtype(op.value, src_dtype.compute_dtype)
         correction = acc.type(plan.correction if acc.kind == "f" else 0)
         count, length, inner = plan.dst_count, plan.length, plan.inner
-        max_blocks = _max_blocks(stream.device.index)
+        limit = max_blocks(stream.device.index)
         x_size = _x_size(inner)
         tiles = -(-count // x_size)
         y_size = THREADS // x_size
         slices = 1
-        if tiles < max_blocks:
-            slices = max(1, min(-(-max_blocks // tiles), length // (y_size * MIN_PER_THREAD)))
+        if tiles < limit:
+            slices = max(1, min(-(-limit // tiles), length // (y_size * MIN_PER_THREAD)))
         chunk = -(-length // slices) if length else 0
         slices = -(-length // chunk) if length else 1
         parts = count * slices
-        states, indices = _scratch(stream, acc, parts if slices > 1 else 1)
+        states, indices = state_scratch(stream, acc, parts if slices > 1 else 1)
         first = self.kernel(op, src_dtype, dst_dtype)
-        _launch(
-            stream, first, min(tiles * slices, max_blocks), src, dst, states, indices, states, indices, count, length, inner,
+        launch_blocks(
+            stream, first, min(tiles * slices, limit), src, dst, states, indices, states, indices, count, length, inner,
             length * inner, inner, chunk, tiles, tiles * slices, x_size, x_size.bit_length() - 1, int(slices == 1), 0, length,
             correction,
         )
@@ -201,8 +201,8 @@ class CudaReduceKernels(ReduceKernels):
             x_size = _x_size(count)
             tiles = -(-count // x_size)
             second = self.kernel(op, src_dtype, dst_dtype, True)
-            _launch(
-                stream, second, min(tiles, max_blocks), src, dst, states, indices, states, indices, count, slices, count, 0,
+            launch_blocks(
+                stream, second, min(tiles, limit), src, dst, states, indices, states, indices, count, slices, count, 0,
                 count, slices, tiles, tiles, x_size, x_size.bit_length() - 1, 1, parts, length, correction,
             )
 
@@ -212,7 +212,7 @@ class CudaReduceKernels(ReduceKernels):
             yield self.kernel(op, src, dst, True)
 
 
-def _scratch(stream, acc: np.dtype, parts: int) -> tuple:
+def state_scratch(stream, acc: np.dtype, parts: int) -> tuple:
     """The stream's scratch for parts states: (three arrays of acc, one of int64), from one buffer
     when acc is int64 (the stream keeps one buffer per dtype)."""
     if acc == np.int64:
@@ -221,7 +221,7 @@ def _scratch(stream, acc: np.dtype, parts: int) -> tuple:
     return stream.temporary(3 * parts, acc), stream.temporary(parts, np.int64)
 
 
-def _launch(stream, kernel: CudaKernel, blocks: int, *args: object) -> None:
+def launch_blocks(stream, kernel: CudaKernel, blocks: int, *args: object) -> None:
     """kernel on blocks of THREADS threads on stream's device."""
     configured = kernel.compiled[blocks, THREADS, stream.native]
     if cuda_device_count() > 1:
