@@ -148,6 +148,17 @@ def _reduce(device: str) -> None:
     np.testing.assert_allclose(to_numpy(ep.ops.var(on_device)), x.var(ddof=1), rtol=1e-5)
 
 
+@check("Scan")
+def _scan(device: str) -> None:
+    import ep
+    from ep.testing import to_device, to_numpy
+
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) % 7 - 3
+    on_device = to_device(x, device)
+    np.testing.assert_array_equal(to_numpy(ep.ops.cumsum(on_device, 2)), np.cumsum(x, 2))
+    np.testing.assert_array_equal(to_numpy(ep.ops.cummax(on_device, 1).values), np.maximum.accumulate(x, 1))
+
+
 @check("Permute")
 def _permute(device: str) -> None:
     import ep

@@ -8,7 +8,7 @@ argument types. Numba's compile events tell a combination that compiled from one
 the cache. Not launched (said so at the start): ElementwiseFused (its expressions are the
 caller's), Memcpy, Memset and BroadcastElementwiseUnary.
 Nor are the spans only large launches run (streaming stores from 8 MiB, an element gather's
-out-of-range fallback, Reduce's merge of a cut reduction's slices): their first such launch
+out-of-range fallback, Reduce's merge of a cut reduction's slices, Scan's passes over a cut run): their first such launch
 compiles them.
 """
 from __future__ import annotations
@@ -123,6 +123,13 @@ def _reduce(tiny: _Tiny, op: str, src: str, dst: str) -> None:
         primitive.Launch(tiny.stream, (2, 3), tiny.ones(6, src), dst_dims, tiny.zeros(math.prod(dst_dims), dst))
 
 
+def _scan(tiny: _Tiny, op: str, src: str, dst: str) -> None:
+    primitive = tiny.new(ep.ScanFactory, op, src, dst)
+    # Along rows (four side by side, and one), and across columns.
+    for dims, dim in (((4, 3), 1), ((1, 3), 1), ((2, 3), 0)):
+        primitive.Launch(tiny.stream, dims, tiny.ones(math.prod(dims), src), dim, tiny.zeros(math.prod(dims), dst))
+
+
 def _copy_nd(tiny: _Tiny, op: None, dtype: str) -> None:
     primitive = tiny.new(ep.CopyNdFactory, 2)
     for strides in (None, (1, 2)):  # a box of a contiguous array, and a strided (transposed) view
@@ -215,6 +222,7 @@ LAUNCHES: dict[str, Callable[..., None]] = {
     "Expand": _expand,
     "ExpandGrad": _expand_grad,
     "Reduce": _reduce,
+    "Scan": _scan,
     "CopyNd": _copy_nd,
     "Permute": _permute,
     "ConstantPad": _constant_pad,

@@ -162,8 +162,9 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
         seen_array = seen_array or not (value is None or is_scalar(value))
     out = kwargs.get("out")
     if out is not None:
-        if is_dlpack(out):
-            kwargs["out"] = from_dlpack(out, "out")
+        if not is_dlpack(out):
+            return function(*args, **kwargs)  # out itself, or a tuple of the given outs (cummax's)
+        kwargs["out"] = from_dlpack(out, "out")
         function(*args, **kwargs)
         return out
     return in_namespace(function(*args, **kwargs), namespace)

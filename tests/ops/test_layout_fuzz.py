@@ -176,6 +176,10 @@ CASES = {
         ep.ReduceFactory, (I64, F32), lambda a, b, c: [((a, b, c), "data")], lambda a, b, c: (a, c),
         lambda x: x.sum(1, dtype=x.dtype), lambda x, **o: ep.ops.sum(x, 1, **o),
     ),
+    "cumsum": Case(
+        ep.ScanFactory, (I64, F32), lambda a, b, c: [((a, b, c), "data")], lambda a, b, c: (a, b, c),
+        lambda x: np.cumsum(x, 1, dtype=x.dtype), lambda x, **o: ep.ops.cumsum(x, 1, **o),
+    ),
     "softmax": Case(
         ep.SoftmaxFactory, (F32,), lambda a, b, c: [((a, b), "data")], lambda a, b, c: (a, b),
         _softmax, lambda x, **o: ep.ops.softmax(x, -1, **o),
