@@ -309,6 +309,11 @@ def _ops_sum(workload, device, stream, inputs, out):
     return lambda: sum_(x, axis, out=out)
 
 
+def _ops_cumsum(workload, device, stream, inputs, out):
+    cumsum, x, axis = _ops_function("cumsum"), inputs["x"], workload.attrs["axis"]
+    return lambda: cumsum(x, axis, out=out)
+
+
 def _ops_cat(workload, device, stream, inputs, out):
     cat, arrays = _ops_function("cat"), list(inputs.values())
     return lambda: cat(arrays, out=out)
@@ -441,6 +446,7 @@ _OPS = {
     "add_n": _ops_add_n,
     "cat": _ops_cat,
     "sum": _ops_sum,
+    "cumsum": _ops_cumsum,
     "one_hot": _ops_one_hot,
     "softmax": _ops_softmax,
     "matmul": _ops_matmul,

@@ -162,6 +162,7 @@ _ARRAY_API_KINDS: dict[str, Callable] = {
     "add_n": lambda xp, attrs, inputs, out: partial(_xp_add_n, xp, tuple(inputs.values()), out),
     "cat": lambda xp, attrs, inputs, out: partial(xp.concatenate, tuple(inputs.values()), out=out),
     "sum": lambda xp, attrs, inputs, out: partial(xp.sum, inputs["x"], attrs["axis"], out=out),
+    "cumsum": lambda xp, attrs, inputs, out: partial(xp.cumsum, inputs["x"], attrs["axis"], out=out),
     "one_hot": lambda xp, attrs, inputs, out: partial(
         _xp_one_hot, xp.eye(attrs["classes"], dtype=np.int64), inputs["indices"], out),
     "softmax": lambda xp, attrs, inputs, out: partial(_xp_softmax, xp, inputs["x"], out),
@@ -229,6 +230,7 @@ _TORCH_KINDS: dict[str, Callable] = {
     "add_n": lambda torch, attrs, inputs, out: partial(_torch_add_n, torch, tuple(inputs.values()), out),
     "cat": lambda torch, attrs, inputs, out: partial(torch.cat, tuple(inputs.values()), out=out),
     "sum": lambda torch, attrs, inputs, out: partial(torch.sum, inputs["x"], attrs["axis"], out=out),
+    "cumsum": lambda torch, attrs, inputs, out: partial(torch.cumsum, inputs["x"], attrs["axis"], out=out),
     "one_hot": lambda torch, attrs, inputs, out: (
         _no_out(out, "torch.nn.functional.one_hot"),
         partial(torch.nn.functional.one_hot, inputs["indices"], attrs["classes"]),

@@ -161,6 +161,15 @@ def _sum(id_, shape, axis) -> Workload:
     return Workload(id_, f"sum {list(shape)} over dim {axis}", "sum", build, {"axis": axis}, tolerance=1e-4)
 
 
+def _cumsum(id_, shape, axis) -> Workload:
+    def build() -> Case:
+        x = _rng().standard_normal(shape, dtype=np.float32)
+        return Case({"x": x}, shape, F32, 2 * x.nbytes)
+
+    # NumPy's float32 running sums round at every step: they drift from ep's and torch's by more than 1e-6.
+    return Workload(id_, f"cumsum {list(shape)} along dim {axis}", "cumsum", build, {"axis": axis}, tolerance=1e-3)
+
+
 def _cat(id_, count, n=4) -> Workload:
     def build() -> Case:
         rng = _rng()
@@ -314,7 +323,7 @@ def workloads(device: str, quick: bool) -> list[Workload]:
     """The size grid (SIZES; --quick leaves out 64 MiB), then the other workloads, float32 unless
     said: a gather along an inner axis and a batch gather (G2, G3), the transcendentals (U2-U12,
     issue 13), a cast (U6), a comparison (B3), issue 45's atan2, logaddexp, hypot (B4-B6), erfinv
-    (U13), cat and sums (R1-R3); then this round's ops (round_26_28).
+    (U13), cat, sums (R1-R3) and cumsums (S1-S5); then this round's ops (round_26_28).
 
     Those others have issue 5's sizes on the CPU; on CUDA they grow 4x (buffers of 256 MiB, so
     the GPU is measured at its bandwidth, not its launch latency); --quick divides them by 64.
@@ -351,5 +360,11 @@ def workloads(device: str, quick: bool) -> list[Workload]:
         _sum("R1", (n(1 << 18),), 0),
         _sum("R2", (n(1 << 24),), 0),
         _sum("R3", (n(4096), 4096), -1),
+        # Issue 45's cumsum: 16 elements, one row of ~1 MiB and ~64 MiB, rows of 1000, columns.
+        _cumsum("S1", (16,), 0),
+        _cumsum("S2", (n(1 << 18),), 0),
+        _cumsum("S3", (n(1 << 24),), 0),
+        _cumsum("S4", (n(16384), 1000), 1),
+        _cumsum("S5", (n(4096), 4096), 0),
     ]
     return grid + others + round_26_28(quick)
