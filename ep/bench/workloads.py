@@ -166,8 +166,10 @@ def _cumsum(id_, shape, axis) -> Workload:
         x = _rng().standard_normal(shape, dtype=np.float32)
         return Case({"x": x}, shape, F32, 2 * x.nbytes)
 
-    # NumPy's float32 running sums round at every step: they drift from ep's and torch's by more than 1e-6.
-    return Workload(id_, f"cumsum {list(shape)} along dim {axis}", "cumsum", build, {"axis": axis}, tolerance=1e-3)
+    # NumPy's float32 running sums round at every step: over 2^24 normals they drift by 0.16 from
+    # float64's (ep and torch accumulate in float64); the tolerance grows with the run.
+    tolerance = max(1e-5, 1e-7 * shape[axis])
+    return Workload(id_, f"cumsum {list(shape)} along dim {axis}", "cumsum", build, {"axis": axis}, tolerance=tolerance)
 
 
 def _cat(id_, count, n=4) -> Workload:

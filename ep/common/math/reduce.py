@@ -119,11 +119,17 @@ def _sum_formulas(acc: type, floating: bool, scale: bool) -> ReduceFormulas:
         def finish(s, n, correction):
             return divide(s[0] - s[1], as_type(n, s[0]))
 
-    else:
+    elif floating:
 
         @scalar_function
         def finish(s, n, correction):
             return s[0] - s[1]
+
+    else:
+
+        @scalar_function
+        def finish(s, n, correction):
+            return s[0]  # plain sums keep no compensation (a scan's finish runs for every element)
 
     return ReduceFormulas(init, step, merge, finish, blocked=floating)
 

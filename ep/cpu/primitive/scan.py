@@ -39,7 +39,7 @@ ROWS = 4
 TASKS = 64
 
 
-@template("init", "step", "finish", "load", "store", "ACC", "SUMS", "TOTALS", "EXCLUSIVE")
+@template("init", "step", "merge", "finish", "load", "store", "ACC", "SUMS", "TOTALS", "EXCLUSIVE")
 def _scan(start, stop, args):
     # Tasks [start, stop): task = row_block * parts + part, elements [part * chunk, + chunk) of
     # its runs. A state of run `line` and chunk `part` is at p = part * lines + line of each third
@@ -74,45 +74,65 @@ def _scan(start, stop, args):
             for j in range(base + r0, base + r1):
                 total = add_reassociable(total, bound.ACC(bound.load(src[j])))
             a[0] = a[0] + total
+        elif bound.TOTALS and inner == 1:
+            # A chunk's state as four quarters stepped side by side (four chains in flight, not
+            # one), merged in order.
+            run = src[base + r0 : base + r1]
+            q = (r1 - r0) // 4
+            t0 = t1 = t2 = t3 = bound.init()
+            for j in range(q):
+                t0 = bound.step(t0, bound.load(run[j]), r0 + j)
+                t1 = bound.step(t1, bound.load(run[q + j]), r0 + q + j)
+                t2 = bound.step(t2, bound.load(run[2 * q + j]), r0 + 2 * q + j)
+                t3 = bound.step(t3, bound.load(run[3 * q + j]), r0 + 3 * q + j)
+            for j in range(4 * q, r1 - r0):
+                t3 = bound.step(t3, bound.load(run[j]), r0 + j)
+            s0 = bound.merge(bound.merge(bound.merge(t0, t1), t2), t3)
+            a[0], b[0], c[0], ix[0] = s0[0], s0[1], s0[2], s0[3]
         elif inner == 1 and group == 4 and row + 4 <= outer:
             # Four rows stepped side by side: four dependency chains in flight, not one.
             s0 = s1 = s2 = s3 = bound.init()
+            # Slices indexed from 0: no negative index to wrap around.
+            src0, src1, src2, src3 = src[base : base + length], src[base + length : base + 2 * length], src[base + 2 * length : base + 3 * length], src[base + 3 * length : base + 4 * length]
+            dst0, dst1, dst2, dst3 = dst[base : base + length], dst[base + length : base + 2 * length], dst[base + 2 * length : base + 3 * length], dst[base + 3 * length : base + 4 * length]
             for r in range(length):
-                i0, i1, i2, i3 = base + r, base + length + r, base + 2 * length + r, base + 3 * length + r
-                x0, x1, x2, x3 = bound.load(src[i0]), bound.load(src[i1]), bound.load(src[i2]), bound.load(src[i3])
+                x0, x1, x2, x3 = bound.load(src0[r]), bound.load(src1[r]), bound.load(src2[r]), bound.load(src3[r])
                 if bound.EXCLUSIVE:
-                    dst[i0], dst[i1] = bound.store(bound.finish(s0, r, 0)), bound.store(bound.finish(s1, r, 0))
-                    dst[i2], dst[i3] = bound.store(bound.finish(s2, r, 0)), bound.store(bound.finish(s3, r, 0))
+                    dst0[r], dst1[r] = bound.store(bound.finish(s0, r, 0)), bound.store(bound.finish(s1, r, 0))
+                    dst2[r], dst3[r] = bound.store(bound.finish(s2, r, 0)), bound.store(bound.finish(s3, r, 0))
                 s0, s1, s2, s3 = bound.step(s0, x0, r), bound.step(s1, x1, r), bound.step(s2, x2, r), bound.step(s3, x3, r)
                 if not bound.EXCLUSIVE:
-                    dst[i0], dst[i1] = bound.store(bound.finish(s0, r + 1, 0)), bound.store(bound.finish(s1, r + 1, 0))
-                    dst[i2], dst[i3] = bound.store(bound.finish(s2, r + 1, 0)), bound.store(bound.finish(s3, r + 1, 0))
+                    dst0[r], dst1[r] = bound.store(bound.finish(s0, r + 1, 0)), bound.store(bound.finish(s1, r + 1, 0))
+                    dst2[r], dst3[r] = bound.store(bound.finish(s2, r + 1, 0)), bound.store(bound.finish(s3, r + 1, 0))
         elif inner == 1:
             # Runs one after another (a group's last rows, or a chunk of a cut run), the state in
             # registers (an array's would put a store on every step's chain).
             for row_k in range(row, min(row + group, outer)):
                 row_base = row_k * length
                 s0 = (a[0], b[0], c[0], ix[0]) if row_k == row else bound.init()
-                for r in range(r0, r1):
-                    x = bound.load(src[row_base + r])
+                # Slices indexed from 0: no negative index to wrap around.
+                run_src, run_dst = src[row_base + r0 : row_base + r1], dst[row_base + r0 : row_base + r1]
+                for j in range(r1 - r0):
+                    x = bound.load(run_src[j])
                     if bound.EXCLUSIVE and not bound.TOTALS:
-                        dst[row_base + r] = bound.store(bound.finish(s0, r, 0))
-                    s0 = bound.step(s0, x, r)
+                        run_dst[j] = bound.store(bound.finish(s0, r0 + j, 0))
+                    s0 = bound.step(s0, x, r0 + j)
                     if not bound.EXCLUSIVE and not bound.TOTALS:
-                        dst[row_base + r] = bound.store(bound.finish(s0, r + 1, 0))
+                        run_dst[j] = bound.store(bound.finish(s0, r0 + j + 1, 0))
                 a[0], b[0], c[0], ix[0] = s0[0], s0[1], s0[2], s0[3]
         else:
             for r in range(r0, r1):
                 row_start = base + r * inner + first_col
+                line_src, line_dst = src[row_start : row_start + width], dst[row_start : row_start + width]
                 for k in range(width):
-                    x = bound.load(src[row_start + k])
+                    x = bound.load(line_src[k])
                     s = (a[k], b[k], c[k], ix[k])
                     if bound.EXCLUSIVE and not bound.TOTALS:
-                        dst[row_start + k] = bound.store(bound.finish(s, r, 0))
+                        line_dst[k] = bound.store(bound.finish(s, r, 0))
                     s = bound.step(s, x, r)
                     a[k], b[k], c[k], ix[k] = s[0], s[1], s[2], s[3]
                     if not bound.EXCLUSIVE and not bound.TOTALS:
-                        dst[row_start + k] = bound.store(bound.finish(s, r + 1, 0))
+                        line_dst[k] = bound.store(bound.finish(s, r + 1, 0))
         if bound.TOTALS:
             for k in range(width):
                 p = first_line + k
@@ -150,13 +170,20 @@ class CpuScanKernels(ScanKernels):
             output_array(np.dtype(np.int64)), *(numba.int64,) * 8, numba.boolean,
         )
         return ParallelFor(
-            _scan, name, arg_types, init=rule.init, step=rule.step, finish=rule.finish, load=load_fn(src_dtype, DeviceType.kCPU),
-            store=store_fn(dst_dtype, DeviceType.kCPU), ACC=acc.type, SUMS=op is ReduceOp.kSum, TOTALS=stage == "totals",
+            _scan, name, arg_types, init=rule.init, step=rule.step, merge=rule.merge, finish=rule.finish, load=load_fn(src_dtype, DeviceType.kCPU),
+            store=store_fn(dst_dtype, DeviceType.kCPU, acc), ACC=acc.type, SUMS=op is ReduceOp.kSum, TOTALS=stage == "totals",
             EXCLUSIVE=exclusive,
         )
 
-    def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, exclusive: bool, plan: ScanPlan, src, dst) -> None:
+    @function_cache("plans")
+    def _single(self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, exclusive: bool) -> tuple:
+        """(the state's dtype, the span, empty states and indices) of a launch in one pass: found
+        once (a third of a 16-element launch was finding them)."""
         acc = scan_accumulate_dtype(op.value, src_dtype.compute_dtype)
+        return acc, self.kernel(op, src_dtype, dst_dtype, exclusive), (np.empty(0, acc), np.empty(0, np.int64))
+
+    def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, exclusive: bool, plan: ScanPlan, src, dst) -> None:
+        acc, scan, none = self._single(op, src_dtype, dst_dtype, exclusive)
         length, inner = plan.length, plan.inner
         lines = plan.outer * inner
         blocks = -(-inner // BLOCK_COLS)
@@ -166,18 +193,15 @@ class CpuScanKernels(ScanKernels):
         group = ROWS if inner == 1 and chunks == 1 else 1
         chunk = -(-length // chunks)
         chunks = -(-length // chunk)
-        none = np.empty(0, acc), np.empty(0, np.int64)
         if chunks == 1:
-            args = (src, dst, *none, plan.outer, length, inner, chunk, 1, blocks, group, lines, False)
-            self.kernel(op, src_dtype, dst_dtype, exclusive)(args, -(-tasks // group), plan.count)
+            scan((src, dst, *none, plan.outer, length, inner, chunk, 1, blocks, group, lines, False), -(-tasks // group), plan.count)
             return
         # Chunk k's carry: the merge of chunks 0 .. k - 1's states (chunk 0's the state of none).
         states, indices = np.empty(3 * lines * chunks, acc), np.empty(lines * chunks, np.int64)
         totals = self.kernel(op, src_dtype, dst_dtype, False, "totals")
         totals((src, dst, states, indices, plan.outer, length, inner, chunk, chunks - 1, blocks, 1, lines, True), tasks * (chunks - 1), plan.count)
         self.kernel(op, src_dtype, dst_dtype, False, "carry")((states, indices, chunks, lines), lines, lines * chunks)
-        args = (src, dst, states, indices, plan.outer, length, inner, chunk, chunks, blocks, 1, lines, True)
-        self.kernel(op, src_dtype, dst_dtype, exclusive)(args, tasks * chunks, plan.count)
+        scan((src, dst, states, indices, plan.outer, length, inner, chunk, chunks, blocks, 1, lines, True), tasks * chunks, plan.count)
 
     def all_kernels(self) -> Iterator[object]:
         for op, (src, dst) in combinations():

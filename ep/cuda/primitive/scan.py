@@ -134,14 +134,15 @@ class CudaScanKernels(ScanKernels):
     def kernel(self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType) -> CudaKernel:
         """op's kernel from src_dtype into dst_dtype, every stage."""
         rule = scan_formulas(op.value, src_dtype.compute_dtype)
-        acc = numba.from_dtype(scan_accumulate_dtype(op.value, src_dtype.compute_dtype))
+        acc_dtype = scan_accumulate_dtype(op.value, src_dtype.compute_dtype)
+        acc = numba.from_dtype(acc_dtype)
         storage = numba.from_dtype(src_dtype.storage_dtype)
         out = numba.from_dtype(dst_dtype.storage_dtype)
         argtypes = (storage[::1], out[::1], acc[::1], numba.int64[::1], acc[::1], numba.int64[::1], *(numba.int64,) * 13)
         # A state is four values and the formulas' branches: more registers than full occupancy's 32.
         return CudaKernel(
             _scan, f"scan_{op.value}_{src_dtype.value}_{dst_dtype.value}", argtypes, full_occupancy=False,
-            load=load_fn(src_dtype, DeviceType.kCUDA), store=store_fn(dst_dtype, DeviceType.kCUDA), ACC=acc,
+            load=load_fn(src_dtype, DeviceType.kCUDA), store=store_fn(dst_dtype, DeviceType.kCUDA, acc_dtype), ACC=acc,
             init=rule.init, step=rule.step, merge=rule.merge, finish=rule.finish,
         )
 
