@@ -11,11 +11,11 @@ for them sits beside it (<family>_rules.py: its plan on metadata, SBP rules and 
 """
 from ep.ops.add_n import add_n
 from ep.ops.binary import binary
-from ep.ops.composite import addcdiv, addcmul, clamp, lerp, masked_fill, nan_to_num
+from ep.ops.composite import addcdiv, addcmul, clamp, lerp, masked_fill, nan_to_num, tril, triu
 from ep.ops.describe import describe
 from ep.ops.expand import expand, expand_grad, repeat
 from ep.ops.full import full
-from ep.ops.gather import batch_gather, gather, gather_grad, index_select
+from ep.ops.gather import batch_gather, gather, gather_grad, index_select, take_along_dim
 from ep.ops.layout import cat, flip, roll, stack
 from ep.ops.matmul import addmm, linear, matmul
 from ep.ops.one_hot import one_hot
@@ -33,4 +33,4 @@ from ep.ops import (  # noqa: E402, F401  (imported for their registration)
     softmax_rules, where_rules,
 )
 
-__all__ = ["add_n", "addcdiv", "addcmul", "addmm", "binary", "cat", "clamp", "flip", "index_select", "lerp", "linear", "masked_fill", "nan_to_num", "roll", "stack", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
+__all__ = ["add_n", "addcdiv", "addcmul", "addmm", "binary", "cat", "clamp", "flip", "index_select", "lerp", "linear", "masked_fill", "nan_to_num", "roll", "stack", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "tril", "triu", "take_along_dim"]

@@ -294,6 +294,15 @@ def _unreversed(array, device: Device, stream: Stream, name: str):
     return reversed_along(result, [d for d, s in enumerate(array.strides) if s < 0], device, stream)
 
 
+def on_device(host: np.ndarray, device: Device, stream: Stream):
+    """A small host array (indices an op makes) on device, copied on stream."""
+    if device.device_type is DeviceType.kCPU:
+        return host
+    from numba import cuda
+
+    return cuda.to_device(host, stream=stream.native)
+
+
 def reversed_along(x, dims: list[int], device: Device, stream: Stream, out=None):
     """A C-contiguous x with the order of its elements reversed along dims (distinct), into out
     (checked) or a new array: a Gather of reversed indices per dim of more than one element; x
@@ -306,11 +315,7 @@ def reversed_along(x, dims: list[int], device: Device, stream: Stream, out=None)
     result = x
     for k, d in enumerate(dims):
         n = shape[d]
-        indices = np.arange(n - 1, -1, -1, dtype=np.int64)
-        if device.device_type is not DeviceType.kCPU:
-            from numba import cuda
-
-            indices = cuda.to_device(indices, stream=stream.native)
+        indices = on_device(np.arange(n - 1, -1, -1, dtype=np.int64), device, stream)
         target = empty(shape, dtype, device, stream) if k < len(dims) - 1 or out is None else check_out(out, "out", shape, dtype, device)
         source = unaliased(result, target, device, stream)
         outer, inner = int(np.prod(shape[:d])), int(np.prod(shape[d + 1 :]))

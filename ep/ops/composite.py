@@ -1,5 +1,5 @@
 """PyTorch's ops made of elementwise ones, each run as one fused kernel (ep.fuse): clamp with array or
-scalar bounds, lerp, addcmul, addcdiv, nan_to_num and masked_fill.
+scalar bounds, lerp, addcmul, addcdiv, nan_to_num, masked_fill, tril and triu.
 
 They take what ep.fuse takes (NumPy, PyTorch, CuPy and numba arrays of any strides, Python and NumPy
 scalars, global tensors, which take ep.fuse's SBP signatures) and its out= and stream=. Their dtypes are those of the unfused chain of
@@ -11,15 +11,17 @@ from __future__ import annotations
 import math
 
 import ml_dtypes
+import numpy as np
 
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.scalar import is_scalar, scalar_value
+from ep.ops.arrays import device_of, on_device, same_kind, stream_for
 from ep.ops.binary import binary
 from ep.ops.fuse import fuse
 from ep.ops.unary import unary
 from ep.ops.where import where
 
-__all__ = ["addcdiv", "addcmul", "clamp", "lerp", "masked_fill", "nan_to_num"]
+__all__ = ["addcdiv", "addcmul", "clamp", "lerp", "masked_fill", "nan_to_num", "tril", "triu"]
 
 _AT_LEAST = fuse(lambda x, low: binary("max", x, low))
 _AT_MOST = fuse(lambda x, high: binary("min", x, high))
@@ -120,3 +122,37 @@ def masked_fill(x, mask, value, *, out=None, stream=None):
     # A NumPy scalar of x's own dtype (scalar_value's is its compute dtype: float32 for float16).
     value = dtype.dtype.type(scalar_value(value, "value", dtype))
     return _MASKED_FILL(x, mask, value, out=out, stream=stream)
+
+
+# Element (i, j) of each matrix kept where j - i <= k (tril) or >= k (triu), else zero: one kernel
+# reading x and two index vectors (rows as a column, cols as a row) that broadcast to it.
+_TRIL = fuse(lambda x, rows, cols, k, zero: where(cols - rows <= k, x, zero))
+_TRIU = fuse(lambda x, rows, cols, k, zero: where(cols - rows >= k, x, zero))
+
+
+def _triangle(fused, name: str, x, diagonal, out, stream):
+    shape = tuple(x.shape)
+    if len(shape) < 2:
+        raise ValueError(f"x: has {len(shape)} dims; {name} expects at least 2 (a matrix or a batch of them)")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, (int, np.integer)):
+        raise TypeError(f"diagonal: {type(diagonal).__name__} {diagonal!r} is not an int")
+    device = device_of(x, "x")
+    stream = stream_for(device, stream)
+    rows = on_device(np.arange(shape[-2], dtype=np.int64).reshape(-1, 1), device, stream)
+    cols = on_device(np.arange(shape[-1], dtype=np.int64), device, stream)
+    zero = as_data_type(x.dtype, "x").dtype.type(0)  # x's own dtype: a Python 0 would promote bool
+    return fused(x, rows, cols, int(diagonal), zero, out=out, stream=stream)
+
+
+@same_kind("x")
+def tril(x, diagonal=0, *, out=None, stream=None):
+    """The lower triangle of each matrix of x (its last two dims), as torch.tril: elements (i, j)
+    with j - i <= diagonal kept, the others zero."""
+    return _triangle(_TRIL, "tril", x, diagonal, out, stream)
+
+
+@same_kind("x")
+def triu(x, diagonal=0, *, out=None, stream=None):
+    """The upper triangle of each matrix of x (its last two dims), as torch.triu: elements (i, j)
+    with j - i >= diagonal kept, the others zero."""
+    return _triangle(_TRIU, "triu", x, diagonal, out, stream)

@@ -23,7 +23,7 @@ from ep.include.primitive.batch_gather import BatchGatherFactory
 from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
-from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
+from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, one_dim, same_kind, stream_for, unaliased
 from ep.ops.reduce import amin
 
 _INDEX_DTYPES = {dtype.dtype: dtype for dtype in INDEX_TYPES}
@@ -251,3 +251,45 @@ def gather_grad(dy, indices, params_shape, axis=0, batch_dims=0, *, check_bounds
     primitive = NewPrimitive(UnsortedSegmentSumFactory, device, dtype, indices_dtype, wrap_negative=wrap, check_bounds=check)
     _launch(primitive, indices_shape, stream, indices, shape.num_indices, dy, shape.batch, shape.outer, shape.gather, shape.inner, dx, offset)
     return dx
+
+
+@same_kind("input", "indices")
+def take_along_dim(input, indices, dim=None, *, out=None, stream=None):  # noqa: A002 - torch's name
+    """input's elements at indices along dim, as torch.take_along_dim and np.take_along_axis:
+    indices (integers, as many dims as input) broadcast with input but along dim, and the result
+    has their broadcast shape with indices' size along dim; dim=None takes from input flattened at
+    indices flattened. A negative index counts from the end (NumPy's rule; torch refuses it); one
+    out of range is an IndexError."""
+    from ep.ops.expand import expand
+    from ep.ops.permute import permute
+
+    device = _same_device(input, indices, "input")
+    stream = stream_for(device, stream)
+    shape, index_shape = tuple(input.shape), tuple(indices.shape)
+    if dim is None:
+        flat = contiguous(input, device, stream, name="input").reshape(math.prod(shape))
+        flat_indices = contiguous(indices, device, stream, name="indices").reshape(math.prod(index_shape))
+        return gather(flat, flat_indices, 0, check_bounds=True, out=out, stream=stream)
+    if len(index_shape) != len(shape):
+        raise ValueError(f"indices: has {len(index_shape)} dims; expected input's {len(shape)}")
+    dim = one_dim(dim, max(len(shape), 1))
+    if not shape:
+        return gather(contiguous(input, device, stream).reshape(1), contiguous(indices, device, stream).reshape(1), 0, check_bounds=True, out=out, stream=stream).reshape(())
+    others = lambda s: s[:dim] + s[dim + 1 :]  # noqa: E731
+    try:
+        batch = tuple(np.broadcast_shapes(others(shape), others(index_shape)))
+    except ValueError:
+        raise ValueError(f"indices: has shape {index_shape}; expected one that broadcasts with input's {shape} but along dim {dim}") from None
+    with_dim = lambda n: batch[:dim] + (n,) + batch[dim:]  # noqa: E731
+    if with_dim(shape[dim]) != shape:
+        input = expand(input, with_dim(shape[dim]), stream=stream)
+    if with_dim(index_shape[dim]) != index_shape:
+        indices = expand(indices, with_dim(index_shape[dim]), stream=stream)
+    last = len(shape) - 1
+    if dim == last:
+        return batch_gather(input, indices, check_bounds=True, out=out, stream=stream)
+    # dim moved last, where every other dim is a batch dim of batch_gather, and back.
+    order = [d for d in range(len(shape)) if d != dim] + [dim]
+    taken = batch_gather(permute(input, order, stream=stream), permute(indices, order, stream=stream), check_bounds=True, stream=stream)
+    back = [order.index(d) for d in range(len(shape))]
+    return permute(taken, back, out=out, stream=stream)

@@ -89,6 +89,14 @@ CALLS: dict[str, Callable] = {
     "masked_fill": ep.ops.masked_fill,
     "index_select": ep.ops.index_select,
     "flip": ep.ops.flip,
+    "cumsum": ep.ops.cumsum,
+    "cumprod": ep.ops.cumprod,
+    "cummax": ep.ops.cummax,
+    "cummin": ep.ops.cummin,
+    "logcumsumexp": ep.ops.logcumsumexp,
+    "tril": ep.ops.tril,
+    "triu": ep.ops.triu,
+    "take_along_dim": ep.ops.take_along_dim,
 }
 # torch functions of these names that are not elementwise (torch.equal gives one bool).
 NOT_ELEMENTWISE = {"equal"}
