@@ -46,10 +46,23 @@ def _launch(op: ReduceOp, device, stream, x, shape, dim, src: DataType, dst: Dat
     return out
 
 
+def accumulating_dtypes(x_dtype, dtype) -> tuple[DataType, DataType]:
+    """(the dtype x is scanned in, the result's) of cumsum and cumprod: torch's rules."""
+    src = as_data_type(x_dtype, "x") if dtype is None else as_data_type(dtype, "dtype")
+    return src, (DataType.kInt64 if dtype is None and src not in FLOATING_TYPES else src)
+
+
+def floating_dtype(x_dtype) -> DataType:
+    """x's dtype, which logcumsumexp takes floating only (TypeError otherwise, as torch)."""
+    dtype = as_data_type(x_dtype, "x")
+    if dtype not in FLOATING_TYPES:
+        raise TypeError(f"x: logcumsumexp of {dtype.value} is not computed (as torch refuses it); expected a floating dtype")
+    return dtype
+
+
 def _accumulating(op: ReduceOp, x, dim, dtype, out, stream):
     """cumsum's and cumprod's work: torch's dtypes, in place when out is exactly x."""
-    src = as_data_type(x.dtype, "x") if dtype is None else as_data_type(dtype, "dtype")
-    dst = DataType.kInt64 if dtype is None and src not in FLOATING_TYPES else src
+    src, dst = accumulating_dtypes(x.dtype, dtype)
     device, stream, x, shape, dim = _prepared(x, dim, src, stream)
     out = output(out, shape, dst, device, stream)
     x = unaliased(x, out, device, stream, elementwise=True)
@@ -74,9 +87,7 @@ def cumprod(x, dim, *, dtype=None, out=None, stream=None):
 def logcumsumexp(x, dim, *, out=None, stream=None):
     """log(cumsum(exp(x))) along dim without overflow, as torch.logcumsumexp: floating dtypes only
     (TypeError for integers and bool, as torch refuses them)."""
-    dtype = as_data_type(x.dtype, "x")
-    if dtype not in FLOATING_TYPES:
-        raise TypeError(f"x: logcumsumexp of {dtype.value} is not computed (as torch refuses it); expected a floating dtype")
+    dtype = floating_dtype(x.dtype)
     device, stream, x, shape, dim = _prepared(x, dim, None, stream)
     out = output(out, shape, dtype, device, stream)
     x = unaliased(x, out, device, stream, elementwise=True)

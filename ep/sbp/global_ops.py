@@ -171,7 +171,9 @@ def _run_broadcast(plan: Plan, requested: NdSbp | None):
     result = _shared(first, lambda: plan.run(local, None))
     several = isinstance(result, tuple)
     results = tuple(GlobalTensor(r, group, everywhere, tuple(r.shape)).to_global(sbp=requested) for r in (result if several else (result,)))
-    return results if several else results[0]
+    if not several:
+        return results[0]
+    return result._make(results) if hasattr(result, "_make") else results  # a named tuple (cummax's) keeps its names
 
 
 def _run(name: str, plan: Plan, requested: NdSbp | None):

@@ -141,6 +141,8 @@ def op_cases():
     e = np.exp(sx - sx.max(1, keepdims=True))
     yield ("softmax", {"x": sx.astype(np.float32)}, {"dim": 1},
            lambda t: ep.ops.softmax(t["x"], 1, sbp=t["sbp"]), (e / e.sum(1, keepdims=True)).astype(np.float32))
+    yield ("cumsum", {"x": sx.astype(np.float32)}, {"dim": 1, "dtype": None, "x_dtype": "float32"},
+           lambda t: ep.ops.cumsum(t["x"], 1, sbp=t["sbp"]), np.cumsum(sx.astype(np.float32), 1))
     # Batches split on both (b's batch dim of 1 broadcasts), and the contracted dim of 3 (uneven, a
     # rank without any on 4) in a partial sum.
     ma, mb = rng.integers(-9, 10, (2, n, 3)).astype(np.float64), rng.integers(-9, 10, (1, 3, 4)).astype(np.float64)
