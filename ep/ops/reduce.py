@@ -26,16 +26,16 @@ class _Missing:
         return "<not given>"
 
 
-_MISSING = _Missing()
+MISSING = _Missing()
 
 
-def _dim_keepdim(dim, keepdim, axis, keepdims) -> tuple[object, object]:
+def dim_keepdim(dim, keepdim, axis, keepdims) -> tuple[object, object]:
     """(dim, keepdim) from PyTorch's names or NumPy's aliases, not both."""
-    if axis is not _MISSING:
+    if axis is not MISSING:
         if dim is not None:
             raise TypeError("dim, axis: both given; axis is NumPy's name for dim, pass one")
         dim = axis
-    if keepdims is not _MISSING:
+    if keepdims is not MISSING:
         if keepdim is not False:
             raise TypeError("keepdim, keepdims: both given; keepdims is NumPy's name for keepdim, pass one")
         keepdim = keepdims
@@ -73,7 +73,7 @@ def _one_run(shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
     return len(starts) <= 1
 
 
-def _dtypes(op: ReduceOp, x_dtype: DataType, dtype: object) -> tuple[DataType, DataType]:
+def reduce_dtypes(op: ReduceOp, x_dtype: DataType, dtype: object) -> tuple[DataType, DataType]:
     """(the dtype x is reduced in, the result's dtype) of op, PyTorch's rules."""
     src = x_dtype if dtype is None else as_data_type(dtype, "dtype")
     if op in (ReduceOp.kSum, ReduceOp.kProd):
@@ -97,7 +97,7 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1, sin
     """op over x's dims dim into a new array (or out); the work of every function here."""
     device = device_of(x, "x")
     x_dtype = as_data_type(x.dtype, "x")
-    src, dst = _dtypes(op, x_dtype, dtype)
+    src, dst = reduce_dtypes(op, x_dtype, dtype)
     primitive = NewPrimitive(ReduceFactory, device, op, src, dst)
     if primitive is None:
         raise TypeError(f"x: {op.value} of {src.value} into {dst.value} is not supported")
@@ -139,8 +139,8 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1, sin
 def _reduction(op: ReduceOp, name: str, doc: str, single: bool = False):
     """The ep.ops function name: op over x's dim (one int when single), PyTorch's signature."""
 
-    def reduction(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
-        dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    def reduction(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
+        dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
         return _reduce(op, x, dim, keepdim, dtype, out, stream, single=single)
 
     reduction.__name__ = reduction.__qualname__ = name
@@ -199,30 +199,30 @@ logsumexp = _reduction(
 
 
 @same_kind("x")
-def var(x, dim=None, *, correction=1, keepdim=False, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+def var(x, dim=None, *, correction=1, keepdim=False, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
     """The variance of x over dim, as torch.var: the squared deviations' sum over max(0, n -
     correction) (Welford's, merged by Chan's formula); floating dtypes only (TypeError for
     integers, as torch)."""
-    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
     return _reduce(ReduceOp.kVar, x, dim, keepdim, dtype, out, stream, correction)
 
 
 @same_kind("x")
-def std(x, dim=None, *, correction=1, keepdim=False, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+def std(x, dim=None, *, correction=1, keepdim=False, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
     """The standard deviation of x over dim, as torch.std: the square root of var's."""
-    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
     return _reduce(ReduceOp.kStd, x, dim, keepdim, dtype, out, stream, correction)
 
 
 @same_kind("x")
-def norm(x, p=2, dim=None, keepdim=False, *, dtype=None, out=None, axis=_MISSING, keepdims=_MISSING, stream=None):
+def norm(x, p=2, dim=None, keepdim=False, *, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
     """The vector p-norm of x over dim, as torch.linalg.vector_norm (and torch.norm, "fro" being
     p=2): sum(|x|**p)**(1/p); inf and -inf the largest and smallest |x|, 0 the count of nonzeros.
     Floating dtypes only (TypeError for integers, as torch); float16 is computed in float32."""
     from ep.ops.binary import binary
     from ep.ops.unary import unary
 
-    dim, keepdim = _dim_keepdim(dim, keepdim, axis, keepdims)
+    dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
     if p == "fro":
         p = 2
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):

@@ -141,6 +141,11 @@ def op_cases():
     e = np.exp(sx - sx.max(1, keepdims=True))
     yield ("softmax", {"x": sx.astype(np.float32)}, {"dim": 1},
            lambda t: ep.ops.softmax(t["x"], 1, sbp=t["sbp"]), (e / e.sum(1, keepdims=True)).astype(np.float32))
+    sm = rng.integers(-9, 10, (n, 3, 2)).astype(np.float64)
+    yield ("sum", {"x": sm}, {"dim": (0, 2), "keepdim": False, "dtype": None, "x_dtype": "float64"},
+           lambda t: ep.ops.sum(t["x"], (0, 2), sbp=t["sbp"]), sm.sum((0, 2)))
+    yield ("amax", {"x": sm}, {"dim": (1,), "keepdim": True, "dtype": None, "x_dtype": "float64"},
+           lambda t: ep.ops.amax(t["x"], 1, keepdim=True, sbp=t["sbp"]), sm.max(1, keepdims=True))
     yield ("cumsum", {"x": sx.astype(np.float32)}, {"dim": 1, "dtype": None, "x_dtype": "float32"},
            lambda t: ep.ops.cumsum(t["x"], 1, sbp=t["sbp"]), np.cumsum(sx.astype(np.float32), 1))
     # Batches split on both (b's batch dim of 1 broadcasts), and the contracted dim of 3 (uneven, a

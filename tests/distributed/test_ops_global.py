@@ -58,6 +58,8 @@ def cases(rng):
         (lambda t: ep.ops.softmax_grad(t["y"], t["dy"], 0), {"y": y, "dy": dy}, y * (dy - (y * dy).sum(0))),
         (lambda t: ep.ops.log_softmax_grad(t["y"], t["dy"]), {"y": y, "dy": dy}, dy - np.exp(y) * dy.sum(-1, keepdims=True)),
         (lambda t: ep.ops.cumsum(t["a"], 0), {"a": a}, np.cumsum(a, 0)),
+        (lambda t: ep.ops.sum(t["a"], 1), {"a": a}, a.sum(1)),
+        (lambda t: ep.ops.var(t["a"], 0, correction=0), {"a": a}, a.var(0)),
         (lambda t: ep.ops.cumprod(t["x"], -1), {"x": x}, np.cumprod(x, -1, dtype=np.int64) if x.dtype.kind in "biu" else np.cumprod(x, -1)),
         (lambda t: ep.ops.cummax(t["a"], 1).values, {"a": a}, np.maximum.accumulate(a, 1)),
     ]

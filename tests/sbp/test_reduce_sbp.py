@@ -1,0 +1,56 @@
+"""The reductions' SBP signatures (a kept dim split stays split at its place in the result; sum over
+a split dim gives a partial sum, and a float partial sum passes through; B) verified in process
+(sbp_check.py): on 2, 3 and 4 parts (uneven splits) and on a 2x2 hierarchy."""
+import numpy as np
+import pytest
+
+from ep.sbp import broadcast as B, nd_signatures, partial_sum as P, signatures, split as S
+from sbp_check import check, run_logical
+
+PARTS = (2, 3, 4)
+NAMES = ["sum", "prod", "mean", "amax", "amin", "any", "all", "logsumexp", "var", "std", "norm"]
+
+
+def check_every_signature(name, x, attrs, device, tolerance=(1e-5, 1e-5)):
+    rng = np.random.default_rng(1)
+    kw = {"x": x.shape, **attrs}
+    expected = run_logical(name, {"x": x}, attrs, device)
+    for parts in PARTS:
+        for sig in signatures(name, **kw):
+            check(name, (sig,), (parts,), {"x": x}, attrs, expected, device, rng, tolerance)
+    for nd in nd_signatures(name, (2, 2), **kw):
+        check(name, nd, (2, 2), {"x": x}, attrs, expected, device, rng, tolerance)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("dim, keepdim", [((1,), False), ((0, 2), True), (None, False)], ids=str)
+def test_every_signature_matches_the_logical_op(device, name, dim, keepdim):
+    x = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)
+    attrs = {"dim": dim, "keepdim": keepdim, "dtype": None, "x_dtype": "float32"}
+    check_every_signature(name, x, attrs, device)
+
+
+def test_sum_signatures_split_kept_dims_and_sum_reduced_ones():
+    sigs = signatures("sum", x=(3, 4, 5), dim=(1,), keepdim=False, x_dtype="float32")
+    assert [(s["x"], s["out"]) for s in sigs] == [(S(0), S(0)), (S(2), S(1)), (S(1), P), (P, P), (B, B)]
+    kept = signatures("sum", x=(3, 4, 5), dim=(1,), keepdim=True, x_dtype="int32")
+    assert [(s["x"], s["out"]) for s in kept] == [(S(0), S(0)), (S(2), S(2)), (S(1), P), (B, B)]
+    assert [(s["x"], s["out"]) for s in signatures("amax", x=(3, 4), dim=(0,))] == [(S(1), S(0)), (B, B)]
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_index_reductions(device, name):
+    x = np.round(np.random.default_rng(0).standard_normal((3, 4, 5)) * 2).astype(np.float32)
+    check_every_signature(name, x, {"dim": 1, "keepdim": False, "dtype": None, "x_dtype": "float32"}, device)
+    assert [s["x"] for s in signatures(name, x=(3, 4), dim=None)] == [B]
+
+
+def test_integer_sums_over_a_split_dim_are_exact(device):
+    x = np.random.default_rng(0).integers(-50, 50, (4, 6)).astype(np.int32)
+    check_every_signature("sum", x, {"dim": (1,), "keepdim": False, "dtype": None, "x_dtype": "int32"}, device, None)
+
+
+def test_var_takes_its_correction_and_norm_its_p(device):
+    x = np.random.default_rng(2).standard_normal((4, 6))
+    check_every_signature("var", x, {"dim": (1,), "keepdim": False, "dtype": None, "x_dtype": "float64", "correction": 0}, device, (1e-12, 1e-12))
+    check_every_signature("norm", x, {"dim": (0,), "keepdim": True, "dtype": None, "x_dtype": "float64", "p": 3.0}, device, (1e-12, 1e-12))
