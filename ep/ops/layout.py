@@ -87,7 +87,7 @@ def stack(tensors: Sequence[object], dim: int = 0, *, out=None, stream=None, sbp
     return _join(tensors, dim, shape, [math.prod(shape0[dim:])] * len(tensors), out, stream)
 
 
-def _dims_of(value: object, ndim: int, name: str) -> tuple[int, ...]:
+def dims_of(value: object, ndim: int, name: str) -> tuple[int, ...]:
     """An int or a sequence of ints, each a dim of ndim (negative from the end)."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return (one_dim(value, ndim, name),)
@@ -113,7 +113,7 @@ def roll(x, shifts, dims=None, *, out=None, stream=None):
         by_dim = (integer(shifts, "shifts"),)
         rolled_shape = (math.prod(shape),)
     else:
-        dims = _dims_of(dims, len(shape), "dims")
+        dims = dims_of(dims, len(shape), "dims")
         shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
         if len(shifts) != len(dims):
             raise ValueError(f"shifts: has {len(shifts)} entries for {len(dims)} dims; expected one per dim")
@@ -142,7 +142,7 @@ def flip(x, dims, *, out=None, stream=None):
     dims an int or a sequence of distinct ints."""
     device = device_of(x, "x")
     shape = tuple(x.shape)
-    dims = _dims_of(dims, len(shape), "dims")
+    dims = dims_of(dims, len(shape), "dims")
     if len(set(dims)) != len(dims):
         raise ValueError(f"dims: {dims} names a dim twice; expected distinct dims")
     stream = stream_for(device, stream)

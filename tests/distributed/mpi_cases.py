@@ -146,6 +146,10 @@ def op_cases():
            lambda t: ep.ops.sum(t["x"], (0, 2), sbp=t["sbp"]), sm.sum((0, 2)))
     yield ("amax", {"x": sm}, {"dim": (1,), "keepdim": True, "dtype": None, "x_dtype": "float64"},
            lambda t: ep.ops.amax(t["x"], 1, keepdim=True, sbp=t["sbp"]), sm.max(1, keepdims=True))
+    c0, c1 = rng.integers(-9, 10, (n, 2)).astype(np.float32), rng.integers(-9, 10, (n, 3)).astype(np.float32)
+    yield ("cat", {"tensors[0]": c0, "tensors[1]": c1}, {"dim": 1},
+           lambda t: ep.ops.cat([t["tensors[0]"], t["tensors[1]"]], 1, sbp=t["sbp"]), np.concatenate([c0, c1], 1))
+    yield ("flip", {"x": sm}, {"dims": (1,)}, lambda t: ep.ops.flip(t["x"], (1,), sbp=t["sbp"]), np.flip(sm, 1))
     yield ("cumsum", {"x": sx.astype(np.float32)}, {"dim": 1, "dtype": None, "x_dtype": "float32"},
            lambda t: ep.ops.cumsum(t["x"], 1, sbp=t["sbp"]), np.cumsum(sx.astype(np.float32), 1))
     # Batches split on both (b's batch dim of 1 broadcasts), and the contracted dim of 3 (uneven, a
