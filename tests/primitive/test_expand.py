@@ -750,9 +750,7 @@ def test_expand_grad_float16_is_accurate_against_float64(device):
     np.testing.assert_array_equal(got, dy.astype(np.float64).sum(axis=1).astype(np.float16))
 
 
-def test_expand_grad_float32_long_sum_is_as_accurate_as_pairwise(request, device):
-    if device == "cpu":
-        request.applymarker(pytest.mark.xfail(strict=True, reason="the CPU kernel sums in four running sums, not pairwise"))
+def test_expand_grad_float32_long_sum_is_as_accurate_as_pairwise(device):
     # Values of mixed magnitude and sign: a float32 running sum of 20000 of them drifts by many ulps.
     rng = np.random.default_rng(12)
     dy = (rng.standard_normal(20000) * 10.0 ** rng.integers(-3, 4, 20000)).astype(np.float32)

@@ -9,6 +9,8 @@ import numpy as np
 
 from ep.common.jit import bound, scalar_function, specialize, template
 from ep.common.math.convert import load_fn, store_fn
+from ep.common.math.intrinsics import add_reassociable
+from ep.common.math.reduce import kahan_add
 from ep.common.math.nd_index_offset_helper import map_offset
 from ep.common.primitive.expand_grad import ExpandGradFactoryImpl, ExpandGradKernels
 from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan
@@ -21,11 +23,29 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 # dst elements per task along a kept innermost dim.
 BLOCK = 512
+# Elements a float sum adds in any order before compensating (Reduce's blocked sums do the same).
+SUM_BLOCK = 256
 
 
-@template("accumulate", "load")
+@template("accumulate", "load", "FLOAT")
 def _sum_view(view, n):
-    # Four running sums: one would wait on each add's latency, as LLVM keeps float adds in order.
+    if bound.FLOAT:  # a constant: the branch is compiled for float sums only
+        # Blocks of SUM_BLOCK added in any order (LLVM vectorizes them), the blocks' sums added
+        # with compensation: as accurate as NumPy's pairwise sum (blocks of 128 in 8 partial sums).
+        a = c = bound.accumulate(0)
+        whole = n // SUM_BLOCK * SUM_BLOCK
+        for j0 in range(0, whole, SUM_BLOCK):
+            block = view[j0 : j0 + SUM_BLOCK]
+            total = bound.accumulate(0)
+            for j in range(SUM_BLOCK):
+                total = add_reassociable(total, bound.load(block[j]))
+            a, c = kahan_add(a, c, total)
+        total = bound.accumulate(0)
+        for j in range(whole, n):
+            total = add_reassociable(total, bound.load(view[j]))
+        a, c = kahan_add(a, c, total)
+        return a - c
+    # Integers: four running sums (one would wait on each add's latency).
     t0 = t1 = t2 = t3 = bound.accumulate(0)
     quads = n // 4 * 4
     for j in range(0, quads, 4):
@@ -86,7 +106,8 @@ class CpuExpandGradKernels(ExpandGradKernels):
     def kernel(self, dtype: DataType) -> ParallelFor:
         """dtype's span over the tasks."""
         accumulate, load = ACCUMULATE_DTYPES[dtype], load_fn(dtype, DeviceType.kCPU)
-        sum_view = scalar_function(specialize(_sum_view, f"sum_view_{dtype.value}", accumulate=accumulate, load=load))
+        floating = np.dtype(accumulate).kind == "f"
+        sum_view = scalar_function(specialize(_sum_view, f"sum_view_{dtype.value}", accumulate=accumulate, load=load, FLOAT=floating))
         bindings = {"accumulate": accumulate, "load": load, "store": store_fn(dtype, DeviceType.kCPU), "sum_view": sum_view}
         storage, int64 = dtype.storage_dtype, np.dtype(np.int64)
         arg_types = (
