@@ -31,7 +31,7 @@ class Call:
 @dataclass
 class Spec:
     """One primitive: New for a device, a good call for sizes, and each parameter's kind
-    ("in", "out", "count", "offset", "dims", "dtype", "scalar": a value for an int64 element)."""
+    ("in", "out", "count", "offset", "dims", "dim", "dtype", "scalar": a value for an int64 element)."""
 
     name: str
     new: Callable[[str], object]
@@ -157,6 +157,14 @@ def _reduce(device, sizes, seed):
     return Call(args, {"dst": dst}, {"dst": src.sum(axis=0)})
 
 
+def _scan(device, sizes, seed):
+    a, b = sizes
+    src = np.random.default_rng(seed).integers(-100, 100, (a, b)).astype(np.int64)
+    dst = Guarded(device, np.int64, a * b)
+    args = {"stream": _stream(device), "src_dims": (a, b), "src": to_device(src, device), "dim": 1, "dst": dst.middle}
+    return Call(args, {"dst": dst}, {"dst": np.cumsum(src, axis=1).ravel()})
+
+
 def _copy_nd(device, sizes, seed):
     a, b = sizes
     src = _floats(np.random.default_rng(seed), (a, b), np.float16)
@@ -258,6 +266,12 @@ SPECS = {
             {"src": _i64, "dst": _i64},
         ),
         Spec(
+            "Scan",
+            lambda d: ep.NewPrimitive(ep.ScanFactory, d, ep.ReduceOp.kSum, np.int64, np.int64),
+            _scan, st.tuples(_any, _any), 2, {"src_dims": "dims", "src": "in", "dim": "dim", "dst": "out"},
+            {"src": _i64, "dst": _i64},
+        ),
+        Spec(
             "CopyNd",
             lambda d: ep.NewPrimitive(ep.CopyNdFactory, d, 2),
             _copy_nd, st.tuples(_any, _any), 2,
@@ -290,7 +304,7 @@ PARAMS = [(name, param) for name, spec in SPECS.items() for param in ("stream", 
 FAMILIES = {
     "elementwise": ("ElementwiseUnary", "BroadcastElementwiseBinary", "Fill", "TensorFill"),
     "indexed": ("Gather", "BatchGather", "UnsortedSegmentSum"),
-    "copies": ("Expand", "ExpandGrad", "Reduce", "CopyNd", "Permute", "ConstantPad"),
+    "copies": ("Expand", "ExpandGrad", "Reduce", "Scan", "CopyNd", "Permute", "ConstantPad"),
 }
 
 
@@ -389,6 +403,11 @@ DIMS_KINDS = [
     ("negative entry", lambda g: (-1,) + g[1:], ValueError), ("2**63 entry", lambda g: (1 << 63,) + g[1:], ValueError),
     ("10**400 entry", lambda g: (10**400,) + g[1:], ValueError), ("65 entries", lambda g: (1,) * 65, ValueError),
 ]
+DIM_KINDS = [  # one dim of the src_dims given (here 2 of them)
+    ("None", None, TypeError), ("str", "1", TypeError), ("float", 1.0, TypeError), ("bool", True, TypeError),
+    ("numpy float", np.float64(1), TypeError), ("negative", -1, IndexError), ("ndim", 2, IndexError),
+    ("10**400", 10**400, IndexError),
+]
 SCALAR_KINDS = [  # a value for an int64 element
     ("None", None, TypeError), ("str", "1", TypeError), ("list", [1], TypeError), ("complex", 1j, TypeError),
     ("array", np.zeros(2), TypeError), ("object", object(), TypeError), ("2**63", 1 << 63, OverflowError),
@@ -422,7 +441,7 @@ def bad_argument(data, device: str, spec: Spec, param: str, call: Call) -> tuple
     if kind == "dims":
         label, make, error = data.draw(st.sampled_from(DIMS_KINDS), label="kind")
         return label, make(tuple(good)), error
-    kinds = {"count": COUNT_KINDS, "offset": OFFSET_KINDS, "dtype": DTYPE_KINDS, "scalar": SCALAR_KINDS}[kind]
+    kinds = {"count": COUNT_KINDS, "offset": OFFSET_KINDS, "dtype": DTYPE_KINDS, "scalar": SCALAR_KINDS, "dim": DIM_KINDS}[kind]
     return data.draw(st.sampled_from(kinds), label="kind")
 
 

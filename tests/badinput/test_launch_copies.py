@@ -1,4 +1,4 @@
-"""Bad arguments to the Launch of Expand, ExpandGrad, Reduce, CopyNd, Permute, ConstantPad: each parameter in turn gets a bad value of its kind."""
+"""Bad arguments to the Launch of Expand, ExpandGrad, Reduce, Scan, CopyNd, Permute, ConstantPad: each parameter in turn gets a bad value of its kind."""
 import pytest
 from hypothesis import given, strategies as st
 
