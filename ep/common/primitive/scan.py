@@ -10,7 +10,8 @@ from typing import Iterator
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.launch import Attr, Declared, In, Out, declare
-from ep.common.runtime.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType, as_data_type
+from ep.common.primitive.reduce import combinations as reduce_combinations, dst_dtypes
+from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.names import lookup
 from ep.common.runtime.validate import INT64_MAX, dims as check_dims, integer
@@ -73,25 +74,9 @@ class ScanImpl(Declared, Scan):
             self._kernels.launch(stream, self.op, self.src_dtype, self.dst_dtype, self.exclusive, plan, src, dst)
 
 
-def dst_dtypes(op: ReduceOp, src: DataType) -> tuple[DataType, ...]:
-    """The dst dtypes New takes for op of src (the interface's New says which)."""
-    if op in INDEX_OPS:
-        return (DataType.kInt64,)
-    if op is ReduceOp.kLogSumExp:
-        return (src,) if src in FLOATING_TYPES else ()
-    if op in (ReduceOp.kSum, ReduceOp.kProd):
-        if src is DataType.kBool:
-            return (DataType.kInt64,)
-        return (src, DataType.kInt64) if src in INTEGER_TYPES and src is not DataType.kInt64 else (src,)
-    return (src,)
-
-
 def combinations() -> Iterator[tuple[ReduceOp, tuple[DataType, DataType]]]:
-    """Every (op, (src dtype, dst dtype)) New takes."""
-    for op in SCAN_OPS:
-        for src in ALL_TYPES:
-            for dst in dst_dtypes(op, src):
-                yield op, (src, dst)
+    """Every (op, (src dtype, dst dtype)) New takes: Reduce's dtypes, for the ops a scan has."""
+    return ((op, dtypes) for op, dtypes in reduce_combinations() if op in SCAN_OPS)
 
 
 class ScanFactoryImpl(GenericFactory, ScanFactory):
