@@ -52,8 +52,9 @@ def _scan(start, stop, args):
     for task in range(start, stop):
         row_block = task // parts
         part = task - row_block * parts
-        row = row_block // blocks * group
-        first_col = (row_block - row * blocks) * BLOCK_COLS
+        row_index = row_block // blocks
+        first_col = (row_block - row_index * blocks) * BLOCK_COLS
+        row = row_index * group
         r0 = part * chunk
         r1 = r0 + chunk if r0 + chunk < length else length
         base = row * length * inner
