@@ -15,6 +15,7 @@ import numpy as np
 
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.scalar import is_scalar, scalar_value
+from ep.common.runtime.validate import integer
 from ep.ops.arrays import device_of, on_device, same_kind, stream_for
 from ep.ops.binary import binary
 from ep.ops.fuse import fuse
@@ -134,14 +135,13 @@ def _triangle(fused, name: str, x, diagonal, out, stream):
     shape = tuple(x.shape)
     if len(shape) < 2:
         raise ValueError(f"x: has {len(shape)} dims; {name} expects at least 2 (a matrix or a batch of them)")
-    if isinstance(diagonal, bool) or not isinstance(diagonal, (int, np.integer)):
-        raise TypeError(f"diagonal: {type(diagonal).__name__} {diagonal!r} is not an int")
+    diagonal = integer(diagonal, "diagonal")
     device = device_of(x, "x")
     stream = stream_for(device, stream)
     rows = on_device(np.arange(shape[-2], dtype=np.int64).reshape(-1, 1), device, stream)
     cols = on_device(np.arange(shape[-1], dtype=np.int64), device, stream)
     zero = as_data_type(x.dtype, "x").dtype.type(0)  # x's own dtype: a Python 0 would promote bool
-    return fused(x, rows, cols, int(diagonal), zero, out=out, stream=stream)
+    return fused(x, rows, cols, diagonal, zero, out=out, stream=stream)
 
 
 @same_kind("x")

@@ -57,12 +57,9 @@ def _join(arrays: list, dim: int, shape: tuple[int, ...], inners: list[int], out
     return out
 
 
-@same_kind_sequence
-def cat(tensors: Sequence[object], dim: int = 0, *, out=None, stream=None, sbp=None):
-    """The arrays joined along dim, as torch.cat and np.concatenate: one device, the same number of
-    dims (at least one) and the same sizes but along dim; dtypes promote as NumPy's do. out
-    receives the result; a global tensor among them gives a global tensor (boxed to broadcast)."""
-    shapes = [tuple(t.shape) for t in tensors]
+def cat_shape(shapes: list[tuple[int, ...]], dim: object) -> tuple[int, tuple[int, ...]]:
+    """(dim, the result's shape) of cat of arrays of shapes: the same number of dims (at least one),
+    the same sizes but along dim; ValueError naming the first that differs."""
     ndim = len(shapes[0])
     if ndim == 0:
         raise ValueError("tensors[0]: is 0-d; expected arrays of at least one dim (torch.cat's rule)")
@@ -70,7 +67,25 @@ def cat(tensors: Sequence[object], dim: int = 0, *, out=None, stream=None, sbp=N
     for i, s in enumerate(shapes[1:], 1):
         if len(s) != ndim or s[:dim] + s[dim + 1 :] != shapes[0][:dim] + shapes[0][dim + 1 :]:
             raise ValueError(f"tensors[{i}]: has shape {s}; expected {ndim} dims of tensors[0]'s sizes {shapes[0]} but along dim {dim}")
-    shape = shapes[0][:dim] + (sum(s[dim] for s in shapes),) + shapes[0][dim + 1 :]
+    return dim, shapes[0][:dim] + (sum(s[dim] for s in shapes),) + shapes[0][dim + 1 :]
+
+
+def stack_shape(shapes: list[tuple[int, ...]], dim: object) -> tuple[int, tuple[int, ...]]:
+    """(dim, the result's shape) of stack of arrays of shapes: one shape; ValueError naming the first that differs."""
+    for i, s in enumerate(shapes[1:], 1):
+        if s != shapes[0]:
+            raise ValueError(f"tensors[{i}]: has shape {s}; expected {shapes[0]}, as tensors[0]")
+    dim = one_dim(dim, len(shapes[0]) + 1)
+    return dim, shapes[0][:dim] + (len(shapes),) + shapes[0][dim:]
+
+
+@same_kind_sequence
+def cat(tensors: Sequence[object], dim: int = 0, *, out=None, stream=None, sbp=None):
+    """The arrays joined along dim, as torch.cat and np.concatenate: one device, the same number of
+    dims (at least one) and the same sizes but along dim; dtypes promote as NumPy's do. out
+    receives the result; a global tensor among them gives a global tensor (boxed to broadcast)."""
+    shapes = [tuple(t.shape) for t in tensors]
+    dim, shape = cat_shape(shapes, dim)
     return _join(tensors, dim, shape, [math.prod(s[dim:]) for s in shapes], out, stream)
 
 
@@ -79,11 +94,7 @@ def stack(tensors: Sequence[object], dim: int = 0, *, out=None, stream=None, sbp
     """The arrays stacked along a new dim, as torch.stack and np.stack: one device and one shape;
     dtypes promote as NumPy's do. out receives the result; a global tensor gives a global tensor."""
     shape0 = tuple(tensors[0].shape)
-    for i, t in enumerate(tensors[1:], 1):
-        if tuple(t.shape) != shape0:
-            raise ValueError(f"tensors[{i}]: has shape {tuple(t.shape)}; expected {shape0}, as tensors[0]")
-    dim = one_dim(dim, len(shape0) + 1)
-    shape = shape0[:dim] + (len(tensors),) + shape0[dim:]
+    dim, shape = stack_shape([tuple(t.shape) for t in tensors], dim)
     return _join(tensors, dim, shape, [math.prod(shape0[dim:])] * len(tensors), out, stream)
 
 

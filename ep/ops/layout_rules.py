@@ -15,7 +15,7 @@ from __future__ import annotations
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.scalar import promote, promotion_key, scalar_value
 from ep.ops.arrays import one_dim
-from ep.ops.layout import cat, dims_of, flip, roll, stack
+from ep.ops.layout import cat, cat_shape, dims_of, flip, roll, stack, stack_shape
 from ep.ops.pad import pad, pad_widths
 from ep.ops.permute import permute, permute_shape
 from ep.sbp.global_ops import global_tensors
@@ -103,24 +103,12 @@ def _inputs(arrays: dict) -> dict:
 
 def cat_shapes(dim=0, **tensors) -> dict:
     shapes = _inputs(tensors)
-    first = next(iter(shapes.values()))
-    if not first:
-        raise ValueError("tensors[0]: is 0-d; expected arrays of at least one dim (torch.cat's rule)")
-    d = one_dim(dim, len(first))
-    for name, s in shapes.items():
-        if len(s) != len(first) or s[:d] + s[d + 1 :] != first[:d] + first[d + 1 :]:
-            raise ValueError(f"{name}: has shape {s}; expected {len(first)} dims of tensors[0]'s sizes {first} but along dim {d}")
-    return {**shapes, "out": first[:d] + (sum(s[d] for s in shapes.values()),) + first[d + 1 :]}
+    return {**shapes, "out": cat_shape(list(shapes.values()), dim)[1]}
 
 
 def stack_shapes(dim=0, **tensors) -> dict:
     shapes = _inputs(tensors)
-    first = next(iter(shapes.values()))
-    for name, s in shapes.items():
-        if s != first:
-            raise ValueError(f"{name}: has shape {s}; expected {first}, as tensors[0]")
-    d = one_dim(dim, len(first) + 1)
-    return {**shapes, "out": first[:d] + (len(shapes),) + first[d:]}
+    return {**shapes, "out": stack_shape(list(shapes.values()), dim)[1]}
 
 
 def cat_signatures(dim=0, **tensors) -> list[Signature]:

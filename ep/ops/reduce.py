@@ -214,6 +214,14 @@ def std(x, dim=None, *, correction=1, keepdim=False, dtype=None, out=None, axis=
     return _reduce(ReduceOp.kStd, x, dim, keepdim, dtype, out, stream, correction)
 
 
+def norm_dtype(x_dtype: object, dtype: object) -> DataType:
+    """norm's result dtype: dtype, else x's; floating only (TypeError naming which, as torch refuses integers)."""
+    result = as_data_type(x_dtype, "x") if dtype is None else as_data_type(dtype, "dtype")
+    if result not in FLOATING_TYPES:
+        raise TypeError(f"{'dtype' if dtype is not None else 'x'}: norm of {result.value} is not computed (as torch refuses it); expected a floating dtype")
+    return result
+
+
 @same_kind("x")
 def norm(x, p=2, dim=None, keepdim=False, *, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
     """The vector p-norm of x over dim, as torch.linalg.vector_norm (and torch.norm, "fro" being
@@ -231,9 +239,7 @@ def norm(x, p=2, dim=None, keepdim=False, *, dtype=None, out=None, axis=MISSING,
     if p != p:
         raise ValueError("p: is NaN; expected a real number")
     device = device_of(x, "x")
-    result = as_data_type(x.dtype, "x") if dtype is None else as_data_type(dtype, "dtype")
-    if result not in FLOATING_TYPES:
-        raise TypeError(f"{'dtype' if dtype is not None else 'x'}: norm of {result.value} is not computed (as torch refuses it); expected a floating dtype")
+    result = norm_dtype(x.dtype, dtype)
     stream = stream_for(device, stream)
     compute = DataType.kFloat if result in HALF_TYPES else result
     if as_data_type(x.dtype, "x") is not compute:

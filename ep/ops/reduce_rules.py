@@ -13,7 +13,7 @@ from __future__ import annotations
 from ep.common.runtime.data_type import FLOATING_TYPES, as_data_type
 from ep.include.primitive.reduce import ReduceOp
 from ep.ops import reduce as reductions
-from ep.ops.reduce import MISSING, dim_keepdim, reduce_dtypes, reduced_dims
+from ep.ops.reduce import MISSING, dim_keepdim, norm_dtype, reduce_dtypes, reduced_dims
 from ep.sbp.global_ops import global_tensors
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
@@ -25,10 +25,7 @@ SINGLE = ("argmax", "argmin")
 
 def _result_dtype(name: str, x_dtype, dtype):
     if name == "norm":
-        result = as_data_type(x_dtype, "x") if dtype is None else as_data_type(dtype, "dtype")
-        if result not in FLOATING_TYPES:
-            raise TypeError(f"{'dtype' if dtype is not None else 'x'}: norm of {result.value} is not computed (as torch refuses it); expected a floating dtype")
-        return result
+        return norm_dtype(x_dtype, dtype)
     return reduce_dtypes(OPS[name], as_data_type(x_dtype, "x"), dtype)[1]
 
 
