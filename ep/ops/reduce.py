@@ -66,6 +66,13 @@ def reduced_dims(ndim: int, dim: object, single: bool = False) -> tuple[int, ...
     return tuple(sorted(normalized)) if ndim else ()
 
 
+def reduced_shape(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
+    """The shape of reducing shape over dims: 1 there (keepdim) or those dims left out."""
+    if keepdim:
+        return tuple(1 if d in dims else n for d, n in enumerate(shape))
+    return tuple(n for d, n in enumerate(shape) if d not in dims)
+
+
 def _one_run(shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
     """Whether the reduced dims form one run once dims of size 1 are dropped (Reduce's layout)."""
     kinds = [d in dims for d, n in enumerate(shape) if n != 1]
@@ -109,8 +116,7 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1, sin
                 raise ValueError(f"dim: {op.value} over dim {d} of size 0 (x.shape {shape}); an empty reduction has no identity")
         if op in (ReduceOp.kArgMax, ReduceOp.kArgMin) and dim is None and not math.prod(shape):
             raise ValueError(f"x: {op.value} of an empty array (x.shape {shape}) has no index")
-    kept_shape = tuple(1 if d in dims else n for d, n in enumerate(shape))
-    result_shape = kept_shape if keepdim else tuple(n for d, n in enumerate(shape) if d not in dims)
+    kept_shape, result_shape = reduced_shape(shape, dims, True), reduced_shape(shape, dims, keepdim)
     stream = stream_for(device, stream)
     if src is not x_dtype:
         from ep.ops.unary import unary

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ep.common.runtime.data_type import FLOATING_TYPES, as_data_type
 from ep.include.primitive.reduce import ReduceOp
 from ep.ops import reduce as reductions
-from ep.ops.reduce import MISSING, dim_keepdim, norm_dtype, reduce_dtypes, reduced_dims
+from ep.ops.reduce import MISSING, dim_keepdim, norm_dtype, reduce_dtypes, reduced_dims, reduced_shape
 from ep.sbp.global_ops import global_tensors
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
@@ -47,12 +47,7 @@ def _plan(name: str):
 def _shapes(name: str):
     def shapes(x, dim=None, keepdim=False, dtype=None, x_dtype=None, **extra) -> dict:
         x = shape(x, "x")
-        dims = reduced_dims(len(x), dim, name in SINGLE)
-        if name in SINGLE and dim is None:
-            out = (1,) * len(x) if keepdim else ()
-        else:
-            out = tuple(1 if d in dims else n for d, n in enumerate(x)) if keepdim else tuple(n for d, n in enumerate(x) if d not in dims)
-        return {"x": x, "out": out}
+        return {"x": x, "out": reduced_shape(x, reduced_dims(len(x), dim, name in SINGLE), keepdim)}
 
     return shapes
 
@@ -60,8 +55,7 @@ def _shapes(name: str):
 def _signatures(name: str):
     def signatures(x, dim=None, keepdim=False, dtype=None, x_dtype=None, **extra) -> list[Signature]:
         x = shape(x, "x")
-        flat = name in SINGLE and dim is None
-        dims = tuple(range(len(x))) if flat else reduced_dims(len(x), dim, name in SINGLE)
+        dims = reduced_dims(len(x), dim, name in SINGLE)
         kept = [d for d in range(len(x)) if d not in dims]
         sigs = [signature(S(d if keepdim else kept.index(d)), x=S(d)) for d in kept]
         if name == "sum":
