@@ -258,11 +258,19 @@ def specialize(template: Callable, name: str, **bindings: object) -> Callable:
     return fn
 
 
+_GENERATED = "<ep generated "
+
+
+def is_generated(fn: Callable) -> bool:
+    """Whether fn's code was made by define (it has no source file)."""
+    return fn.__code__.co_filename.startswith(_GENERATED)
+
+
 def define(source: str, name: str, globals_: dict[str, object]) -> Callable:
     """The function name defined by source with globals_ (a generated kernel, formula or launch);
     its source is registered with linecache (as dataclasses does), so tracebacks and Numba's error
     messages can show it."""
-    filename = f"<ep generated {abs(hash(source)):x}>"
+    filename = f"{_GENERATED}{abs(hash(source)):x}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     # __name__ makes the function's __module__ ep's: kernel_digest then reads its code and globals
     # (a function of no module it would take for a library's, digested by name alone).

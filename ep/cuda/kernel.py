@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 
 from numba import config, cuda
 
-from ep.common.jit import specialize
+from ep.common.jit import is_generated, specialize
 from ep.common.runtime.buffer import keep_for
 from ep.common.runtime.caches import BOUNDS
 from ep.common.runtime.device import cuda_device_count
@@ -61,15 +61,16 @@ class CudaKernel:
 
     @cached_property
     def compiled(self):
-        # The simulator's jit takes no launch bounds. cache=True: the kernel's qualname carries its
-        # kernel_digest, so Numba's disk cache keys it as it keys the CPU kernels, and a new process
-        # loads the cubin instead of compiling.
+        # The simulator's jit takes no launch bounds. The disk cache: the kernel's qualname carries
+        # its kernel_digest, so Numba's cache keys it as it keys the CPU kernels, and a new process
+        # loads the cubin instead of compiling; a generated kernel (ep.fuse's, jit.define) has no
+        # source file for Numba's cache to locate, so it compiles once per process.
         bounds = {} if config.ENABLE_CUDASIM or self.launch_bounds is None else {"launch_bounds": self.launch_bounds}
         if config.ENABLE_CUDASIM:
             from ep.cuda.simulated import typed_bindings
 
             typed_bindings(self._fn.__globals__["bound"])
-        return cuda.jit(self.argtypes, cache=True, **bounds)(self._fn)
+        return cuda.jit(self.argtypes, cache=not is_generated(self._fn), **bounds)(self._fn)
 
     def launch(self, stream, work: int, *args: object) -> None:
         """Launch on an ep CudaStream with a grid sized for work items, on the stream's device."""

@@ -10,7 +10,7 @@ import types
 import numpy as np
 
 from ep.common.runtime.allocator import empty
-from ep.common.runtime.buffer import check_device_address, device_type_of, plain, plain_ndarray, span
+from ep.common.runtime.buffer import check_device_address, cuda_view, device_type_of, plain, plain_ndarray, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice, Stream, check_stream
 from ep.common.runtime.dlpack import as_cuda_array, from_dlpack, is_dlpack, to_namespace
@@ -280,7 +280,7 @@ def _unreversed(array, device: Device, stream: Stream, name: str):
     """A C-contiguous copy of a cuda array with negative strides: read with each reversed dim turned
     around (strides >= 0: one CopyNd), then each such dim of more than one element turned back by a
     Gather of reversed indices (a pass each; reversed device arrays are rare)."""
-    from numba import config, cuda
+    from numba import config
 
     if config.ENABLE_CUDASIM:  # the simulator's arrays are NumPy's, sliced as NumPy slices
         turned = array[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in array.strides)]
@@ -289,7 +289,7 @@ def _unreversed(array, device: Device, stream: Stream, name: str):
         interface = dict(array.__cuda_array_interface__, strides=tuple(abs(s) for s in array.strides))
         low = sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s < 0)
         interface["data"] = (interface["data"][0] + low, interface["data"][1])
-        turned = cuda.from_cuda_array_interface(interface, owner=array, sync=False)
+        turned = cuda_view(interface, array, array.dtype)
     result = contiguous(turned, device, stream, copy=True, name=name)
     return reversed_along(result, [d for d, s in enumerate(array.strides) if s < 0], device, stream)
 

@@ -5,6 +5,6 @@ The plugin (ep.testing.plugin, loaded by pytest through the `pytest11` entry poi
 the name `device` for it opts in with `pytest_plugins = ["ep.testing.device"]` in its root conftest.
 Nothing here imports pytest until pytest loads the plugin, so `python -m ep check` needs no pytest.
 """
-from ep.testing.arrays import to_device, to_numpy
+from ep.testing.arrays import to_device, to_numpy, transposed
 
-__all__ = ["to_device", "to_numpy"]
+__all__ = ["to_device", "to_numpy", "transposed"]

@@ -23,5 +23,40 @@ def to_numpy(array) -> np.ndarray:
     if isinstance(array, np.ndarray):
         return array.copy()
     if not array.is_c_contiguous():
-        return array.copy_to_host()  # a strided view: numba gathers it, no simple copy
+        return _strided_to_host(array)
     return copy_to_host(array)
+
+
+def transposed(array):
+    """The transpose of a cpu or cuda array as a view of its memory (numba's .T of a 2-d device
+    array is a copy, made by a kernel)."""
+    from numba import config
+
+    if isinstance(array, np.ndarray) or config.ENABLE_CUDASIM:
+        return array.T
+    from numba import cuda
+
+    interface = dict(array.__cuda_array_interface__, shape=array.shape[::-1], strides=array.strides[::-1], stream=None)
+    return cuda.from_cuda_array_interface(interface, owner=array, sync=False).view(array.dtype)
+
+
+def _strided_to_host(array) -> np.ndarray:
+    """A NumPy copy of a strided numba device array (strides of any sign): the bytes it spans,
+    copied, and read with its strides (numba copies no view with a negative stride)."""
+    if array.size == 0:
+        return np.empty(array.shape, array.dtype)
+    from numba import config
+
+    if config.ENABLE_CUDASIM:
+        return array.copy_to_host()
+    from numba import cuda
+
+    low = sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s > 0) + array.dtype.itemsize
+    start = array.__cuda_array_interface__["data"][0] + low
+    interface = {"shape": (high - low,), "strides": None, "typestr": "|u1", "data": (start, False), "version": 3}
+    # On the stream the array is bound to, which may still be writing it.
+    data = cuda.from_cuda_array_interface(interface, owner=array, sync=False).copy_to_host(stream=array.stream)
+    if array.stream:
+        array.stream.synchronize()
+    return np.ndarray(array.shape, array.dtype, buffer=data, offset=-low, strides=array.strides).copy()

@@ -80,8 +80,9 @@ def _layout(label, host, device):
         wide = np.zeros(host.shape[:-1] + (2 * host.shape[-1],), host.dtype) if host.ndim else None
         if wide is None:
             return to_device(host, device)
-        wide[..., ::2] = host
-        return to_device(wide, device)[..., ::2]
+        every_other = (slice(None),) * (wide.ndim - 1) + (slice(None, None, 2),)  # numba's arrays take no Ellipsis
+        wide[every_other] = host
+        return to_device(wide, device)[every_other]
     if device != "cpu":
         return to_device(host, device)
     if label == "read-only":

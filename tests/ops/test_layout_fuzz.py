@@ -44,7 +44,7 @@ def as_strided_view(base, device: str, start: int, shape: tuple[int, ...], strid
     interface = dict(base.__cuda_array_interface__, shape=shape, strides=byte_strides, stream=None)
     interface["data"] = (interface["data"][0] + itemsize * start, False)
     holder = type("View", (), {"__cuda_array_interface__": interface, "owner": base})()
-    return cuda.as_cuda_array(holder)
+    return cuda.as_cuda_array(holder).view(base.dtype)  # bfloat16's typestr names a void
 
 
 @st.composite

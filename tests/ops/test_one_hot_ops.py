@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import ep
-from ep.testing import to_device, to_numpy
+from ep.testing import to_device, to_numpy, transposed
 
 
 def on(x, device):
@@ -43,7 +43,7 @@ def test_dtype_and_values_as_tensorflow(device, dtype):
 def test_strided_indices_and_out(device):
     indices = np.arange(12, dtype=np.int64).reshape(3, 4) % 5
     out = to_device(np.zeros((4, 3, 5), np.float32), device)
-    result = ep.ops.one_hot(to_device(indices, device).T, 5, dtype=np.float32, on_value=0.5, out=out)
+    result = ep.ops.one_hot(transposed(to_device(indices, device)), 5, dtype=np.float32, on_value=0.5, out=out)
     assert result is out
     np.testing.assert_array_equal(to_numpy(out), numpy_one_hot(indices.T, 5, 0.5, 0, np.float32))
 

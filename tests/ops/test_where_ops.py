@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import ep
-from ep.testing import to_device, to_numpy
+from ep.testing import to_device, to_numpy, transposed
 
 
 def test_broadcasts_like_numpy(device):
@@ -41,7 +41,7 @@ def test_strided_inputs_and_out(device):
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
     c = (x % 3 == 0)
     out = to_device(np.zeros((6, 4), np.float32), device)
-    result = ep.ops.where(to_device(c, device).T, to_device(x, device).T, -1.0, out=out)
+    result = ep.ops.where(transposed(to_device(c, device)), transposed(to_device(x, device)), -1.0, out=out)
     assert result is out
     np.testing.assert_array_equal(to_numpy(out), np.where(c.T, x.T, np.float32(-1)))
 

@@ -41,7 +41,10 @@ def test_a_kernel_has_one_cache_entry_for_every_process():
     assert first["name"].startswith("gather_int64_u4_i32_") and first["name"] in os.path.basename(first["index"])
 
 
-def test_cuda_kernels_compile_with_the_disk_cache(monkeypatch):
+def test_cuda_kernels_compile_with_the_disk_cache_unless_generated(monkeypatch):
+    from numba import types
+
+    from ep.common.jit import define
     from ep.common.runtime.data_type import DataType
     from ep.cuda import kernel as kernel_module
     from ep.cuda.primitive import gather_common
@@ -54,5 +57,11 @@ def test_cuda_kernels_compile_with_the_disk_cache(monkeypatch):
 
     monkeypatch.setattr(kernel_module.cuda, "jit", jit)
     argtypes = gather_common.bounds_kernel(DataType.kInt32).argtypes
-    assert kernel_module.CudaKernel(gather_common._first_bad, "fresh", argtypes).compiled is not None
-    assert asked == [{"cache": True}]
+    kernel = kernel_module.CudaKernel(gather_common._first_bad, "fresh", argtypes)
+    # A generated kernel (ep.fuse's) has no source file for Numba's cache to locate.
+    generated = define("def kernel(x):\n    x[0] = 1\n", "kernel", {})
+    made = kernel_module.CudaKernel(generated, "made", (types.int32[::1],))
+    assert kernel.compiled is not None and made.compiled is not None
+    # Launch bounds go with them on a GPU only (the simulator's jit takes none).
+    bounds = {} if kernel_module.config.ENABLE_CUDASIM else {"launch_bounds": kernel_module.FULL_OCCUPANCY}
+    assert asked == [{"cache": True, **bounds}, {"cache": False, **bounds}]

@@ -55,6 +55,23 @@ def cuda_device():
 
 
 @pytest.fixture
+def new_handle():
+    """new_handle(): a caller's stream handle: a made-up number on the simulator (which launches on
+    no stream), a new stream's on a GPU (kept until the test ends)."""
+    from numba import config, cuda
+
+    kept = []
+
+    def make(fake: int) -> int:
+        if config.ENABLE_CUDASIM:
+            return fake
+        kept.append(cuda.stream())
+        return streams.bound_handle(kept[-1])
+
+    return make
+
+
+@pytest.fixture
 def launches(monkeypatch):
     """The ep stream of every kernel launch made while the test runs, on streams first used in it.
 
@@ -84,8 +101,8 @@ def launches(monkeypatch):
 
 
 @pytest.mark.parametrize("make", [StreamProtocol, StreamAttribute, TorchLikeStream, CupyLikeStream, int])
-def test_a_callers_stream_object_is_wrapped_and_launched_on(cuda_device, launches, make):
-    handle = 0x7F0000 + 16 * [StreamProtocol, StreamAttribute, TorchLikeStream, CupyLikeStream, int].index(make)
+def test_a_callers_stream_object_is_wrapped_and_launched_on(cuda_device, launches, new_handle, make):
+    handle = new_handle(0x7F0000 + 16 * [StreamProtocol, StreamAttribute, TorchLikeStream, CupyLikeStream, int].index(make))
     foreign = make(handle)
     wrapped = cuda_device.WrapStream(foreign)
     assert isinstance(wrapped, streams.CudaStream) and wrapped.handle == handle and wrapped.device is cuda_device
@@ -133,8 +150,8 @@ def test_a_stream_of_another_device_is_refused(cuda_device):
         ep.GetDevice("cpu").WrapStream(5)
 
 
-def test_ops_take_the_callers_stream_and_copy_on_it(cuda_device, launches):
-    foreign = StreamProtocol(0x7D0000)
+def test_ops_take_the_callers_stream_and_copy_on_it(cuda_device, launches, new_handle):
+    foreign = StreamProtocol(new_handle(0x7D0000))
     wrapped = cuda_device.WrapStream(foreign)
     x = np.arange(24, dtype=np.float32).reshape(4, 6) - 10
     strided = to_device(x, "cuda")[:, ::2]  # not contiguous: ep.ops copies it first
@@ -367,9 +384,13 @@ def test_a_launch_runs_on_its_streams_device(monkeypatch, launches):
     monkeypatch.setattr(kernel, "launch_config", launch_config)
     # A second device's stream as ep makes it (the simulator has one device; its kernels run anyway).
     second = Device(DeviceType.kCUDA, 1)
-    from numba import cuda
+    from numba import config, cuda
 
-    stream = streams.CudaStream(second, cuda.stream(), 0x9000)
+    if not config.ENABLE_CUDASIM:
+        if streams.cuda_device_count() < 2:
+            pytest.skip("needs a second GPU")
+        second = ep.GetDevice("cuda", 1)
+    stream = second.CreateStream() if not config.ENABLE_CUDASIM else streams.CudaStream(second, cuda.stream(), 0x9000)
     x = np.arange(8, dtype=np.float32)
     out = to_device(np.zeros(8, np.float32), "cuda")
     ep.NewPrimitive(ep.ElementwiseUnaryFactory, "cuda", ep.UnaryOp.kNegative, np.float32, np.float32).Launch(stream, to_device(x, "cuda"), out, 8)

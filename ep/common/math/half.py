@@ -98,20 +98,21 @@ def float_to_half_exact(value):
 def _half_to_float_hardware(h):
     h = np.uint32(h)
     bits = np.uint32(float32_to_bits(_fpext_half(np.uint16(h))))
-    # vcvtph2ps quiets a signalling NaN (sets float32's quiet bit); the exact routine keeps it
-    # signalling, as NumPy does: a NaN's quiet bit is the input's (bit 9 -> bit 22). In
-    # arithmetic, not a branch, so that the loop stays vectorized.
-    nan = np.uint32((h & np.uint32(0x7FFF)) > np.uint32(0x7C00))
-    return float32_from_bits(bits ^ ((bits ^ (h << np.uint32(13))) & (nan << np.uint32(22))))
+    # A NaN: vcvtph2ps quiets a signalling one, cvt.f32.f16 gives the canonical 0x7FFFFFFF; the
+    # exact routine keeps sign and payload, as NumPy does. In arithmetic, not a branch, so that
+    # the loop stays vectorized.
+    nan = np.uint32(0) - np.uint32((h & np.uint32(0x7FFF)) > np.uint32(0x7C00))
+    kept = ((h & np.uint32(0x8000)) << np.uint32(16)) | np.uint32(0x7F800000) | ((h & np.uint32(0x3FF)) << np.uint32(13))
+    return float32_from_bits(bits ^ ((bits ^ kept) & nan))
 
 
 @scalar_function
 def _float_to_half_hardware(value):
     x = np.float32(value)
     h = _fptrunc_half(x)
-    # vcvtps2ph keeps a NaN's sign and top payload bits (and sets the quiet bit); the exact
-    # routine gives the quiet NaN 0x7E00 of that sign: clear the payload.
-    return np.uint16(h & 0xFE00) if x != x else h
+    # A NaN: vcvtps2ph keeps its sign and top payload bits, cvt.rn.f16.f32 gives a canonical NaN;
+    # the exact routine gives the quiet NaN 0x7E00 of its sign.
+    return np.uint16(((float32_to_bits(x) >> np.uint32(16)) & np.uint32(0x8000)) | np.uint32(0x7E00)) if x != x else h
 
 
 @scalar_function

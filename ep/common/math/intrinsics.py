@@ -125,7 +125,8 @@ def divide(typingctx, a, b):
 
 
 def _llvm_float_intrinsic(name: str):
-    """An intrinsic calling llvm.<name>.f32/.f64 on a float."""
+    """An intrinsic calling llvm.<name>.f32/.f64 on a float on the CPU, libdevice's __nv_<name>(f)
+    on CUDA: NVVM 13.0's verifier rejects a call of llvm.trunc (13.5's takes it)."""
 
     @intrinsic
     def call(typingctx, x):
@@ -134,9 +135,13 @@ def _llvm_float_intrinsic(name: str):
 
         def codegen(context, builder, signature, args):
             value_type = args[0].type
-            suffix = "f32" if value_type == ir.FloatType() else "f64"
+            single = value_type == ir.FloatType()
+            if context.target_name == "cpu":
+                symbol = f"llvm.{name}.{'f32' if single else 'f64'}"
+            else:
+                symbol = f"__nv_{name}{'f' if single else ''}"
             fnty = ir.FunctionType(value_type, [value_type])
-            return builder.call(cgutils.get_or_insert_function(builder.module, fnty, f"llvm.{name}.{suffix}"), args)
+            return builder.call(cgutils.get_or_insert_function(builder.module, fnty, symbol), args)
 
         return x(x), codegen
 

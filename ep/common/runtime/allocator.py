@@ -90,11 +90,12 @@ def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Strea
     on the CPU one of _CACHED_BYTES or more may reuse a released result's memory. given_by: the
     caller's argument whose value gave shape, named when no such array can be made."""
     try:
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes >= 1 << 63:  # numba-cuda's own check of this fails with a SystemError
+            raise ValueError(f"{nbytes} bytes, more than the 2**63 - 1 an array can hold")
         if device.device_type is _CPU:
             host_dtype = dtype.dtype
-            nbytes = math.prod(shape) * host_dtype.itemsize
-            # Past int64 NumPy's own ValueError says no array can have the shape.
-            if _PHYSICAL_BYTES is not None and _PHYSICAL_BYTES < nbytes < 1 << 63:
+            if _PHYSICAL_BYTES is not None and _PHYSICAL_BYTES < nbytes:
                 raise MemoryError(f"{nbytes} bytes, more than this machine's {_PHYSICAL_BYTES} bytes of memory")
             if nbytes < _CACHED_BYTES:
                 return np.empty(shape, host_dtype)

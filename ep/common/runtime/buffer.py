@@ -242,7 +242,16 @@ def span(array, dtype: DataType, count: int, device_type: DeviceType):
         return FakeCUDAArray(_host_span(np.asarray(array), dtype, count))
     data = array.__cuda_array_interface__["data"][0]
     interface = {"shape": (count,), "strides": None, "typestr": dtype.dtype.str, "data": (data, True), "version": 3}
-    return cuda.from_cuda_array_interface(interface, owner=array, sync=False)
+    return cuda_view(interface, array, dtype.dtype)
+
+
+def cuda_view(interface: dict, owner: object, dtype: np.dtype):
+    """A numba device array of dtype over the memory a CUDA array interface describes: numba takes
+    the dtype from its typestr, and bfloat16's ('<V2') names a void."""
+    from numba import cuda
+
+    array = cuda.from_cuda_array_interface(interface, owner=owner, sync=False)
+    return array if array.dtype == dtype else array.view(dtype)
 
 
 def _host_span(array: np.ndarray, dtype: DataType, count: int) -> np.ndarray:
