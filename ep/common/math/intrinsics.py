@@ -8,6 +8,7 @@ plain Python on top of these.
 from __future__ import annotations
 
 import math
+import operator
 
 from llvmlite import ir
 from numba import types
@@ -151,6 +152,27 @@ def _llvm_float_intrinsic(name: str):
 round_down = _llvm_float_intrinsic("floor")
 round_up = _llvm_float_intrinsic("ceil")
 round_toward_zero = _llvm_float_intrinsic("trunc")
+
+
+@intrinsic
+def product(typingctx, a, b):
+    """a * b, typed as Python's; a float32/float64 product on CUDA by libdevice's __nv_fmul_rn or
+    __nv_dmul_rn, which NVVM never contracts with an add into an FMA (a plain one it does, by
+    default): a fused expression then rounds as the unfused ops, and the CPU, do."""
+    signature = typingctx.resolve_function_type(operator.mul, (a, b), {})
+    if signature is None:
+        return None
+
+    def codegen(context, builder, signature, args):
+        result = signature.return_type
+        if context.target_name == "cpu" or result not in (types.float32, types.float64):
+            return context.compile_internal(builder, lambda p, q: p * q, signature, args)
+        x, y = (context.cast(builder, v, t, result) for v, t in zip(args, signature.args))
+        symbol = "__nv_fmul_rn" if result == types.float32 else "__nv_dmul_rn"
+        fnty = ir.FunctionType(x.type, [x.type, x.type])
+        return builder.call(cgutils.get_or_insert_function(builder.module, fnty, symbol), [x, y])
+
+    return signature, codegen
 
 
 @intrinsic

@@ -91,8 +91,9 @@ def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Strea
     caller's argument whose value gave shape, named when no such array can be made."""
     try:
         nbytes = math.prod(shape) * dtype.itemsize
-        if nbytes >= 1 << 63:  # numba-cuda's own check of this fails with a SystemError
-            raise ValueError(f"{nbytes} bytes, more than the 2**63 - 1 an array can hold")
+        # NumPy's rule, its dims of 0 left out (numba-cuda's own check fails with a SystemError).
+        if math.prod(n for n in shape if n) * dtype.itemsize >= 1 << 63:
+            raise ValueError("an array holds at most 2**63 - 1 bytes")
         if device.device_type is _CPU:
             host_dtype = dtype.dtype
             if _PHYSICAL_BYTES is not None and _PHYSICAL_BYTES < nbytes:

@@ -16,7 +16,7 @@ import operator
 
 
 from ep.common.jit import scalar_function
-from ep.common.math.intrinsics import frem, round_down, round_toward_zero, round_up, wide_integer
+from ep.common.math.intrinsics import frem, product, round_down, round_toward_zero, round_up, wide_integer
 from ep.common.math.ops.record import (
     FLOAT, NUMBERS, BinaryFunctor, UnaryFunctor, dy_times, of_a_b, of_a_b_in_type, of_x, of_x_in_type,
 )
@@ -54,7 +54,7 @@ NEGATIVE = UnaryFunctor(
 
 @scalar_function
 def square(x, attr0, attr1):
-    return as_type(x * x, x)
+    return as_type(product(x, x), x)
 
 
 @scalar_function
@@ -208,7 +208,7 @@ SUB = BinaryFunctor(
     BinaryOp.kSub, of_a_b_in_type(operator.sub), ALL_TYPES, doc="a - b; integers wrap"
 )
 MUL = BinaryFunctor(
-    BinaryOp.kMul, of_a_b_in_type(operator.mul), ALL_TYPES, doc="a * b; integers wrap",
+    BinaryOp.kMul, of_a_b_in_type(product), ALL_TYPES, doc="a * b; integers wrap",
     commutative=True,
 )
 
