@@ -6,6 +6,7 @@ bookkeeping. It needs no GPU: without one it runs on Numba's CUDA simulator, who
 storage() as numba's device arrays do. Targets: under 3 us for ElementwiseUnary, 6 us for others.
 Times are inflated on a loaded machine; `--instructions` adds a count that load does not disturb:
 instructions per Launch under valgrind's callgrind (minutes: the child process runs under valgrind).
+On a GPU, `--profile` calls the kernels: wall time per Launch and cProfile's heaviest functions.
 """
 from __future__ import annotations
 
@@ -153,6 +154,32 @@ def launch_instructions(number: int = 200) -> dict[str, float] | None:
     return {name: (count - baseline) / number for name, count in zip(names[1:], counts[1:])}
 
 
+def profile_launches(number: int = 500) -> None:
+    """On a GPU, kernels called: each family's wall time per Launch (launched back to back, the
+    device synchronized once), then cProfile's heaviest functions under ElementwiseUnary's."""
+    import cProfile
+    import pstats
+
+    from numba import cuda
+
+    cases = _cases()
+    for name, launch in cases.items():
+        launch()
+        cuda.synchronize()
+        start = time.perf_counter_ns()
+        for _ in range(number):
+            launch()
+        cuda.synchronize()
+        print(f"{name:28s} {(time.perf_counter_ns() - start) / number / 1e3:7.2f} us per Launch, wall")
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(number):
+        cases["ElementwiseUnary"]()
+    profiler.disable()
+    cuda.synchronize()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
+
+
 def main() -> int:
     """Print the table; 1 when a family misses its target."""
     from ep.common.runtime.device import cuda_available
@@ -165,6 +192,12 @@ def main() -> int:
         return 0
     from numba import config
 
+    if "--profile" in sys.argv:
+        if config.ENABLE_CUDASIM:
+            print("launch_overhead --profile: needs a GPU (the simulator's kernels are Python)", file=sys.stderr)
+            return 2
+        profile_launches()
+        return 0
     where = "CUDA simulator" if config.ENABLE_CUDASIM else "GPU"
     print(f"Launch host work, kernel call stubbed ({where}; {platform.processor() or platform.machine()}, Python {platform.python_version()})")
     print("median thread CPU time per Launch (inflated on a loaded machine), and calls per Launch")

@@ -165,9 +165,11 @@ def product(typingctx, a, b):
 
     def codegen(context, builder, signature, args):
         result = signature.return_type
-        if context.target_name == "cpu" or result not in (types.float32, types.float64):
+        if not isinstance(result, types.Float):
             return context.compile_internal(builder, lambda p, q: p * q, signature, args)
         x, y = (context.cast(builder, v, t, result) for v, t in zip(args, signature.args))
+        if context.target_name == "cpu" or result not in (types.float32, types.float64):
+            return builder.fmul(x, y)
         symbol = "__nv_fmul_rn" if result == types.float32 else "__nv_dmul_rn"
         fnty = ir.FunctionType(x.type, [x.type, x.type])
         return builder.call(cgutils.get_or_insert_function(builder.module, fnty, symbol), [x, y])
