@@ -1,7 +1,6 @@
 """Running code where numba.cuda compiles for real (NVVM; no GPU needed), outside the simulator the suite runs in."""
 import functools
 import os
-import shutil
 import subprocess
 import sys
 
@@ -14,18 +13,27 @@ def run_without_simulator(args: list[str], timeout: int) -> str:
     return result.stdout
 
 
+_PROBE = """
+from numba import cuda, float32
+from ep.cuda.ptxas import assemble
+
+
+def kernel(x):
+    x[0] = 1
+
+
+ptx, _ = cuda.compile_ptx(kernel, (float32[::1],), cc=(8, 0))
+assemble(ptx, (8, 0))
+"""
+
+
 @functools.cache
 def missing_ptx_tools() -> str | None:
-    """Why CUDA kernels cannot be compiled to PTX and assembled here, or None: NVVM and ptxas come
-    with the sweep extra."""
-    try:
-        from cuda.bindings import nvvm
-
-        nvvm.version()
-    except Exception as error:  # no cuda-bindings, or no libnvvm for it to load
-        return f"needs NVVM ({type(error).__name__}); pip install -e '.[sweep]'"
-    from ep.cuda.ptxas import ptxas_path
-
-    if shutil.which(ptxas_path()) is None:
-        return "needs ptxas; pip install -e '.[sweep]'"
-    return None
+    """Why CUDA kernels cannot be compiled to PTX and assembled here, or None: a tiny kernel is, in
+    a process outside the simulator. NVVM and ptxas come with the sweep extra."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    result = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=300)
+    if result.returncode == 0:
+        return None
+    last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+    return f"cannot compile PTX here ({last[:200]}); pip install -e '.[sweep]'"
