@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ep.common.primitive.copies import copy_to_device, copy_to_host
+from ep.common.runtime.buffer import cuda_view
 from ep.common.runtime.device import DeviceType, GetDevice
 from ep.common.runtime.dlpack import from_dlpack
+from ep.common.runtime.overlap import byte_range
 
 
 def to_device(array, device):
@@ -34,10 +36,8 @@ def transposed(array):
 
     if isinstance(array, np.ndarray) or config.ENABLE_CUDASIM:
         return array.T
-    from numba import cuda
-
     interface = dict(array.__cuda_array_interface__, shape=array.shape[::-1], strides=array.strides[::-1], stream=None)
-    return cuda.from_cuda_array_interface(interface, owner=array, sync=False).view(array.dtype)
+    return cuda_view(interface, array, array.dtype)
 
 
 def _strided_to_host(array) -> np.ndarray:
@@ -51,12 +51,11 @@ def _strided_to_host(array) -> np.ndarray:
         return array.copy_to_host()
     from numba import cuda
 
-    low = sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s < 0)
-    high = sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s > 0) + array.dtype.itemsize
-    start = array.__cuda_array_interface__["data"][0] + low
-    interface = {"shape": (high - low,), "strides": None, "typestr": "|u1", "data": (start, False), "version": 3}
+    first = array.__cuda_array_interface__["data"][0]
+    low, high = byte_range(array.__cuda_array_interface__)
+    interface = {"shape": (high - low,), "strides": None, "typestr": "|u1", "data": (low, False), "version": 3}
     # On the stream the array is bound to, which may still be writing it.
     data = cuda.from_cuda_array_interface(interface, owner=array, sync=False).copy_to_host(stream=array.stream)
     if array.stream:
         array.stream.synchronize()
-    return np.ndarray(array.shape, array.dtype, buffer=data, offset=-low, strides=array.strides).copy()
+    return np.ndarray(array.shape, array.dtype, buffer=data, offset=first - low, strides=array.strides).copy()

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from numba import config as numba_config
 
 import ep
+from ep.common.runtime.buffer import cuda_view
 from ep.include.primitive.primitive import RegisteredFactories
 from ep.testing import to_device, to_numpy
 
@@ -35,7 +36,7 @@ def as_strided_view(base, device: str, start: int, shape: tuple[int, ...], strid
     byte_strides = tuple(s * itemsize for s in strides)
     if device == "cpu":
         return np.lib.stride_tricks.as_strided(base[start:], shape, byte_strides)
-    from numba import config, cuda
+    from numba import config
 
     if config.ENABLE_CUDASIM:
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
@@ -43,8 +44,7 @@ def as_strided_view(base, device: str, start: int, shape: tuple[int, ...], strid
         return FakeCUDAArray(np.lib.stride_tricks.as_strided(base._ary[start:], shape, byte_strides))
     interface = dict(base.__cuda_array_interface__, shape=shape, strides=byte_strides, stream=None)
     interface["data"] = (interface["data"][0] + itemsize * start, False)
-    holder = type("View", (), {"__cuda_array_interface__": interface, "owner": base})()
-    return cuda.as_cuda_array(holder).view(base.dtype)  # bfloat16's typestr names a void
+    return cuda_view(interface, base, base.dtype)
 
 
 @st.composite

@@ -73,7 +73,7 @@ def _device_overlap(x, out, elementwise: bool) -> bool:
     a, b = _interface(x), _interface(out)
     if elementwise and _same_elements(a, b):
         return False
-    (lo0, hi0), (lo1, hi1) = _byte_range(a), _byte_range(b)
+    (lo0, hi0), (lo1, hi1) = byte_range(a), byte_range(b)
     return lo0 < hi1 and lo1 < hi0
 
 
@@ -105,7 +105,7 @@ def _same_elements(a: dict, b: dict) -> bool:
     )
 
 
-def _byte_range(interface: dict) -> tuple[int, int]:
+def byte_range(interface: dict) -> tuple[int, int]:
     """[first, last + 1) of the bytes an array interface addresses (empty for an empty array)."""
     start, shape = interface["data"][0], interface["shape"]
     if 0 in shape:
