@@ -1,12 +1,12 @@
 """`python -m ep warmup`: compile chosen kernels into Numba's disk cache before the first launch.
 
-Each chosen registry combination (primitive, device, op, dtypes) is launched once on tiny arrays,
-once per shape class that picks its own kernel (a binary op's elementwise, scalar, row, column and
-general paths, the broadcast operand on either side; gather's element and row spans; softmax's
-rows of one block and longer ones), so warmup compiles what real launches need, with their
-argument types. Numba's compile events tell a combination that compiled from one that came from
-the cache. Not launched (said so at the start): ElementwiseFused (its expressions are the
-caller's), Memcpy, Memset and BroadcastElementwiseUnary.
+Each chosen registry combination (primitive, device, op, dtypes) is launched as its factory's
+samples launch it (ep.common.primitive.sample): on tiny arrays, once per shape class that picks
+its own kernel (a binary op's elementwise, scalar, row, column and general paths; gather's element
+and row spans; softmax's rows of one block and longer ones), so warmup compiles what real launches
+need, with their argument types. Numba's compile events tell a combination that compiled from one
+that came from the cache. ElementwiseFused compiles its sample's x + y: a caller's own expressions
+compile on their first launch.
 Nor are the spans only large launches run (streaming stores from 8 MiB, an element gather's
 out-of-range fallback, Reduce's merge of a cut reduction's slices, Scan's passes over a cut run): their first such launch
 compiles them.
@@ -14,232 +14,21 @@ compiles them.
 from __future__ import annotations
 
 import contextlib
-import math
+import functools
 import os
 import sys
 import time
 from typing import Callable, Iterable, Iterator
 
-import numpy as np
-
-import ep
-from ep.common.math.binary_functor import BINARY_FUNCTORS
-from ep.common.math.unary_functor import UNARY_FUNCTORS
 from ep.include.primitive.primitive import registry_rows
-from ep.testing import to_device
-
-# BroadcastElementwiseBinary's operand dims, one pair per path and side (None: a scalar value).
-BINARY_DIMS = (
-    ((4,), (4,)),  # elementwise
-    ((4,), None), (None, (4,)),  # scalar
-    ((2, 3), (1, 3)), ((1, 3), (2, 3)),  # row
-    ((2, 3), (2, 1)), ((2, 1), (2, 3)),  # column
-    ((2, 1, 3), (1, 2, 1)),  # general
-)
-
-# Gather's, BatchGather's and UnsortedSegmentSum's inner sizes: one element, and rows whose bytes
-# make every raw unit (2, 4, 8 or 16 bytes) they move in, as one element or as a row of them.
-INNER_SIZES = (1, 2, 3, 4, 6, 8, 12, 16)
+from ep.testing import samples
 
 
-class _Tiny:
-    """Tiny arrays and a stream on one device, for one combination's launches."""
-
-    def __init__(self, device: str) -> None:
-        self.device = device
-        self.stream = ep.GetDevice(device).default_stream
-
-    def new(self, factory: type, *args, **kwargs):
-        primitive = ep.NewPrimitive(factory, self.device, *args, **kwargs)
-        if primitive is None:
-            raise RuntimeError(f"{factory.__name__}.New{args} returned None for a listed combination")
-        return primitive
-
-    def array(self, values: object, dtype: str):
-        return to_device(np.asarray(values, dtype), self.device)
-
-    def ones(self, count: int, dtype: str):
-        return self.array(np.ones(count), dtype)
-
-    def zeros(self, count: int, dtype: str):
-        return self.array(np.zeros(count), dtype)
-
-
-def _attrs(table: dict, enum_type: type, op: str) -> tuple:
-    # Attributes are launch-time scalars: any value compiles the same kernel.
-    return (1,) * len(table[enum_type[op]].attrs)
-
-
-def _unary(tiny: _Tiny, op: str, src: str, dst: str) -> None:
-    primitive = tiny.new(ep.ElementwiseUnaryFactory, op, src, dst, *_attrs(UNARY_FUNCTORS, ep.UnaryOp, op))
-    primitive.Launch(tiny.stream, tiny.ones(4, src), tiny.zeros(4, dst), 4)
-
-
-def _binary(tiny: _Tiny, op: str, src: str, dst: str) -> None:
-    attrs = _attrs(BINARY_FUNCTORS, ep.BinaryOp, op)
-    primitive = tiny.new(ep.BroadcastElementwiseBinaryFactory, op, src, dst, 3, *attrs)
-    value = np.ones((), src)[()]
-    for dims0, dims1 in BINARY_DIMS:
-        a = value if dims0 is None else tiny.ones(math.prod(dims0), src)
-        b = value if dims1 is None else tiny.ones(math.prod(dims1), src)
-        out = tiny.zeros(math.prod(np.broadcast_shapes(dims0 or (), dims1 or ())), dst)
-        primitive.Launch(tiny.stream, dims0 or (), a, dims1 or (), b, out)
-
-
-def _gather(tiny: _Tiny, op: None, params: str, indices: str) -> None:
-    primitive = tiny.new(ep.GatherFactory, params, indices, wrap_negative=True, check_bounds=True)
-    for inner in INNER_SIZES:
-        primitive.Launch(tiny.stream, tiny.array([0, 1], indices), 2, tiny.ones(2 * inner, params), 1, 2, inner, tiny.zeros(2 * inner, params))
-
-
-def _batch_gather(tiny: _Tiny, op: None, params: str, indices: str) -> None:
-    primitive = tiny.new(ep.BatchGatherFactory, params, indices, wrap_negative=True, check_bounds=True)
-    for inner in INNER_SIZES:
-        primitive.Launch(tiny.stream, tiny.array([0, 1], indices), 2, tiny.ones(2 * inner, params), 1, 1, 2, inner, tiny.zeros(2 * inner, params))
-
-
-def _segment_sum(tiny: _Tiny, op: None, data: str, ids: str) -> None:
-    primitive = tiny.new(ep.UnsortedSegmentSumFactory, data, ids, wrap_negative=True, check_bounds=True)
-    for inner in INNER_SIZES:
-        primitive.Launch(tiny.stream, tiny.array([0, 1], ids), 2, tiny.ones(2 * inner, data), 1, 1, 2, inner, tiny.zeros(2 * inner, data))
-
-
-def _expand(tiny: _Tiny, op: None, dtype: str) -> None:
-    primitive = tiny.new(ep.ExpandFactory, dtype)
-    for src_dims in ((1, 3), (2, 1)):
-        primitive.Launch(tiny.stream, src_dims, tiny.ones(math.prod(src_dims), dtype), (2, 3), tiny.zeros(6, dtype))
-
-
-def _expand_grad(tiny: _Tiny, op: None, dtype: str) -> None:
-    primitive = tiny.new(ep.ExpandGradFactory, dtype)
-    for dst_dims in ((1, 3), (2, 1)):
-        primitive.Launch(tiny.stream, (2, 3), tiny.ones(6, dtype), dst_dims, tiny.zeros(math.prod(dst_dims), dtype))
-
-
-def _reduce(tiny: _Tiny, op: str, src: str, dst: str) -> None:
-    primitive = tiny.new(ep.ReduceFactory, op, src, dst)
-    # Along rows (inner 1), across columns, and the whole array.
-    for dst_dims in ((2, 1), (1, 3), (1, 1)):
-        primitive.Launch(tiny.stream, (2, 3), tiny.ones(6, src), dst_dims, tiny.zeros(math.prod(dst_dims), dst))
-
-
-def _scan(tiny: _Tiny, op: str, src: str, dst: str) -> None:
-    primitive = tiny.new(ep.ScanFactory, op, src, dst)
-    # Along rows (four side by side, and one), and across columns.
-    for dims, dim in (((4, 3), 1), ((1, 3), 1), ((2, 3), 0)):
-        primitive.Launch(tiny.stream, dims, tiny.ones(math.prod(dims), src), dim, tiny.zeros(math.prod(dims), dst))
-
-
-def _copy_nd(tiny: _Tiny, op: None, dtype: str) -> None:
-    primitive = tiny.new(ep.CopyNdFactory, 2)
-    for strides in (None, (1, 2)):  # a box of a contiguous array, and a strided (transposed) view
-        src, dst = tiny.ones(6, dtype), tiny.zeros(6, dtype)
-        primitive.Launch(tiny.stream, dtype, 2, dst, (2, 3), (0, 0), src, (2, 3), (0, 0), (2, 3), src_strides=strides)
-
-
-def _permute(tiny: _Tiny, op: None, dtype: str) -> None:
-    primitive = tiny.new(ep.PermuteFactory, 3)
-    # A transpose of 32 x 32 (CUDA's shared-memory tiles, the CPU's tiles) and one whose last dim
-    # stays (the strided copy).
-    for dims, permutation in (((32, 32), (1, 0)), ((2, 3, 4), (1, 0, 2))):
-        count = math.prod(dims)
-        primitive.Launch(tiny.stream, dtype, len(dims), dims, tiny.ones(count, dtype), permutation, tiny.zeros(count, dtype))
-
-
-def _constant_pad(tiny: _Tiny, op: None, dtype: str) -> None:
-    primitive = tiny.new(ep.ConstantPadFactory, dtype)
-    primitive.Launch(tiny.stream, 2, (2, 3), tiny.ones(6, dtype), (1, 0), (0, 1), 0, tiny.zeros(12, dtype))
-
-
-def _softmax(factory: type, backward: bool) -> Callable[..., None]:
-    def launch(tiny: _Tiny, op: None, dtype: str) -> None:
-        primitive = tiny.new(factory, dtype)
-        # Rows of one block (the CPU's own span for cols <= its BLOCK of 8192) and longer ones.
-        for cols in (3, 8193):
-            buffers = [tiny.ones(cols, dtype) for _ in range(3 if backward else 2)]
-            primitive.Launch(tiny.stream, 1, cols, *buffers)
-
-    return launch
-
-
-def _cast(tiny: _Tiny, op: None, src: str, dst: str) -> None:
-    tiny.new(ep.CastFactory, src, dst).Launch(tiny.stream, tiny.ones(4, src), tiny.zeros(4, dst), 4)
-
-
-def _fill(tiny: _Tiny, op: None, dtype: str) -> None:
-    tiny.new(ep.FillFactory, dtype).Launch(tiny.stream, tiny.zeros(4, dtype), 1, 4)
-
-
-def _tensor_fill(tiny: _Tiny, op: None, dtype: str) -> None:
-    tiny.new(ep.TensorFillFactory, dtype).Launch(tiny.stream, tiny.ones(1, dtype), tiny.zeros(4, dtype), 4)
-
-
-def _where(tiny: _Tiny, op: None, cond: str, dtype: str) -> None:
-    primitive = tiny.new(ep.WhereFactory, cond, dtype, 3)
-    # The flat select and the broadcast rows.
-    for cond_dims, x_dims in (((4,), (4,)), ((2, 1), (1, 3))):
-        z_dims = tuple(np.broadcast_shapes(cond_dims, x_dims))
-        c, x = tiny.ones(math.prod(cond_dims), cond), tiny.ones(math.prod(x_dims), dtype)
-        primitive.Launch(tiny.stream, len(cond_dims), cond_dims, c, len(x_dims), x_dims, x, len(x_dims), x_dims, x, tiny.zeros(math.prod(z_dims), dtype))
-
-
-def _add(tiny: _Tiny, op: None, dtype: str) -> None:
-    primitive = tiny.new(ep.AddFactory, dtype)
-    for arity in (2, 3):
-        primitive.Launch(tiny.stream, [tiny.ones(4, dtype) for _ in range(arity)], arity, tiny.zeros(4, dtype), 4)
-
-
-def _one_hot(tiny: _Tiny, op: None, indices: str, dtype: str) -> None:
-    primitive = tiny.new(ep.OneHotFactory, indices, dtype, check_bounds=True)
-    primitive.Launch(tiny.stream, tiny.array([0, 2], indices), tiny.zeros(6, dtype), 1, 0, 2, 0, 3)
-
-
-def _matmul(factory: type) -> Callable[..., None]:
-    """The launch of a (Batch, Broadcast) Matmul factory: one 2x2 product (the BLAS's for floats,
-    ep's kernel for integers), each transpose pair."""
-
-    def launch(tiny: _Tiny, op: None, dtype: str) -> None:
-        for trans in ((False, False), (True, True)):
-            primitive = tiny.new(factory, dtype, *trans, *((3,) if factory is ep.BroadcastMatmulFactory else ()))
-            a, b, c = tiny.ones(4, dtype), tiny.ones(4, dtype), tiny.zeros(4, dtype)
-            if factory is ep.MatmulFactory:
-                primitive.Launch(tiny.stream, 2, 2, 2, 1, a, b, 0, c)
-            elif factory is ep.BatchMatmulFactory:
-                primitive.Launch(tiny.stream, 1, 2, 2, 2, 1, a, b, 0, c)
-            else:
-                primitive.Launch(tiny.stream, 1, 2, (2, 2), a, 2, (2, 2), b, 0, 2, (2, 2), c)
-
-    return launch
-
-
-# Per primitive (registry_rows' name): launch(tiny, op name or None, *dtypes) covering its kernels.
-LAUNCHES: dict[str, Callable[..., None]] = {
-    "ElementwiseUnary": _unary,
-    "BroadcastElementwiseBinary": _binary,
-    "Gather": _gather,
-    "BatchGather": _batch_gather,
-    "UnsortedSegmentSum": _segment_sum,
-    "Expand": _expand,
-    "ExpandGrad": _expand_grad,
-    "Reduce": _reduce,
-    "Scan": _scan,
-    "CopyNd": _copy_nd,
-    "Permute": _permute,
-    "ConstantPad": _constant_pad,
-    "Softmax": _softmax(ep.SoftmaxFactory, backward=False),
-    "LogSoftmax": _softmax(ep.LogSoftmaxFactory, backward=False),
-    "SoftmaxBackward": _softmax(ep.SoftmaxBackwardFactory, backward=True),
-    "LogSoftmaxBackward": _softmax(ep.LogSoftmaxBackwardFactory, backward=True),
-    "Cast": _cast,
-    "Fill": _fill,
-    "TensorFill": _tensor_fill,
-    "Where": _where,
-    "Add": _add,
-    "OneHot": _one_hot,
-    "Matmul": _matmul(ep.MatmulFactory),
-    "BatchMatmul": _matmul(ep.BatchMatmulFactory),
-    "BroadcastMatmul": _matmul(ep.BroadcastMatmulFactory),
-}
+def _combinations(factory) -> dict[tuple, tuple]:
+    """factory's Combinations by registry_rows' spelling: (op name or None, dtype values) -> (op, dtypes)."""
+    return {
+        (None if op is None else op.name, tuple(dtype.value for dtype in dtypes)): (op, dtypes) for op, dtypes in factory.Combinations()
+    }
 
 
 def chosen_rows(
@@ -299,19 +88,18 @@ def cache_location() -> str:
 def warm(rows: list[dict]) -> int:
     """Launch each row's combination once on tiny arrays, printing progress and a summary; 0 when
     every launch ran, 1 when one failed (each failure is printed)."""
-    unlaunched = sorted({row["primitive"] for row in rows if row["primitive"] not in LAUNCHES})
-    if unlaunched:
-        print(f"warmup skips {', '.join(unlaunched)}: they compile on their first launch (ElementwiseFused per expression)")
-        rows = [row for row in rows if row["primitive"] in LAUNCHES]
+    factories = {device: samples.registered(device) for device in {row["device"] for row in rows}}
+    combinations = functools.cache(_combinations)
     compiled, functions, cached, on_cuda, failures = 0, 0, 0, 0, []
     start = time.perf_counter()
     with _compilations() as compilations:
         for row in _progress(rows):
             before = compilations()
             try:
-                tiny = _Tiny(row["device"])
-                LAUNCHES[row["primitive"]](tiny, row["op"], *row["dtypes"])
-                tiny.stream.Sync()
+                factory_type, factory = factories[row["device"]][row["primitive"]]
+                op, dtypes = combinations(factory)[row["op"], tuple(row["dtypes"])]
+                for sample in factory.Samples(op, dtypes):
+                    samples.launch(factory_type, row["device"], sample)
             except Exception as error:  # report every failing combination, then fail
                 failures.append(f"FAILED {_label(row)}: {type(error).__name__}: {error}")
                 continue

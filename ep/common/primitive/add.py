@@ -14,6 +14,7 @@ from typing import Iterator
 from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_attrs
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.primitive.launch import Count, Declared, Ins, Out, declare
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.overlap import overlaps
@@ -76,3 +77,11 @@ class AddImpl(Declared, Add):
 class AddFactoryImpl(DtypeFactory, AddFactory):
     primitive_type = AddImpl
     dtypes = ADD_TYPES
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        for arity in (2, 3):
+            srcs = [values(4, dtypes[0]) for _ in range(arity)]
+            expected = srcs[0]
+            for src in srcs[1:]:
+                expected = expected + src
+            yield Sample(dtypes, {"srcs": srcs, "arity": arity, "dst": zeros(4, dtypes[0]), "count": 4}, {"dst": expected})

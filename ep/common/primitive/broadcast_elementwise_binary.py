@@ -13,16 +13,29 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterator, NamedTuple
 
-from ep.common.math.binary_functor import binary_combinations, resolve_binary
+import numpy as np
+
+from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_combinations, resolve_binary
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.launch import Attr, Declared, In, Out, declare
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime import validate
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
+from ep.include.primitive.binary_op import BinaryOp
 from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwiseBinary, BroadcastElementwiseBinaryFactory
+
+# The operands' dims of each path and side the samples launch (None: a scalar value).
+SAMPLE_DIMS = (
+    ((4,), (4,)),  # elementwise
+    ((4,), None), (None, (4,)),  # scalar
+    ((2, 3), (1, 3)), ((1, 3), (2, 3)),  # row
+    ((2, 3), (2, 1)), ((2, 1), (2, 3)),  # column
+    ((2, 1, 3), (1, 2, 1)),  # general
+)
 
 # Kernels take strides as tuples of this length (padded with 0), so one compiled kernel serves
 # every rank.
@@ -177,3 +190,14 @@ class BroadcastElementwiseBinaryFactoryImpl(GenericFactory, BroadcastElementwise
     def Combinations(self):
         for op, src_dtype, dst_dtype in binary_combinations():
             yield op, (src_dtype, dst_dtype)
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        src, dst = dtypes
+        attrs = (1,) * len(BINARY_FUNCTORS[op].attrs)  # launch-time scalars: any value compiles the same kernel
+        for dims0, dims1 in SAMPLE_DIMS:
+            a = values(1, src)[0] if dims0 is None else values(math.prod(dims0), src, dims0)
+            b = values(1, src)[0] if dims1 is None else values(math.prod(dims1), src, dims1)
+            shape = np.broadcast_shapes(dims0 or (), dims1 or ())
+            args = {"src0_dims": dims0 or (), "src0": a, "src1_dims": dims1 or (), "src1": b, "dst": zeros(math.prod(shape), dst)}
+            expected = {"dst": np.add(a, b).astype(dst.dtype).ravel()} if op is BinaryOp.kAdd else None
+            yield Sample((op, src, dst, 3, *attrs), args, expected)

@@ -13,15 +13,19 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
-from ep.common.math.unary_functor import resolve_unary, unary_combinations
+import numpy as np
+
+from ep.common.math.unary_functor import UNARY_FUNCTORS, resolve_unary, unary_combinations
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryKernels
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.launch import Attr, Declared, In, Out, declare
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime import validate
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.include.primitive.broadcast_elementwise_unary import BroadcastElementwiseUnary, BroadcastElementwiseUnaryFactory
+from ep.include.primitive.unary_op import UnaryOp
 
 
 @dataclass(frozen=True)
@@ -130,9 +134,9 @@ class BroadcastElementwiseUnaryImpl(Declared, BroadcastElementwiseUnary):
             raise ValueError(f"num_{name}_dims: {num_dims} is above max_num_dims={self.max_num_dims}")
         dims = validate.dims(dims, f"{name}_dims", self.max_num_dims)
         strides = validate.dims(strides, f"{name}_strides", self.max_num_dims)
-        for what, values in ((f"{name}_dims", dims), (f"{name}_strides", strides)):
-            if len(values) != num_dims:
-                raise ValueError(f"{what}: has {len(values)} entries; expected num_{name}_dims={num_dims}")
+        for what, entries in ((f"{name}_dims", dims), (f"{name}_strides", strides)):
+            if len(entries) != num_dims:
+                raise ValueError(f"{what}: has {len(entries)} entries; expected num_{name}_dims={num_dims}")
         return dims, strides
 
     def plan(self, num_src_dims, src_dims, src_strides, num_dst_dims, dst_dims, dst_strides) -> tuple[UnaryBroadcastPlan, Callable | None]:
@@ -166,3 +170,17 @@ class BroadcastElementwiseUnaryFactoryImpl(GenericFactory, BroadcastElementwiseU
     def Combinations(self):
         for op, src_dtype, dst_dtype in unary_combinations():
             yield op, (src_dtype, dst_dtype)
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        src, dst = dtypes
+        attrs = (1,) * len(UNARY_FUNCTORS[op].attrs)  # launch-time scalars: any value compiles the same kernel
+        # A flat copy, and (2, 1, 3) broadcast to (2, 4, 3) into a transposed dst (element (i, j, k) at i + 2 j + 8 k).
+        for x_dims, x_strides, dst_dims, dst_strides in (((4,), (1,), (4,), (1,)), ((2, 1, 3), (3, 3, 1), (2, 4, 3), (1, 2, 8))):
+            x = values(math.prod(x_dims), src, x_dims)
+            full = np.broadcast_to(x, dst_dims)
+            args = {
+                "num_src_dims": len(x_dims), "src_dims": x_dims, "src_strides": x_strides, "src": x, "num_dst_dims": len(dst_dims),
+                "dst_dims": dst_dims, "dst_strides": dst_strides, "dst": zeros(full.size, dst),
+            }
+            expected = {"dst": np.maximum(full, 0).astype(dst.dtype).T.ravel()} if op is UnaryOp.kRelu else None
+            yield Sample((op, src, dst, 3, *attrs), args, expected)

@@ -11,6 +11,7 @@ from typing import Iterator
 from ep.common.math.unary_functor import resolve_unary, unary_dst_dtypes
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryImpl, ElementwiseUnaryKernels
 from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.data_type import ALL_TYPES, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.include.primitive.cast import Cast, CastFactory
@@ -49,3 +50,8 @@ class CastFactoryImpl(GenericFactory, CastFactory):
         for src_dtype in ALL_TYPES:
             for dst_dtype in unary_dst_dtypes(UnaryOp.kCast, src_dtype):
                 yield None, (src_dtype, dst_dtype)
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        src, dst = dtypes
+        x = values(4, src)
+        yield Sample(dtypes, {"src": x, "dst": zeros(4, dst), "count": 4}, {"dst": x.astype(dst.dtype)})

@@ -11,10 +11,13 @@ import abc
 import math
 from typing import Iterator, NamedTuple, Sequence
 
+import numpy as np
+
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.primitive.launch import Attr, Declared, In, Out, Scalar, declare
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, MAX_NUM_DIMS, check_sequence, count as check_count, dims as check_dims, int64
@@ -155,3 +158,11 @@ def _paddings(value: object, name: str, num_dims: int) -> tuple[int, ...]:
 
 class ConstantPadFactoryImpl(DtypeFactory, ConstantPadFactory):
     primitive_type = ConstantPadImpl
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        x = values(6, dtypes[0], (2, 3))
+        args = {
+            "num_dims": 2, "src_dims": (2, 3), "src": x, "padding_before": (1, 0), "padding_after": (0, 1), "pad_value": 0,
+            "dst": zeros(12, dtypes[0]),
+        }
+        yield Sample(dtypes, args, {"dst": np.pad(x, ((1, 0), (0, 1))).ravel()})

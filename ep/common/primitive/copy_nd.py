@@ -8,6 +8,7 @@ import numpy as np
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels, span
 from ep.common.runtime.buffer import address, storage
@@ -107,3 +108,14 @@ class CopyNdFactoryImpl(GenericFactory, CopyNdFactory):
         # The data type is a Launch argument: every one is implemented.
         for dtype in ALL_TYPES:
             yield None, (dtype,)
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        (dtype,) = dtypes
+        x = values(6, dtype)
+        # A box of a contiguous array, and a strided (transposed) view: element (i, j) at i + 2 j.
+        for strides, picked in ((None, x), ((1, 2), x[np.arange(2)[:, None] + 2 * np.arange(3)])):
+            args = {
+                "data_type": dtype, "num_dims": 2, "dst": zeros(6, dtype), "dst_dims": (2, 3), "dst_pos": (0, 0), "src": x,
+                "src_dims": (2, 3), "src_pos": (0, 0), "extent": (2, 3), "src_strides": strides,
+            }
+            yield Sample((2,), args, {"dst": picked.ravel()})

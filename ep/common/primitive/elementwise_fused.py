@@ -22,6 +22,7 @@ from ep.common.math.unary_functor import unary_attrs, unary_dst_dtypes
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.fused_formula import MAX_ARITY, children, compose_formula, node_dtype
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime import validate
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.overlap import refuse_overlap
@@ -338,6 +339,16 @@ class ElementwiseFusedFactoryImpl(GenericFactory, ElementwiseFusedFactory):
         # Open-keyed: any expression whose ops support the dtypes; listed once per dtype.
         for dtype in ALL_TYPES:
             yield None, (dtype,)
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        """x + y of the dtype, flat and broadcast (the expressions are the caller's: this one
+        stands for them)."""
+        (dtype,) = dtypes
+        for x_dims, y_dims in (((4,), (4,)), ((2, 3), (1, 3))):
+            x, y = values(math.prod(x_dims), dtype, x_dims), values(math.prod(y_dims), dtype, y_dims)
+            total = x + y
+            args = {"args": [x, y], "arg_dims": [x_dims, y_dims], "dsts": [zeros(total.size, dtype)]}
+            yield Sample((Binary(BinaryOp.kAdd, Input(0), Input(1)), dtype, dtype), args, {"dsts": [total.ravel()]})
 
 
 # Expressions the PTX check compiles (flat and broadcast each): ep.fuse's workloads, float16

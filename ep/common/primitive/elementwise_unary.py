@@ -4,13 +4,17 @@ from __future__ import annotations
 import abc
 from typing import Iterator
 
+import numpy as np
+
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.unary_functor import UNARY_FUNCTORS, resolve_unary, unary_combinations
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.launch import Count, Declared, In, Out, declare
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.include.primitive.elementwise_unary import ElementwiseUnary, ElementwiseUnaryFactory
+from ep.include.primitive.unary_op import UnaryOp
 
 
 def unary_bindings(device: DeviceType, op, src_dtype: DataType, dst_dtype: DataType) -> dict[str, object]:
@@ -59,3 +63,11 @@ class ElementwiseUnaryFactoryImpl(GenericFactory, ElementwiseUnaryFactory):
     def Combinations(self):
         for op, src_dtype, dst_dtype in unary_combinations():
             yield op, (src_dtype, dst_dtype)
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        src, dst = dtypes
+        x = values(4, src)
+        # Attributes are launch-time scalars: any value compiles the same kernel.
+        attrs = (1,) * len(UNARY_FUNCTORS[op].attrs)
+        expected = {"dst": np.maximum(x, 0).astype(dst.dtype)} if op is UnaryOp.kRelu else None
+        yield Sample((op, src, dst, *attrs), {"src": x, "dst": zeros(4, dst), "count": 4}, expected)

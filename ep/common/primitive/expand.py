@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import math
+from typing import Iterator
+
+import numpy as np
 
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.primitive.broadcast_dims import BroadcastDimsPrimitive
 from ep.common.primitive.factory import DtypeFactory
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
@@ -31,3 +35,9 @@ class ExpandImpl(BroadcastDimsPrimitive, Expand):
 
 class ExpandFactoryImpl(DtypeFactory, ExpandFactory):
     primitive_type = ExpandImpl
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        for src_dims in ((1, 3), (2, 1)):  # a broadcast row and a broadcast column
+            x = values(math.prod(src_dims), dtypes[0], src_dims)
+            args = {"src_dims": src_dims, "src": x, "dst_dims": (2, 3), "dst": zeros(6, dtypes[0])}
+            yield Sample(dtypes, args, {"dst": np.broadcast_to(x, (2, 3)).ravel()})

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import abc
+import math
 from typing import Iterator
 
 from ep.common.primitive.expand_grad_plan import ACCUMULATE_DTYPES, ExpandGradPlan, expand_grad_plan
 from ep.common.primitive.broadcast_dims import BroadcastDimsPrimitive
 from ep.common.primitive.factory import DtypeFactory
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.include.primitive.expand_grad import ExpandGrad, ExpandGradFactory
@@ -48,3 +50,10 @@ class ExpandGradImpl(BroadcastDimsPrimitive, ExpandGrad):
 class ExpandGradFactoryImpl(DtypeFactory, ExpandGradFactory):
     primitive_type = ExpandGradImpl
     dtypes = ACCUMULATE_DTYPES
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        x = values(6, dtypes[0], (2, 3))
+        for dst_dims in ((1, 3), (2, 1)):  # summed over rows, over columns
+            axis = dst_dims.index(1)
+            args = {"src_dims": (2, 3), "src": x, "dst_dims": dst_dims, "dst": zeros(math.prod(dst_dims), dtypes[0])}
+            yield Sample(dtypes, args, {"dst": x.sum(axis, dtype=x.dtype).ravel()})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 from typing import Iterator
 
+from ep.common.primitive.sample import Sample
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.plan_cache import PlanCache
@@ -20,8 +21,8 @@ class GenericFactory(Factory):
     """A primitive's factory on one device: New resolves its arguments to a key and returns the
     cached primitive_type(device_type, kernels, *key).
 
-    Subclasses (one per primitive) define New with the interface's signature, calling _new, and
-    Combinations (DtypeFactory defines both for a New taking one dtype).
+    Subclasses (one per primitive) define New with the interface's signature, calling _new,
+    Combinations (DtypeFactory defines both for a New taking one dtype) and Samples.
     """
 
     primitive_type: type[Primitive]
@@ -41,6 +42,11 @@ class GenericFactory(Factory):
     @abc.abstractmethod
     def Combinations(self) -> Iterator[tuple[object, tuple]]:
         """Every (op or None, dtypes in New's order) this factory implements; compiles nothing."""
+
+    @abc.abstractmethod
+    def Samples(self, op, dtypes: tuple[DataType, ...]) -> Iterator[Sample]:
+        """Launches of one of the Combinations (op, dtypes) on host arrays: one per shape class
+        that picks its own kernel, some with a NumPy reference (ep.common.primitive.sample)."""
 
     def Kernels(self) -> Iterator[object]:
         """Every device kernel a launch of this factory's primitives can run, for the PTX check:

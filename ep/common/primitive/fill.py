@@ -17,6 +17,7 @@ from ep.common.jit import scalar_function
 from ep.common.primitive.byte_units import unit_dtype
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.primitive.launch import Count, Declared, Out, Scalar, declare
+from ep.common.primitive.sample import Sample, zeros
 from ep.common.runtime.buffer import kept
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
@@ -79,3 +80,7 @@ class FillImpl(Declared, Fill):
 
 class FillFactoryImpl(DtypeFactory, FillFactory):
     primitive_type = FillImpl
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        dst = zeros(4, dtypes[0])
+        yield Sample(dtypes, {"dst": dst, "scalar": 1, "count": 4}, {"dst": np.ones_like(dst)})

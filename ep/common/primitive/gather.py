@@ -15,6 +15,7 @@ import numpy as np
 from ep.common.jit import scalar_function
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.launch import Attr, Declared, In, Out, declare
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.data_type import ALL_TYPES, INDEX_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, count as check_count, int64 as check_int64
@@ -167,6 +168,10 @@ class IndexedPrimitive(Declared):
         return f"{-n} <= index < {n}" if self.wrap else f"{sizes.offset} <= index < {sizes.offset + n}"
 
 
+# The inner sizes samples launch: one element, and rows whose bytes make every raw unit (2, 4, 8 or
+# 16 bytes) the kernels move, as one element or as a row of them.
+SAMPLE_INNER_SIZES = (1, 2, 3, 4, 6, 8, 12, 16)
+
 _INDICES = In("indices", "self.indices_dtype", "plan[0].index_count")
 _SIZES = ("num_indices", "outer_dim_size", "gather_dim_size", "inner_dim_size")
 
@@ -200,6 +205,17 @@ class _GatherFactories(GenericFactory):
 
     def Combinations(self):
         return indexed_combinations(ALL_TYPES)
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        params, indices = dtypes
+        batch = {"batch_dim_size": 1} if self.primitive_type is BatchGatherImpl else {}
+        for inner in SAMPLE_INNER_SIZES:
+            x = values(2 * inner, params, (2, inner))
+            args = {
+                "indices": np.array([1, 0], indices.dtype), "num_indices": 2, "in_": x, **batch, "outer_dim_size": 1,
+                "gather_dim_size": 2, "inner_dim_size": inner, "out": zeros(2 * inner, params), "offset": 0,
+            }
+            yield Sample(dtypes, args, {"out": x[::-1].ravel()}, {"wrap_negative": True, "check_bounds": True})
 
 
 class GatherFactoryImpl(_GatherFactories, GatherFactory):

@@ -23,6 +23,7 @@ from ep.common.jit import scalar_function
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.launch import Attr, Count, Declared, In, Out, Scalar, declare
+from ep.common.primitive.sample import Sample, float_rtol, values, zeros
 from ep.common.runtime import validate
 from ep.common.runtime.data_type import FLOATING_TYPES, INTEGER_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
@@ -268,6 +269,26 @@ class _GemmFactory(GenericFactory):
         for dtype in MATMUL_TYPES + INTEGER_MATMUL_TYPES:
             if dtype in INTEGER_MATMUL_TYPES or self.kernels.supports(dtype):
                 yield None, (dtype,)
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        """A 2 x 2 product (the BLAS's for floats, ep's kernel for integers) of each transpose pair."""
+        (dtype,) = dtypes
+        a, b = values(4, dtype, (2, 2)), values(4, dtype, (2, 2))[::-1].copy()
+        for trans in (False, True):
+            product = (a.T if trans else a).astype(np.float64) @ (b.T if trans else b).astype(np.float64)
+            args = {"alpha": 1, "a": a, "b": b, "beta": 0, "c": zeros(4, dtype)}
+            if self.primitive_type is MatmulImpl:
+                args = {"m": 2, "n": 2, "k": 2, **args}
+            elif self.primitive_type is BatchMatmulImpl:
+                args = {"batch_size": 1, "m": 2, "n": 2, "k": 2, **args}
+            else:
+                args = {
+                    "alpha": 1, "num_a_dims": 2, "a_dims": (2, 2), "a": a, "num_b_dims": 2, "b_dims": (2, 2), "b": b, "beta": 0,
+                    "num_c_dims": 2, "c_dims": (2, 2), "c": args["c"],
+                }
+            extra = (3,) if self.primitive_type is BroadcastMatmulImpl else ()
+            rtol = float_rtol(dtype) if dtype in MATMUL_TYPES else 0.0
+            yield Sample((dtype, trans, trans, *extra), args, {"c": product.astype(dtype.dtype).ravel()}, rtol=rtol)
 
 
 class MatmulFactoryImpl(_GemmFactory, MatmulFactory):

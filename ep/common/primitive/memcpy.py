@@ -14,6 +14,7 @@ from typing import Iterator
 import numpy as np
 
 from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.buffer import address, is_cuda_buffer
 from ep.common.runtime.byte_storage import byte_storage
 from ep.common.runtime.data_type import DataType
@@ -107,3 +108,9 @@ class MemcpyFactoryImpl(GenericFactory, MemcpyFactory):
         # Bytes of any array: listed as uint8, the unit it moves.
         for kind in MemcpyKind:
             yield kind, (DataType.kUInt8,)
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        # On a cuda Memcpy the kind says which side stays on the host (kAuto: both on the device).
+        host = {MemcpyKind.kHtoD: ("src",), MemcpyKind.kDtoH: ("dst",)}.get(op, ())
+        src = values(16, DataType.kUInt8)
+        yield Sample((op,), {"dst": zeros(16, DataType.kUInt8), "src": src, "count": 16}, {"dst": src}, host=host)

@@ -7,6 +7,7 @@ import numpy as np
 
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.fill import FillKernels
+from ep.common.primitive.sample import Sample, zeros
 from ep.common.runtime.byte_storage import byte_storage
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
@@ -51,3 +52,7 @@ class MemsetFactoryImpl(GenericFactory, MemsetFactory):
 
     def Kernels(self) -> Iterator[object]:
         yield self.kernels.kernel(1)
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        expected = np.array([0xAB] * 6 + [0, 0], np.uint8)
+        yield Sample((), {"ptr": zeros(8, DataType.kUInt8), "value": 0xAB, "count": 6}, {"ptr": expected})

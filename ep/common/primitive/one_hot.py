@@ -12,10 +12,13 @@ from __future__ import annotations
 import abc
 from typing import Iterator
 
+import numpy as np
+
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.fill import UNIT_DTYPES, as_units
 from ep.common.primitive.gather import GatherSizes, gather_sizes
 from ep.common.primitive.launch import Attr, Declared, In, Out, Scalar, declare
+from ep.common.primitive.sample import Sample, zeros
 from ep.common.runtime import validate
 from ep.common.runtime.data_type import ALL_TYPES, INDEX_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
@@ -107,3 +110,13 @@ class OneHotFactoryImpl(GenericFactory, OneHotFactory):
             for out_dtype in ALL_TYPES:
                 yield None, (indices_dtype, out_dtype)
 
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        indices_dtype, out_dtype = dtypes
+        indices = np.array([0, 2], indices_dtype.dtype)
+        args = {
+            "indices": indices, "out": zeros(6, out_dtype), "on_value": 1, "off_value": 0, "num_indices": 2, "lower_bound": 0,
+            "upper_bound": 3,
+        }
+        expected = (indices[:, None] == np.arange(3)).astype(out_dtype.dtype).ravel()
+        yield Sample(dtypes, args, {"out": expected}, {"check_bounds": True})

@@ -20,6 +20,7 @@ from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.launch import Attr, Declared, In, Out, declare
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
@@ -192,3 +193,15 @@ class PermuteFactoryImpl(GenericFactory, PermuteFactory):
         # The data type is a Launch argument: every one is implemented.
         for dtype in ALL_TYPES:
             yield None, (dtype,)
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        (dtype,) = dtypes
+        # A transpose of 32 x 32 (CUDA's shared-memory tiles, the CPU's tiles) and one whose last dim
+        # stays (the strided copy).
+        for dims, permutation in (((32, 32), (1, 0)), ((2, 3, 4), (1, 0, 2))):
+            x = values(math.prod(dims), dtype, dims)
+            args = {
+                "data_type": dtype, "num_dims": len(dims), "src_dims": dims, "src": x, "permutation": permutation,
+                "dst": zeros(x.size, dtype),
+            }
+            yield Sample((3,), args, {"dst": x.transpose(permutation).ravel()})

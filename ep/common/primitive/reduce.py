@@ -11,6 +11,7 @@ from typing import Iterator
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.launch import Attr, Declared, In, Out, declare
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.names import lookup
@@ -157,3 +158,12 @@ class ReduceFactoryImpl(GenericFactory, ReduceFactory):
 
     def Combinations(self) -> Iterator[tuple[object, tuple]]:
         return combinations()
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        src, dst = dtypes
+        x = values(6, src, (2, 3))
+        for dst_dims in ((2, 1), (1, 3), (1, 1)):  # along rows (inner 1), across columns, the whole array
+            axis = tuple(d for d, n in enumerate(dst_dims) if n == 1)
+            args = {"src_dims": (2, 3), "src": x, "dst_dims": dst_dims, "dst": zeros(math.prod(dst_dims), dst)}
+            expected = {"dst": x.sum(axis, dtype=dst.dtype).ravel()} if op is ReduceOp.kSum else None
+            yield Sample((op, src, dst), args, expected)

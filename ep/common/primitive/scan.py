@@ -7,10 +7,13 @@ import math
 from dataclasses import dataclass
 from typing import Iterator
 
+import numpy as np
+
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.launch import Attr, Declared, In, Out, declare
 from ep.common.primitive.reduce import combinations as reduce_combinations, dst_dtypes
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.names import lookup
@@ -93,3 +96,12 @@ class ScanFactoryImpl(GenericFactory, ScanFactory):
 
     def Combinations(self) -> Iterator[tuple[object, tuple]]:
         return combinations()
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        src, dst = dtypes
+        # Along rows (four side by side, and one), and across columns.
+        for dims, dim in (((4, 3), 1), ((1, 3), 1), ((2, 3), 0)):
+            x = values(math.prod(dims), src, dims)
+            args = {"src_dims": dims, "src": x, "dim": dim, "dst": zeros(math.prod(dims), dst)}
+            expected = {"dst": np.cumsum(x, dim, dtype=dst.dtype).ravel()} if op is ReduceOp.kSum else None
+            yield Sample((op, src, dst), args, expected)

@@ -3,11 +3,14 @@ the kernels a device supplies (one SoftmaxKernels per op, ep.common.math.softmax
 from __future__ import annotations
 
 import abc
-from typing import Iterator
+from typing import Callable, Iterator
+
+import numpy as np
 
 from ep.common.math.softmax import LOG_SOFTMAX, LOG_SOFTMAX_BACKWARD, SOFTMAX, SOFTMAX_BACKWARD, SoftmaxOp
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.primitive.launch import Attr, Declared, In, Out, declare
+from ep.common.primitive.sample import Sample, float_rtol, values
 from ep.common.runtime.data_type import FLOATING_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, count
@@ -100,25 +103,60 @@ class LogSoftmaxBackwardImpl(_RowsPrimitive, LogSoftmaxBackward):
 
 
 class _RowsFactory(DtypeFactory):
-    """New(dtype) of the four factories: the floating dtypes (float16 computed in float32)."""
+    """New(dtype) of the four factories: the floating dtypes (float16 computed in float32); their
+    samples against NumPy's formula (`reference`, over float64 rows)."""
 
     dtypes = FLOATING_TYPES
+    reference: Callable[..., np.ndarray]
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        (dtype,) = dtypes
+        backward = self.primitive_type.launch is _BACKWARD
+        # Rows of one block (the CPU's own span for cols <= its BLOCK of 8192) and longer ones.
+        for cols in (3, 8193):
+            x = values(cols, dtype).astype(np.float64) / 4
+            if backward:  # y as the forward op gives it (probabilities or their logs), rounded to dtype
+                y = np.exp(x) / np.exp(x).sum()
+                y = (np.log(y) if self.primitive_type is LogSoftmaxBackwardImpl else y).astype(dtype.dtype)
+                inputs = {"y": y, "dy": x.astype(dtype.dtype)}
+            else:
+                inputs = {"x": x.astype(dtype.dtype)}
+            expected = type(self).reference(*(a.astype(np.float64) for a in inputs.values())).astype(dtype.dtype)
+            out = "dx" if backward else "y"
+            args = {"rows": 1, "cols": cols, **inputs, out: np.zeros(cols, dtype.dtype)}
+            yield Sample(dtypes, args, {out: expected}, rtol=float_rtol(dtype))
 
 
 class SoftmaxFactoryImpl(_RowsFactory, SoftmaxFactory):
     primitive_type = SoftmaxImpl
 
+    @staticmethod
+    def reference(x):
+        return np.exp(x - x.max()) / np.exp(x - x.max()).sum()
+
 
 class LogSoftmaxFactoryImpl(_RowsFactory, LogSoftmaxFactory):
     primitive_type = LogSoftmaxImpl
+
+    @staticmethod
+    def reference(x):
+        return x - x.max() - np.log(np.exp(x - x.max()).sum())
 
 
 class SoftmaxBackwardFactoryImpl(_RowsFactory, SoftmaxBackwardFactory):
     primitive_type = SoftmaxBackwardImpl
 
+    @staticmethod
+    def reference(y, dy):
+        return y * (dy - (y * dy).sum())
+
 
 class LogSoftmaxBackwardFactoryImpl(_RowsFactory, LogSoftmaxBackwardFactory):
     primitive_type = LogSoftmaxBackwardImpl
+
+    @staticmethod
+    def reference(y, dy):
+        return dy - np.exp(y) * dy.sum()
 
 
 # Per op: its factory interface and generic implementation, which each device registers with its kernels.

@@ -2,9 +2,14 @@
 made to read the value from src on the device (fill.from_buffer)."""
 from __future__ import annotations
 
+from typing import Iterator
+
+import numpy as np
+
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.primitive.fill import FillKernels, as_units
 from ep.common.primitive.launch import Count, Declared, In, Out, declare
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.include.primitive.tensor_fill import TensorFill, TensorFillFactory
@@ -28,3 +33,7 @@ class TensorFillImpl(Declared, TensorFill):
 
 class TensorFillFactoryImpl(DtypeFactory, TensorFillFactory):
     primitive_type = TensorFillImpl
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        src = values(1, dtypes[0])
+        yield Sample(dtypes, {"src": src, "dst": zeros(4, dtypes[0]), "count": 4}, {"dst": np.repeat(src, 4)})

@@ -2,9 +2,14 @@
 (IndexedPrimitive), and the dtypes it sums."""
 from __future__ import annotations
 
+from typing import Iterator
+
+import numpy as np
+
 from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.gather import IndexedPrimitive, indexed_combinations, resolve_indexed
+from ep.common.primitive.gather import SAMPLE_INNER_SIZES, IndexedPrimitive, indexed_combinations, resolve_indexed
 from ep.common.primitive.launch import Attr, In, Out, declare
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.data_type import HALF_TYPES, DataType
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSum, UnsortedSegmentSumFactory
 
@@ -41,3 +46,14 @@ class UnsortedSegmentSumFactoryImpl(GenericFactory, UnsortedSegmentSumFactory):
 
     def Combinations(self):
         return indexed_combinations(SUM_TYPES)
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        data, ids = dtypes
+        for inner in SAMPLE_INNER_SIZES:
+            x = values(2 * inner, data, (2, inner))
+            args = {
+                "segment_ids": np.array([1, 1], ids.dtype), "num_segment_ids": 2, "data": x, "batch_dim_size": 1,
+                "outer_dim_size": 1, "num_segments": 2, "inner_dim_size": inner, "out": zeros(2 * inner, data), "offset": 0,
+            }
+            expected = np.concatenate([np.zeros(inner, x.dtype), x[0] + x[1]])  # both rows summed into segment 1
+            yield Sample(dtypes, args, {"out": expected}, {"wrap_negative": True, "check_bounds": True})

@@ -13,10 +13,13 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+import numpy as np
+
 from ep.common.math.nd_index_offset_helper import broadcast_strides, contiguous_strides
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.launch import Attr, Declared, In, Out, declare
+from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime import validate
 from ep.common.runtime.data_type import ALL_TYPES, DataType, INTEGER_TYPES, as_data_type
 from ep.common.runtime.device import DeviceType
@@ -116,3 +119,17 @@ class WhereFactoryImpl(GenericFactory, WhereFactory):
         for cond_dtype in COND_TYPES:
             for data_dtype in ALL_TYPES:
                 yield None, (cond_dtype, data_dtype)
+
+    def Samples(self, op, dtypes) -> Iterator[Sample]:
+        cond_dtype, dtype = dtypes
+        # The flat select and the broadcast rows.
+        for cond_dims, x_dims in (((4,), (4,)), ((2, 1), (1, 3))):
+            cond = (np.arange(math.prod(cond_dims)) % 2).astype(cond_dtype.dtype).reshape(cond_dims)
+            x = values(math.prod(x_dims), dtype, x_dims)
+            y = x[..., ::-1].copy()
+            z = np.where(cond, x, y)
+            args = {
+                "num_cond_dims": len(cond_dims), "cond_dims": cond_dims, "cond": cond, "num_x_dims": len(x_dims), "x_dims": x_dims,
+                "x": x, "num_y_dims": len(x_dims), "y_dims": x_dims, "y": y, "z": zeros(z.size, dtype),
+            }
+            yield Sample((*dtypes, 3), args, {"z": z.ravel()})
