@@ -9,18 +9,18 @@ class Skipped(Exception):
     """Raised by a check with nothing of ep's to run on that device (said so, not counted as ok)."""
 
 
-def check_primitive(device: str, factory_type: type, factory) -> str:
-    """Launch the samples with a reference of factory's first combination (float32 ones first)
-    that has them and a primitive on device, asserting each output; the combination checked, as
-    `ep list` shows it."""
-    from ep.common.runtime.data_type import DataType
+def check_primitive(device: str, factory_type: type) -> str:
+    """Launch the samples with a reference of factory_type's first combination (float32 ones
+    first) that has them and a primitive on device, asserting each output; the combination checked."""
     from ep.testing import samples
 
-    for op, dtypes in sorted(factory.Combinations(), key=lambda combination: DataType.kFloat not in combination[1]):
-        chosen = [sample for sample in factory.Samples(op, dtypes) if sample.expected is not None]
-        if chosen and all(samples.check(factory_type, device, sample) for sample in chosen):
-            return " ".join([*([op.name] if op is not None else []), ",".join(dtype.value for dtype in dtypes)])
-    raise Skipped(f"none of {factory_type.__name__}'s combinations with a reference sample has a primitive on {device}")
+    try:
+        combination, chosen = samples.reference_samples(factory_type, (device,))
+    except LookupError as reason:
+        raise Skipped(str(reason)) from None
+    for sample in chosen:
+        samples.check(factory_type, device, sample)
+    return combination
 
 
 def run_self_check(device: str | None = None) -> int:
@@ -36,10 +36,10 @@ def run_self_check(device: str | None = None) -> int:
             print("check cuda skipped: numba-cuda is not installed (pip install 'ep[cuda]' adds it)")
     passed = failed = skipped = 0
     for tag in devices:
-        for name, (factory_type, factory) in sorted(registered(tag).items()):
+        for name, (factory_type, _) in sorted(registered(tag).items()):
             start = time.perf_counter()
             try:
-                checked = check_primitive(tag, factory_type, factory)
+                checked = check_primitive(tag, factory_type)
                 status = f"ok ({checked}, {time.perf_counter() - start:.2f} s)"
                 passed += 1
             except Skipped as reason:

@@ -8,7 +8,7 @@ from ep.testing.samples import registered
 
 
 def test_a_skipped_check_is_said_and_counted(monkeypatch, capsys):
-    def check(device, factory_type, factory):
+    def check(device, factory_type):
         if factory_type is ep.FillFactory:
             raise selfcheck.Skipped("nothing of ep's runs here")
         return "float32"
@@ -21,7 +21,7 @@ def test_a_skipped_check_is_said_and_counted(monkeypatch, capsys):
 
 
 def test_a_failed_check_fails_the_run(monkeypatch, capsys):
-    def check(device, factory_type, factory):
+    def check(device, factory_type):
         assert factory_type is not ep.CastFactory, "cast gave 3"
         return "float32"
 
@@ -33,9 +33,9 @@ def test_a_failed_check_fails_the_run(monkeypatch, capsys):
 
 @pytest.mark.parametrize("name", sorted(registered("cpu")))
 def test_every_primitive_checks(device, name):
-    factory_type, factory = registered(device)[name]
+    factory_type, _ = registered(device)[name]
     try:
-        combination = selfcheck.check_primitive(device, factory_type, factory)
+        combination = selfcheck.check_primitive(device, factory_type)
     except selfcheck.Skipped as reason:
         pytest.fail(f"{name} on {device}: {reason}")
     assert combination

@@ -54,13 +54,32 @@ def check(factory_type: type[Factory], device: str, sample: Sample) -> bool:
     for name, expected in (sample.expected or {}).items():
         outputs = args[name] if isinstance(expected, list) else [args[name]]
         for got, want in zip(outputs, expected if isinstance(expected, list) else [expected]):
-            got = to_numpy(got)
-            if sample.rtol:
-                scale = float(np.max(np.abs(want.astype(np.float64)), initial=0))
-                np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=sample.rtol, atol=sample.rtol * scale, err_msg=name)
-            else:
-                assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), f"{name}: {got!r}; expected {want!r}"
+            assert_result(to_numpy(got), want, sample.rtol, name)
     return True
+
+
+def assert_result(got: np.ndarray, expected: np.ndarray, rtol: float = 0.0, name: str = "") -> None:
+    """got is expected: bit for bit (rtol 0), or within rtol of expected's largest magnitude."""
+    if rtol:
+        scale = float(np.max(np.abs(expected.astype(np.float64)), initial=0))
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=rtol * scale, err_msg=name)
+    else:
+        assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes(), f"{name}: {got!r}; expected {expected!r}"
+
+
+def reference_samples(factory_type: type[Factory], devices: tuple[str, ...]) -> tuple[str, list[Sample]]:
+    """The samples with a NumPy reference of factory_type's first combination (float32 ones first)
+    that has them and a primitive on each of devices, with the combination as `ep list` shows it;
+    LookupError when there is none."""
+    from ep.common.runtime.data_type import DataType
+
+    factories = [GetFactory(factory_type, device) for device in devices]
+    float32_first = sorted(factories[0].Combinations(), key=lambda combination: sum(d is not DataType.kFloat for d in combination[1]))
+    for op, dtypes in float32_first:
+        chosen = [sample for sample in factories[0].Samples(op, dtypes) if sample.expected is not None]
+        if chosen and all(NewPrimitive(factory_type, device, *chosen[0].new, **chosen[0].new_kwargs) is not None for device in devices):
+            return " ".join([*([op.name] if op is not None else []), ",".join(dtype.value for dtype in dtypes)]), chosen
+    raise LookupError(f"none of {factory_type.__name__}'s combinations with a reference sample has a primitive on {', '.join(devices)}")
 
 
 def registered(device: str) -> dict[str, tuple[type[Factory], Factory]]:

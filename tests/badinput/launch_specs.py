@@ -1,5 +1,9 @@
 """Every primitive's Launch as data: a good call built from sizes, its NumPy reference, the kind of
-each parameter, and the bad values of each kind with the error they must raise."""
+each parameter, and the bad values of each kind with the error they must raise.
+
+A primitive with a declared launch and no Spec written here gets one derived from its samples (a
+reference sample's good call, fixed sizes) and its declaration (its buffers and counts get bad
+values; its other arguments, checked by its plan, are tested in tests/primitive)."""
 from __future__ import annotations
 
 import math
@@ -10,7 +14,11 @@ import numpy as np
 from hypothesis import assume, strategies as st
 
 import ep
+from ep.common.primitive.launch import Count, In, Ins, Out
+from ep.common.runtime.device import cuda_available
+from ep.include.primitive.primitive import GetFactory
 from ep.testing import to_device
+from ep.testing.samples import on_device, reference_samples, registered
 
 from guards import Guarded, digest, expect_error
 from dtype_lists import ALL as ALL_DTYPES
@@ -26,6 +34,8 @@ class Call:
     args: dict[str, object]
     outputs: dict[str, Guarded]
     expected: dict[str, np.ndarray]
+    #: The outputs' tolerance relative to their largest reference value (0: exactly).
+    rtol: float = 0.0
 
 
 @dataclass
@@ -297,6 +307,50 @@ SPECS = {
     )
 }
 
+def _devices() -> tuple[str, ...]:
+    return ("cpu", "cuda") if cuda_available() else ("cpu",)
+
+
+def _declared_kinds(factory_type) -> dict[str, str] | None:
+    """The kinds of a declared launch's buffers and counts (a sequence of buffers left out), or
+    None for a launch declared by hand."""
+    declaration = getattr(GetFactory(factory_type, "cpu").primitive_type, "launch", None)
+    if declaration is None:
+        return None
+    kinds = {}
+    for arg in declaration.args:
+        if isinstance(arg, Ins) or getattr(arg, "scalar", False):
+            continue
+        if isinstance(arg, (In, Count)):
+            kinds[arg.name] = "out" if isinstance(arg, Out) else "in" if isinstance(arg, In) else "count"
+    return kinds
+
+
+def _derived(name: str, factory_type) -> Spec | None:
+    """name's Spec from its first reference sample that runs on every device here, and its declaration."""
+    kinds = _declared_kinds(factory_type)
+    if kinds is None:
+        return None
+    _, (sample, *_) = reference_samples(factory_type, _devices())
+
+    def build(device, sizes, seed):
+        args = on_device(sample, device)
+        outputs = {p: Guarded(device, sample.args[p].dtype, sample.args[p].size) for p, kind in kinds.items() if kind == "out"}
+        args.update({p: guarded.middle for p, guarded in outputs.items()})
+        return Call({"stream": _stream(device), **args}, outputs, {p: sample.expected[p] for p in outputs}, sample.rtol)
+
+    dtypes = {p: sample.args[p].dtype for p, kind in kinds.items() if kind in ("in", "out")}
+    return Spec(
+        name, lambda d: ep.NewPrimitive(factory_type, d, *sample.new, **sample.new_kwargs), build, st.just(()), 0, kinds, dtypes
+    )
+
+
+DERIVED = {
+    name: spec for name, (factory_type, _) in sorted(registered("cpu").items())
+    if name not in SPECS and (spec := _derived(name, factory_type)) is not None
+}
+SPECS.update(DERIVED)
+
 PARAMS = [(name, param) for name, spec in SPECS.items() for param in ("stream", *spec.kinds)]
 
 # The module (test_launch_<family>.py) that gives each Spec's parameters their bad values, in
@@ -305,6 +359,7 @@ FAMILIES = {
     "elementwise": ("ElementwiseUnary", "BroadcastElementwiseBinary", "Fill", "TensorFill"),
     "indexed": ("Gather", "BatchGather", "UnsortedSegmentSum"),
     "copies": ("Expand", "ExpandGrad", "Reduce", "Scan", "CopyNd", "Permute", "ConstantPad"),
+    "derived": tuple(DERIVED),
 }
 
 

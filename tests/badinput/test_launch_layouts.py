@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ep.testing import to_numpy
+from ep.testing.samples import assert_result
 from guards import FAST, Guarded, digest, expect_error, misaligned_copy
 from launch_specs import FAMILIES, SPECS, launch
 
@@ -47,13 +48,13 @@ def test_edge_layouts_give_numpy_results_and_write_only_the_output(device, name,
             label = data.draw(st.sampled_from(INPUT_LAYOUTS), label=param)
             host = to_numpy(call.args[param])
             call.args[param] = _variant(label, host, device)
-            if label == "misaligned" and host.size:
+            if label == "misaligned" and host.size and host.dtype.itemsize > 1:  # a byte is never misaligned
                 misaligned.append(param)
         elif kind == "out" and data.draw(st.booleans(), label=f"{param} misaligned"):
             old = call.outputs[param]
             call.outputs[param] = Guarded(device, old.dtype, old.n, misaligned=True)
             call.args[param] = call.outputs[param].middle
-            if old.n:
+            if old.n and old.dtype.itemsize > 1:
                 misaligned.append(param)
     inputs = {key: digest(arg) for key, arg in call.args.items() if key not in call.outputs}
     primitive = spec.primitive(device)
@@ -66,7 +67,7 @@ def test_edge_layouts_give_numpy_results_and_write_only_the_output(device, name,
         launch(primitive, call)
         for param, guarded in call.outputs.items():
             guarded.check_guards()
-            np.testing.assert_array_equal(guarded.value(), call.expected[param])
+            assert_result(guarded.value(), call.expected[param], call.rtol, param)
     assert {key: digest(arg) for key, arg in call.args.items() if key not in call.outputs} == inputs
 
 
