@@ -2,7 +2,6 @@
 import sys
 import threading
 
-import numpy as np
 import pytest
 
 from ep.testing.samples import assert_result
