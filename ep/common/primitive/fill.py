@@ -1,20 +1,21 @@
-"""Fill on every device: New's resolution, Launch's checks, and the kernels a device supplies.
+"""Fill on every device: New's resolution and Launch's checks; its kernel is a per-element one
+(ep.common.primitive.element) that each device makes from fill_value.
 
 A fill does not care what its elements mean, only their bytes: the scalar is converted to the
 primitive's dtype on the host (ep's one conversion rule, runtime.scalar.scalar_bits) and its bit
 pattern is written as an unsigned integer of the element's size. So four kernels (1, 2, 4 and 8
 bytes) serve every dtype, -0.0 and NaN payloads arrive as given, and TensorFill and Memset launch
-the same kernels with the value read from a device buffer or given as a byte.
+the same kind of kernel with the value read from a device buffer or given as a byte.
 """
 from __future__ import annotations
 
-import abc
 from typing import Iterator
 
 import numpy as np
 
 from ep.common.jit import scalar_function
 from ep.common.primitive.byte_units import unit_dtype
+from ep.common.primitive.element import ElementKernels
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.primitive.launch import Count, Declared, Out, Scalar, declare
 from ep.common.primitive.sample import Sample, zeros
@@ -25,18 +26,19 @@ from ep.include.primitive.fill import Fill, FillFactory
 
 # The unsigned integer each element size is filled as (byte_units' unit of that size).
 UNIT_DTYPES = {size: unit_dtype(size) for size in (1, 2, 4, 8)}
+UNIT_TYPES = {size: DataType(dtype.name) for size, dtype in UNIT_DTYPES.items()}
 
 
 @scalar_function
-def from_scalar(value):
-    """A fill kernel's value when it is given as a launch argument (Fill, Memset)."""
-    return value
+def fill_value(i, values):
+    """Fill's and Memset's element: the value's bits, given at launch as values[0]."""
+    return values[0]
 
 
-@scalar_function
-def from_buffer(src):
-    """A fill kernel's value when it is read from a one-element device buffer (TensorFill)."""
-    return src[0]
+def fill_kernel(kernels: ElementKernels, itemsize: int):
+    """The kernel filling elements of itemsize bytes with the bits given at launch."""
+    unit = UNIT_TYPES[itemsize]
+    return kernels.kernel(fill_value, unit, (unit.dtype,))
 
 
 def as_units(flat, itemsize: int):
@@ -51,35 +53,24 @@ def _view(flat, unit: np.dtype):
     return flat.view(unit)
 
 
-class FillKernels(abc.ABC):
-    """What a device supplies: per element size, a kernel launched as
-    kernel.launch(stream, count, dst, source, count): dst flat storage viewed as UNIT_DTYPES[size],
-    source the value's bits (from_scalar) or a one-element buffer of them (from_buffer), as the
-    device's kernels were made for."""
-
-    @abc.abstractmethod
-    def kernel(self, itemsize: int):
-        """The device kernel filling elements of itemsize bytes, compiled on its first launch."""
-
-    def all_kernels(self) -> Iterator[object]:
-        for itemsize in UNIT_DTYPES:
-            yield self.kernel(itemsize)
-
-
 class FillImpl(Declared, Fill):
     launch = declare(Out("dst"), Scalar("scalar", bits=True), Count("count"))
 
-    def __init__(self, device_type: DeviceType, kernels: FillKernels, dtype: DataType) -> None:
+    def __init__(self, device_type: DeviceType, kernels: ElementKernels, dtype: DataType) -> None:
         self.device_type, self.dtype = device_type, dtype
-        self._kernel = kernels.kernel(dtype.itemsize)
+        self._kernel = fill_kernel(kernels, dtype.itemsize)
 
     def run(self, stream, dst, scalar, count: int) -> None:
         if count:
-            self._kernel.launch(stream, count, as_units(dst, self.dtype.itemsize), scalar, count)
+            self._kernel.launch(stream, count, as_units(dst, self.dtype.itemsize), count, (scalar,))
 
 
 class FillFactoryImpl(DtypeFactory, FillFactory):
     primitive_type = FillImpl
+
+    def Kernels(self) -> Iterator[object]:
+        for itemsize in UNIT_TYPES:
+            yield fill_kernel(self.kernels, itemsize)
 
     def Samples(self, op, dtypes) -> Iterator[Sample]:
         dst = zeros(4, dtypes[0])

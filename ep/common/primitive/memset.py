@@ -6,7 +6,8 @@ from typing import Iterator
 import numpy as np
 
 from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.fill import FillKernels
+from ep.common.primitive.element import ElementKernels
+from ep.common.primitive.fill import fill_kernel
 from ep.common.primitive.sample import Sample, zeros
 from ep.common.runtime.byte_storage import byte_storage
 from ep.common.runtime.data_type import DataType
@@ -24,9 +25,9 @@ def byte_value(value: object, name: str = "value") -> np.uint8:
 
 
 class MemsetImpl(Memset):
-    def __init__(self, device_type: DeviceType, kernels: FillKernels) -> None:
+    def __init__(self, device_type: DeviceType, kernels: ElementKernels) -> None:
         self.device_type = device_type
-        self._kernel = kernels.kernel(1)
+        self._kernel = fill_kernel(kernels, 1)
         self._stream_type = STREAM_TYPES[device_type]
 
     def Launch(self, stream, ptr, value: int, count: int) -> None:
@@ -37,7 +38,7 @@ class MemsetImpl(Memset):
         byte = byte_value(value)
         ptr = byte_storage(ptr, "ptr", self.device_type, count, writable=True, stream=stream)
         if count:
-            self._kernel.launch(stream, count, ptr, byte, count)
+            self._kernel.launch(stream, count, ptr, count, (byte,))
 
 
 class MemsetFactoryImpl(GenericFactory, MemsetFactory):
@@ -51,7 +52,7 @@ class MemsetFactoryImpl(GenericFactory, MemsetFactory):
         yield None, (DataType.kUInt8,)
 
     def Kernels(self) -> Iterator[object]:
-        yield self.kernels.kernel(1)
+        yield fill_kernel(self.kernels, 1)
 
     def Samples(self, op, dtypes) -> Iterator[Sample]:
         expected = np.array([0xAB] * 6 + [0, 0], np.uint8)

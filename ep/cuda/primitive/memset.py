@@ -1,9 +1,7 @@
-"""Memset on CUDA: Fill's one-byte kernel (ep.cuda.primitive.fill)."""
-from __future__ import annotations
-
+"""Memset on CUDA: Fill's one-byte per-element kernel (ep/cuda/element.py)."""
 from ep.common.primitive.memset import MemsetFactoryImpl
 from ep.common.runtime.device import DeviceType
-from ep.cuda.primitive.fill import KERNELS
+from ep.cuda.element import KERNELS
 from ep.include.primitive.memset import MemsetFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
