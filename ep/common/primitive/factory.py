@@ -50,12 +50,12 @@ class GenericFactory(Factory):
 
     def Kernels(self) -> Iterator[object]:
         """Every device kernel a launch of this factory's primitives can run, for the PTX check:
-        the device's kernels.all_kernels(), or else its kernels.kernel(op, *dtypes) for each of
-        the Combinations (op left out where it is None)."""
+        the device's kernels.all_kernels(), or else (per-element kernels, which several primitives
+        share) the `kernel` of the primitive New makes for each of the Combinations."""
         all_kernels = getattr(self.kernels, "all_kernels", None)
         if all_kernels is not None:
             return all_kernels()
-        return (self.kernels.kernel(*(() if op is None else (op,)), *dtypes) for op, dtypes in self.Combinations())
+        return (self.New(*(() if op is None else (op,)), *dtypes).kernel for op, dtypes in self.Combinations())
 
 
 class DtypeFactory(GenericFactory):

@@ -58,19 +58,15 @@ class FillImpl(Declared, Fill):
 
     def __init__(self, device_type: DeviceType, kernels: ElementKernels, dtype: DataType) -> None:
         self.device_type, self.dtype = device_type, dtype
-        self._kernel = fill_kernel(kernels, dtype.itemsize)
+        self.kernel = fill_kernel(kernels, dtype.itemsize)
 
     def run(self, stream, dst, scalar, count: int) -> None:
         if count:
-            self._kernel.launch(stream, count, as_units(dst, self.dtype.itemsize), count, (scalar,))
+            self.kernel.launch(stream, count, as_units(dst, self.dtype.itemsize), count, (scalar,))
 
 
 class FillFactoryImpl(DtypeFactory, FillFactory):
     primitive_type = FillImpl
-
-    def Kernels(self) -> Iterator[object]:
-        for itemsize in UNIT_TYPES:
-            yield fill_kernel(self.kernels, itemsize)
 
     def Samples(self, op, dtypes) -> Iterator[Sample]:
         dst = zeros(4, dtypes[0])

@@ -23,12 +23,6 @@ def tensor_fill_value(i, values):
     return values[0][0]
 
 
-def tensor_fill_kernel(kernels: ElementKernels, itemsize: int):
-    """The kernel filling elements of itemsize bytes with the bits of a one-element buffer."""
-    unit = UNIT_TYPES[itemsize]
-    return kernels.kernel(tensor_fill_value, unit, (Array(unit.dtype),))
-
-
 class TensorFillImpl(Declared, TensorFill):
     # src holds the one value every element of dst gets (it must hold it even when nothing is
     # written: every argument is checked); src may be one of dst's elements, which only ever
@@ -37,20 +31,17 @@ class TensorFillImpl(Declared, TensorFill):
 
     def __init__(self, device_type: DeviceType, kernels: ElementKernels, dtype: DataType) -> None:
         self.device_type, self.dtype = device_type, dtype
-        self._kernel = tensor_fill_kernel(kernels, dtype.itemsize)
+        unit = UNIT_TYPES[dtype.itemsize]
+        self.kernel = kernels.kernel(tensor_fill_value, unit, (Array(unit.dtype),))
 
     def run(self, stream, src, dst, count: int) -> None:
         if count:
             itemsize = self.dtype.itemsize
-            self._kernel.launch(stream, count, as_units(dst, itemsize), count, (as_units(src, itemsize),))
+            self.kernel.launch(stream, count, as_units(dst, itemsize), count, (as_units(src, itemsize),))
 
 
 class TensorFillFactoryImpl(DtypeFactory, TensorFillFactory):
     primitive_type = TensorFillImpl
-
-    def Kernels(self) -> Iterator[object]:
-        for itemsize in UNIT_TYPES:
-            yield tensor_fill_kernel(self.kernels, itemsize)
 
     def Samples(self, op, dtypes) -> Iterator[Sample]:
         src = values(1, dtypes[0])
