@@ -139,6 +139,8 @@ def _xp_fused(xp, expr: str, args: tuple, out):
         b = xp.log(a, out=None if out is None else out[1])
         b -= xp.sqrt(z)
         return (a, b) if out is None else out
+    if expr == "W4":
+        return (args[0] * args[1]).sum(axis=-1, out=out)
     t = xp.multiply(args[0], args[1], out=out)
     t += args[2]
     return xp.maximum(t, 0, out=t) if expr == "W1" else xp.tanh(t, out=t)
@@ -204,6 +206,8 @@ def _torch_fused(torch, expr: str, args: tuple, out):
         a = torch.mul(x, 2, out=None if out is None else out[0]).add_(y)
         b = torch.log(a, out=None if out is None else out[1]).sub_(torch.sqrt(z))
         return (a, b) if out is None else out
+    if expr == "W4":
+        return torch.sum(args[0] * args[1], -1, out=out)
     t = torch.mul(args[0], args[1], out=out).add_(args[2])
     # clamp_min: torch.relu ran ~7x slower here (see _ELEMENTWISE).
     return t.clamp_min_(0) if expr == "W1" else t.tanh_()
@@ -345,6 +349,7 @@ _NUMEXPR = {
     "W1": (("out", "where(x * y + z > 0, x * y + z, 0)"),),
     "W2": (("a", "x * 2 + y"), ("b", "log(a) - sqrt(z)")),
     "W3": (("out", "tanh(X * row + col)"),),
+    "W4": (("out", "sum(x * y, axis=1)"),),
 }
 
 
@@ -368,6 +373,7 @@ _TORCH_EXPRESSIONS = {
     "W1": lambda torch: lambda x, y, z: torch.relu(x * y + z),
     "W2": lambda torch: lambda x, y, z: (lambda a: (a, torch.log(a) - torch.sqrt(z)))(x * 2 + y),
     "W3": lambda torch: lambda X, row, col: torch.tanh(X * row + col),
+    "W4": lambda torch: lambda x, y: torch.sum(x * y, -1),
 }
 
 

@@ -2,6 +2,8 @@
 
     step = ep.fuse(lambda x, y, z: ep.ops.unary("relu", x * y + z))
     out = step(x, y, z)          # one ElementwiseFused launch: reads x, y and z once, writes out once
+    dot = ep.fuse(lambda x, y: ep.ops.sum(x * y, dim=-1))
+    rows = dot(x, y)             # one ReduceFused launch: reads x and y once, writes only the sums
 
 A call traces fn (trace.py) once per argument dtypes and kinds (array, or the scalar's promotion
 kind) and device, into an ElementwiseFused primitive; shapes never enter the trace, so a new shape
@@ -30,10 +32,12 @@ from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
 from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedFactory, Input, Scalar
 from ep.include.primitive.primitive import NewPrimitive
+from ep.include.primitive.reduce_fused import ReduceFusedFactory
+from ep.include.primitive.reduce import ReduceOp
 from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, namespace_of, stream_for, unaliased
 from ep.sbp import global_ops
 from ep.sbp.global_tensor import GlobalTensor
-from ep.ops.trace import ScalarSlot, Traced, TracedScalar, Tracer
+from ep.ops.trace import ScalarSlot, Traced, TracedReduction, TracedScalar, Tracer
 
 # Traces kept per fused function (argument dtypes and kinds, device); a program cycling through
 # more traces them again.
@@ -52,6 +56,7 @@ class _Trace:
     single: bool
     nodes: tuple
     shapes: PlanCache  # the arguments' shapes (None for a scalar) -> Fused._shapes', checked once
+    reduction: TracedReduction | None = None  # fn's result when it ends with a reduction (a ReduceFused primitive)
 
 
 def fuse(fn: Callable) -> Callable:
@@ -63,7 +68,13 @@ def fuse(fn: Callable) -> Callable:
     abs(), < <= == != > >=, & | ^ ~ with NumPy's meaning: / is true_divide, // floor_divide, %
     remainder, ** power), NumPy's ufuncs and torch's elementwise functions by name (np.exp(x),
     torch.tanh(x): each library's rule, as ep.ops takes the name), np.clip and x.clip,
-    x.astype(dtype), and ep.ops.unary, ep.ops.binary (any op, with attributes) and ep.ops.where. Results equal the unfused ep.ops chain's: the same dtype promotion (NEP 50), the
+    x.astype(dtype), and ep.ops.unary, ep.ops.binary (any op, with attributes) and ep.ops.where;
+    it may end with one of ep.ops' reductions of a traced value (sum, prod, mean, amax, amin, argmax,
+    argmin, any, all, logsumexp, var, std, with their dim, keepdim, dtype and correction), returned
+    alone: the call is then one ReduceFused launch that reads the arguments once and writes only
+    the reduced result (an array argument of another shape than the expression's is expanded to it
+    first, and where the reduced dims are not one run every array argument is permuted first).
+    Results equal the unfused ep.ops chain's: the same dtype promotion (NEP 50), the
     same formulas and integer semantics, float16 rounded after each op. Python control flow on a
     traced value (if x > 0:, bool(), int(), len(), indexing) and ops that are not elementwise
     (ep.ops.gather, ...) raise TypeError. Outputs share one shape, the broadcast of the arrays they
@@ -109,6 +120,9 @@ class Fused:
             args = self._positional(args, kwargs)
         for arg in args:
             if type(arg) is GlobalTensor:
+                if self.trace(args, global_ops.device_of(arg)).reduction is not None:
+                    # A reduction's global rules are its op's: fn runs unfused, each op on the global tensors.
+                    return self._fn(*args)
                 # The one global path (the expression's declaration: ep/ops/fuse_rules.py).
                 return global_ops.call(Fused.__call__, _CALL, (self, *args), {"out": out, "stream": stream}, name="fuse", label="ep.fuse")
         # Each argument's value, its _kind and its shape (None for a scalar); NumPy arrays first,
@@ -140,6 +154,8 @@ class Fused:
         trace = self._trace((tuple(key), device.device_type), values, device)
         stream = stream_for(device, stream)
         shape, shapes = trace.shapes.get(*arg_shapes)
+        if trace.reduction is not None:
+            return self._reduce(trace, values, shape, shapes, device, stream, out, namespace)
         given = out
         outs = self._outs(out, trace, shape, device, stream)
         launch_args, arg_dims = [], []
@@ -168,6 +184,45 @@ class Fused:
         if namespace is not None:
             outs = [namespace.from_dlpack(o) if isinstance(o, np.ndarray) else namespace.asarray(o) for o in outs]
         return outs[0] if trace.single else tuple(outs)
+
+    def _reduce(self, trace: _Trace, values: list, shape: tuple[int, ...], shapes: dict, device, stream, out, namespace):
+        """A call whose fn ends with a reduction: its arguments as ep.ops.sum and the others take
+        theirs (an array of another shape than the expression's expanded to it, the reduced dims
+        moved together where they are not), then one ReduceFused launch."""
+        from ep.ops.arrays import output
+        from ep.ops.expand import expand
+        from ep.ops.permute import permute
+        from ep.ops.reduce import check_reduction, reduced_dims, reduced_shape, reduction_layout
+
+        reduction = trace.reduction
+        op = reduction.op
+        dims = reduced_dims(len(shape), reduction.dim, op in (ReduceOp.kArgMax, ReduceOp.kArgMin))
+        check_reduction(op, shape, dims, reduction.dim)
+        src_dims, dst_dims, order = reduction_layout(shape, dims)
+        result_shape = reduced_shape(shape, dims, reduction.keepdim)
+        given = out
+        if out is not None and type(out) is not np.ndarray and is_dlpack(out):
+            out = from_dlpack(out, "out")
+        out = output(out, result_shape, reduction.dst, device, stream)
+        launch_args = []
+        for source in trace.sources:
+            if isinstance(source, ScalarSlot):
+                value = source.constant() if source.position is None else values[source.position]
+                launch_args.append(scalar_value(value, repr(value) if source.position is None else self._name(source.position), source.dtype))
+                continue
+            x = values[source[1]]
+            if shapes[source[1]] != shape:
+                x = expand(x, shape, stream=stream)
+            if order is not None:
+                x = permute(x.reshape(shape) if len(x.shape) != len(shape) else x, order, stream=stream)
+            x = contiguous(x, device, stream)
+            launch_args.append(unaliased(x, out, device, stream))
+        trace.primitive.Launch(stream, launch_args, src_dims, dst_dims, out, reduction.correction)
+        if given is not None:
+            return given
+        if namespace is not None:
+            return namespace.from_dlpack(out) if isinstance(out, np.ndarray) else namespace.asarray(out)
+        return out
 
     def _shapes(self, reads: tuple, *arg_shapes: tuple | None) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]]:
         """The output shape and each array argument's (arg_shapes: each argument's, None for a
@@ -223,9 +278,14 @@ class Fused:
             for p, (value, kind) in enumerate(zip(values, key[0]))
         ]
         result = self._fn(*traced)
+        reduction = result if isinstance(result, TracedReduction) else None
+        if reduction is not None:
+            result = Traced(tracer, reduction.node, reduction.src, reduction.name)
         single = not isinstance(result, tuple)
         outputs = (result,) if single else result
         for j, output in enumerate(outputs):
+            if isinstance(output, TracedReduction):
+                raise TypeError(f"{self.__name__}: output {j} is {output.name}; a fused function ending with a reduction returns it alone")
             if not isinstance(output, Traced):
                 what = "a scalar" if isinstance(output, TracedScalar) else f"{type(output).__name__}"
                 raise TypeError(f"{self.__name__}: output {j} is {what}; fn must return traced arrays (computed from an array argument)")
@@ -235,14 +295,17 @@ class Fused:
         nodes = tuple(_renumber(output.node, number) for output in outputs)
         sources = tuple(tracer.arguments[i] for i in used)
         dtypes = [source.dtype if isinstance(source, ScalarSlot) else as_data_type(values[source[1]].dtype) for source in sources]
-        primitive = NewPrimitive(ElementwiseFusedFactory, device, nodes, *dtypes)
+        if reduction is None:
+            primitive = NewPrimitive(ElementwiseFusedFactory, device, nodes, *dtypes)
+        else:
+            primitive = NewPrimitive(ReduceFusedFactory, device, reduction.op, nodes[0], reduction.dst, *dtypes)
         if primitive is None:
             raise TypeError(f"{self.__name__}: {device.device_type.value} has no ElementwiseFused for {nodes} over {[d.value for d in dtypes]}")
         reads = tuple(
             tuple(sorted({tracer.arguments[i][1] for i in _leaves(output.node) if not isinstance(tracer.arguments[i], ScalarSlot)}))
             for output in outputs
         )
-        trace = _Trace(primitive, sources, reads, single, nodes, PlanCache(functools.partial(self._shapes, reads)))
+        trace = _Trace(primitive, sources, reads, single, nodes, PlanCache(functools.partial(self._shapes, reads)), reduction)
         with self._lock:
             self._traces[key] = trace
             if len(self._traces) > MAX_TRACES:

@@ -80,6 +80,27 @@ def _one_run(shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
     return len(starts) <= 1
 
 
+def check_reduction(op: ReduceOp, shape: tuple[int, ...], dims: tuple[int, ...], dim: object) -> None:
+    """ValueError naming the dim where op has no value: over an empty dim without an identity, or
+    an index of an empty array."""
+    if op in NO_IDENTITY:
+        for d in dims:
+            if shape[d] == 0:
+                raise ValueError(f"dim: {op.value} over dim {d} of size 0 (x.shape {shape}); an empty reduction has no identity")
+        if op in (ReduceOp.kArgMax, ReduceOp.kArgMin) and dim is None and not math.prod(shape):
+            raise ValueError(f"x: {op.value} of an empty array (x.shape {shape}) has no index")
+
+
+def reduction_layout(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], list[int] | None]:
+    """(src_dims, dst_dims, order) of reducing shape over dims with Reduce, which takes one run of
+    reduced dims: order None, or the permutation that puts the kept dims first and the reduced
+    ones after (the input permuted by it has src_dims)."""
+    if _one_run(shape, dims):
+        return shape, reduced_shape(shape, dims, True), None
+    order = [d for d in range(len(shape)) if d not in dims] + list(dims)
+    return tuple(shape[d] for d in order), tuple(1 if d in dims else shape[d] for d in order), order
+
+
 def reduce_dtypes(op: ReduceOp, x_dtype: DataType, dtype: object) -> tuple[DataType, DataType]:
     """(the dtype x is reduced in, the result's dtype) of op, PyTorch's rules."""
     src = x_dtype if dtype is None else as_data_type(dtype, "dtype")
@@ -110,13 +131,8 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1, sin
         raise TypeError(f"x: {op.value} of {src.value} into {dst.value} is not supported")
     shape = tuple(x.shape)
     dims = reduced_dims(len(shape), dim, single)
-    if op in NO_IDENTITY:
-        for d in dims:
-            if shape[d] == 0:
-                raise ValueError(f"dim: {op.value} over dim {d} of size 0 (x.shape {shape}); an empty reduction has no identity")
-        if op in (ReduceOp.kArgMax, ReduceOp.kArgMin) and dim is None and not math.prod(shape):
-            raise ValueError(f"x: {op.value} of an empty array (x.shape {shape}) has no index")
-    kept_shape, result_shape = reduced_shape(shape, dims, True), reduced_shape(shape, dims, keepdim)
+    check_reduction(op, shape, dims, dim)
+    result_shape = reduced_shape(shape, dims, keepdim)
     stream = stream_for(device, stream)
     if src is not x_dtype:
         from ep.ops.unary import unary
@@ -124,15 +140,11 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1, sin
         x = unary("cast", x, dtype=src.dtype, stream=stream)
     else:
         x = contiguous(x, device, stream)
-    src_dims, dst_dims = shape, kept_shape
-    if not _one_run(shape, dims):
-        # Reduce takes one run of reduced dims: the kept dims first, the reduced ones after.
+    src_dims, dst_dims, order = reduction_layout(shape, dims)
+    if order is not None:
         from ep.ops.permute import permute
 
-        order = [d for d in range(len(shape)) if d not in dims] + list(dims)
         x = permute(x.reshape(shape), order, stream=stream)
-        src_dims = tuple(shape[d] for d in order)
-        dst_dims = tuple(1 if d in dims else shape[d] for d in order)
     if out is None:
         out = output(None, result_shape, dst, device, stream)
     else:

@@ -21,10 +21,17 @@ from ep.common.primitive.elementwise_fused import check_size
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.scalar import is_scalar, result_dtype
 from ep.include.primitive.binary_op import as_binary_op
+from ep.include.primitive.reduce import ReduceOp
 from ep.include.primitive.elementwise_fused import Binary, Cast, Input, Scalar, Unary, Where
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
 
 _ELEMENTWISE = ("unary", "binary", "where")
+# The reductions a fused function may end with, by their ep.ops names.
+REDUCTIONS = {
+    "sum": ReduceOp.kSum, "prod": ReduceOp.kProd, "mean": ReduceOp.kMean, "amax": ReduceOp.kMax, "amin": ReduceOp.kMin,
+    "argmax": ReduceOp.kArgMax, "argmin": ReduceOp.kArgMin, "any": ReduceOp.kAny, "all": ReduceOp.kAll,
+    "logsumexp": ReduceOp.kLogSumExp, "var": ReduceOp.kVar, "std": ReduceOp.kStd,
+}
 
 
 @dataclass
@@ -75,6 +82,8 @@ class Tracer:
 
     def operand(self, value: object) -> Traced | TracedScalar:
         """value as a traced operand: a Traced or TracedScalar of this trace, or a constant scalar."""
+        if isinstance(value, TracedReduction):
+            raise TypeError(f"{value.name}: is a reduction's result; a reduction is the last step of a fused function (fuse what follows in a second one)")
         if isinstance(value, (Traced, TracedScalar)):
             if value.tracer is not self:
                 raise TypeError(f"{value.name}: is a traced value of another ep.fuse call")
@@ -145,12 +154,24 @@ class Tracer:
         node = Where(self.node(condition, DataType.kBool), self.node(x, dtype), self.node(y, dtype))
         return Traced(self, node, dtype, _joined(condition, x, y))
 
-    def call(self, function: str, signature: inspect.Signature, args: tuple, kwargs: dict) -> Traced:
+    def reduction(self, op: ReduceOp, x, dim=None, keepdim=False, dtype=None, correction=1, axis=None, keepdims=None) -> TracedReduction:
+        """ep.ops' reduction op of x (its signature's arguments): the fused function's result."""
+        from ep.ops.reduce import MISSING, dim_keepdim, reduce_dtypes
+
+        x = self.operand(x)
+        if isinstance(x, TracedScalar):
+            raise TypeError(f"x: {x.name} is a scalar; a fused reduction takes an array")
+        dim, keepdim = dim_keepdim(dim, keepdim, MISSING if axis is None else axis, MISSING if keepdims is None else keepdims)
+        src, dst = reduce_dtypes(op, x.data_type, dtype)
+        return TracedReduction(op, self.node(x, src), src, dst, dim, keepdim, correction, x.name)
+
+    def call(self, function: str, signature: inspect.Signature, args: tuple, kwargs: dict) -> Traced | TracedReduction:
         """ep.ops.<function>(*args, **kwargs) on traced values: recorded, or refused."""
-        if function not in _ELEMENTWISE:
+        if function not in _ELEMENTWISE and function not in REDUCTIONS:
             raise TypeError(
                 f"ep.ops.{function}: is not elementwise, so ep.fuse cannot fuse it; a fused function may call "
-                f"ep.ops.{', ep.ops.'.join(_ELEMENTWISE)} (casts included) and Python's operators; call {function} outside it"
+                f"ep.ops.{', ep.ops.'.join(_ELEMENTWISE)} (casts included) and Python's operators, and end with one "
+                f"of ep.ops' reductions ({', '.join(REDUCTIONS)}); call {function} outside it"
             )
         bound = signature.bind(*args, **kwargs)
         arguments = dict(bound.arguments)
@@ -158,6 +179,11 @@ class Tracer:
             if arguments.pop(keyword, None) is not None:
                 raise TypeError(f"{keyword}: ep.ops.{function} inside ep.fuse takes no {keyword}=; give out= and stream= to the fused call")
         arguments.update(arguments.pop("attrs", {}))
+        if function in REDUCTIONS:
+            from ep.ops.reduce import MISSING
+
+            arguments = {k: (None if v is MISSING else v) for k, v in arguments.items()}
+            return self.reduction(REDUCTIONS[function], **arguments)
         return getattr(self, function)(**arguments)
 
 
@@ -311,6 +337,26 @@ class Traced(_Operators):
 
     def __repr__(self) -> str:
         return f"<traced {self.data_type.value} array from {self.name}>"
+
+
+class TracedReduction:
+    """A fused function's result that is a reduction of a traced value: op over dim of node (in
+    src), giving dst; nothing may follow it."""
+
+    def __init__(self, op: ReduceOp, node, src: DataType, dst: DataType, dim, keepdim: bool, correction, name: str) -> None:
+        self.op, self.node, self.src, self.dst = op, node, src, dst
+        self.dim, self.keepdim, self.correction, self.name = dim, keepdim, correction, f"{op.value}({name})"
+
+    def __repr__(self) -> str:
+        return f"<traced {self.op.value} of {self.src.value} into {self.dst.value}>"
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(f"{self.name}: is a reduction's result; a reduction is the last step of a fused function (fuse what follows in a second one)")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = __pow__ = __rpow__ = _refuse
+    __lt__ = __le__ = __gt__ = __ge__ = __neg__ = __abs__ = __array_ufunc__ = __array_function__ = __ep_trace__ = _refuse
+    __bool__ = __float__ = __int__ = __index__ = __array__ = __getitem__ = _refuse
+    __hash__ = None
 
 
 class TracedScalar(_Operators):

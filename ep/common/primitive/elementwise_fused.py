@@ -244,7 +244,7 @@ class ElementwiseFusedImpl(ElementwiseFused):
         self.device_type = device_type
         self.outputs, self.dtypes = outputs, dtypes
         self.dst_dtypes = tuple(node_dtype(node) for node in outputs)
-        self.scalars = frozenset(i for node in outputs for i in _scalar_indices(node))
+        self.scalars = frozenset(i for node in outputs for i in scalar_indices(node))
         self._kernels = kernels
         self._stream_type = STREAM_TYPES[device_type]
         self._plans: PlanCache[tuple[FusedPlan, Callable | None]] = PlanCache(self._plan)
@@ -317,12 +317,12 @@ class ElementwiseFusedImpl(ElementwiseFused):
         return plan, self._kernels.launcher(self, plan) if plan.count else None
 
 
-def _scalar_indices(node: tuple) -> Iterator[int]:
+def scalar_indices(node: tuple) -> Iterator[int]:
     """The argument indices the Scalar leaves of a resolved node read."""
     if node[0] == "scalar":
         yield node[1]
     for child in children(node):
-        yield from _scalar_indices(child)
+        yield from scalar_indices(child)
 
 
 class ElementwiseFusedFactoryImpl(GenericFactory, ElementwiseFusedFactory):

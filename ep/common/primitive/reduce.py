@@ -3,10 +3,16 @@ and the kernels a device supplies (ep.common.math.reduce's formulas)."""
 from __future__ import annotations
 
 import abc
+import functools
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
+
+from ep.common.jit import define, scalar_function
+from ep.common.math.convert import load_fn
+from ep.common.primitive.elementwise_fused import scalar_indices
+from ep.common.primitive.fused_formula import compose_formula, grouped
 
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.primitive.factory import GenericFactory
@@ -14,6 +20,7 @@ from ep.common.primitive.launch import Attr, Declared, In, Out, declare
 from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
+from ep.common.runtime.keys import exact_key
 from ep.common.runtime.names import lookup
 from ep.common.runtime.validate import INT64_MAX, dims as check_dims
 from ep.include.primitive.reduce import Reduce, ReduceFactory, ReduceOp
@@ -44,12 +51,71 @@ class ReduceKernels(abc.ABC):
     """What a device supplies: the launch of a plan, and the list of its kernels."""
 
     @abc.abstractmethod
-    def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst) -> None:
-        """op over plan's layout of src into dst (flat storage; dst holds at least one element)."""
+    def launch(
+        self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst, source: FusedSource | None = None
+    ) -> None:
+        """op over plan's layout of src into dst (flat storage; dst holds at least one element).
+        source None: src is an array of src_dtype; else (a ReduceFused's) the expression whose
+        one output's elements are reduced, and src the tuple of its arguments (flat storage of
+        plan.src_count elements, or compute-dtype scalars)."""
 
     @abc.abstractmethod
     def all_kernels(self) -> Iterator[object]:
         """Every kernel a launch can run, for the PTX check."""
+
+
+@dataclass(frozen=True, eq=False)
+class FusedSource:
+    """A fused expression whose one output a reduction reads (ReduceFused's), and its arguments'
+    dtypes; kernels are keyed by it exactly (an attribute of -0.0 is not one of 0.0)."""
+
+    outputs: tuple
+    dtypes: tuple[DataType, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (exact_key(self.outputs), self.dtypes))
+
+    @property
+    def scalars(self) -> frozenset[int]:
+        """The indices of the arguments that are Scalars (the others are arrays)."""
+        return frozenset(scalar_indices(self.outputs[0]))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FusedSource) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+@scalar_function
+def array_window(src, lo, hi):
+    """Elements lo to hi of an array source, as the kernels read a run of it."""
+    return src[lo:hi]
+
+
+@functools.cache
+def source_access(device: DeviceType, src_dtype: DataType, source: FusedSource | None) -> dict[str, Callable]:
+    """The kernels' window(src, lo, hi) and element(window, j) slots on device: an array of
+    src_dtype's, or (source) a tuple of a fused expression's arguments' (their windows sliced
+    alike, its value computed at each element), in src_dtype's compute dtype."""
+    if source is None:
+        load = load_fn(src_dtype, device)
+
+        @scalar_function
+        def element(run, j):
+            return load(run[j])
+
+        return {"window": array_window, "element": element}
+    formula = compose_formula(source.outputs, source.dtypes, device)
+    scalars = source.scalars
+    arguments = [f"a{i}" for i in range(len(source.dtypes))]
+    sliced = [name if i in scalars else f"{name}[lo:hi]" for i, name in enumerate(arguments)]
+    operands = [name if i in scalars else f"{name}[j]" for i, name in enumerate(arguments)]
+    unpack = f"    {', '.join(arguments)}, = src\n"
+    window = f"def window(src, lo, hi):\n{unpack}    return ({', '.join(sliced)},)\n"
+    element = f"def element(src, j):\n{unpack}    return load(formula({grouped(operands)})[0])\n"
+    globals_ = {"formula": formula, "load": load_fn(src_dtype, device)}
+    return {name: scalar_function(define(text, name, globals_)) for name, text in (("window", window), ("element", element))}
 
 
 def reduce_dims(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> tuple[int, int, int, int | None]:
@@ -95,6 +161,19 @@ def check_correction(value: object) -> float:
     return value
 
 
+def reduce_plan(op: ReduceOp, src_dims, dst_dims, correction) -> ReducePlan:
+    """The checked plan of reducing src_dims where dst_dims has 1 (Reduce's Launch arguments)."""
+    src_dims, dst_dims = check_dims(src_dims, "src_dims", MAX_CALLER_DIMS), check_dims(dst_dims, "dst_dims", MAX_CALLER_DIMS)
+    correction = check_correction(correction)
+    if math.prod(src_dims) > INT64_MAX:
+        raise ValueError(f"src_dims: {src_dims} holds more than 2**63 - 1 elements")
+    outer, length, inner, empty_dim = reduce_dims(src_dims, dst_dims)
+    if empty_dim is not None and op in NO_IDENTITY and outer * inner:
+        # NumPy's rule: a reduction with no identity over nothing has no value.
+        raise ValueError(f"src_dims[{empty_dim}]: dim {empty_dim} has size 0; {op.value} of an empty reduction has no identity")
+    return ReducePlan(math.prod(src_dims), outer * inner, outer, length, inner, correction)
+
+
 class ReduceImpl(Declared, Reduce):
     launch = declare(
         Attr("src_dims"), In("src", "self.src_dtype", size="plan.src_count"),
@@ -108,17 +187,7 @@ class ReduceImpl(Declared, Reduce):
         self.op, self.src_dtype, self.dst_dtype = op, src_dtype, dst_dtype
 
     def plan(self, src_dims, dst_dims, correction) -> ReducePlan:
-        src_dims, dst_dims = check_dims(src_dims, "src_dims", MAX_CALLER_DIMS), check_dims(dst_dims, "dst_dims", MAX_CALLER_DIMS)
-        correction = check_correction(correction)
-        if math.prod(src_dims) > INT64_MAX:
-            raise ValueError(f"src_dims: {src_dims} holds more than 2**63 - 1 elements")
-        outer, length, inner, empty_dim = reduce_dims(src_dims, dst_dims)
-        if empty_dim is not None and self.op in NO_IDENTITY and outer * inner:
-            # NumPy's rule: a reduction with no identity over nothing has no value.
-            raise ValueError(
-                f"src_dims[{empty_dim}]: dim {empty_dim} has size 0; {self.op.value} of an empty reduction has no identity"
-            )
-        return ReducePlan(math.prod(src_dims), outer * inner, outer, length, inner, correction)
+        return reduce_plan(self.op, src_dims, dst_dims, correction)
 
     def run(self, stream, plan: ReducePlan, src, dst) -> None:
         if plan.dst_count:

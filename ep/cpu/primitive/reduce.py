@@ -15,10 +15,10 @@ import numba
 import numpy as np
 
 from ep.common.jit import bound, scalar_function, specialize, template
-from ep.common.math.convert import load_fn, store_fn
+from ep.common.math.convert import store_fn
 from ep.common.math.intrinsics import add_reassociable
 from ep.common.math.reduce import accumulate_dtype, formulas
-from ep.common.primitive.reduce import ReduceFactoryImpl, ReduceKernels, ReducePlan, combinations
+from ep.common.primitive.reduce import ReduceFactoryImpl, ReduceKernels, FusedSource, ReducePlan, combinations, source_access
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
@@ -47,10 +47,12 @@ def _put(dst, states, indices, parts, slices, part, count, out, state, length, c
         states[p], states[parts + p], states[2 * parts + p], indices[p] = state[0], state[1], state[2], state[3]
 
 
-@template("init", "step", "merge", "load", "put", "ACC", "BLOCKED")
+@template("init", "step", "merge", "window", "element", "put", "ACC", "BLOCKED")
 def _reduce(start, stop, args):
     # Tasks [start, stop): task = (row * blocks + block) * slices + slice. A whole reduction stores
     # its result in dst; a slice stores its state in states/indices at slice * count + output.
+    # src is read through window (its elements lo to hi, as slices) and element (element j of a
+    # window, in the compute dtype): an array's, or a fused expression's over several arrays.
     src, dst, states, indices, length, inner, chunk, slices, blocks, count, correction = args
     parts = states.size // 3
     held = np.empty((3, BLOCK_COLS), bound.ACC)
@@ -67,36 +69,36 @@ def _reduce(start, stop, args):
             if inner == 1:
                 # Each block of SUM_BLOCK added in any order (LLVM vectorizes it), the blocks' sums
                 # stepped into one compensated state.
-                run = src[base + r0 : base + r1]
+                run = bound.window(src, base + r0, base + r1)
                 n = r1 - r0
                 whole = n // SUM_BLOCK * SUM_BLOCK
                 state = bound.init()
                 for j0 in range(0, whole, SUM_BLOCK):
                     # A constant trip count: LLVM vectorizes it (variable bounds ran at half the speed).
-                    block = run[j0 : j0 + SUM_BLOCK]
+                    block = bound.window(run, j0, j0 + SUM_BLOCK)
                     total = bound.ACC(0)
                     for j in range(SUM_BLOCK):
-                        total = add_reassociable(total, bound.load(block[j]))
+                        total = add_reassociable(total, bound.element(block, j))
                     state = bound.step(state, total, r0 + j0)
                 total = bound.ACC(0)
                 for j in range(whole, n):
-                    total = add_reassociable(total, bound.load(run[j]))
+                    total = add_reassociable(total, bound.element(run, j))
                 state = bound.step(state, total, r0 + whole)
                 bound.put(dst, states, indices, parts, slices, part, count, row, state, length, correction)
                 continue
         if inner == 1:
             # One output: four states over a contiguous run, merged in a fixed order.
             s0 = s1 = s2 = s3 = bound.init()
-            run = src[base + r0 : base + r1]
+            run = bound.window(src, base + r0, base + r1)
             n = r1 - r0
             quads = n // 4 * 4
             for j in range(0, quads, 4):
-                s0 = bound.step(s0, bound.load(run[j]), r0 + j)
-                s1 = bound.step(s1, bound.load(run[j + 1]), r0 + j + 1)
-                s2 = bound.step(s2, bound.load(run[j + 2]), r0 + j + 2)
-                s3 = bound.step(s3, bound.load(run[j + 3]), r0 + j + 3)
+                s0 = bound.step(s0, bound.element(run, j), r0 + j)
+                s1 = bound.step(s1, bound.element(run, j + 1), r0 + j + 1)
+                s2 = bound.step(s2, bound.element(run, j + 2), r0 + j + 2)
+                s3 = bound.step(s3, bound.element(run, j + 3), r0 + j + 3)
             for j in range(quads, n):
-                s0 = bound.step(s0, bound.load(run[j]), r0 + j)
+                s0 = bound.step(s0, bound.element(run, j), r0 + j)
             state = bound.merge(bound.merge(s0, s1), bound.merge(s2, s3))
             bound.put(dst, states, indices, parts, slices, part, count, row, state, length, correction)
             continue
@@ -107,9 +109,9 @@ def _reduce(start, stop, args):
         for k in range(width):
             a[k], b[k], c[k], ix[k] = s[0], s[1], s[2], s[3]
         for r in range(r0, r1):
-            line = src[base + r * inner + first_col : base + r * inner + first_col + width]
+            line = bound.window(src, base + r * inner + first_col, base + r * inner + first_col + width)
             for k in range(width):
-                t = bound.step((a[k], b[k], c[k], ix[k]), bound.load(line[k]), r)
+                t = bound.step((a[k], b[k], c[k], ix[k]), bound.element(line, k), r)
                 a[k], b[k], c[k], ix[k] = t[0], t[1], t[2], t[3]
         for k in range(width):
             out = row * inner + first_col + k
@@ -131,8 +133,9 @@ def _merge_slices(start, stop, args):
 
 class CpuReduceKernels(ReduceKernels):
     @function_cache("kernels")
-    def kernel(self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, merging: bool = False) -> ParallelFor:
-        """The span of op from src_dtype into dst_dtype, or (merging) the span merging its slices."""
+    def kernel(self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, merging: bool = False, source: FusedSource | None = None) -> ParallelFor:
+        """The span of op from src_dtype into dst_dtype, or (merging) the span merging its slices;
+        source: a fused expression's (ReduceKernels.launch), its arguments read instead of an array."""
         rule = formulas(op.value, src_dtype.compute_dtype)
         acc = accumulate_dtype(op.value, src_dtype.compute_dtype)
         store = store_fn(dst_dtype, DeviceType.kCPU)
@@ -142,16 +145,17 @@ class CpuReduceKernels(ReduceKernels):
             arg_types = (output_array(dst_dtype.storage_dtype), input_array(acc), input_array(np.dtype(np.int64)), int64, int64, int64, acc_type)
             return ParallelFor(_merge_slices, name + "_merge", arg_types, init=rule.init, merge=rule.merge, finish=rule.finish, store=store)
         arg_types = (
-            input_array(src_dtype.storage_dtype), output_array(dst_dtype.storage_dtype), output_array(acc),
+            _source_type(src_dtype, source), output_array(dst_dtype.storage_dtype), output_array(acc),
             output_array(np.dtype(np.int64)), *(int64,) * 6, acc_type,
         )
         put = scalar_function(specialize(_put, name + "_put", finish=rule.finish, store=store))
         return ParallelFor(
-            _reduce, name, arg_types, init=rule.init, step=rule.step, merge=rule.merge, load=load_fn(src_dtype, DeviceType.kCPU),
-            put=put, ACC=acc.type, BLOCKED=rule.blocked,
+            _reduce, name if source is None else name.replace("reduce_", "reduce_fused_"), arg_types, init=rule.init,
+            step=rule.step, merge=rule.merge, put=put, ACC=acc.type, BLOCKED=rule.blocked,
+            **source_access(DeviceType.kCPU, src_dtype, source),
         )
 
-    def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst) -> None:
+    def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst, source=None) -> None:
         acc = accumulate_dtype(op.value, src_dtype.compute_dtype)
         correction = acc.type(plan.correction if acc.kind == "f" else 0)
         count, length = plan.dst_count, plan.length
@@ -166,7 +170,7 @@ class CpuReduceKernels(ReduceKernels):
         else:
             states, indices = np.empty(3 * count * slices, acc), np.empty(count * slices, np.int64)
         args = (src, dst, states, indices, length, plan.inner, chunk, slices, blocks, count, correction)
-        self.kernel(op, src_dtype, dst_dtype)(args, tasks * slices, work)
+        self.kernel(op, src_dtype, dst_dtype, False, source)(args, tasks * slices, work)
         if slices > 1:
             merge = self.kernel(op, src_dtype, dst_dtype, True)
             merge((dst, states, indices, slices, count, length, correction), count, count * slices)
@@ -175,6 +179,14 @@ class CpuReduceKernels(ReduceKernels):
         for op, (src, dst) in combinations():
             yield self.kernel(op, src, dst)
             yield self.kernel(op, src, dst, True)
+
+
+def _source_type(src_dtype: DataType, source: FusedSource | None) -> numba.types.Type:
+    """The numba type of a launch's src: an array of src_dtype, or a fused expression's arguments."""
+    if source is None:
+        return input_array(src_dtype.storage_dtype)
+    scalars = source.scalars
+    return numba.types.Tuple([numba.from_dtype(d.compute_dtype) if i in scalars else input_array(d.storage_dtype) for i, d in enumerate(source.dtypes)])
 
 
 def _slices(tasks: int, length: int, width: int, work: int) -> int:
@@ -187,4 +199,6 @@ def _slices(tasks: int, length: int, width: int, work: int) -> int:
     return max(1, min(wanted, length * width // MIN_SLICE))
 
 
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, ReduceFactory, ReduceFactoryImpl(DeviceType.kCPU, CpuReduceKernels()))
+# One instance, so that ReduceFused (reduce_fused.py) launches the kernels Reduce compiled.
+KERNELS = CpuReduceKernels()
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, ReduceFactory, ReduceFactoryImpl(DeviceType.kCPU, KERNELS))

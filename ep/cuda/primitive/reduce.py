@@ -23,9 +23,9 @@ import numpy as np
 from numba import config, cuda
 
 from ep.common.jit import bound, scalar_function, template
-from ep.common.math.convert import load_fn, store_fn
+from ep.common.math.convert import store_fn
 from ep.common.math.reduce import accumulate_dtype, formulas
-from ep.common.primitive.reduce import ReduceFactoryImpl, ReduceKernels, ReducePlan, combinations
+from ep.common.primitive.reduce import ReduceFactoryImpl, ReduceKernels, FusedSource, ReducePlan, combinations, source_access
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, cuda_device_count
@@ -46,14 +46,16 @@ _THREADS_PER_SM = 2048
 MIN_PER_THREAD = 16
 
 
-@template("init", "step", "merge", "finish", "load", "store", "warp_merge", "ACC", "STATES")
+@template("init", "step", "merge", "finish", "element", "store", "warp_merge", "ACC", "STATES")
 def _reduce(
     src, dst, states_in, indices_in, states_out, indices_out, count, length, inner, outer_stride, r_stride, chunk, tiles,
     num_tiles, x_size, x_shift, final, parts_in, total, correction,
 ):
     # Tile t = part * tiles + k: outputs k * x_size ... + x_size - 1, elements [part * chunk, + chunk)
     # of their runs; output out's element r is at (out // inner) * outer_stride + out % inner + r * r_stride.
-    # STATES: the elements are stage 1's states (parts_in of each array's three), merged.
+    # STATES: the elements are stage 1's states (parts_in of each array's three), merged. src is
+    # read through element(src, p), element p in the compute dtype: an array's, or a fused
+    # expression's over its arguments (a tuple).
     shared_a = cuda.shared.array(THREADS, bound.ACC)
     shared_b = cuda.shared.array(THREADS, bound.ACC)
     shared_c = cuda.shared.array(THREADS, bound.ACC)
@@ -80,7 +82,7 @@ def _reduce(
                     held = (states_in[p], states_in[parts_in + p], states_in[2 * parts_in + p], indices_in[p])
                     state = bound.merge(state, held)
                 else:
-                    state = bound.step(state, bound.load(src[p]), r)
+                    state = bound.step(state, bound.element(src, p), r)
                 r += y_size
         # Lanes x, x + X, ... of a warp merge; lane x < X then holds the warp's state of output x.
         state = bound.warp_merge(state, x_size)
@@ -158,24 +160,27 @@ def max_blocks(device_index: int) -> int:
 
 class CudaReduceKernels(ReduceKernels):
     @function_cache("kernels")
-    def kernel(self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, states: bool = False) -> CudaKernel:
-        """op's kernel from src_dtype into dst_dtype: stage 1 (or the only one), or (states) stage 2."""
+    def kernel(self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, states: bool = False, source: FusedSource | None = None) -> CudaKernel:
+        """op's kernel from src_dtype into dst_dtype: stage 1 (or the only one), or (states) stage 2;
+        source: a fused expression's (ReduceKernels.launch), its arguments read instead of an array."""
         rule = formulas(op.value, src_dtype.compute_dtype)
         acc = numba.from_dtype(accumulate_dtype(op.value, src_dtype.compute_dtype))
-        storage = numba.from_dtype(src_dtype.storage_dtype)
         out = numba.from_dtype(dst_dtype.storage_dtype)
-        argtypes = (storage[::1], out[::1], acc[::1], numba.int64[::1], acc[::1], numba.int64[::1], *(numba.int64,) * 13, acc)
+        argtypes = (_source_type(src_dtype, source), out[::1], acc[::1], numba.int64[::1], acc[::1], numba.int64[::1], *(numba.int64,) * 13, acc)
         warp_merge = _simulated_warp_merge(rule.merge) if _SIM else _shuffle_merge(rule.merge, acc)
-        name = f"reduce_{op.value}_{src_dtype.value}_{dst_dtype.value}{'_states' if states else ''}"
+        name = f"reduce_{'fused_' if source else ''}{op.value}_{src_dtype.value}_{dst_dtype.value}{'_states' if states else ''}"
+        access = source_access(DeviceType.kCUDA, src_dtype, source)
+        # The simulator runs kernels as Python: it indexes buffers it could not pass to a compiled function.
+        element = access["element"].py_func if _SIM else access["element"]
         # A state is four values (a float64 pair's and an int64's registers among them) and the
         # formulas' branches: more registers than full occupancy's 32 without spilling.
         return CudaKernel(
-            _reduce, name, argtypes, full_occupancy=False, load=load_fn(src_dtype, DeviceType.kCUDA),
+            _reduce, name, argtypes, full_occupancy=False, element=element,
             store=store_fn(dst_dtype, DeviceType.kCUDA), warp_merge=warp_merge, ACC=acc, STATES=states,
             init=rule.init, step=rule.step, merge=rule.merge, finish=rule.finish,
         )
 
-    def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst) -> None:
+    def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst, source=None) -> None:
         acc = accumulate_dtype(op.value, src_dtype.compute_dtype)
         correction = acc.type(plan.correction if acc.kind == "f" else 0)
         count, length, inner = plan.dst_count, plan.length, plan.inner
@@ -190,7 +195,7 @@ class CudaReduceKernels(ReduceKernels):
         slices = -(-length // chunk) if length else 1
         parts = count * slices
         states, indices = state_scratch(stream, acc, parts if slices > 1 else 1)
-        first = self.kernel(op, src_dtype, dst_dtype)
+        first = self.kernel(op, src_dtype, dst_dtype, False, source)
         launch_blocks(
             stream, first, min(tiles * slices, limit), src, dst, states, indices, states, indices, count, length, inner,
             length * inner, inner, chunk, tiles, tiles * slices, x_size, x_size.bit_length() - 1, int(slices == 1), 0, length,
@@ -200,7 +205,7 @@ class CudaReduceKernels(ReduceKernels):
             # Stage 2: outputs' states [slice][output] reduced over slices, read as (1, slices, count).
             x_size = _x_size(count)
             tiles = -(-count // x_size)
-            second = self.kernel(op, src_dtype, dst_dtype, True)
+            second = self.kernel(op, src_dtype, dst_dtype, True, source)
             launch_blocks(
                 stream, second, min(tiles, limit), src, dst, states, indices, states, indices, count, slices, count, 0,
                 count, slices, tiles, tiles, x_size, x_size.bit_length() - 1, 1, parts, length, correction,
@@ -210,6 +215,14 @@ class CudaReduceKernels(ReduceKernels):
         for op, (src, dst) in combinations():
             yield self.kernel(op, src, dst)
             yield self.kernel(op, src, dst, True)
+
+
+def _source_type(src_dtype: DataType, source: FusedSource | None) -> numba.types.Type:
+    """The numba type of a launch's src: an array of src_dtype, or a fused expression's arguments."""
+    if source is None:
+        return numba.from_dtype(src_dtype.storage_dtype)[::1]
+    scalars = source.scalars
+    return numba.types.Tuple([numba.from_dtype(d.compute_dtype) if i in scalars else numba.from_dtype(d.storage_dtype)[::1] for i, d in enumerate(source.dtypes)])
 
 
 def state_scratch(stream, acc: np.dtype, parts: int) -> tuple:
@@ -231,4 +244,6 @@ def launch_blocks(stream, kernel: CudaKernel, blocks: int, *args: object) -> Non
         configured(*args)
 
 
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, ReduceFactory, ReduceFactoryImpl(DeviceType.kCUDA, CudaReduceKernels()))
+# One instance, so that ReduceFused (reduce_fused.py) launches the kernels Reduce compiled.
+KERNELS = CudaReduceKernels()
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, ReduceFactory, ReduceFactoryImpl(DeviceType.kCUDA, KERNELS))

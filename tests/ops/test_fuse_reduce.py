@@ -1,0 +1,129 @@
+"""ep.fuse ending with a reduction (one ReduceFused launch): against the unfused ep.ops chain (bit for
+bit: the same formulas, then the same reduction kernel; float sums within an ulp or two, as the CPU
+adds their blocks in vector registers in an order each kernel's vectorization picks) and NumPy, on cpu and the simulator: every
+reduction, dims in one run and apart, keepdim, dtype=, broadcast and scalar arguments, out=,
+other libraries' arrays, and the refusals."""
+import numpy as np
+import pytest
+
+import ep
+import ep.ops
+from ep.testing import to_device, to_numpy
+
+ops = ep.ops
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((6, 5, 40)).astype(np.float32)
+Y = RNG.standard_normal((6, 5, 40)).astype(np.float32)
+
+
+def _both(device, *arrays):
+    return [to_device(a, device) for a in arrays]
+
+
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("sum", {"dim": -1}), ("sum", {}), ("sum", {"dim": 0, "keepdim": True}), ("sum", {"dim": (0, 2)}),
+        ("prod", {"dim": 1}), ("mean", {"dim": (1, 2)}), ("amax", {"dim": 2}), ("amin", {"dim": None}),
+        ("argmax", {"dim": 1}), ("argmin", {}), ("logsumexp", {"dim": -1}), ("var", {"dim": 2}),
+        ("std", {"dim": (0, 1), "correction": 0}), ("sum", {"axis": 2, "keepdims": True}),
+    ],
+)
+def test_a_reduction_of_an_expression_equals_the_unfused_chain(device, name, kwargs):
+    x, y = _both(device, X, Y)
+    reduction = getattr(ops, name)
+    fused = ep.fuse(lambda a, b: reduction(ops.unary("tanh", a * b + 1), **kwargs))
+    got = to_numpy(fused(x, y))
+    unfused = to_numpy(reduction(ops.unary("tanh", ops.binary("add", ops.binary("mul", x, y), 1)), **kwargs))
+    assert got.dtype == unfused.dtype and got.shape == unfused.shape
+    if name in ("sum", "mean"):
+        np.testing.assert_allclose(got, unfused, rtol=5e-7)
+    else:
+        np.testing.assert_array_equal(got, unfused)
+    numpy_name = {"amax": "max", "amin": "min"}.get(name, name)
+    value = np.tanh(X.astype(np.float64) * Y + 1)
+    axis = kwargs.get("dim", kwargs.get("axis"))
+    if name == "logsumexp":
+        want = np.log(np.exp(value).sum(axis=axis))
+    elif name in ("var", "std"):
+        want = getattr(np, numpy_name)(value, axis=axis, ddof=kwargs.get("correction", 1))
+    elif name in ("argmax", "argmin"):
+        want = getattr(np, numpy_name)(value, axis=axis)
+    else:
+        want = getattr(np, numpy_name)(value, axis=axis, keepdims=kwargs.get("keepdim", kwargs.get("keepdims", False)))
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64, np.int32, np.uint8, np.bool_], ids=str)
+def test_dtypes_follow_the_ops_rules(device, dtype):
+    a = (RNG.integers(0, 4, (7, 33)) if dtype is not np.bool_ else RNG.integers(0, 2, (7, 33))).astype(dtype)
+    (x,) = _both(device, a)
+    fused = ep.fuse(lambda x: ops.sum(x * x, dim=1))
+    got = to_numpy(fused(x))
+    unfused = to_numpy(ops.sum(ops.binary("mul", x, x), dim=1))
+    assert got.dtype == unfused.dtype  # integers and bool sum into int64, as torch.sum
+    np.testing.assert_array_equal(got, unfused)
+
+
+def test_dtype_casts_first_and_mean_refuses_integers(device):
+    a = RNG.integers(-100, 100, (5, 9)).astype(np.int8)
+    (x,) = _both(device, a)
+    got = to_numpy(ep.fuse(lambda x: ops.mean(x * 3, dim=1, dtype=np.float32))(x))
+    np.testing.assert_allclose(got, (a * np.int8(3)).astype(np.float32).mean(1), rtol=1e-6)
+    with pytest.raises(TypeError, match="mean of int8"):
+        ep.fuse(lambda x: ops.mean(x * 3))(x)
+
+
+def test_broadcast_and_scalar_arguments(device):
+    b = RNG.standard_normal(40).astype(np.float32)
+    x, bias = _both(device, X, b)
+    fused = ep.fuse(lambda x, b, s: ops.amax(ops.unary("relu", x - b) * s, dim=(0, 1)))
+    got = to_numpy(fused(x, bias, 0.5))
+    np.testing.assert_array_equal(got, (np.maximum(X - b, 0) * np.float32(0.5)).max(axis=(0, 1)))
+
+
+def test_out_receives_the_result(device):
+    x, y = _both(device, X, Y)
+    out = to_device(np.zeros((6, 5), np.float32), device)
+    result = ep.fuse(lambda a, b: ops.sum(a * b, dim=-1))(x, y, out=out)
+    assert result is out
+    np.testing.assert_allclose(to_numpy(out), (X * Y).sum(-1), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="out"):
+        ep.fuse(lambda a, b: ops.sum(a * b, dim=-1))(x, y, out=to_device(np.zeros((6,), np.float32), device))
+
+
+def test_empty_reductions(device):
+    (x,) = _both(device, np.zeros((3, 0), np.float32))
+    np.testing.assert_array_equal(to_numpy(ep.fuse(lambda x: ops.sum(x + 1, dim=1))(x)), np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="dim 1 of size 0"):
+        ep.fuse(lambda x: ops.amax(x + 1, dim=1))(x)
+
+
+def test_torch_arrays_give_torch_arrays():
+    torch = pytest.importorskip("torch")
+    x, y = torch.from_numpy(X), torch.from_numpy(Y)
+    got = ep.fuse(lambda a, b: ops.sum((a - b) ** 2, dim=-1))(x, y)
+    assert isinstance(got, torch.Tensor)
+    torch.testing.assert_close(got, ((x - y) ** 2).sum(-1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (lambda x: ops.sum(x) + 1, "last step"),
+        (lambda x: ops.unary("exp", ops.sum(x)), "last step"),
+        (lambda x: (ops.sum(x), x + 1), "returns it alone"),
+        (lambda x: ops.sum(ops.amax(x, dim=0)), "last step"),
+    ],
+)
+def test_a_reduction_must_be_the_last_step(fn, message):
+    with pytest.raises(TypeError, match=message):
+        ep.fuse(fn)(X)
+
+
+def test_a_new_shape_reuses_the_trace():
+    fused = ep.fuse(lambda a, b: ops.sum(a * b, dim=-1))
+    fused(X, Y)
+    small = X[:2, :3, :7].copy()
+    np.testing.assert_allclose(fused(small, small), (small * small).sum(-1), rtol=1e-5)
+    assert len(fused._traces) == 1
