@@ -9,6 +9,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+import numpy as np
+
 from ep.common.jit import define, scalar_function
 from ep.common.math.convert import load_fn
 from ep.common.primitive.elementwise_fused import scalar_indices
@@ -57,7 +59,7 @@ class ReduceKernels(abc.ABC):
         """op over plan's layout of src into dst (flat storage; dst holds at least one element).
         source None: src is an array of src_dtype; else (a ReduceFused's) the expression whose
         one output's elements are reduced, and src the tuple of its arguments (flat storage of
-        plan.src_count elements, or compute-dtype scalars)."""
+        plan.src_count elements, or compute-dtype scalars): see source_element."""
 
     @abc.abstractmethod
     def all_kernels(self) -> Iterator[object]:
@@ -87,35 +89,30 @@ class FusedSource:
         return hash(self.key)
 
 
-@scalar_function
-def array_window(src, lo, hi):
-    """Elements lo to hi of an array source, as the kernels read a run of it."""
-    return src[lo:hi]
-
-
 @functools.cache
-def source_access(device: DeviceType, src_dtype: DataType, source: FusedSource | None) -> dict[str, Callable]:
-    """The kernels' window(src, lo, hi) and element(window, j) slots on device: an array of
-    src_dtype's, or (source) a tuple of a fused expression's arguments' (their windows sliced
-    alike, its value computed at each element), in src_dtype's compute dtype."""
+def source_element(device: DeviceType, src_dtype: DataType, source: FusedSource | None) -> Callable:
+    """The kernels' element(src, i) slot on device: element i of the source in src_dtype's compute
+    dtype, src an array of src_dtype, or (source) the tuple of a fused expression's arguments, its
+    value computed at i. The index is unsigned (i >= 0): Numba then drops the negative-index
+    wraparound, which would keep LLVM from vectorizing a kernel's loops. A kernel passes src, not
+    slices of it: a slice, or an array passed to an inlined function that branches, costs atomic
+    reference counts that a second thread's on the same array make contend (rows of 512 took 6x)."""
     if source is None:
         load = load_fn(src_dtype, device)
 
         @scalar_function
-        def element(run, j):
-            return load(run[j])
+        def element(src, i):
+            return load(src[np.uint64(i)])
 
-        return {"window": array_window, "element": element}
+        return element
+    arguments = [f"a{k}" for k in range(len(source.dtypes))]
+    operands = [name if k in source.scalars else f"{name}[u]" for k, name in enumerate(arguments)]
+    text = (
+        f"def element(src, i):\n    {', '.join(arguments)}, = src\n    u = uint64(i)\n"
+        f"    return load(formula({grouped(operands)})[0])\n"
+    )
     formula = compose_formula(source.outputs, source.dtypes, device)
-    scalars = source.scalars
-    arguments = [f"a{i}" for i in range(len(source.dtypes))]
-    sliced = [name if i in scalars else f"{name}[lo:hi]" for i, name in enumerate(arguments)]
-    operands = [name if i in scalars else f"{name}[j]" for i, name in enumerate(arguments)]
-    unpack = f"    {', '.join(arguments)}, = src\n"
-    window = f"def window(src, lo, hi):\n{unpack}    return ({', '.join(sliced)},)\n"
-    element = f"def element(src, j):\n{unpack}    return load(formula({grouped(operands)})[0])\n"
-    globals_ = {"formula": formula, "load": load_fn(src_dtype, device)}
-    return {name: scalar_function(define(text, name, globals_)) for name, text in (("window", window), ("element", element))}
+    return scalar_function(define(text, "element", {"formula": formula, "load": load_fn(src_dtype, device), "uint64": np.uint64}))
 
 
 def reduce_dims(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> tuple[int, int, int, int | None]:

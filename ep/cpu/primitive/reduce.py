@@ -14,11 +14,11 @@ from typing import Iterator
 import numba
 import numpy as np
 
-from ep.common.jit import bound, scalar_function, specialize, template
+from ep.common.jit import bound, template
 from ep.common.math.convert import store_fn
 from ep.common.math.intrinsics import add_reassociable
 from ep.common.math.reduce import accumulate_dtype, formulas
-from ep.common.primitive.reduce import ReduceFactoryImpl, ReduceKernels, FusedSource, ReducePlan, combinations, source_access
+from ep.common.primitive.reduce import FusedSource, ReduceFactoryImpl, ReduceKernels, ReducePlan, combinations, source_element
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
@@ -37,22 +37,13 @@ TASKS_PER_THREAD = 4
 SUM_BLOCK = 256
 
 
-@template("finish", "store")
-def _put(dst, states, indices, parts, slices, part, count, out, state, length, correction):
-    # A whole reduction's result, or a slice's state.
-    if slices == 1:
-        dst[out] = bound.store(bound.finish(state, length, correction))
-    else:
-        p = part * count + out
-        states[p], states[parts + p], states[2 * parts + p], indices[p] = state[0], state[1], state[2], state[3]
-
-
-@template("init", "step", "merge", "window", "element", "put", "ACC", "BLOCKED")
+@template("init", "step", "merge", "element", "finish", "store", "ACC", "BLOCKED")
 def _reduce(start, stop, args):
     # Tasks [start, stop): task = (row * blocks + block) * slices + slice. A whole reduction stores
     # its result in dst; a slice stores its state in states/indices at slice * count + output.
-    # src is read through window (its elements lo to hi, as slices) and element (element j of a
-    # window, in the compute dtype): an array's, or a fused expression's over several arrays.
+    # src is read through element(src, i) (an array's, or a fused expression's over several
+    # arrays), never sliced, and passed to no inlined function that branches: either costs atomic
+    # reference counts, which contend between threads (source_element).
     src, dst, states, indices, length, inner, chunk, slices, blocks, count, correction = args
     parts = states.size // 3
     held = np.empty((3, BLOCK_COLS), bound.ACC)
@@ -69,38 +60,45 @@ def _reduce(start, stop, args):
             if inner == 1:
                 # Each block of SUM_BLOCK added in any order (LLVM vectorizes it), the blocks' sums
                 # stepped into one compensated state.
-                run = bound.window(src, base + r0, base + r1)
+                first = base + r0
                 n = r1 - r0
                 whole = n // SUM_BLOCK * SUM_BLOCK
                 state = bound.init()
                 for j0 in range(0, whole, SUM_BLOCK):
                     # A constant trip count: LLVM vectorizes it (variable bounds ran at half the speed).
-                    block = bound.window(run, j0, j0 + SUM_BLOCK)
                     total = bound.ACC(0)
                     for j in range(SUM_BLOCK):
-                        total = add_reassociable(total, bound.element(block, j))
+                        total = add_reassociable(total, bound.element(src, first + j0 + j))
                     state = bound.step(state, total, r0 + j0)
                 total = bound.ACC(0)
                 for j in range(whole, n):
-                    total = add_reassociable(total, bound.element(run, j))
+                    total = add_reassociable(total, bound.element(src, first + j))
                 state = bound.step(state, total, r0 + whole)
-                bound.put(dst, states, indices, parts, slices, part, count, row, state, length, correction)
+                if slices == 1:
+                    dst[row] = bound.store(bound.finish(state, length, correction))
+                else:
+                    p = part * count + row
+                    states[p], states[parts + p], states[2 * parts + p], indices[p] = state[0], state[1], state[2], state[3]
                 continue
         if inner == 1:
             # One output: four states over a contiguous run, merged in a fixed order.
             s0 = s1 = s2 = s3 = bound.init()
-            run = bound.window(src, base + r0, base + r1)
+            first = base + r0
             n = r1 - r0
             quads = n // 4 * 4
             for j in range(0, quads, 4):
-                s0 = bound.step(s0, bound.element(run, j), r0 + j)
-                s1 = bound.step(s1, bound.element(run, j + 1), r0 + j + 1)
-                s2 = bound.step(s2, bound.element(run, j + 2), r0 + j + 2)
-                s3 = bound.step(s3, bound.element(run, j + 3), r0 + j + 3)
+                s0 = bound.step(s0, bound.element(src, first + j), r0 + j)
+                s1 = bound.step(s1, bound.element(src, first + j + 1), r0 + j + 1)
+                s2 = bound.step(s2, bound.element(src, first + j + 2), r0 + j + 2)
+                s3 = bound.step(s3, bound.element(src, first + j + 3), r0 + j + 3)
             for j in range(quads, n):
-                s0 = bound.step(s0, bound.element(run, j), r0 + j)
+                s0 = bound.step(s0, bound.element(src, first + j), r0 + j)
             state = bound.merge(bound.merge(s0, s1), bound.merge(s2, s3))
-            bound.put(dst, states, indices, parts, slices, part, count, row, state, length, correction)
+            if slices == 1:
+                dst[row] = bound.store(bound.finish(state, length, correction))
+            else:
+                p = part * count + row
+                states[p], states[parts + p], states[2 * parts + p], indices[p] = state[0], state[1], state[2], state[3]
             continue
         width = BLOCK_COLS if BLOCK_COLS < inner - first_col else inner - first_col
         a, b, c = held[0, :width], held[1, :width], held[2, :width]
@@ -109,13 +107,18 @@ def _reduce(start, stop, args):
         for k in range(width):
             a[k], b[k], c[k], ix[k] = s[0], s[1], s[2], s[3]
         for r in range(r0, r1):
-            line = bound.window(src, base + r * inner + first_col, base + r * inner + first_col + width)
+            line = base + r * inner + first_col
             for k in range(width):
-                t = bound.step((a[k], b[k], c[k], ix[k]), bound.element(line, k), r)
+                t = bound.step((a[k], b[k], c[k], ix[k]), bound.element(src, line + k), r)
                 a[k], b[k], c[k], ix[k] = t[0], t[1], t[2], t[3]
         for k in range(width):
             out = row * inner + first_col + k
-            bound.put(dst, states, indices, parts, slices, part, count, out, (a[k], b[k], c[k], ix[k]), length, correction)
+            held_state = (a[k], b[k], c[k], ix[k])
+            if slices == 1:
+                dst[out] = bound.store(bound.finish(held_state, length, correction))
+            else:
+                p = part * count + out
+                states[p], states[parts + p], states[2 * parts + p], indices[p] = held_state[0], held_state[1], held_state[2], held_state[3]
 
 
 @template("init", "merge", "finish", "store")
@@ -148,11 +151,10 @@ class CpuReduceKernels(ReduceKernels):
             _source_type(src_dtype, source), output_array(dst_dtype.storage_dtype), output_array(acc),
             output_array(np.dtype(np.int64)), *(int64,) * 6, acc_type,
         )
-        put = scalar_function(specialize(_put, name + "_put", finish=rule.finish, store=store))
         return ParallelFor(
             _reduce, name if source is None else name.replace("reduce_", "reduce_fused_"), arg_types, init=rule.init,
-            step=rule.step, merge=rule.merge, put=put, ACC=acc.type, BLOCKED=rule.blocked,
-            **source_access(DeviceType.kCPU, src_dtype, source),
+            step=rule.step, merge=rule.merge, finish=rule.finish, store=store, ACC=acc.type, BLOCKED=rule.blocked,
+            element=source_element(DeviceType.kCPU, src_dtype, source),
         )
 
     def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst, source=None) -> None:

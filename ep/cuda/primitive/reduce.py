@@ -25,7 +25,7 @@ from numba import config, cuda
 from ep.common.jit import bound, scalar_function, template
 from ep.common.math.convert import store_fn
 from ep.common.math.reduce import accumulate_dtype, formulas
-from ep.common.primitive.reduce import ReduceFactoryImpl, ReduceKernels, FusedSource, ReducePlan, combinations, source_access
+from ep.common.primitive.reduce import FusedSource, ReduceFactoryImpl, ReduceKernels, ReducePlan, combinations, source_element
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, cuda_device_count
@@ -169,9 +169,9 @@ class CudaReduceKernels(ReduceKernels):
         argtypes = (_source_type(src_dtype, source), out[::1], acc[::1], numba.int64[::1], acc[::1], numba.int64[::1], *(numba.int64,) * 13, acc)
         warp_merge = _simulated_warp_merge(rule.merge) if _SIM else _shuffle_merge(rule.merge, acc)
         name = f"reduce_{'fused_' if source else ''}{op.value}_{src_dtype.value}_{dst_dtype.value}{'_states' if states else ''}"
-        access = source_access(DeviceType.kCUDA, src_dtype, source)
+        element = source_element(DeviceType.kCUDA, src_dtype, source)
         # The simulator runs kernels as Python: it indexes buffers it could not pass to a compiled function.
-        element = access["element"].py_func if _SIM else access["element"]
+        element = element.py_func if _SIM else element
         # A state is four values (a float64 pair's and an int64's registers among them) and the
         # formulas' branches: more registers than full occupancy's 32 without spilling.
         return CudaKernel(
