@@ -17,6 +17,7 @@ OWN_RULE = {
     "MemsetFactory": "one buffer: nothing to overlap",
     "CopyNdFactory": "boxes of strided buffers: refuses boxes whose bytes intersect (copy_nd.py)",
     "ElementwiseFusedFactory": "arguments that are buffers or scalars by position (elementwise_fused.py)",
+    "ReduceFusedFactory": "arguments by position, as ElementwiseFused's; dst shares memory with none (reduce_fused.py)",
 }
 
 
