@@ -90,3 +90,38 @@ def test_the_readme_lists_every_ops_function():
     sentence = README[README.index("It offers every function of `ep.ops.__all__`") :].split(",\nand reaches")[0]
     missing = [name for name in ep.ops.__all__ if f"`{name}`" not in sentence]
     assert not missing, f"README's list of ep.ops leaves out {missing}"
+
+
+def _parameters(function, skip: int) -> str:
+    """function's parameters after the first skip, as the README's Primitives table writes them."""
+    import inspect
+
+    written, starred = [], False
+    for p in list(inspect.signature(function).parameters.values())[skip:]:
+        if p.kind is p.VAR_POSITIONAL:
+            written.append(f"*{p.name}")
+            starred = True
+            continue
+        if p.kind is p.KEYWORD_ONLY and not starred:
+            written.append("*")
+            starred = True
+        written.append(p.name if p.default is p.empty else f"{p.name}={p.default!r}")
+    return ", ".join(written)
+
+
+def test_the_primitives_table_lists_every_factory_with_new_and_launch():
+    import ep
+    import ep.include.primitive
+
+    rows = {}
+    for line in README[README.index("## Primitives") :].split("| --- | --- | --- |\n")[1].splitlines():
+        if not line.startswith("| `"):
+            break
+        name, new, launch = (cell.strip() for cell in line.strip("|").split(" | ", 2))
+        rows[name.strip("`")] = (new, launch)
+    assert sorted(rows) == sorted(ep.FACTORIES), "README's Primitives table and the registry's factories differ"
+    for name, factory in ep.FACTORIES.items():
+        primitive = getattr(ep.include.primitive, name.removesuffix("Factory"))
+        new, launch = rows[name]
+        assert new == f"`{_parameters(factory.New, 1)}`", f"{name}: New {new}"
+        assert launch.startswith(f"`{_parameters(primitive.Launch, 2)}`"), f"{name}: Launch {launch}"
