@@ -97,6 +97,8 @@ CALLS: dict[str, Callable] = {
     "tril": ep.ops.tril,
     "triu": ep.ops.triu,
     "take_along_dim": ep.ops.take_along_dim,
+    "index_add": ep.ops.index_add,
+    "scatter_add": ep.ops.scatter_add,
 }
 # torch functions of these names that are not elementwise (torch.equal gives one bool).
 NOT_ELEMENTWISE = {"equal"}
