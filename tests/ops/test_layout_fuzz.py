@@ -106,6 +106,7 @@ def _softmax(x):
 
 
 _FUSED = ep.fuse(lambda a, b: a * b + a)
+_FUSED_SUM = ep.fuse(lambda a, b: ep.ops.sum(a * b + a, dim=1))
 I64, F32, BF16 = np.dtype(np.int64), np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16)
 
 CASES = {
@@ -175,6 +176,10 @@ CASES = {
     "sum": Case(
         ep.ReduceFactory, (I64, F32), lambda a, b, c: [((a, b, c), "data")], lambda a, b, c: (a, c),
         lambda x: x.sum(1, dtype=x.dtype), lambda x, **o: ep.ops.sum(x, 1, **o),
+    ),
+    "fused_sum": Case(
+        ep.ReduceFusedFactory, (I64, F32), lambda a, b, c: [((a, b, c), "data"), ((a, b, c), "data")], lambda a, b, c: (a, c),
+        lambda x, y: (x * y + x).sum(1, dtype=x.dtype), lambda x, y, **o: _FUSED_SUM(x, y, **o),
     ),
     "cumsum": Case(
         ep.ScanFactory, (I64, F32), lambda a, b, c: [((a, b, c), "data")], lambda a, b, c: (a, b, c),

@@ -41,6 +41,7 @@ def test_a_slot_needs_its_declaration():
 class _Made(Primitive):
     def __init__(self, device_type, kernels, dtype):
         self.dtype = dtype
+        self.kernel = kernels.kernel(dtype)
 
     def Launch(self, stream):
         pass
@@ -55,6 +56,9 @@ class _Factory(DtypeFactory):
     primitive_type = _Made
     dtypes = FLOATING_TYPES
 
+    def Samples(self, op, dtypes):
+        return iter(())
+
 
 def test_a_dtype_factory_makes_one_primitive_per_listed_dtype():
     factory = _Factory(DeviceType.kCPU, _Kernels())
@@ -64,5 +68,5 @@ def test_a_dtype_factory_makes_one_primitive_per_listed_dtype():
     with pytest.raises(TypeError, match=r"^dtype: .*complex64"):
         factory.New(np.complex64)
     assert list(factory.Combinations()) == [(None, (dtype,)) for dtype in FLOATING_TYPES]
-    # Kernels without all_kernels(): the device's kernel(*dtypes) of each combination.
+    # Kernels without all_kernels() (per-element ones): the kernel of each combination's primitive.
     assert list(factory.Kernels()) == [("kernel", dtype) for dtype in FLOATING_TYPES]
