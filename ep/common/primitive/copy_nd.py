@@ -6,13 +6,12 @@ from typing import Iterator
 import numpy as np
 
 from ep.common.math.nd_index_offset_helper import contiguous_strides
-from ep.common.primitive.factory import GenericFactory
-from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
+from ep.common.primitive.factory import MaxDimsFactory
 from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels, span
 from ep.common.runtime.buffer import address, storage
-from ep.common.runtime.data_type import ALL_TYPES, as_data_type
+from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.device import DeviceType, STREAM_TYPES, check_stream
 from ep.common.runtime.validate import count as check_count, dims as check_dims
 from ep.include.primitive.copy_nd import CopyNd, CopyNdFactory
@@ -97,17 +96,8 @@ def _refuse_overlap(src, dst, args: CopyArgs) -> None:
         )
 
 
-class CopyNdFactoryImpl(GenericFactory, CopyNdFactory):
+class CopyNdFactoryImpl(MaxDimsFactory, CopyNdFactory):
     primitive_type = CopyNdImpl
-
-    def New(self, max_num_dims: int) -> CopyNd | None:
-        max_num_dims = check_count(max_num_dims, "max_num_dims")
-        return self._new((max_num_dims,) if 1 <= max_num_dims <= MAX_CALLER_DIMS else None)
-
-    def Combinations(self) -> Iterator[tuple[object, tuple]]:
-        # The data type is a Launch argument: every one is implemented.
-        for dtype in ALL_TYPES:
-            yield None, (dtype,)
 
     def Samples(self, op, dtypes) -> Iterator[Sample]:
         (dtype,) = dtypes

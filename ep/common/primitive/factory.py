@@ -10,10 +10,12 @@ from __future__ import annotations
 import abc
 from typing import Iterator
 
+from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.primitive.sample import Sample
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.plan_cache import PlanCache
+from ep.common.runtime.validate import count as check_count
 from ep.include.primitive.primitive import Factory, Primitive
 
 
@@ -69,4 +71,17 @@ class DtypeFactory(GenericFactory):
 
     def Combinations(self) -> Iterator[tuple[object, tuple]]:
         for dtype in self.dtypes:
+            yield None, (dtype,)
+
+
+class MaxDimsFactory(GenericFactory):
+    """A factory whose New takes max_num_dims (CopyNd's, Permute's): its primitive for 1 to
+    MAX_CALLER_DIMS dims, None for more; the data type is a Launch argument, so every one is listed."""
+
+    def New(self, max_num_dims: int) -> Primitive | None:
+        max_num_dims = check_count(max_num_dims, "max_num_dims")
+        return self._new((max_num_dims,) if 1 <= max_num_dims <= MAX_CALLER_DIMS else None)
+
+    def Combinations(self) -> Iterator[tuple[object, tuple]]:
+        for dtype in ALL_TYPES:
             yield None, (dtype,)

@@ -17,12 +17,11 @@ import math
 from typing import Iterator, NamedTuple, Sequence
 
 from ep.common.math.nd_index_offset_helper import contiguous_strides
-from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
-from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.factory import MaxDimsFactory
 from ep.common.primitive.launch import Attr, Declared, In, Out, declare
 from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.primitive.strided_copy import CopyArgs, StridedCopyKernels
-from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
+from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import INT64_MAX, MAX_NUM_DIMS, check_sequence, count as check_count, dims as check_dims, integer
 from ep.include.primitive.permute import Permute, PermuteFactory
@@ -182,17 +181,8 @@ def check_permutation(permutation: object, num_dims: int, name: str = "permutati
     return values
 
 
-class PermuteFactoryImpl(GenericFactory, PermuteFactory):
+class PermuteFactoryImpl(MaxDimsFactory, PermuteFactory):
     primitive_type = PermuteImpl
-
-    def New(self, max_num_dims: int) -> Permute | None:
-        max_num_dims = check_count(max_num_dims, "max_num_dims")
-        return self._new((max_num_dims,) if 1 <= max_num_dims <= MAX_CALLER_DIMS else None)
-
-    def Combinations(self) -> Iterator[tuple[object, tuple]]:
-        # The data type is a Launch argument: every one is implemented.
-        for dtype in ALL_TYPES:
-            yield None, (dtype,)
 
     def Samples(self, op, dtypes) -> Iterator[Sample]:
         (dtype,) = dtypes
