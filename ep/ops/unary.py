@@ -1,8 +1,9 @@
 """ep.ops.unary: an ElementwiseUnary over an array of any shape and strides."""
 from __future__ import annotations
 
+import numpy as np
+
 from ep.common.math.aliases import refuse_alias
-from ep.common.runtime.buffer import plain
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.math.ops.record import document_ops
@@ -73,7 +74,11 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, *
     x = contiguous(x, device, stream)
     if out is None:
         out = empty(shape, dst_dtype, device, stream)
-    elif device is CPU and plain(out) and out.dtype is dst_dtype.dtype and out.shape == shape and out.flags.writeable:
+    elif (
+        device is CPU and type(out) is np.ndarray and out.dtype is dst_dtype.dtype and out.shape == shape
+        and (flags := out.flags).c_contiguous and flags.aligned and flags.writeable
+    ):
+        # plain(out), writable, of the result's dtype (the canonical one: native byte order) and shape.
         # Two arrays that own their memory cannot overlap: only views need the overlap test.
         if out is not x and (x.base is not None or out.base is not None):
             x = unaliased(x, out, device, stream, elementwise=True)

@@ -90,16 +90,17 @@ def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Strea
     on the CPU one of _CACHED_BYTES or more may reuse a released result's memory. given_by: the
     caller's argument whose value gave shape, named when no such array can be made."""
     try:
-        nbytes = math.prod(shape) * dtype.itemsize
-        # NumPy's rule, its dims of 0 left out (numba-cuda's own check fails with a SystemError).
-        if math.prod(n for n in shape if n) * dtype.itemsize >= 1 << 63:
+        host_dtype = dtype.dtype
+        nbytes = math.prod(shape) * host_dtype.itemsize
+        # NumPy's rule, its dims of 0 left out (numba-cuda's own check fails with a SystemError);
+        # only an empty or a huge shape can break it.
+        if (not nbytes or nbytes >= 1 << 62) and math.prod(n for n in shape if n) * host_dtype.itemsize >= 1 << 63:
             raise ValueError("an array holds at most 2**63 - 1 bytes")
         if device.device_type is _CPU:
-            host_dtype = dtype.dtype
-            if _PHYSICAL_BYTES is not None and _PHYSICAL_BYTES < nbytes:
-                raise MemoryError(f"{nbytes} bytes, more than this machine's {_PHYSICAL_BYTES} bytes of memory")
             if nbytes < _CACHED_BYTES:
                 return np.empty(shape, host_dtype)
+            if _PHYSICAL_BYTES is not None and _PHYSICAL_BYTES < nbytes:
+                raise MemoryError(f"{nbytes} bytes, more than this machine's {_PHYSICAL_BYTES} bytes of memory")
             return _CACHE.array(tuple(shape), host_dtype, nbytes)
         from numba import cuda
 
