@@ -97,10 +97,10 @@ def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Strea
         if (not nbytes or nbytes >= 1 << 62) and math.prod(n for n in shape if n) * host_dtype.itemsize >= 1 << 63:
             raise ValueError("an array holds at most 2**63 - 1 bytes")
         if device.device_type is _CPU:
-            if nbytes < _CACHED_BYTES:
-                return np.empty(shape, host_dtype)
             if _PHYSICAL_BYTES is not None and _PHYSICAL_BYTES < nbytes:
                 raise MemoryError(f"{nbytes} bytes, more than this machine's {_PHYSICAL_BYTES} bytes of memory")
+            if nbytes < _CACHED_BYTES:
+                return np.empty(shape, host_dtype)
             return _CACHE.array(tuple(shape), host_dtype, nbytes)
         from numba import cuda
 
