@@ -32,12 +32,15 @@ from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
 from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedFactory, Input, Scalar
 from ep.include.primitive.primitive import NewPrimitive
-from ep.include.primitive.reduce_fused import ReduceFusedFactory
 from ep.include.primitive.reduce import ReduceOp
+from ep.include.primitive.reduce_fused import ReduceFusedFactory
 from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, namespace_of, stream_for, unaliased
 from ep.sbp import global_ops
 from ep.sbp.global_tensor import GlobalTensor
-from ep.ops.trace import ScalarSlot, Traced, TracedReduction, TracedScalar, Tracer
+from ep.ops.trace import REDUCTIONS, ScalarSlot, Traced, TracedReduction, TracedScalar, Tracer
+
+# Each reduction's ep.ops function, by its op (a fused reduction of global tensors calls it).
+OPS_OF = {op: name for name, op in REDUCTIONS.items()}
 
 # Traces kept per fused function (argument dtypes and kinds, device); a program cycling through
 # more traces them again.
@@ -73,7 +76,8 @@ def fuse(fn: Callable) -> Callable:
     argmin, any, all, logsumexp, var, std, with their dim, keepdim, dtype and correction), returned
     alone: the call is then one ReduceFused launch that reads the arguments once and writes only
     the reduced result (an array argument of another shape than the expression's is expanded to it
-    first, and where the reduced dims are not one run every array argument is permuted first).
+    first, and where the reduced dims are not one run every array argument is permuted first; on
+    global tensors the elementwise part is fused on the pieces, then the reduction's global op runs).
     Results equal the unfused ep.ops chain's: the same dtype promotion (NEP 50), the
     same formulas and integer semantics, float16 rounded after each op. Python control flow on a
     traced value (if x > 0:, bool(), int(), len(), indexing) and ops that are not elementwise
@@ -99,6 +103,7 @@ class Fused:
         self._fn = fn
         self._parameters = _positional_names(fn)
         self._traces: collections.OrderedDict = collections.OrderedDict()
+        self._without_reduction = False  # _elementwise_part's: a reduction gives its operand
         self._lock = threading.Lock()
 
     def _positional(self, args: tuple, kwargs: dict) -> tuple:
@@ -120,9 +125,16 @@ class Fused:
             args = self._positional(args, kwargs)
         for arg in args:
             if type(arg) is GlobalTensor:
-                if self.trace(args, global_ops.device_of(arg)).reduction is not None:
-                    # A reduction's global rules are its op's: fn runs unfused, each op on the global tensors.
-                    return self._fn(*args)
+                reduction = self.trace(args, global_ops.device_of(arg)).reduction
+                if reduction is not None:
+                    # The elementwise part fused on the pieces (its SBP rules), then the reduction's global op.
+                    if out is not None or stream is not None:
+                        raise TypeError("out, stream: a fused call on global tensors takes neither")
+                    value = self._elementwise_part(*args)
+                    kwargs = {"correction": reduction.correction} if reduction.op in (ReduceOp.kVar, ReduceOp.kStd) else {}
+                    from ep.ops import reduce as reductions
+
+                    return getattr(reductions, OPS_OF[reduction.op])(value, reduction.dim, keepdim=reduction.keepdim, **kwargs)
                 # The one global path (the expression's declaration: ep/ops/fuse_rules.py).
                 return global_ops.call(Fused.__call__, _CALL, (self, *args), {"out": out, "stream": stream}, name="fuse", label="ep.fuse")
         # Each argument's value, its _kind and its shape (None for a scalar); NumPy arrays first,
@@ -184,6 +196,13 @@ class Fused:
         if namespace is not None:
             outs = [namespace.from_dlpack(o) if isinstance(o, np.ndarray) else namespace.asarray(o) for o in outs]
         return outs[0] if trace.single else tuple(outs)
+
+    @functools.cached_property
+    def _elementwise_part(self) -> Fused:
+        """fn's elementwise part: fn with its final reduction's operand as the result."""
+        part = Fused(self._fn)
+        part._without_reduction = True
+        return part
 
     def _reduce(self, trace: _Trace, values: list, shape: tuple[int, ...], shapes: dict, device, stream, out, namespace):
         """A call whose fn ends with a reduction: its arguments as ep.ops.sum and the others take
@@ -272,7 +291,7 @@ class Fused:
         found = self._traces.get(key)
         if found is not None:
             return found
-        tracer = Tracer(tuple(self._name(p) for p in range(len(values))))
+        tracer = Tracer(tuple(self._name(p) for p in range(len(values))), without_reduction=self._without_reduction)
         traced = [
             tracer.scalar(p, value) if type(kind) is tuple else tracer.array(p, kind)
             for p, (value, kind) in enumerate(zip(values, key[0]))

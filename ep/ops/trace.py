@@ -57,6 +57,8 @@ class Tracer:
 
     names: tuple[str, ...]
     arguments: list = field(default_factory=list)  # ("array", position) or a ScalarSlot
+    # A reduction records its operand alone (the elementwise part, which global tensors fuse apart).
+    without_reduction: bool = False
     # The recorded nodes' (nodes as a tree, depth), by id: each new node is checked against the
     # bounds at the op that makes it (a value reused at every step doubles the tree).
     sizes: dict = field(default_factory=dict)
@@ -163,6 +165,8 @@ class Tracer:
             raise TypeError(f"x: {x.name} is a scalar; a fused reduction takes an array")
         dim, keepdim = dim_keepdim(dim, keepdim, MISSING if axis is None else axis, MISSING if keepdims is None else keepdims)
         src, dst = reduce_dtypes(op, x.data_type, dtype)
+        if self.without_reduction:
+            return Traced(self, self.node(x, src), src, x.name)
         return TracedReduction(op, self.node(x, src), src, dst, dim, keepdim, correction, x.name)
 
     def call(self, function: str, signature: inspect.Signature, args: tuple, kwargs: dict) -> Traced | TracedReduction:

@@ -208,6 +208,12 @@ def check_fuse() -> None:
         np.testing.assert_array_equal(relu.numpy(), np.maximum(x * y + z, 0))
         np.testing.assert_array_equal(added.numpy(), x + z)
         checked[0] += 1
+        # A fused reduction: the expression fused on the pieces, then the reduction's global op
+        # (a split dim reduced gives a partial sum, boxed as the result asks).
+        for dim, sbp in ((0, (S(0),) * h), (1, (S(0),) * h), (None, (S(1),) * h)):
+            total = ep.fuse(lambda x, y: ep.ops.sum(x * y + 1, dim=dim))(make_global(x, placement, sbp), make_global(y, placement, (B,) * h))
+            np.testing.assert_array_equal(total.numpy(), (x * y + 1).sum(axis=dim), err_msg=f"fused sum over {dim} of {sbp}")
+            checked[0] += 1
 
 
 def check_cost_model() -> None:

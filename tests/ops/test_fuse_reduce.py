@@ -127,3 +127,15 @@ def test_a_new_shape_reuses_the_trace():
     small = X[:2, :3, :7].copy()
     np.testing.assert_allclose(fused(small, small), (small * small).sum(-1), rtol=1e-5)
     assert len(fused._traces) == 1
+
+
+@pytest.mark.parametrize("sbp", ["broadcast", "split0", "split1"])
+def test_global_tensors_fuse_the_expression_then_reduce(sbp):
+    layout = {"broadcast": ep.sbp.broadcast, "split0": ep.sbp.split(0), "split1": ep.sbp.split(1)}[sbp]
+    x = X[0]
+    g = ep.to_global(x, ep.placement("cpu", [0]), layout)
+    total = ep.fuse(lambda a, b: ops.sum(a * b + 1, dim=-1))(g, g)
+    assert type(total).__name__ == "GlobalTensor"
+    np.testing.assert_allclose(total.numpy(), (x * x + 1).sum(-1), rtol=1e-6)
+    spread = ep.fuse(lambda a: ops.std(a * 2, dim=0, correction=0, keepdim=True))(g)
+    np.testing.assert_allclose(spread.numpy(), (x * 2).std(0, keepdims=True), rtol=1e-5)
