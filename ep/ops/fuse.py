@@ -84,8 +84,8 @@ def fuse(fn: Callable) -> Callable:
     (ep.ops.gather, ...) raise TypeError. Outputs share one shape, the broadcast of the arrays they
     read. An expression may be 200 ops deep and 65,536 nodes as a tree (a value counted once per
     use: x = x * (2 - d * x) doubles it each step), and read up to 256 arguments (arrays and
-    scalars, a closure's constants among them) and give up to 256 outputs; the op past a bound is
-    a ValueError. A closed-over 0-d array is read at each call. Global
+    scalars, a closure's constants among them; 16 where it ends with a reduction) and give up to
+    256 outputs; the op past a bound is a ValueError. A closed-over 0-d array is read at each call. Global
     tensors (all array arguments global, on one placement; no out= or stream=) give global
     tensors: the call runs on each rank's pieces where their SBPs allow the whole expression, else
     after boxing them to the layout that moves the fewest bytes.
@@ -205,9 +205,9 @@ class Fused:
         return part
 
     def _reduce(self, trace: _Trace, values: list, shape: tuple[int, ...], shapes: dict, device, stream, out, namespace):
-        """A call whose fn ends with a reduction: its arguments as ep.ops.sum and the others take
-        theirs (an array of another shape than the expression's expanded to it, the reduced dims
-        moved together where they are not), then one ReduceFused launch."""
+        """A call whose fn ends with a reduction: its dims and result as ep.ops' reductions make
+        them, each array argument expanded to the expression's shape where it has another and
+        permuted where the reduced dims are not one run, then one ReduceFused launch."""
         from ep.ops.arrays import output
         from ep.ops.expand import expand
         from ep.ops.permute import permute
@@ -319,7 +319,8 @@ class Fused:
         else:
             primitive = NewPrimitive(ReduceFusedFactory, device, reduction.op, nodes[0], reduction.dst, *dtypes)
         if primitive is None:
-            raise TypeError(f"{self.__name__}: {device.device_type.value} has no ElementwiseFused for {nodes} over {[d.value for d in dtypes]}")
+            kind = "ElementwiseFused" if reduction is None else f"ReduceFused of {reduction.op.value}"
+            raise TypeError(f"{self.__name__}: {device.device_type.value} has no {kind} for {nodes} over {[d.value for d in dtypes]}")
         reads = tuple(
             tuple(sorted({tracer.arguments[i][1] for i in _leaves(output.node) if not isinstance(tracer.arguments[i], ScalarSlot)}))
             for output in outputs

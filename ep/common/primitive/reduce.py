@@ -3,7 +3,6 @@ and the kernels a device supplies (ep.common.math.reduce's formulas)."""
 from __future__ import annotations
 
 import abc
-import functools
 import math
 import numbers
 from dataclasses import dataclass
@@ -13,13 +12,13 @@ import numpy as np
 
 from ep.common.jit import define, scalar_function
 from ep.common.math.convert import load_fn
-from ep.common.primitive.elementwise_fused import scalar_indices
-from ep.common.primitive.fused_formula import compose_formula, grouped
-
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
+from ep.common.primitive.elementwise_fused import scalar_indices
 from ep.common.primitive.factory import GenericFactory
+from ep.common.primitive.fused_formula import compose_formula, grouped
 from ep.common.primitive.launch import Attr, Declared, In, Out, declare
 from ep.common.primitive.sample import Sample, values, zeros
+from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import ALL_TYPES, FLOATING_TYPES, INTEGER_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.keys import exact_key
@@ -89,7 +88,7 @@ class FusedSource:
         return hash(self.key)
 
 
-@functools.cache
+@function_cache("kernels")
 def source_element(device: DeviceType, src_dtype: DataType, source: FusedSource | None) -> Callable:
     """The kernels' element(src, i) slot on device: element i of the source in src_dtype's compute
     dtype, src an array of src_dtype, or (source) the tuple of a fused expression's arguments, its
