@@ -2,18 +2,11 @@
 `ep check` and the tests compare their outputs with the NumPy references."""
 from __future__ import annotations
 
-from typing import Iterator
-
 import numpy as np
 
 from ep.common.primitive.sample import Sample
 from ep.include.primitive.primitive import Factory, GetFactory, NewPrimitive, RegisteredFactories
 from ep.testing.arrays import to_device, to_numpy
-
-
-def samples(factory_type: type[Factory], device: str, op, dtypes: tuple) -> Iterator[Sample]:
-    """The samples of device's factory_type for one of its Combinations."""
-    return GetFactory(factory_type, device).Samples(op, dtypes)
 
 
 def on_device(sample: Sample, device: str) -> dict[str, object]:
