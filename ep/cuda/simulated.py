@@ -4,6 +4,7 @@ integers typed between scalar functions (`typed_bindings`)."""
 from __future__ import annotations
 
 import threading
+from types import FunctionType
 from typing import Callable, Iterable
 
 import numpy as np
@@ -33,6 +34,13 @@ def lanes_reduce(value: object, combine: Callable, lanes: Callable[[int, int], I
     return result
 
 
+def typed_function(function: Callable) -> Callable:
+    """function (Python, which the simulator runs) calling the compiled functions among its globals
+    as typed_bindings' bindings are called: their uint64 results as NumPy uint64 scalars."""
+    globals_ = {name: _Typed(value) if isinstance(value, Dispatcher) else value for name, value in function.__globals__.items()}
+    return FunctionType(function.__code__, globals_, function.__name__, function.__defaults__, function.__closure__)
+
+
 def typed_bindings(bound: object) -> None:
     """Wrap the compiled scalar functions among a simulated kernel's bindings (the attributes of
     bound) so that their uint64 results come back as NumPy uint64 scalars.
@@ -44,6 +52,8 @@ def typed_bindings(bound: object) -> None:
     for name, value in list(vars(bound).items()):
         if isinstance(value, Dispatcher):
             setattr(bound, name, _Typed(value))
+        elif isinstance(value, FunctionType) and any(isinstance(v, Dispatcher) for v in value.__globals__.values()):
+            setattr(bound, name, typed_function(value))  # a Python stand-in calling compiled functions
 
 
 class _Typed:

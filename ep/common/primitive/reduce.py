@@ -96,22 +96,19 @@ def source_element(device: DeviceType, src_dtype: DataType, source: FusedSource 
     wraparound, which would keep LLVM from vectorizing a kernel's loops. A kernel passes src, not
     slices of it: a slice, or an array passed to an inlined function that branches, costs atomic
     reference counts that a second thread's on the same array make contend (rows of 512 took 6x)."""
+    globals_ = {"load": load_fn(src_dtype, device), "uint64": np.uint64}
     if source is None:
-        load = load_fn(src_dtype, device)
-
-        @scalar_function
-        def element(src, i):
-            return load(src[np.uint64(i)])
-
-        return element
-    arguments = [f"a{k}" for k in range(len(source.dtypes))]
-    operands = [name if k in source.scalars else f"{name}[u]" for k, name in enumerate(arguments)]
-    text = (
-        f"def element(src, i):\n    {', '.join(arguments)}, = src\n    u = uint64(i)\n"
-        f"    return load(formula({grouped(operands)})[0])\n"
-    )
-    formula = compose_formula(source.outputs, source.dtypes, device)
-    return scalar_function(define(text, "element", {"formula": formula, "load": load_fn(src_dtype, device), "uint64": np.uint64}))
+        text = "def element(src, i):\n    return load(src[uint64(i)])\n"
+    else:
+        arguments = [f"a{k}" for k in range(len(source.dtypes))]
+        operands = [name if k in source.scalars else f"{name}[u]" for k, name in enumerate(arguments)]
+        text = (
+            f"def element(src, i):\n    {', '.join(arguments)}, = src\n    u = uint64(i)\n"
+            f"    return load(formula({grouped(operands)})[0])\n"
+        )
+        globals_["formula"] = compose_formula(source.outputs, source.dtypes, device)
+    # Its compiled functions are its globals (the simulator's stand-in types their results).
+    return scalar_function(define(text, "element", globals_))
 
 
 def reduce_dims(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> tuple[int, int, int, int | None]:
