@@ -28,6 +28,7 @@ from ep.common.primitive.broadcast import broadcast_shape
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.buffer import plain
 from ep.common.runtime.dlpack import from_dlpack, is_dlpack
+from ep.common.runtime.once import cached_property
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
 from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedFactory, Input, Scalar
@@ -197,7 +198,7 @@ class Fused:
             outs = [namespace.from_dlpack(o) if isinstance(o, np.ndarray) else namespace.asarray(o) for o in outs]
         return outs[0] if trace.single else tuple(outs)
 
-    @functools.cached_property
+    @cached_property
     def _elementwise_part(self) -> Fused:
         """fn's elementwise part: fn with its final reduction's operand as the result."""
         part = Fused(self._fn)
