@@ -2,19 +2,31 @@
 rules and dim check, and SBP rules.
 
 A scan runs along dim on its own for each position of the other dims: x split on any other axis
-gives the result split there, and dim never splits (each rank would scan its part of a run without
-the totals before it). cumsum is linear, so a partial sum of a float x passes through (P -> P);
+gives the result split there. cumsum and cumprod also take x split on dim: each rank scans its
+part, then continues it from the parts before it (their totals, combined by MPI's Exscan over the
+ranks that split dim: a message of the other dims' size, not the tensor); logcumsumexp does not
+(MPI has no log-add-exp). cumsum is linear, so a partial sum of a float x passes through (P -> P);
 not for integers, whose result is int64 (the ranks' parts would add in another dtype than x's).
 cummax and cummin (two outputs) take the undeclared path: boxed to broadcast, run, kept broadcast.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ep.common.runtime.data_type import FLOATING_TYPES, as_data_type
 from ep.ops.arrays import one_dim
+from ep.ops.binary import binary
 from ep.ops.scan import accumulating_dtypes, cumprod, cumsum, floating_dtype, logcumsumexp
+from ep.sbp.boxing import to_device, to_host
 from ep.sbp.global_ops import global_tensors
+from ep.sbp.global_tensor import device_name
+from ep.sbp.local import run_piece
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
+
+# The scans that continue across ranks: the binary op that combines a total with what follows it,
+# its identity, and MPI's reduction of the totals.
+CONTINUED = {"cumsum": ("add", 0, "SUM"), "cumprod": ("mul", 1, "PROD")}
 
 
 def _dim(x: tuple[int, ...], dim) -> int:
@@ -31,10 +43,19 @@ def _splits(x, dim) -> list[Signature]:
     return [signature(S(d), x=S(d)) for d in range(len(x)) if d != _dim(x, dim)]
 
 
+def _continued(x, dim) -> list[Signature]:
+    return [signature(S(_dim(x, dim)), x=S(_dim(x, dim)))] if x else []
+
+
 def cumsum_signatures(x, dim, dtype=None, x_dtype=None) -> list[Signature]:
     x = scan_shapes(x, dim)["x"]
     linear = x_dtype is not None and as_data_type(x_dtype, "x") in FLOATING_TYPES and dtype is None
-    return _splits(x, dim) + ([signature(P, x=P)] if linear else []) + [signature(B, x=B)]
+    return _splits(x, dim) + _continued(x, dim) + ([signature(P, x=P)] if linear else []) + [signature(B, x=B)]
+
+
+def cumprod_signatures(x, dim, dtype=None, x_dtype=None) -> list[Signature]:
+    x = scan_shapes(x, dim)["x"]
+    return _splits(x, dim) + _continued(x, dim) + [signature(B, x=B)]
 
 
 def other_signatures(x, dim, dtype=None, x_dtype=None) -> list[Signature]:
@@ -42,16 +63,64 @@ def other_signatures(x, dim, dtype=None, x_dtype=None) -> list[Signature]:
 
 
 def attributes(slices, x, dim, **others) -> dict:
-    """dim, dtype and x's dtype: the same on every rank (dim never splits)."""
+    """dim, dtype and x's dtype: the same on every rank (a part of a split dim is scanned as a whole
+    one, then continued)."""
     return {"dim": dim, **others}
 
 
-def _plan(dtypes):
+def exclusive(total: np.ndarray, name: str, comm) -> np.ndarray:
+    """The totals of the ranks before this one in comm's order, combined by cumsum's or cumprod's op:
+    MPI's Exscan (collective on comm), the identity on the first rank."""
+    from mpi4py import MPI
+
+    _, identity, reduction = CONTINUED[name]
+    before = np.full(total.shape, identity, total.dtype)
+    comm.Exscan(total, before, op=getattr(MPI, reduction))
+    if comm.Get_rank() == 0:  # Exscan leaves the first rank's result undefined
+        before.fill(identity)
+    return before
+
+
+def _continued_run(name: str, x, dim: int, out_dtype: np.dtype):
+    """A rank's run of cumsum or cumprod: its part scanned, and where x is split on dim, continued
+    from the parts before it (the last element of each scanned part is its total)."""
+    op, identity, _ = CONTINUED[name]
+    group, device = x._group, device_name(x.placement)
+    # Totals travel as uint64 for integers and bool (C's unsigned arithmetic wraps as NumPy's does;
+    # its signed overflow is undefined), as float64 or complex128 otherwise (combined with one
+    # rounding, and MPI has no float16 or bfloat16).
+    wire = np.dtype(np.uint64 if out_dtype.kind in "biu" else np.complex128 if out_dtype.kind == "c" else np.float64)
+
+    def run(local, piece):
+        axes = tuple(h for h, s in enumerate(piece.sbps["x"]) if s == S(dim))
+        if not axes:
+            return run_piece(name, local, piece, out_dtype, device)
+        shape = piece.shapes["out"]
+        error, out, total = None, None, np.full(shape[:dim] + (1,) + shape[dim + 1:], identity, wire)
+        try:
+            out = run_piece(name, local, piece, out_dtype, device)
+            if shape[dim]:
+                total = np.ascontiguousarray(to_host(out[(slice(None),) * dim + (slice(shape[dim] - 1, None),)]), wire)
+        except Exception as e:  # still in the Exscan below, so that no rank waits for this one
+            error = e
+        before = exclusive(total, name, group.over(axes))
+        if error is not None:
+            raise error
+        if out.size:
+            binary(op, out, to_device(before.astype(out_dtype), x.placement.device_type), out=out)
+        return out
+
+    return run
+
+
+def _plan(name: str, dtypes):
     def plan(x, dim, dtype=None) -> Plan:
         x = global_tensors(x=x)["x"]
-        _dim(tuple(x.shape), dim)
+        d = _dim(tuple(x.shape), dim)
         attrs = {"dim": dim, "dtype": dtype, "x_dtype": as_data_type(x.dtype, "x").value}
-        return Plan({"x": x}, attrs, dtypes(x.dtype, dtype).dtype)
+        out_dtype = dtypes(x.dtype, dtype).dtype
+        run = _continued_run(name, x, d, np.dtype(out_dtype)) if name in CONTINUED else None
+        return Plan({"x": x}, attrs, out_dtype, run=run)
 
     return plan
 
@@ -65,8 +134,8 @@ def _run(op):
 
 
 RULES = {
-    "cumsum": OpRule(_plan(lambda t, d: accumulating_dtypes(t, d)[1]), cumsum_signatures, scan_shapes, attributes, _run(cumsum)),
-    "cumprod": OpRule(_plan(lambda t, d: accumulating_dtypes(t, d)[1]), other_signatures, scan_shapes, attributes, _run(cumprod)),
-    "logcumsumexp": OpRule(_plan(lambda t, d: floating_dtype(t)), other_signatures, scan_shapes, attributes, _run(logcumsumexp)),
+    "cumsum": OpRule(_plan("cumsum", lambda t, d: accumulating_dtypes(t, d)[1]), cumsum_signatures, scan_shapes, attributes, _run(cumsum)),
+    "cumprod": OpRule(_plan("cumprod", lambda t, d: accumulating_dtypes(t, d)[1]), cumprod_signatures, scan_shapes, attributes, _run(cumprod)),
+    "logcumsumexp": OpRule(_plan("logcumsumexp", lambda t, d: floating_dtype(t)), other_signatures, scan_shapes, attributes, _run(logcumsumexp)),
 }
 register_rules(RULES)

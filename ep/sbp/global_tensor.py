@@ -28,7 +28,7 @@ class Group:
     """The communicators of a placement: comm (rank = flat hierarchy position), the rank's index in
     the hierarchy, and one sub-communicator per hierarchy axis (the ranks that differ only there)."""
 
-    __slots__ = ("placement", "world", "comm", "index", "axes")
+    __slots__ = ("placement", "world", "comm", "index", "axes", "_over")
 
     def __init__(self, placement: Placement, world) -> None:
         index = next(i for i in placement.indices() if placement.rank(i) == world.Get_rank())
@@ -43,6 +43,21 @@ class Group:
                 self.comm.Split(int(np.ravel_multi_index(index[:h] + (0,) + index[h + 1:], hierarchy)), index[h])
                 for h in range(len(hierarchy))
             )
+        self._over = {}
+
+    def over(self, axes: tuple[int, ...]):
+        """The communicator of the ranks that differ only on the hierarchy axes axes, ordered by
+        their index there (the first axis slowest, as nd splits nest): axes[h] for one axis;
+        collective on comm on first use, cached."""
+        if len(axes) == 1:
+            return self.axes[axes[0]]
+        found = self._over.get(axes)
+        if found is None:
+            hierarchy = self.placement.hierarchy
+            others = tuple(0 if h in axes else i for h, i in enumerate(self.index))
+            key = np.ravel_multi_index(tuple(self.index[h] for h in axes), tuple(hierarchy[h] for h in axes))
+            found = self._over[axes] = self.comm.Split(int(np.ravel_multi_index(others, hierarchy)), int(key))
+        return found
 
 
 _GROUPS: dict = {}

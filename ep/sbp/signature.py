@@ -192,11 +192,13 @@ def sbp_of(signature: Signature | tuple[Signature, ...], name: str) -> tuple[SBP
 
 class Physical(NamedTuple):
     """What the rank at one position computes: the box of each logical input and output it holds
-    (slices), their shapes, and the op's attributes there."""
+    (slices), their shapes, the op's attributes there, and each one's nd-SBP under the signature
+    (a scan along a split dim reads which hierarchy axes split it)."""
 
     slices: dict[str, tuple[slice, ...]]
     shapes: dict[str, tuple[int, ...]]
     attributes: dict
+    sbps: dict[str, tuple[SBP, ...]]
 
 
 def physical(name: str, signature, placement, index: Index, /, **shapes_and_attrs) -> Physical:
@@ -213,4 +215,5 @@ def physical(name: str, signature, placement, index: Index, /, **shapes_and_attr
     shapes = op.shapes(**shapes_and_attrs)
     slices = {t: physical_slices(shape, sbp_of(signature, t), hierarchy, index) for t, shape in shapes.items()}
     local = {t: tuple(s.stop - s.start for s in box) for t, box in slices.items()}
-    return Physical(slices, local, op.attributes(slices, **shapes_and_attrs))
+    sbps = {t: sbp_of(signature, t) for t in shapes}
+    return Physical(slices, local, op.attributes(slices, **shapes_and_attrs), sbps)

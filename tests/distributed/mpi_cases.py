@@ -152,6 +152,10 @@ def op_cases():
     yield ("flip", {"x": sm}, {"dims": (1,)}, lambda t: ep.ops.flip(t["x"], (1,), sbp=t["sbp"]), np.flip(sm, 1))
     yield ("cumsum", {"x": sx.astype(np.float32)}, {"dim": 1, "dtype": None, "x_dtype": "float32"},
            lambda t: ep.ops.cumsum(t["x"], 1, sbp=t["sbp"]), np.cumsum(sx.astype(np.float32), 1))
+    # Split along the scanned dim (fewer rows than ranks: one holds none), continued by Exscan in int64.
+    cp = rng.integers(-3, 4, (SIZE - 1, 2)).astype(np.int32)
+    yield ("cumprod", {"x": cp}, {"dim": 0, "dtype": None, "x_dtype": "int32"},
+           lambda t: ep.ops.cumprod(t["x"], 0, sbp=t["sbp"]), np.cumprod(cp, 0, dtype=np.int64))
     # Batches split on both (b's batch dim of 1 broadcasts), and the contracted dim of 3 (uneven, a
     # rank without any on 4) in a partial sum.
     ma, mb = rng.integers(-9, 10, (2, n, 3)).astype(np.float64), rng.integers(-9, 10, (1, 3, 4)).astype(np.float64)

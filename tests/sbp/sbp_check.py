@@ -28,22 +28,26 @@ def run_piece(name: str, local: dict, piece, dtype, device: str) -> np.ndarray:
 
 
 def check(
-    name: str, nd_signature, hierarchy, arrays: dict, attrs: dict, expected: np.ndarray, device: str, rng, tolerance=None
+    name: str, nd_signature, hierarchy, arrays: dict, attrs: dict, expected: np.ndarray, device: str, rng, tolerance=None,
+    exchange=None,
 ) -> None:
     """Verifies one nd-signature of op name on hierarchy (see the module docstring).
 
     attrs: the op's logical attributes as ep.sbp.signatures takes them; tolerance: (rtol, atol) for
-    float outputs of partial sums that are not exact (None: exact)."""
+    float outputs of partial sums that are not exact (None: exact); exchange(outs, pieces): what the
+    ranks' collective after the local run makes of their outputs (both keyed by index), in process."""
     kw = {**{n: a.shape for n, a in arrays.items()}, **attrs}
     pieces = {n: split_array(a, sbp_of(nd_signature, n), hierarchy, rng) for n, a in arrays.items()}
-    outs = {}
+    outs, physicals = {}, {}
     for index in itertools.product(*(range(n) for n in hierarchy)):
-        piece = physical(name, nd_signature, hierarchy, index, **kw)
+        piece = physicals[index] = physical(name, nd_signature, hierarchy, index, **kw)
         local = {n: pieces[n][index] for n in arrays}
         for n, a in local.items():
             assert a.shape == piece.shapes[n], (n, index, nd_signature)
         outs[index] = run_piece(name, local, piece, expected.dtype, device)
         assert outs[index].shape == piece.shapes["out"], (index, nd_signature)
+    if exchange is not None:
+        outs = exchange(outs, physicals)
     exact = tolerance is None or expected.dtype.kind != "f"
     # Broadcast copies of inexact partial sums may round differently.
     result = assemble(outs, sbp_of(nd_signature, "out"), hierarchy, check=exact)
