@@ -5,22 +5,38 @@ rules.
 A dim the reduction keeps may be split: x split there gives the result split on that dim's place
 in the result. sum is linear: x split on a reduced dim gives each rank the sum of its part, a
 partial sum of the result (S -> P; integers too, whose int64 sums add exactly, wrapping), and a
-partial sum of a float x passes through (P -> P). The other reductions are not sums of their
-parts (a mean's divisor, a maximum, a variance): over a split dim they take x boxed first.
+partial sum of a float x passes through (P -> P); mean too, each part's sum divided by the whole
+count. prod, amax, amin, any, all, logsumexp, argmax and argmin over a split dim (S -> B) finish on
+every rank from the results of the ranks that split it: gathered (a message of the result's size;
+argmax's with each part's maximum) and combined as NumPy combines them, a NaN winning a max
+(MPI's MAX would drop it, and MPI has no float16). var, std and norm take x boxed first, as every
+reduction takes a partial sum (no sum of parts but sum's and mean's is the whole's).
 """
 from __future__ import annotations
+
+import math
+
+import numpy as np
 
 from ep.common.runtime.data_type import FLOATING_TYPES, as_data_type
 from ep.include.primitive.reduce import ReduceOp
 from ep.ops import reduce as reductions
-from ep.ops.reduce import MISSING, dim_keepdim, norm_dtype, reduce_dtypes, reduced_dims, reduced_shape
+from ep.ops.binary import binary
+from ep.ops.reduce import MISSING, check_reduction, dim_keepdim, norm_dtype, reduce_dtypes, reduced_dims, reduced_shape
+from ep.sbp.boxing import to_device, to_host
 from ep.sbp.global_ops import global_tensors
-from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
+from ep.sbp.global_tensor import device_name
+from ep.sbp.local import run_piece
+from ep.sbp.sbp import Split, broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
 
 # The reductions by ep.ops name, and whether dim is one int (or None: of x flattened).
 OPS = {op.value: op for op in ReduceOp}
 SINGLE = ("argmax", "argmin")
+# The reductions that finish over a split dim from the ranks' results: how NumPy combines two, and
+# argmax's and argmin's comparison of their parts' maxima and minima.
+COMBINED = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum, "any": np.logical_or, "all": np.logical_and, "logsumexp": np.logaddexp}
+INDEXED = {"argmax": ("amax", np.greater), "argmin": ("amin", np.less)}
 
 
 def _result_dtype(name: str, x_dtype, dtype):
@@ -34,12 +50,16 @@ def _plan(name: str):
         x = global_tensors(x=x)["x"]
         dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
         dims = reduced_dims(len(x.shape), dim, name in SINGLE)
+        if name in OPS:
+            check_reduction(OPS[name], tuple(x.shape), dims, dim)
         if name in SINGLE and dim is not None:
             dim = dims[0] if dims else dim
         elif dim is not None:
             dim = dims
         attrs = {"dim": dim, "keepdim": keepdim, "dtype": dtype, "x_dtype": as_data_type(x.dtype, "x").value, **extra}
-        return Plan({"x": x}, attrs, _result_dtype(name, x.dtype, dtype).dtype)
+        out_dtype = np.dtype(_result_dtype(name, x.dtype, dtype).dtype)
+        run = _finished_run(name, x, dims, out_dtype, attrs) if name in COMBINED or name in INDEXED else None
+        return Plan({"x": x}, attrs, out_dtype, run=run)
 
     return plan
 
@@ -58,17 +78,30 @@ def _signatures(name: str):
         dims = reduced_dims(len(x), dim, name in SINGLE)
         kept = [d for d in range(len(x)) if d not in dims]
         sigs = [signature(S(d if keepdim else kept.index(d)), x=S(d)) for d in kept]
-        if name == "sum":
+        # (An empty reduction has no parts to combine: its x goes whole.)
+        nonempty = all(x[d] for d in dims)
+        if name == "sum" or name == "mean" and nonempty:
             sigs += [signature(P, x=S(d)) for d in dims]
-            if x_dtype is not None and as_data_type(x_dtype, "x") in FLOATING_TYPES and dtype is None:
-                sigs.append(signature(P, x=P))
+        elif (name in COMBINED or name in INDEXED) and nonempty:
+            sigs += [signature(B, x=S(d)) for d in dims]
+        if name == "sum" and x_dtype is not None and as_data_type(x_dtype, "x") in FLOATING_TYPES and dtype is None:
+            sigs.append(signature(P, x=P))
         return sigs + [signature(B, x=B)]
 
     return signatures
 
 
 def attributes(slices, x, **attrs) -> dict:
-    """Every attribute the same on every rank (a split dim keeps its place)."""
+    """The attributes, the same on every rank (a split dim keeps its place)."""
+    return attrs
+
+
+def mean_attributes(slices, x, **attrs) -> dict:
+    """mean's attributes, and over a split dim its divisor: the whole count, not the part's."""
+    dims = reduced_dims(len(x), attrs["dim"])
+    count = math.prod(x[d] for d in dims)
+    if count != math.prod(slices["x"][d].stop - slices["x"][d].start for d in dims):
+        return {**attrs, "divisor": count}
     return attrs
 
 
@@ -76,14 +109,94 @@ def _run(name: str):
     function = getattr(reductions, name)
 
     def run(args, attrs, **options):
-        extra = {k: v for k, v in attrs.items() if k not in ("x_dtype",)}
+        extra = {k: v for k, v in attrs.items() if k not in ("x_dtype", "divisor")}
+        if name == "mean" and "divisor" in attrs:
+            # A part of a mean over a split dim: its sum over the whole count.
+            total = reductions.sum(args["x"], **extra, **options)
+            return binary("div", total, attrs["divisor"], out=total)
         return function(args["x"], **extra, **options)
 
     return run
 
 
+def _finished_run(name: str, x, dims: tuple[int, ...], out_dtype: np.dtype, attrs: dict):
+    """A rank's run of a reduction in COMBINED or INDEXED: its part reduced and, where x is split
+    on a reduced dim, combined with the results of the ranks that split it (one all-gather)."""
+    group, device = x._group, device_name(x.placement)
+    # What each rank gives: its result, or argmax's maxima (in x's dtype, or dtype=) and indices.
+    values = x.dtype if attrs["dtype"] is None else as_data_type(attrs["dtype"], "dtype").dtype
+    dtypes = [out_dtype] if name not in INDEXED else [np.dtype(values), np.dtype(np.int64)]
+
+    def run(local, piece):
+        axes = tuple(h for h, s in enumerate(piece.sbps["x"]) if isinstance(s, Split) and s.axis in dims)
+        if not axes or not math.prod(piece.shapes["out"]):
+            return run_piece(name, local, piece, out_dtype, device)
+        error, parts = None, None
+        try:
+            # A rank holding none of the reduced dims has no part to give (its max has no value).
+            if math.prod(piece.shapes["x"]):
+                parts = _parts(name, local, piece, out_dtype, dims, tuple(x.shape), device)
+        except Exception as e:  # still in the all-gather below, so that no rank waits for this one
+            error = e
+        result = np.asarray(_combined(name, parts, piece.shapes["out"], dtypes, group.over(axes)), out_dtype)
+        if error is not None:
+            raise error
+        return to_device(result, x.placement.device_type)
+
+    return run
+
+
+def _parts(name: str, local: dict, piece, out_dtype: np.dtype, dims, logical: tuple[int, ...], device: str) -> list[np.ndarray]:
+    """What a rank gives to the combination: its result on the host; argmax's and argmin's as the
+    indices into the whole x, after the maxima (minima) they index."""
+    result = to_host(run_piece(name, local, piece, out_dtype, device))
+    if name not in INDEXED:
+        return [result]
+    attrs = piece.attributes
+    values = to_host(getattr(reductions, INDEXED[name][0])(local["x"], attrs["dim"], attrs["keepdim"], dtype=attrs["dtype"]))
+    box = piece.slices["x"]
+    if attrs["dim"] is None:  # a flat index into the piece, as one into x
+        at = np.unravel_index(result, piece.shapes["x"])
+        result = np.ravel_multi_index(tuple(i + b.start for i, b in zip(at, box)), logical).astype(np.int64)
+    else:
+        result = result + box[dims[0]].start
+    return [values.reshape(result.shape), result]
+
+
+def _wire(values: np.ndarray) -> np.ndarray:
+    """values in a dtype NumPy combines them in exactly or with one rounding (float16's and
+    bfloat16's in float64)."""
+    return values.astype(np.float64) if values.dtype.kind not in "biuc" else values
+
+
+def _combined(name: str, parts: list[np.ndarray] | None, shape: tuple[int, ...], dtypes: list[np.dtype], comm) -> np.ndarray:
+    """The result of the ranks of comm (collective on it) from each one's parts, of dtypes (None
+    for a rank without any): one all-gather of their bytes and a flag, combined in comm's order."""
+    sizes = [math.prod(shape) * d.itemsize for d in dtypes]
+    mine = np.zeros(sum(sizes) + 1, np.uint8)
+    if parts is not None:
+        mine[:-1] = np.concatenate([np.ascontiguousarray(p, d).view(np.uint8).ravel() for p, d in zip(parts, dtypes)])
+        mine[-1] = 1
+    every = np.empty((comm.Get_size(), mine.size), np.uint8)
+    comm.Allgather(mine, every)
+    starts = np.cumsum([0] + sizes)
+    decoded = [[row[a:a + n].view(d).reshape(shape) for a, n, d in zip(starts, sizes, dtypes)] for row in every if row[-1]]
+    if name not in INDEXED:
+        return COMBINED[name].reduce(np.stack([_wire(v[0]) for v in decoded]))
+    better = INDEXED[name][1]
+    best_value, best_index = _wire(decoded[0][0]), decoded[0][1].copy()
+    for value, index in decoded[1:]:
+        value = _wire(value)
+        nan, best_nan = np.isnan(value) if value.dtype.kind == "f" else False, np.isnan(best_value) if best_value.dtype.kind == "f" else False
+        # A NaN wins (the first one's index), then the greater (less) value, then the first index.
+        tie = ((value == best_value) | (nan & best_nan)) & (index < best_index)
+        take = (nan & ~best_nan) | (~nan & ~best_nan & better(value, best_value)) | tie
+        best_value, best_index = np.where(take, value, best_value), np.where(take, index, best_index)
+    return best_index
+
+
 RULES = {
-    name: OpRule(_plan(name), _signatures(name), _shapes(name), attributes, _run(name))
+    name: OpRule(_plan(name), _signatures(name), _shapes(name), mean_attributes if name == "mean" else attributes, _run(name))
     for name in ("sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm")
 }
 register_rules(RULES)

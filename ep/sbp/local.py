@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from ep.sbp.sbp import PartialSum
 from ep.sbp.signature import Physical, rule
 
 
@@ -32,10 +33,10 @@ def run_piece(name: str, local: dict, piece: Physical, out_dtype, device: str, *
     non-negative and in bounds: the launch checks neither. options: the ep.ops call's other
     keywords (unary's dtype, kCast's destination)."""
     out_shape, attrs = piece.shapes["out"], piece.attributes
-    empty_input = name != "pad" and any(math.prod(a.shape) == 0 for a in local.values())
-    if math.prod(out_shape) == 0 or empty_input:
-        # A rank holding no elements launches nothing: its piece of a partial sum is zeros (but
-        # pad's: an empty x pads to a piece of its value).
+    partial = any(isinstance(s, PartialSum) for s in piece.sbps.get("out", ()))
+    if math.prod(out_shape) == 0 or (partial and any(math.prod(a.shape) == 0 for a in local.values())):
+        # Nothing to compute, or a piece of a partial sum from no elements: zeros. (Any other op
+        # runs on its empty pieces: a max refuses them, a product of none is 1.)
         return zeros(out_shape, out_dtype, device)
     if attrs.get("offset") is not None:
         # The piece holds rows [offset, ...) of the gather axis: ep.ops' shard gather.

@@ -146,6 +146,24 @@ def op_cases():
            lambda t: ep.ops.sum(t["x"], (0, 2), sbp=t["sbp"]), sm.sum((0, 2)))
     yield ("amax", {"x": sm}, {"dim": (1,), "keepdim": True, "dtype": None, "x_dtype": "float64"},
            lambda t: ep.ops.amax(t["x"], 1, keepdim=True, sbp=t["sbp"]), sm.max(1, keepdims=True))
+    # Over a split dim, finished from the ranks' results: ties (small integers) take the first index,
+    # a NaN wins argmax and amax; with fewer rows than ranks one rank holds none.
+    am = rng.integers(-2, 3, (n, 3, 2)).astype(np.float32)
+    am[n // 2, 1, 0] = np.nan
+    for name, dim, ref in [("argmax", 0, np.argmax(am, 0)), ("argmin", None, np.argmin(am)), ("argmax", 2, np.argmax(am, 2))]:
+        yield (name, {"x": am}, {"dim": dim, "keepdim": False, "dtype": None, "x_dtype": "float32"},
+               lambda t, name=name, dim=dim: getattr(ep.ops, name)(t["x"], dim, sbp=t["sbp"]), ref)
+    few = rng.integers(-3, 4, (SIZE - 1, 3)).astype(np.int32)
+    for name, ref in [("prod", np.prod(few, 0, dtype=np.int64)), ("amin", few.min(0)), ("any", few.any(0))]:
+        yield (name, {"x": few}, {"dim": (0,), "keepdim": False, "dtype": None, "x_dtype": "int32"},
+               lambda t, name=name: getattr(ep.ops, name)(t["x"], 0, sbp=t["sbp"]), ref)
+    yield ("amax", {"x": am}, {"dim": None, "keepdim": False, "dtype": None, "x_dtype": "float32"},
+           lambda t: ep.ops.amax(t["x"], sbp=t["sbp"]), np.float32(np.nan))
+    yield ("mean", {"x": sm}, {"dim": (0, 2), "keepdim": True, "dtype": None, "x_dtype": "float64"},
+           lambda t: ep.ops.mean(t["x"], (0, 2), keepdim=True, sbp=t["sbp"]), sm.mean((0, 2), keepdims=True))
+    ls = rng.standard_normal((n, 3)).astype(np.float64)
+    yield ("logsumexp", {"x": ls}, {"dim": (0,), "keepdim": False, "dtype": None, "x_dtype": "float64"},
+           lambda t: ep.ops.logsumexp(t["x"], 0, sbp=t["sbp"]), np.logaddexp.reduce(ls, 0))
     c0, c1 = rng.integers(-9, 10, (n, 2)).astype(np.float32), rng.integers(-9, 10, (n, 3)).astype(np.float32)
     yield ("cat", {"tensors[0]": c0, "tensors[1]": c1}, {"dim": 1},
            lambda t: ep.ops.cat([t["tensors[0]"], t["tensors[1]"]], 1, sbp=t["sbp"]), np.concatenate([c0, c1], 1))

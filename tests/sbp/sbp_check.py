@@ -4,6 +4,7 @@ output SBP and compare with the op on the logical inputs."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -35,7 +36,8 @@ def check(
 
     attrs: the op's logical attributes as ep.sbp.signatures takes them; tolerance: (rtol, atol) for
     float outputs of partial sums that are not exact (None: exact); exchange(outs, pieces): what the
-    ranks' collective after the local run makes of their outputs (both keyed by index), in process."""
+    ranks' collective after the local run makes of their outputs (both keyed by index; an out None
+    where the rank held none of an input), in process."""
     kw = {**{n: a.shape for n, a in arrays.items()}, **attrs}
     pieces = {n: split_array(a, sbp_of(nd_signature, n), hierarchy, rng) for n, a in arrays.items()}
     outs, physicals = {}, {}
@@ -44,6 +46,9 @@ def check(
         local = {n: pieces[n][index] for n in arrays}
         for n, a in local.items():
             assert a.shape == piece.shapes[n], (n, index, nd_signature)
+        if exchange is not None and math.prod(piece.shapes["out"]) and not all(a.size for a in local.values()):
+            outs[index] = None  # a rank holding none of an input gives nothing to the exchange
+            continue
         outs[index] = run_piece(name, local, piece, expected.dtype, device)
         assert outs[index].shape == piece.shapes["out"], (index, nd_signature)
     if exchange is not None:

@@ -1,25 +1,55 @@
-"""The reductions' SBP signatures (a kept dim split stays split at its place in the result; sum over
-a split dim gives a partial sum, and a float partial sum passes through; B) verified in process
-(sbp_check.py): on 2, 3 and 4 parts (uneven splits) and on a 2x2 hierarchy."""
+"""The reductions' SBP signatures (a kept dim split stays split at its place in the result; sum and
+mean over a split dim give a partial sum, and a float partial sum passes through; prod, amax, amin,
+any, all, logsumexp, argmax and argmin over a split dim finish from the ranks' results, S -> B; B)
+verified in process (sbp_check.py): on 2, 3 and 4 parts (uneven splits) and on a 2x2 hierarchy,
+the ranks' combination emulated here (argmax's and argmin's on real ranks only:
+tests/distributed/mpi_cases.py)."""
 import numpy as np
 import pytest
 
-from ep.sbp import broadcast as B, nd_signatures, partial_sum as P, signatures, split as S
+from ep.ops.reduce import reduced_dims
+from ep.sbp import Split, broadcast as B, nd_signatures, partial_sum as P, signatures, split as S
 from sbp_check import check, run_logical
 
 PARTS = (2, 3, 4)
 NAMES = ["sum", "prod", "mean", "amax", "amin", "any", "all", "logsumexp", "var", "std", "norm"]
+COMBINE = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum, "any": np.logical_or, "all": np.logical_and, "logsumexp": np.logaddexp}
+
+
+def combined(name, dims):
+    """The ranks' combination over a split reduced dim, in process: each rank's result combined with
+    those of the ranks that differ from it only on the axes splitting a reduced dim, holding any of x."""
+
+    def exchange(outs, pieces):
+        result, dtype = {}, next(o.dtype for o in outs.values() if o is not None)
+        for index, piece in pieces.items():
+            axes = [h for h, s in enumerate(piece.sbps["x"]) if isinstance(s, Split) and s.axis in dims]
+            group = [
+                outs[other].astype(np.float64) if outs[other].dtype.kind == "f" else outs[other]
+                for other in pieces
+                if all(other[h] == index[h] for h in range(len(index)) if h not in axes) and outs[other] is not None
+            ]
+            result[index] = COMBINE[name].reduce(np.stack(group)).astype(dtype) if axes else outs[index]
+        return result
+
+    return exchange
+
+
+def _finishes(nd) -> bool:
+    return any(isinstance(s["x"], Split) and s["out"] == B for s in nd)
 
 
 def check_every_signature(name, x, attrs, device, tolerance=(1e-5, 1e-5)):
     rng = np.random.default_rng(1)
     kw = {"x": x.shape, **attrs}
     expected = run_logical(name, {"x": x}, attrs, device)
-    for parts in PARTS:
-        for sig in signatures(name, **kw):
-            check(name, (sig,), (parts,), {"x": x}, attrs, expected, device, rng, tolerance)
-    for nd in nd_signatures(name, (2, 2), **kw):
-        check(name, nd, (2, 2), {"x": x}, attrs, expected, device, rng, tolerance)
+    dims = reduced_dims(x.ndim, attrs["dim"], name in ("argmax", "argmin"))
+    exchange = combined(name, dims) if name in COMBINE else None
+    cases = [((sig,), (parts,)) for parts in PARTS for sig in signatures(name, **kw)] + [(nd, (2, 2)) for nd in nd_signatures(name, (2, 2), **kw)]
+    for nd, hierarchy in cases:
+        if exchange is None and _finishes(nd):
+            continue  # argmax's (value, index) combination: on real ranks only
+        check(name, nd, hierarchy, {"x": x}, attrs, expected, device, rng, tolerance, exchange)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -35,14 +65,18 @@ def test_sum_signatures_split_kept_dims_and_sum_reduced_ones():
     assert [(s["x"], s["out"]) for s in sigs] == [(S(0), S(0)), (S(2), S(1)), (S(1), P), (P, P), (B, B)]
     kept = signatures("sum", x=(3, 4, 5), dim=(1,), keepdim=True, x_dtype="int32")
     assert [(s["x"], s["out"]) for s in kept] == [(S(0), S(0)), (S(2), S(2)), (S(1), P), (B, B)]
-    assert [(s["x"], s["out"]) for s in signatures("amax", x=(3, 4), dim=(0,))] == [(S(1), S(0)), (B, B)]
+    assert [(s["x"], s["out"]) for s in signatures("amax", x=(3, 4), dim=(0,))] == [(S(1), S(0)), (S(0), B), (B, B)]
+    assert [(s["x"], s["out"]) for s in signatures("mean", x=(3, 4), dim=(0,))] == [(S(1), S(0)), (S(0), P), (B, B)]
+    # An empty reduction: x whole (a max of it refuses, a mean is NaN).
+    assert [(s["x"], s["out"]) for s in signatures("amax", x=(0, 4), dim=(0,))] == [(S(1), S(0)), (B, B)]
+    assert [(s["x"], s["out"]) for s in signatures("var", x=(3, 4), dim=(0,))] == [(S(1), S(0)), (B, B)]
 
 
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 def test_index_reductions(device, name):
     x = np.round(np.random.default_rng(0).standard_normal((3, 4, 5)) * 2).astype(np.float32)
     check_every_signature(name, x, {"dim": 1, "keepdim": False, "dtype": None, "x_dtype": "float32"}, device)
-    assert [s["x"] for s in signatures(name, x=(3, 4), dim=None)] == [B]
+    assert [s["x"] for s in signatures(name, x=(3, 4), dim=None)] == [S(0), S(1), B]
 
 
 def test_integer_sums_over_a_split_dim_are_exact(device):
