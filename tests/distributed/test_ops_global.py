@@ -239,3 +239,13 @@ def test_an_op_without_a_declaration_is_global_boxed_to_broadcast(device):
         sums(glob(x, device), [glob(np.ones((5, 5)), device)])
     with pytest.raises(TypeError, match="out: sums of global tensors"):
         sums(glob(x, device), [], out=x)
+
+
+def test_reductions_over_an_empty_dim_give_the_local_answer(device):
+    x = np.zeros((0, 3), np.float32)
+    with pytest.raises(ValueError, match="amax over dim 0 of size 0"):
+        ep.ops.amax(glob(x, device), 0)
+    for name, expected in [("prod", np.ones(3, np.float32)), ("mean", np.full(3, np.nan, np.float32)), ("all", np.ones(3, bool)), ("logsumexp", np.full(3, -np.inf, np.float32))]:
+        out = getattr(ep.ops, name)(glob(x, device, S(0)), 0)
+        assert out.dtype == expected.dtype, name
+        np.testing.assert_array_equal(out.numpy(), expected, err_msg=name)
