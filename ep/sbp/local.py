@@ -34,9 +34,9 @@ def run_piece(name: str, local: dict, piece: Physical, out_dtype, device: str, *
     keywords (unary's dtype, kCast's destination)."""
     out_shape, attrs = piece.shapes["out"], piece.attributes
     partial = any(isinstance(s, PartialSum) for s in piece.sbps.get("out", ()))
-    if math.prod(out_shape) == 0 or (partial and any(math.prod(a.shape) == 0 for a in local.values())):
+    if math.prod(out_shape) == 0 or (partial and all(math.prod(a.shape) == 0 for a in local.values())):
         # Nothing to compute, or a piece of a partial sum from no elements: zeros. (Any other op
-        # runs on its empty pieces: a max refuses them, a product of none is 1.)
+        # runs on its empty pieces: a max refuses them, a product of none is 1, addmm's term adds.)
         return zeros(out_shape, out_dtype, device)
     if attrs.get("offset") is not None:
         # The piece holds rows [offset, ...) of the gather axis: ep.ops' shard gather.

@@ -179,6 +179,12 @@ def op_cases():
     ma, mb = rng.integers(-9, 10, (2, n, 3)).astype(np.float64), rng.integers(-9, 10, (1, 3, 4)).astype(np.float64)
     yield ("matmul", {"a": ma, "b": mb}, {"dtype": "float64"},
            lambda t: ep.ops.matmul(t["a"], t["b"], sbp=t["sbp"]), np.matmul(ma, mb))
+    # A term added the product's way: split with it, a partial sum beside a partial product.
+    bias = rng.integers(-9, 10, (4,)).astype(np.float64)
+    yield ("addmm", {"input": bias, "mat1": ma[0], "mat2": mb[0]}, {"beta": 0.5, "alpha": 2.0, "dtype": "float64"},
+           lambda t: ep.ops.addmm(t["input"], t["mat1"], t["mat2"], beta=0.5, alpha=2.0, sbp=t["sbp"]), 0.5 * bias + 2.0 * ma[0] @ mb[0])
+    yield ("linear", {"input": ma, "weight": mb[0].T.copy(), "bias": bias}, {"dtype": "float64"},
+           lambda t: ep.ops.linear(t["input"], t["weight"], t["bias"], sbp=t["sbp"]), ma @ mb[0] + bias)
     sy, sdy = rng.random((n, 3)), rng.standard_normal((n, 3))
     yield ("log_softmax_grad", {"y": sy, "dy": sdy}, {"dim": 0},
            lambda t: ep.ops.log_softmax_grad(t["y"], t["dy"], 0, sbp=t["sbp"]), sdy - np.exp(sy) * sdy.sum(0))
