@@ -61,6 +61,7 @@ class _Trace:
     nodes: tuple
     shapes: PlanCache  # the arguments' shapes (None for a scalar) -> Fused._shapes', checked once
     reduction: TracedReduction | None = None  # fn's result when it ends with a reduction (a ReduceFused primitive)
+    parts: tuple = ()  # where fn returns several reductions: each one's _Trace (this one has no primitive)
 
 
 def fuse(fn: Callable) -> Callable:
@@ -76,7 +77,8 @@ def fuse(fn: Callable) -> Callable:
     it may end with one of ep.ops' reductions of a traced value (sum, prod, mean, amax, amin, argmax,
     argmin, any, all, logsumexp, var, std, with their dim, keepdim, dtype and correction), returned
     alone: the call is then one ReduceFused launch that reads the arguments once and writes only
-    the reduced result (an array argument of another shape than the expression's is expanded to it
+    the reduced result (a tuple of several reductions of values of one shape: one launch each,
+    out= a tuple; an array argument of another shape than the expression's is expanded to it
     first, and where the reduced dims are not one run every array argument is permuted first; on
     global tensors the elementwise part is fused on the pieces, then the reduction's global op runs).
     Results equal the unfused ep.ops chain's: the same dtype promotion (NEP 50), the
@@ -126,16 +128,22 @@ class Fused:
             args = self._positional(args, kwargs)
         for arg in args:
             if type(arg) is GlobalTensor:
-                reduction = self.trace(args, global_ops.device_of(arg)).reduction
-                if reduction is not None:
-                    # The elementwise part fused on the pieces (its SBP rules), then the reduction's global op.
+                trace = self.trace(args, global_ops.device_of(arg))
+                if trace.reduction is not None or trace.parts:
+                    # The elementwise part fused on the pieces (its SBP rules), then each reduction's global op.
                     if out is not None or stream is not None:
                         raise TypeError("out, stream: a fused call on global tensors takes neither")
-                    value = self._elementwise_part(*args)
-                    kwargs = {"correction": reduction.correction} if reduction.op in (ReduceOp.kVar, ReduceOp.kStd) else {}
                     from ep.ops import reduce as reductions
 
-                    return getattr(reductions, OPS_OF[reduction.op])(value, reduction.dim, keepdim=reduction.keepdim, **kwargs)
+                    several = [part.reduction for part in trace.parts] or [trace.reduction]
+                    values = self._elementwise_part(*args)
+                    results = tuple(
+                        getattr(reductions, OPS_OF[r.op])(
+                            value, r.dim, keepdim=r.keepdim, **({"correction": r.correction} if r.op in (ReduceOp.kVar, ReduceOp.kStd) else {})
+                        )
+                        for r, value in zip(several, values if trace.parts else (values,))
+                    )
+                    return results if trace.parts else results[0]
                 # The one global path (the expression's declaration: ep/ops/fuse_rules.py).
                 return global_ops.call(Fused.__call__, _CALL, (self, *args), {"out": out, "stream": stream}, name="fuse", label="ep.fuse")
         # Each argument's value, its _kind and its shape (None for a scalar); NumPy arrays first,
@@ -169,6 +177,14 @@ class Fused:
         shape, shapes = trace.shapes.get(*arg_shapes)
         if trace.reduction is not None:
             return self._reduce(trace, values, shape, shapes, device, stream, out, namespace)
+        if trace.parts:
+            if out is not None and (not isinstance(out, tuple) or len(out) != len(trace.parts)):
+                raise TypeError(f"out: expected a tuple of {len(trace.parts)} arrays, one per reduction; got {type(out).__name__}")
+            results = tuple(
+                self._reduce(part, values, *part.shapes.get(*arg_shapes), device, stream, o, namespace)
+                for part, o in zip(trace.parts, out or (None,) * len(trace.parts))
+            )
+            return out if out is not None else results
         given = out
         outs = self._outs(out, trace, shape, device, stream)
         launch_args, arg_dims = [], []
@@ -298,6 +314,21 @@ class Fused:
             for p, (value, kind) in enumerate(zip(values, key[0]))
         ]
         result = self._fn(*traced)
+        if isinstance(result, tuple) and len(result) > 1 and all(isinstance(r, TracedReduction) for r in result):
+            # Several reductions: one ReduceFused each, their operands of one shape (as outputs are).
+            parts = tuple(self._made(tracer, r, values, device) for r in result)
+            reads = tuple(part.reads[0] for part in parts)
+            trace = _Trace(None, (), reads, False, (), PlanCache(functools.partial(self._shapes, reads)), None, parts)
+        else:
+            trace = self._made(tracer, result, values, device)
+        with self._lock:
+            self._traces[key] = trace
+            if len(self._traces) > MAX_TRACES:
+                self._traces.popitem(last=False)
+        return trace
+
+    def _made(self, tracer: Tracer, result, values: list, device) -> _Trace:
+        """The trace of fn's result: its outputs' primitive, or one reduction's."""
         reduction = result if isinstance(result, TracedReduction) else None
         if reduction is not None:
             result = Traced(tracer, reduction.node, reduction.src, reduction.name)
@@ -305,7 +336,7 @@ class Fused:
         outputs = (result,) if single else result
         for j, output in enumerate(outputs):
             if isinstance(output, TracedReduction):
-                raise TypeError(f"{self.__name__}: output {j} is {output.name}; a fused function ending with a reduction returns it alone")
+                raise TypeError(f"{self.__name__}: output {j} is {output.name}; a fused function ending with reductions returns them alone")
             if not isinstance(output, Traced):
                 what = "a scalar" if isinstance(output, TracedScalar) else f"{type(output).__name__}"
                 raise TypeError(f"{self.__name__}: output {j} is {what}; fn must return traced arrays (computed from an array argument)")
@@ -326,12 +357,7 @@ class Fused:
             tuple(sorted({tracer.arguments[i][1] for i in _leaves(output.node) if not isinstance(tracer.arguments[i], ScalarSlot)}))
             for output in outputs
         )
-        trace = _Trace(primitive, sources, reads, single, nodes, PlanCache(functools.partial(self._shapes, reads)), reduction)
-        with self._lock:
-            self._traces[key] = trace
-            if len(self._traces) > MAX_TRACES:
-                self._traces.popitem(last=False)
-        return trace
+        return _Trace(primitive, sources, reads, single, nodes, PlanCache(functools.partial(self._shapes, reads)), reduction)
 
 
 # The global path's view of a call: fn's keyword arguments are in their positions by then (_positional).

@@ -112,7 +112,7 @@ def test_torch_arrays_give_torch_arrays():
     [
         (lambda x: ops.sum(x) + 1, "last step"),
         (lambda x: ops.unary("exp", ops.sum(x)), "last step"),
-        (lambda x: (ops.sum(x), x + 1), "returns it alone"),
+        (lambda x: (ops.sum(x), x + 1), "returns them alone"),
         (lambda x: ops.sum(ops.amax(x, dim=0)), "last step"),
     ],
 )
@@ -139,3 +139,27 @@ def test_global_tensors_fuse_the_expression_then_reduce(sbp):
     np.testing.assert_allclose(total.numpy(), (x * x + 1).sum(-1), rtol=1e-6)
     spread = ep.fuse(lambda a: ops.std(a * 2, dim=0, correction=0, keepdim=True))(g)
     np.testing.assert_allclose(spread.numpy(), (x * 2).std(0, keepdims=True), rtol=1e-5)
+
+
+def test_several_reductions_of_one_shape(device):
+    x, y = _both(device, X, Y)
+    fused = ep.fuse(lambda a, b: (ops.sum(a * b, dim=-1), ops.amax(a - b, dim=-1), ops.var(a, dim=-1, correction=0)))
+    total, peak, spread = (to_numpy(r) for r in fused(x, y))
+    np.testing.assert_allclose(total, (X * Y).sum(-1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(peak, (X - Y).max(-1))
+    np.testing.assert_allclose(spread, X.var(-1), rtol=1e-5)
+    outs = tuple(to_device(np.zeros((6, 5), np.float32), device) for _ in range(3))
+    assert fused(x, y, out=outs) is outs
+    np.testing.assert_array_equal(to_numpy(outs[1]), peak)
+    with pytest.raises(TypeError, match="a tuple of 3 arrays"):
+        fused(x, y, out=outs[0])
+    with pytest.raises(ValueError, match="outputs of one shape"):
+        ep.fuse(lambda a, b: (ops.sum(a, dim=-1), ops.sum(b, dim=-1)))(x, to_device(Y[:, :, :1].copy(), device))
+
+
+def test_several_reductions_of_global_tensors():
+    x = X[0]
+    g = ep.to_global(x, ep.placement("cpu", [0]), ep.sbp.split(0))
+    total, peak = ep.fuse(lambda a: (ops.sum(a * a, dim=-1), ops.argmax(a, dim=0)))(g)
+    np.testing.assert_allclose(total.numpy(), (x * x).sum(-1), rtol=1e-6)
+    np.testing.assert_array_equal(peak.numpy(), x.argmax(0))
