@@ -22,7 +22,7 @@ from ep.ops.one_hot import one_hot
 from ep.ops.pad import pad
 from ep.ops.permute import permute
 from ep.ops.scan import cummax, cummin, cumprod, cumsum, logcumsumexp
-from ep.ops.scatter import index_add, scatter_add
+from ep.ops.scatter import index_add, scatter, scatter_add
 from ep.ops.reduce import all, amax, amin, any, argmax, argmin, logsumexp, mean, norm, prod, std, sum, var
 from ep.ops.softmax import log_softmax, log_softmax_grad, softmax, softmax_grad
 from ep.ops.unary import unary
@@ -34,4 +34,4 @@ from ep.ops import (  # noqa: E402, F401  (imported for their registration)
     reduce_rules, scan_rules, softmax_rules, where_rules,
 )
 
-__all__ = ["add_n", "addcdiv", "addcmul", "addmm", "binary", "cat", "clamp", "flip", "index_select", "lerp", "linear", "masked_fill", "nan_to_num", "roll", "stack", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "tril", "triu", "take_along_dim", "index_add", "scatter_add"]
+__all__ = ["add_n", "addcdiv", "addcmul", "addmm", "binary", "cat", "clamp", "flip", "index_select", "lerp", "linear", "masked_fill", "nan_to_num", "roll", "stack", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "tril", "triu", "take_along_dim", "index_add", "scatter", "scatter_add"]

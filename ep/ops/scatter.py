@@ -1,5 +1,6 @@
-"""ep.ops.index_add and scatter_add, PyTorch's: slices or elements of a source added into a copy of
-input at the positions an index names, by UnsortedSegmentSum (gather_grad) and one add.
+"""ep.ops.index_add, scatter_add and scatter, PyTorch's: slices or elements of a source added into
+(or, scatter, written into) a copy of input at the positions an index names, by UnsortedSegmentSum
+(gather_grad) and one add (or where).
 
 Repeated positions accumulate. Floats sum in their dtype's accumulator (float16 and bfloat16 in
 float32, rounded once); other integers and bool sum in int64 and wrap into the input's dtype, as
@@ -13,14 +14,18 @@ import math
 
 import numpy as np
 
+from ep.common.primitive.fill import UNIT_DTYPES, as_units
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES
+from ep.common.runtime.scalar import is_scalar
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.validate import integer
 from ep.ops.arrays import contiguous, device_of, on_device, same_kind, stream_for
 from ep.ops.binary import binary
 from ep.ops.gather import gather_grad
+from ep.ops.full import full
 from ep.ops.reduce import amax, amin
 from ep.ops.unary import unary
+from ep.ops.where import where
 
 
 def _dim(dim: object, ndim: int) -> int:
@@ -92,14 +97,10 @@ def index_add(input, dim, index, source, *, alpha=1, out=None, stream=None):  # 
     return _add_into(input, sums.reshape(tuple(input.shape)), dtype, alpha, out, stream)
 
 
-@same_kind("input", "index", "src")
-def scatter_add(input, dim, index, src, *, out=None, stream=None):  # noqa: A002 - torch's name
-    """input with src's elements added where index names, as torch.scatter_add: for every position
-    p of index (an integer array of input's rank), src[p] is added at input's position p with dim
-    replaced by index[p], in [0, input.shape[dim]); index is no larger than src in any dim, nor than
-    input outside dim."""
-    device = device_of(input, "input")
-    stream = stream_for(device, stream)
+def _along_dim(input, dim, index, src, device, stream) -> tuple:
+    """scatter's and scatter_add's checks: (dim, input's shape (0-d as (1,)), index's, its element
+    count, input's DataType, the flat position in input each index element goes to (None when
+    there are none), src's elements at index's positions, flat and C-contiguous)."""
     shape, index_shape, src_shape = tuple(input.shape), tuple(index.shape), tuple(src.shape)
     dim = _dim(dim, len(shape))
     if not (len(index_shape) == len(src_shape) == len(shape)):
@@ -114,7 +115,7 @@ def scatter_add(input, dim, index, src, *, out=None, stream=None):  # noqa: A002
         raise TypeError(f"src: dtype {np.dtype(src.dtype)}; expected input's {dtype.value}")
     count = math.prod(index_shape)
     if not count:
-        return unary("identity", input, out=out, stream=stream)
+        return dim, shape, index_shape, count, dtype, None, None
     if not shape:  # torch's 0-d case: one element each
         shape = index_shape = src_shape = (1,)
     _check_index(index, shape[dim], dim, stream)
@@ -128,8 +129,62 @@ def scatter_add(input, dim, index, src, *, out=None, stream=None):  # noqa: A002
             targets = binary("add", targets, on_device(coordinate, device, stream), stream=stream)
     part = src if index_shape == src_shape else src[tuple(slice(0, n) for n in index_shape)]
     part = contiguous(part, device, stream, name="src").reshape(count)
+    return dim, shape, index_shape, count, dtype, targets.reshape(count), part
+
+
+@same_kind("input", "index", "src")
+def scatter_add(input, dim, index, src, *, out=None, stream=None):  # noqa: A002 - torch's name
+    """input with src's elements added where index names, as torch.scatter_add: for every position
+    p of index (an integer array of input's rank), src[p] is added at input's position p with dim
+    replaced by index[p], in [0, input.shape[dim]); index is no larger than src in any dim, nor than
+    input outside dim."""
+    device = device_of(input, "input")
+    stream = stream_for(device, stream)
+    dim, shape, _, count, dtype, targets, part = _along_dim(input, dim, index, src, device, stream)
+    if not count:
+        return unary("identity", input, out=out, stream=stream)
     accumulated = _accumulated(dtype)
     if accumulated is not dtype:
         part = unary("cast", part, dtype=accumulated.dtype, stream=stream)
-    sums = gather_grad(part, targets.reshape(count), (math.prod(shape),), axis=0, check_bounds=True, stream=stream)
+    sums = gather_grad(part, targets, (math.prod(shape),), axis=0, check_bounds=True, stream=stream)
     return _add_into(input, sums.reshape(tuple(input.shape)), dtype, 1, out, stream)
+
+
+@same_kind("input", "index", "src")
+def scatter(input, dim, index, src, *, reduce=None, out=None, stream=None):  # noqa: A002 - torch's names
+    """input with src's elements written where index names, as torch.scatter: for every position p
+    of index, input's position p with dim replaced by index[p] takes src[p] (src may be a scalar,
+    torch's value=, written in input's dtype). Each position may be named once: torch leaves which
+    of several writes lands undefined (it varies on CUDA), so an index naming one twice is a
+    ValueError here (scatter_add and index_add combine them). Every dtype; the values are written
+    bit for bit (-0.0 and NaN payloads kept). torch's reduce="add" adds them instead (repeats
+    accumulate, as scatter_add), reduce="multiply" multiplies the positions named by them (once each)."""
+    if reduce not in (None, "add", "multiply"):
+        raise ValueError(f"reduce: {reduce!r}; expected None, 'add' or 'multiply' (torch's)")
+    device = device_of(input, "input")
+    stream = stream_for(device, stream)
+    if is_scalar(src):
+        src = full(tuple(index.shape), src, dtype=np.dtype(input.dtype), device=device, stream=stream)
+    if reduce == "add":
+        return scatter_add(input, dim, index, src, out=out, stream=stream)
+    dim, shape, index_shape, count, dtype, targets, part = _along_dim(input, dim, index, src, device, stream)
+    if not count:
+        return unary("identity", input, out=out, stream=stream)
+    size = math.prod(shape)
+    # Each element's bits summed alone into its position (a sum of one value is that value, bit for
+    # bit, in integers; UnsortedSegmentSum sums int32 and int64), after counting the writes there.
+    writes = gather_grad(full((count,), 1, dtype=np.int32, device=device, stream=stream), targets, (size,), axis=0, check_bounds=True, stream=stream)
+    most = amax(writes, stream=stream)
+    if int(most.copy_to_host()[()] if hasattr(most, "copy_to_host") else most[()]) > 1:
+        host = writes.copy_to_host() if hasattr(writes, "copy_to_host") else np.asarray(writes)
+        position = np.unravel_index(int(np.flatnonzero(host > 1)[0]), shape)
+        raise ValueError(f"index: names input's position {tuple(int(i) for i in position)} more than once along dim {dim}; scatter writes each position once (torch leaves which write lands undefined): use scatter_add or index_add to combine them")
+    wide = np.int64 if dtype.itemsize == 8 else np.int32
+    bits = unary("cast", as_units(part, dtype.itemsize), dtype=wide, stream=stream)
+    sums = gather_grad(bits, targets, (size,), axis=0, check_bounds=True, stream=stream)
+    written = unary("cast", sums, dtype=UNIT_DTYPES[dtype.itemsize], stream=stream).view(dtype.dtype)
+    written = written.reshape(tuple(input.shape))
+    hit = binary("greater", writes, 0, stream=stream).reshape(tuple(input.shape))
+    if reduce == "multiply":
+        written = binary("mul", input, written, stream=stream)
+    return where(hit, written, input, out=out, stream=stream)

@@ -99,6 +99,7 @@ CALLS: dict[str, Callable] = {
     "take_along_dim": ep.ops.take_along_dim,
     "index_add": ep.ops.index_add,
     "scatter_add": ep.ops.scatter_add,
+    "scatter": ep.ops.scatter,
 }
 # torch functions of these names that are not elementwise (torch.equal gives one bool).
 NOT_ELEMENTWISE = {"equal"}

@@ -1,4 +1,4 @@
-"""ep.ops.index_add and scatter_add against torch's, on cpu and the simulator: dims, alpha, repeated
+"""ep.ops.index_add, scatter_add and scatter against torch's, on cpu and the simulator: dims, alpha, repeated
 positions, an index smaller than src, the dtypes that sum in int64 and wrap, 0-d and empty cases,
 out=, and the refusals."""
 import numpy as np
@@ -100,3 +100,93 @@ def test_inputs_are_not_modified(device):
 def test_refusals_name_the_argument(call, error, message):
     with pytest.raises(error, match=message):
         call(np.zeros((3, 4), np.float32))
+
+
+SCATTER_DTYPES = DTYPES + [np.int16, np.uint16, np.uint32, np.uint64]
+
+
+def _distinct_index(shape, dim, n, rng):
+    """An index of shape whose values along dim are distinct within each line (a permutation's
+    first entries), in [0, n)."""
+    lines = np.moveaxis(np.zeros(shape, np.int64), dim, -1)
+    flat = lines.reshape(-1, shape[dim])
+    for row in flat:
+        row[:] = rng.permutation(n)[: shape[dim]]
+    return np.ascontiguousarray(np.moveaxis(flat.reshape(lines.shape), -1, dim))
+
+
+@pytest.mark.parametrize("dtype", SCATTER_DTYPES, ids=str)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_scatter_writes_as_torch_bit_for_bit(device, dtype, dim):
+    rng = np.random.default_rng(3)
+    x = _values((5, 6, 4), dtype)
+    src = _values((5, 7, 4), dtype)
+    if np.dtype(dtype).kind == "f":
+        src.flat[0], src.flat[1] = -0.0, np.nan
+    index_shape = [3, 5, 4]
+    index_shape[dim] = min(index_shape[dim], x.shape[dim])
+    index = _distinct_index(tuple(index_shape), dim % 3, x.shape[dim], rng)
+    before = x.copy()
+    got = to_numpy(ep.ops.scatter(to_device(x, device), dim, to_device(index, device), to_device(src, device)))
+    expected = x.copy()
+    for p in np.ndindex(index.shape):  # the definition, element by element
+        q = list(p)
+        q[dim] = index[p]
+        expected[tuple(q)] = src[p]
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+    np.testing.assert_array_equal(x, before)  # input untouched
+    if dtype not in (np.uint16, np.uint32, np.uint64):  # torch has no scatter of these
+        t = torch.scatter(torch.from_numpy(x), dim, torch.from_numpy(index), torch.from_numpy(src))
+        np.testing.assert_array_equal(got.view(np.uint8), t.numpy().view(np.uint8))
+
+
+def test_scatter_takes_a_scalar_out_0d_and_empty_indices(device):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    index = np.array([[3], [0], [1]])
+    got = to_numpy(ep.ops.scatter(to_device(x, device), 1, to_device(index, device), 9.5))
+    np.testing.assert_array_equal(got, torch.scatter(torch.from_numpy(x), 1, torch.from_numpy(index), 9.5).numpy())
+    out = to_device(np.zeros((3, 4), np.float32), device)
+    assert ep.ops.scatter(to_device(x, device), 1, to_device(index, device), 2.0, out=out) is out
+    np.testing.assert_array_equal(to_numpy(out), np.where(np.arange(4) == index, 2.0, x))
+    x0, index0, src0 = (to_device(np.array(v), device).reshape(()) for v in (5.0, 0, 7.0))
+    zero = to_numpy(ep.ops.scatter(x0, 0, index0, src0))
+    assert zero.shape == () and zero == 7.0
+    empty = to_numpy(ep.ops.scatter(to_device(x, device), 0, to_device(np.zeros((0, 4), np.int64), device), to_device(x, device)))
+    np.testing.assert_array_equal(empty, x)
+
+
+@pytest.mark.parametrize(
+    "index, error, match",
+    [
+        (np.array([[0, 1], [0, 2]]), ValueError, r"position \(0, 0\) more than once along dim 0"),
+        (np.array([[0, 3]]), IndexError, r"holds 3; expected indices in \[0, 3\)"),
+        (np.array([[-1, 0]]), IndexError, r"holds -1"),
+        (np.array([[0.0, 1.0]]), TypeError, "not an integer dtype"),
+        (np.array([0, 1]), ValueError, "have 1 and 2 dims"),
+    ],
+)
+def test_scatter_refusals_name_the_argument(device, index, error, match):
+    x = np.zeros((3, 2), np.float32)
+    src = np.ones((3, 2), np.float32)
+    with pytest.raises(error, match=match):
+        ep.ops.scatter(to_device(x, device), 0, to_device(index, device), to_device(src, device))
+
+
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+def test_scatter_reduce_modes_are_torchs(device, reduce):
+    x = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+    index = np.array([[2, 0, 1, 2], [0, 1, 2, 0]])
+    src = np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4)
+    got = to_numpy(ep.ops.scatter(to_device(x, device), 0, to_device(index, device), to_device(src, device), reduce=reduce))
+    want = torch.scatter(torch.from_numpy(x), 0, torch.from_numpy(index), torch.from_numpy(src), reduce=reduce).numpy()
+    np.testing.assert_array_equal(got, want)
+    repeated = np.array([[0, 0, 0, 0], [0, 1, 1, 1]])
+    if reduce == "add":  # repeats accumulate, with a scalar too
+        got = to_numpy(ep.ops.scatter(to_device(x, device), 0, to_device(repeated, device), 1.5, reduce="add"))
+        np.testing.assert_array_equal(got, torch.scatter(torch.from_numpy(x), 0, torch.from_numpy(repeated), 1.5, reduce="add").numpy())
+    else:
+        with pytest.raises(ValueError, match="more than once"):
+            ep.ops.scatter(to_device(x, device), 0, to_device(repeated, device), to_device(src, device), reduce=reduce)
+    with pytest.raises(ValueError, match="reduce: 'sum'"):
+        ep.ops.scatter(to_device(x, device), 0, to_device(index, device), to_device(src, device), reduce="sum")
