@@ -50,29 +50,31 @@ def test_matmul(device, shapes, dtype, seed):
     check_all("matmul", arrays, {"dtype": np.dtype(dtype).name}, device, seed, FLOAT_TOLERANCE[np.dtype(dtype)])
 
 
-@pytest.mark.parametrize("shapes", [((4,), (5, 3), (3, 4)), ((5, 1), (5, 3), (3, 4)), ((5, 4), (5, 0), (0, 4))], ids=str)
+
+TERMS = [
+    ("addmm", ("input", "mat1", "mat2"), ((4,), (5, 3), (3, 4)), {"beta": 0.5, "alpha": 2.0}),
+    ("addmm", ("input", "mat1", "mat2"), ((5, 1), (5, 3), (3, 4)), {"beta": 0.5, "alpha": 2.0}),
+    ("addmm", ("input", "mat1", "mat2"), ((5, 4), (5, 0), (0, 4)), {"beta": 0.5, "alpha": 2.0}),
+    ("linear", ("bias", "input", "weight"), ((4,), (2, 5, 3), (4, 3)), {}),
+    ("linear", ("bias", "input", "weight"), ((1,), (5, 3), (4, 3)), {}),
+    ("linear", ("input", "weight"), ((5, 3), (3,)), {}),
+    ("linear", ("input", "weight"), ((5, 3), (4, 3)), {}),
+]
+
+
+@pytest.mark.parametrize("name, names, shapes, scalars", TERMS, ids=str)
 @settings(max_examples=2, deadline=None)
 @given(seed=seeds)
-def test_addmm(device, shapes, seed):
+def test_a_term_adds_the_products_way(device, name, names, shapes, scalars, seed):
+    """addmm's input and linear's bias split with the product, B where they broadcast, and a partial
+    sum beside a partial product."""
     if device != "cpu":
         pytest.skip("cuBLAS cannot run on Numba's CUDA simulator (no GPU)")
     rng = np.random.default_rng(seed)
-    arrays = {n: random_array(rng, s, np.float64) for n, s in zip(("input", "mat1", "mat2"), shapes)}
-    sigs = signatures("addmm", **{n: a.shape for n, a in arrays.items()}, beta=0.5, alpha=2.0)
-    assert Signature({"mat1": S(1), "mat2": S(0), "input": P}, {"out": P}) in sigs
-    check_all("addmm", arrays, {"beta": 0.5, "alpha": 2.0, "dtype": "float64"}, device, seed, FLOAT_TOLERANCE[np.dtype(np.float64)])
-
-
-@pytest.mark.parametrize("shapes", [((2, 5, 3), (4, 3), (4,)), ((5, 3), (3,), None), ((5, 3), (4, 3), None), ((5, 3), (4, 3), (1,))], ids=str)
-@settings(max_examples=2, deadline=None)
-@given(seed=seeds)
-def test_linear(device, shapes, seed):
-    if device != "cpu":
-        pytest.skip("cuBLAS cannot run on Numba's CUDA simulator (no GPU)")
-    rng = np.random.default_rng(seed)
-    arrays = {n: random_array(rng, s, np.float32) for n, s in zip(("input", "weight", "bias"), shapes) if s is not None}
-    sigs = signatures("linear", **{n: a.shape for n, a in arrays.items()})
-    if len(shapes[1]) == 2:
-        out_features = Signature({"input": B, "weight": S(0), **({"bias": S(0) if shapes[2] == (4,) else B} if shapes[2] else {})}, {"out": S(len(shapes[0]) - 1)})
-        assert out_features in sigs
-    check_all("linear", arrays, {"dtype": "float32"}, device, seed, FLOAT_TOLERANCE[np.dtype(np.float32)])
+    arrays = {n: random_array(rng, s, np.float64) for n, s in zip(names, shapes)}
+    sigs = signatures(name, **{n: a.shape for n, a in arrays.items()}, **scalars)
+    term = {"addmm": "input", "linear": "bias"}[name]
+    if term in arrays:
+        assert any(s[term] == P and s["out"] == P for s in sigs)
+        assert all(s[term] in (B, P) for s in sigs if s["out"] in (B, P))
+    check_all(name, arrays, {**scalars, "dtype": "float64"}, device, seed, FLOAT_TOLERANCE[np.dtype(np.float64)])
