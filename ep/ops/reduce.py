@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 
 from ep.common.primitive.reduce import NO_IDENTITY
 from ep.common.runtime.data_type import FLOATING_TYPES, HALF_TYPES, DataType, as_data_type
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import integer
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.reduce import ReduceFactory, ReduceOp
@@ -121,36 +123,60 @@ def reduce_dtypes(op: ReduceOp, x_dtype: DataType, dtype: object) -> tuple[DataT
     return src, src
 
 
-def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1, single: bool = False):
-    """op over x's dims dim into a new array (or out); the work of every function here."""
-    device = device_of(x, "x")
-    x_dtype = as_data_type(x.dtype, "x")
+class _Rule(NamedTuple):
+    """What a reduction's arguments other than the arrays make: its primitive, the dtype x is
+    reduced in (None: x's own), the layout Reduce takes and the result's shape and dtype."""
+
+    primitive: object
+    src: DataType | None
+    src_dims: tuple[int, ...]
+    dst_dims: tuple[int, ...]
+    order: list[int] | None
+    result_shape: tuple[int, ...]
+    dst: DataType
+
+
+def _rule(op: ReduceOp, device, x_dtype, dtype, shape: tuple[int, ...], dim, keepdim: bool, single: bool) -> _Rule:
+    x_dtype = as_data_type(x_dtype, "x")
     src, dst = reduce_dtypes(op, x_dtype, dtype)
     primitive = NewPrimitive(ReduceFactory, device, op, src, dst)
     if primitive is None:
         raise TypeError(f"x: {op.value} of {src.value} into {dst.value} is not supported")
-    shape = tuple(x.shape)
     dims = reduced_dims(len(shape), dim, single)
     check_reduction(op, shape, dims, dim)
-    result_shape = reduced_shape(shape, dims, keepdim)
+    src_dims, dst_dims, order = reduction_layout(shape, dims)
+    return _Rule(primitive, None if src is x_dtype else src, src_dims, dst_dims, order, reduced_shape(shape, dims, keepdim), dst)
+
+
+# Keyed by the call's own arguments, so a repeated call skips every derivation.
+_RULES = PlanCache(_rule)
+
+
+def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1, single: bool = False):
+    """op over x's dims dim into a new array (or out); the work of every function here."""
+    device = device_of(x, "x")
+    shape = tuple(x.shape)
+    try:
+        rule = _RULES.get(op, device, x.dtype, dtype, shape, dim, keepdim, single)
+    except TypeError:  # dims no cache keys (a list, an array), or the rule's own refusal: made anew
+        rule = _rule(op, device, x.dtype, dtype, shape, dim, keepdim, single)
     stream = stream_for(device, stream)
-    if src is not x_dtype:
+    if rule.src is not None:
         from ep.ops.unary import unary
 
-        x = unary("cast", x, dtype=src.dtype, stream=stream)
+        x = unary("cast", x, dtype=rule.src.dtype, stream=stream)
     else:
         x = contiguous(x, device, stream)
-    src_dims, dst_dims, order = reduction_layout(shape, dims)
-    if order is not None:
+    if rule.order is not None:
         from ep.ops.permute import permute
 
-        x = permute(x.reshape(shape), order, stream=stream)
+        x = permute(x.reshape(shape), rule.order, stream=stream)
     if out is None:
-        out = output(None, result_shape, dst, device, stream)
+        out = output(None, rule.result_shape, rule.dst, device, stream)
     else:
-        out = output(out, result_shape, dst, device, stream)
+        out = output(out, rule.result_shape, rule.dst, device, stream)
         x = unaliased(x, out, device, stream)
-    primitive.launch_trusted(stream, src_dims, x, dst_dims, out, correction)
+    rule.primitive.launch_trusted(stream, rule.src_dims, x, rule.dst_dims, out, correction)
     return out
 
 
