@@ -249,3 +249,20 @@ def test_reductions_over_an_empty_dim_give_the_local_answer(device):
         out = getattr(ep.ops, name)(glob(x, device, S(0)), 0)
         assert out.dtype == expected.dtype, name
         np.testing.assert_array_equal(out.numpy(), expected, err_msg=name)
+
+
+def test_reductions_and_scans_over_a_split_dim_run_on_the_pieces(device):
+    """One rank's run of the signatures that finish over a split dim (S -> B: all-gathered and
+    combined; S(dim) scans: continued by Exscan), on each device; mpi_cases.py runs them on 2-4 ranks."""
+    x = np.array([[1.0, -2.0, 3.0], [np.nan, 5.0, -6.0], [7.0, 5.0, 0.5]], np.float32)
+    g = glob(x, device, S(0))
+    for call, sbp, expected in [
+        (lambda: ep.ops.amax(g, 0), B, np.max(x, 0)),
+        (lambda: ep.ops.argmin(g, 0), B, np.argmin(x, 0)),
+        (lambda: ep.ops.prod(g, 0), B, np.prod(x, 0)),
+        (lambda: ep.ops.mean(g, 0), P, np.mean(x, 0)),
+        (lambda: ep.ops.cumsum(g, 0), S(0), np.cumsum(x, 0)),
+    ]:
+        out = call()
+        assert out.sbp == (sbp,) and out.dtype == expected.dtype, out
+        np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
