@@ -329,7 +329,7 @@ def workloads(device: str, quick: bool) -> list[Workload]:
     """The size grid (SIZES; --quick leaves out 64 MiB), then the other workloads, float32 unless
     said: a gather along an inner axis and a batch gather (G2, G3), the transcendentals (U2-U12,
     issue 13), a cast (U6), a comparison (B3), issue 45's atan2, logaddexp, hypot (B4-B6), erfinv
-    (U13), cat, sums (R1-R3) and cumsums (S1-S5); then this round's ops (round_26_28).
+    (U13), cat, sums (R0-R3) and cumsums (S1-S5); then this round's ops (round_26_28).
 
     Those others have issue 5's sizes on the CPU; on CUDA they grow 4x (buffers of 256 MiB, so
     the GPU is measured at its bandwidth, not its launch latency); --quick divides them by 64.
@@ -362,7 +362,8 @@ def workloads(device: str, quick: bool) -> list[Workload]:
         _binary("B6", "hypot", (n(1 << 24),), (n(1 << 24),)),
         _unary("U13", "erfinv", n(1 << 22), False, low=-0.99, high=0.99),
         _cat("cat-4x16MiB", n(1 << 22)),
-        # Issue 41's sums: one long row at ~1 MiB and ~64 MiB, and rows of 4096.
+        # Issue 41's sums: 16 elements, one long row at ~1 MiB and ~64 MiB, and rows of 4096.
+        _sum("R0", (16,), 0),
         _sum("R1", (n(1 << 18),), 0),
         _sum("R2", (n(1 << 24),), 0),
         _sum("R3", (n(4096), 4096), -1),
