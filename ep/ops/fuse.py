@@ -75,7 +75,8 @@ def fuse(fn: Callable) -> Callable:
     torch.tanh(x): each library's rule, as ep.ops takes the name), np.clip and x.clip,
     x.astype(dtype), and ep.ops.unary, ep.ops.binary (any op, with attributes) and ep.ops.where;
     it may end with one of ep.ops' reductions of a traced value (sum, prod, mean, amax, amin, argmax,
-    argmin, any, all, logsumexp, var, std, with their dim, keepdim, dtype and correction), returned
+    argmin, any, all, logsumexp, var, std, with their dim, keepdim, dtype and correction; or the
+    methods x.sum(), prod, mean, any, all, argmax, argmin, which mean one thing in NumPy and torch), returned
     alone: the call is then one ReduceFused launch that reads the arguments once and writes only
     the reduced result (a tuple of several reductions of values of one shape: one launch each,
     out= a tuple; an array argument of another shape than the expression's is expanded to it

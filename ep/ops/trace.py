@@ -258,6 +258,20 @@ class _Operators:
         """self cast to dtype (ep.ops.unary("cast", self, dtype=dtype))."""
         return self.tracer.unary("cast", self, dtype=dtype)
 
+    def _reduction(name: str):  # noqa: N805 - a helper run in the class body
+        def method(self, *args, **kwargs):
+            from ep.ops import reduce
+
+            return getattr(reduce, name)(self, *args, **kwargs)
+
+        method.__name__ = name
+        method.__doc__ = f"ep.ops.{name}(self, ...) (dim or axis, keepdim or keepdims, dtype): the fused function's last step."
+        return method
+
+    # The reductions whose method means the same in NumPy and torch (max, min, var and std do not).
+    sum, prod, mean, any, all, argmax, argmin = map(_reduction, ("sum", "prod", "mean", "any", "all", "argmax", "argmin"))
+    del _reduction
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         # NumPy's ufuncs by their names, which ep.ops takes as aliases (np.exp(x), np.maximum(x, 0)).
         if method != "__call__" or kwargs or ufunc.nin not in (1, 2):
@@ -305,7 +319,7 @@ class _Operators:
             raise AttributeError(name)
         raise AttributeError(
             f"{self.name}.{name}: a traced value inside ep.fuse has no {name!r}; {_NOT_ELEMENTWISE} (it has astype, "
-            "clip and Python's operators)"
+            "clip and Python's operators, and as its last step sum, prod, mean, any, all, argmax and argmin)"
         )
 
     def __ep_trace__(self, function: str, signature: inspect.Signature, args: tuple, kwargs: dict):

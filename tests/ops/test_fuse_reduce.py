@@ -163,3 +163,18 @@ def test_several_reductions_of_global_tensors():
     total, peak = ep.fuse(lambda a: (ops.sum(a * a, dim=-1), ops.argmax(a, dim=0)))(g)
     np.testing.assert_allclose(total.numpy(), (x * x).sum(-1), rtol=1e-6)
     np.testing.assert_array_equal(peak.numpy(), x.argmax(0))
+
+
+def test_the_reduction_methods_numpy_and_torch_agree_on(device):
+    (x,) = _both(device, X)
+    for method, expected in [
+        (lambda a: (a * 2).sum(axis=2), (X * 2).sum(2)),
+        (lambda a: (a > 0).any(1, keepdims=True), (X > 0).any(1, keepdims=True)),
+        (lambda a: (a - 1).argmax(), np.argmax(X - 1)),
+        (lambda a: a.mean(dim=(0, 1)), X.mean((0, 1))),
+    ]:
+        got = to_numpy(ep.fuse(method)(x))
+        assert got.shape == np.shape(expected)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    with pytest.raises(AttributeError, match="has no 'max'"):  # NumPy's max is amax, torch's gives indices too
+        ep.fuse(lambda a: a.max())(x)
