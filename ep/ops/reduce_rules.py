@@ -5,12 +5,12 @@ rules.
 A dim the reduction keeps may be split: x split there gives the result split on that dim's place
 in the result. sum is linear: x split on a reduced dim gives each rank the sum of its part, a
 partial sum of the result (S -> P; integers too, whose int64 sums add exactly, wrapping), and a
-partial sum of a float x passes through (P -> P); mean too, each part's sum divided by the whole
-count. prod, amax, amin, any, all, logsumexp, argmax and argmin over a split dim (S -> B) finish on
-every rank from the results of the ranks that split it: gathered (a message of the result's size;
-argmax's with each part's maximum) and combined as NumPy combines them, a NaN winning a max
-(MPI's MAX would drop it, and MPI has no float16). var, std and norm take x boxed first, as every
-reduction takes a partial sum (no sum of parts but sum's and mean's is the whole's).
+partial sum of a float x passes through (P -> P); mean is linear too (over a split dim each part's
+sum divided by the whole count). prod, amax, amin, any, all, logsumexp, argmax and argmin over a
+split dim (S -> B) finish on every rank from the results of the ranks that split it: gathered (a
+message of the result's size; argmax's with each part's maximum) and combined as NumPy combines
+them, a NaN winning a max (MPI's MAX would drop it, and MPI has no float16). var, std and norm over
+a split dim, and every reduction but sum and mean of a partial sum, take x boxed first.
 """
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def _signatures(name: str):
             sigs += [signature(P, x=S(d)) for d in dims]
         elif (name in COMBINED or name in INDEXED) and nonempty:
             sigs += [signature(B, x=S(d)) for d in dims]
-        if name == "sum" and x_dtype is not None and as_data_type(x_dtype, "x") in FLOATING_TYPES and dtype is None:
+        if name in ("sum", "mean") and x_dtype is not None and as_data_type(x_dtype, "x") in FLOATING_TYPES and dtype is None:
             sigs.append(signature(P, x=P))
         return sigs + [signature(B, x=B)]
 

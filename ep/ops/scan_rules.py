@@ -68,7 +68,7 @@ def attributes(slices, x, dim, **others) -> dict:
     return {"dim": dim, **others}
 
 
-def exclusive(total: np.ndarray, name: str, comm) -> np.ndarray:
+def _exclusive(total: np.ndarray, name: str, comm) -> np.ndarray:
     """The totals of the ranks before this one in comm's order, combined by cumsum's or cumprod's op:
     MPI's Exscan (collective on comm), the identity on the first rank."""
     from mpi4py import MPI
@@ -87,9 +87,9 @@ def _continued_run(name: str, x, dim: int, out_dtype: np.dtype):
     op, identity, _ = CONTINUED[name]
     group, device = x._group, device_name(x.placement)
     # Totals travel as uint64 for integers and bool (C's unsigned arithmetic wraps as NumPy's does;
-    # its signed overflow is undefined), as float64 or complex128 otherwise (combined with one
-    # rounding, and MPI has no float16 or bfloat16).
-    wire = np.dtype(np.uint64 if out_dtype.kind in "biu" else np.complex128 if out_dtype.kind == "c" else np.float64)
+    # its signed overflow is undefined), as float64 for floats (combined with one rounding, and MPI
+    # has no float16 or bfloat16).
+    wire = np.dtype(np.uint64 if out_dtype.kind in "biu" else np.float64)
 
     def run(local, piece):
         axes = tuple(h for h, s in enumerate(piece.sbps["x"]) if s == S(dim))
@@ -103,7 +103,7 @@ def _continued_run(name: str, x, dim: int, out_dtype: np.dtype):
                 total = np.ascontiguousarray(to_host(out[(slice(None),) * dim + (slice(shape[dim] - 1, None),)]), wire)
         except Exception as e:  # still in the Exscan below, so that no rank waits for this one
             error = e
-        before = exclusive(total, name, group.over(axes))
+        before = _exclusive(total, name, group.over(axes))
         if error is not None:
             raise error
         if out.size:
