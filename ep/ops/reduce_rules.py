@@ -23,7 +23,7 @@ from ep.include.primitive.reduce import ReduceOp
 from ep.ops import reduce as reductions
 from ep.ops.binary import binary
 from ep.ops.reduce import MISSING, check_reduction, dim_keepdim, norm_dtype, reduce_dtypes, reduced_dims, reduced_shape
-from ep.sbp.boxing import to_device, to_host
+from ep.sbp.boxing import all_gather_parts, to_device, to_host
 from ep.sbp.global_ops import global_tensors
 from ep.sbp.global_tensor import device_name
 from ep.sbp.local import run_piece
@@ -171,16 +171,8 @@ def _wire(values: np.ndarray) -> np.ndarray:
 
 def _combined(name: str, parts: list[np.ndarray] | None, shape: tuple[int, ...], dtypes: list[np.dtype], comm) -> np.ndarray:
     """The result of the ranks of comm (collective on it) from each one's parts, of dtypes (None
-    for a rank without any): one all-gather of their bytes and a flag, combined in comm's order."""
-    sizes = [math.prod(shape) * d.itemsize for d in dtypes]
-    mine = np.zeros(sum(sizes) + 1, np.uint8)
-    if parts is not None:
-        mine[:-1] = np.concatenate([np.ascontiguousarray(p, d).view(np.uint8).ravel() for p, d in zip(parts, dtypes)])
-        mine[-1] = 1
-    every = np.empty((comm.Get_size(), mine.size), np.uint8)
-    comm.Allgather(mine, every)
-    starts = np.cumsum([0] + sizes)
-    decoded = [[row[a:a + n].view(d).reshape(shape) for a, n, d in zip(starts, sizes, dtypes)] for row in every if row[-1]]
+    for a rank without any), combined in comm's order."""
+    decoded = [p for p in all_gather_parts(parts, shape, dtypes, comm) if p is not None]
     if name not in INDEXED:
         return COMBINED[name].reduce(np.stack([_wire(v[0]) for v in decoded]))
     better = INDEXED[name][1]

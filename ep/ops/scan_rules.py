@@ -7,17 +7,24 @@ part, then continues it from the parts before it (their totals, combined by MPI'
 ranks that split dim: a message of the other dims' size, not the tensor); logcumsumexp does not
 (MPI has no log-add-exp). cumsum is linear, so a partial sum of a float x passes through (P -> P);
 not for integers, whose result is int64 (the ranks' parts would add in another dtype than x's).
-cummax and cummin (two outputs) take the undeclared path: boxed to broadcast, run, kept broadcast.
+cummax and cummin (values and indices) split alike, and along a split dim continue each part from
+the running extreme of the parts before it (their last values and indices, all-gathered: MPI has
+no reduction that keeps torch's rule, the later of equal values and the latest NaN winning).
 """
 from __future__ import annotations
+
+import math
+import operator
 
 import numpy as np
 
 from ep.common.runtime.data_type import FLOATING_TYPES, as_data_type
 from ep.ops.arrays import one_dim
 from ep.ops.binary import binary
-from ep.ops.scan import accumulating_dtypes, cumprod, cumsum, floating_dtype, logcumsumexp
-from ep.sbp.boxing import to_device, to_host
+from ep.ops.fuse import fuse
+from ep.ops.scan import accumulating_dtypes, cummax, cummin, cumprod, cumsum, floating_dtype, logcumsumexp
+from ep.ops.where import where
+from ep.sbp.boxing import all_gather_parts, to_device, to_host
 from ep.sbp.global_ops import global_tensors
 from ep.sbp.global_tensor import device_name
 from ep.sbp.local import run_piece
@@ -125,6 +132,88 @@ def _plan(name: str, dtypes):
     return plan
 
 
+# cummax's and cummin's rule for a later value against an earlier one: the later wins where it is
+# NaN, or where the earlier is not and it is at least (most) as large (small).
+BETTER = {"cummax": operator.ge, "cummin": operator.le}
+
+
+def _continues(better):
+    def step(later, later_index, earlier, earlier_index):
+        take = (later != later) | ((earlier == earlier) & better(later, earlier))
+        return where(take, later, earlier), where(take, later_index, earlier_index)
+
+    return fuse(step)
+
+
+CONTINUE = {name: _continues(better) for name, better in BETTER.items()}
+
+
+def extremes_shapes(x, dim) -> dict:
+    x = scan_shapes(x, dim)["x"]
+    return {"x": x, "out[0]": x, "out[1]": x}
+
+
+def extremes_signatures(x, dim) -> list[Signature]:
+    x = scan_shapes(x, dim)["x"]
+    both = [Signature(s.inputs, {"out[0]": s["out"], "out[1]": s["out"]}) for s in _splits(x, dim) + _continued(x, dim)]
+    return both + [Signature({"x": B}, {"out[0]": B, "out[1]": B})]
+
+
+def _extremes_plan(name: str):
+    function = {"cummax": cummax, "cummin": cummin}[name]
+
+    def plan(x, dim) -> Plan:
+        x = global_tensors(x=x)["x"]
+        d = _dim(tuple(x.shape), dim)
+        dtypes = (x.dtype, np.dtype(np.int64))
+        group = x._group
+
+        def run(local, piece):
+            axes = tuple(h for h, s in enumerate(piece.sbps["x"]) if s == S(d))
+            if not axes:
+                return function(local["x"], d)
+            error, result, parts = None, None, None
+            try:
+                result = function(local["x"], d)
+                start, n = piece.slices["x"][d].start, piece.shapes["x"][d]
+                if n:
+                    binary("add", result.indices, start, out=result.indices)
+                    last = (slice(None),) * d + (slice(n - 1, None),)
+                    parts = [to_host(result.values[last]), to_host(result.indices[last])]
+            except Exception as e:  # still in the all-gather below, so that no rank waits for this one
+                error = e
+            edge = piece.shapes["x"][:d] + (1,) + piece.shapes["x"][d + 1:]
+            before = _before(name, parts, edge, dtypes, group.over(axes))
+            if error is not None:
+                raise error
+            if before is not None and math.prod(piece.shapes["x"]):
+                device_type = x.placement.device_type
+                CONTINUE[name](result.values, result.indices, to_device(before[0], device_type), to_device(before[1], device_type),
+                               out=(result.values, result.indices))
+            return result
+
+        return Plan({"x": x}, {"dim": dim}, dtypes, run=run)
+
+    return plan
+
+
+def _before(name: str, parts, edge: tuple[int, ...], dtypes, comm):
+    """The running extreme (values, indices) of the parts before this rank's in comm's order, from
+    each rank's last values and indices (parts; None for a rank without any), or None where no
+    part comes before (collective on comm)."""
+    better, found = BETTER[name], None
+    for given in all_gather_parts(parts, edge, dtypes, comm)[: comm.Get_rank()]:
+        if given is None:
+            continue
+        value, index = given
+        if found is None:
+            found = [value.copy(), index.copy()]
+            continue
+        take = (value != value) | ((found[0] == found[0]) & better(value, found[0]))
+        found = [np.where(take, value, found[0]), np.where(take, index, found[1])]
+    return found
+
+
 def _run(op):
     def run(args, attrs, **options):
         extra = {"dtype": attrs["dtype"]} if attrs.get("dtype") is not None else {}
@@ -137,5 +226,9 @@ RULES = {
     "cumsum": OpRule(_plan("cumsum", lambda t, d: accumulating_dtypes(t, d)[1]), cumsum_signatures, scan_shapes, attributes, _run(cumsum)),
     "cumprod": OpRule(_plan("cumprod", lambda t, d: accumulating_dtypes(t, d)[1]), cumprod_signatures, scan_shapes, attributes, _run(cumprod)),
     "logcumsumexp": OpRule(_plan("logcumsumexp", lambda t, d: floating_dtype(t)), other_signatures, scan_shapes, attributes, _run(logcumsumexp)),
+    **{
+        name: OpRule(_extremes_plan(name), extremes_signatures, extremes_shapes, attributes, lambda args, attrs, f=f, **options: f(args["x"], attrs["dim"], **options))
+        for name, f in (("cummax", cummax), ("cummin", cummin))
+    },
 }
 register_rules(RULES)

@@ -291,6 +291,21 @@ def all_reduce(x: np.ndarray, comm) -> np.ndarray:
     return out
 
 
+def all_gather_parts(parts: list[np.ndarray] | None, shape: tuple[int, ...], dtypes: list[np.dtype], comm) -> list:
+    """Every rank's parts (host arrays of shape, one per dtype; None from a rank without any), in
+    comm's order: one all-gather of their bytes and a flag (collective on comm). What a reduction
+    or scan over a split dim finishes from, where MPI has no reduction of its rule."""
+    sizes = [math.prod(shape) * np.dtype(d).itemsize for d in dtypes]
+    mine = np.zeros(sum(sizes) + 1, np.uint8)
+    if parts is not None:
+        mine[:-1] = np.concatenate([np.ascontiguousarray(p, d).view(np.uint8).ravel() for p, d in zip(parts, dtypes)])
+        mine[-1] = 1
+    every = np.empty((comm.Get_size(), mine.size), np.uint8)
+    comm.Allgather(mine, every)
+    starts = np.cumsum([0] + sizes)
+    return [[row[a:a + n].view(d).reshape(shape) for a, n, d in zip(starts, sizes, dtypes)] if row[-1] else None for row in every]
+
+
 def reduce_scatter(x: np.ndarray, axis: int, comm) -> np.ndarray:
     """P -> S(axis): each rank's part of the sum (Reduce_scatter, uneven counts). MPI reduces
     consecutive blocks only, so a split after a leading axis packs the parts first (one copy)."""

@@ -196,7 +196,9 @@ def _run(name: str, plan: Plan, requested: NdSbp | None):
     shapes = rule(name).shapes(**kw)
     outs = [n for n in shapes if n == "out" or n.startswith("out[")]
     results = tuple(GlobalTensor(r, group, sbp_of(sig, o), shapes[o]).to_global(sbp=requested) for o, r in zip(outs, result if several else (result,)))
-    return results if several else results[0]
+    if not several:
+        return results[0]
+    return result._make(results) if hasattr(result, "_make") else results  # a named tuple (cummax's) keeps its names
 
 
 @function_cache("plans")

@@ -505,7 +505,31 @@ def check_cuda() -> None:
             checked[0] += 1
 
 
-PARTS = {"boxing": check_boxing, "packed": check_boxing_packed, "ops": check_ops, "fuse": check_fuse, "cost": check_cost_model, "errors": check_errors, "zero_d": check_zero_d, "promotion": check_promotion, "add_n": check_add_n, "agreement": check_agreement, "cuda": check_cuda}
+def check_extremes() -> None:
+    """cummax and cummin (two outputs) under each nd-signature, along a split dim too (continued from
+    the parts before: ties to the later index, the latest NaN), against torch's, values and indices."""
+    import torch
+
+    rng = np.random.default_rng(9)
+    for placement in placements():
+        for dtype in (np.float32, np.int32):
+            x = rng.integers(-2, 3, (SIZE + 3, 3)).astype(dtype)
+            if dtype == np.float32:
+                x[1, 1] = x[SIZE + 1, 1] = np.nan
+            for dim in (0, 1):
+                for seed, sig in enumerate(nd_signatures("cummax", placement, x=x.shape, dim=dim)):
+                    t = make_global(x, placement, sbp_of(sig, "x"), seed)
+                    for name in ("cummax", "cummin"):
+                        before = boxing.received[0]
+                        out = getattr(ep.ops, name)(t, dim)
+                        assert boxing.received[0] == before and out.values.sbp == sbp_of(sig, "out[0]"), (name, sig)
+                        want = getattr(torch, name)(torch.from_numpy(x), dim)
+                        np.testing.assert_array_equal(out.values.numpy(), want.values.numpy(), err_msg=f"{name} {sig}")
+                        np.testing.assert_array_equal(out.indices.numpy(), want.indices.numpy(), err_msg=f"{name} {sig}")
+                        checked[0] += 1
+
+
+PARTS = {"boxing": check_boxing, "extremes": check_extremes, "packed": check_boxing_packed, "ops": check_ops, "fuse": check_fuse, "cost": check_cost_model, "errors": check_errors, "zero_d": check_zero_d, "promotion": check_promotion, "add_n": check_add_n, "agreement": check_agreement, "cuda": check_cuda}
 
 if __name__ == "__main__":
     for part in sys.argv[1:] or PARTS:

@@ -266,3 +266,14 @@ def test_reductions_and_scans_over_a_split_dim_run_on_the_pieces(device):
         out = call()
         assert out.sbp == (sbp,) and out.dtype == expected.dtype, out
         np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
+
+
+def test_cummax_keeps_its_names_and_its_split(device):
+    torch = pytest.importorskip("torch")
+    x = np.array([[1.0, 3.0], [np.nan, 3.0], [2.0, 5.0]], np.float32)
+    for sbp in (S(0), S(1), B):
+        out = ep.ops.cummax(glob(x, device, sbp), 0)
+        assert type(out).__name__ == "ValuesIndices" and out.values.sbp == out.indices.sbp == (sbp,)
+        want = torch.cummax(torch.from_numpy(x), 0)
+        np.testing.assert_array_equal(out.values.numpy(), want.values.numpy())
+        np.testing.assert_array_equal(out.indices.numpy(), want.indices.numpy())

@@ -68,3 +68,10 @@ def test_integer_cumsum_has_no_partial_sum_and_gives_int64(device):
 def test_bad_dim_is_named():
     with pytest.raises(IndexError, match="dim: 2 is out of range"):
         signatures("cumsum", x=(3, 4), dim=2)
+
+
+def test_cummax_and_cummin_split_values_and_indices_alike():
+    for name in ("cummax", "cummin"):
+        sigs = signatures(name, x=(3, 4, 5), dim=1)
+        assert [s["x"] for s in sigs] == [S(0), S(2), S(1), B]
+        assert all(s["out[0]"] == s["out[1]"] == s["x"] for s in sigs)
