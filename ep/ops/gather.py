@@ -23,7 +23,7 @@ from ep.include.primitive.batch_gather import BatchGatherFactory
 from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
-from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, one_dim, same_kind, stream_for, unaliased
+from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, on_host, one_dim, same_kind, stream_for, unaliased
 from ep.ops.reduce import amin
 
 _INDEX_DTYPES = {dtype.dtype: dtype for dtype in INDEX_TYPES}
@@ -212,7 +212,7 @@ def index_select(x, dim, index, *, out=None, stream=None):
         index = contiguous(index, device, stream_for(device, stream), name="index").reshape(1)
     if index.size and np.dtype(index.dtype).kind == "i":
         least = amin(index, stream=stream)
-        least = int(least.copy_to_host()[()] if hasattr(least, "copy_to_host") else least[()])
+        least = int(on_host(least)[()])
         if least < 0:
             raise IndexError(f"index: holds {least}; expected indices in [0, n) (torch.index_select takes no negative index)")
     return gather(x, index, dim, check_bounds=True, out=out, stream=stream)

@@ -26,8 +26,8 @@ from ep.ops.reduce import MISSING, check_reduction, dim_keepdim, norm_dtype, red
 from ep.sbp.boxing import all_gather_parts, to_device, to_host
 from ep.sbp.global_ops import global_tensors
 from ep.sbp.global_tensor import device_name
-from ep.sbp.local import run_piece
-from ep.sbp.sbp import Split, broadcast as B, partial_sum as P, split as S
+from ep.sbp.local import run_piece, splitting
+from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
 
 # The reductions by ep.ops name, and whether dim is one int (or None: of x flattened).
@@ -128,7 +128,7 @@ def _finished_run(name: str, x, dims: tuple[int, ...], out_dtype: np.dtype, attr
     dtypes = [out_dtype] if name not in INDEXED else [np.dtype(values), np.dtype(np.int64)]
 
     def run(local, piece):
-        axes = tuple(h for h, s in enumerate(piece.sbps["x"]) if isinstance(s, Split) and s.axis in dims)
+        axes = splitting(piece, "x", dims)
         if not axes or not math.prod(piece.shapes["out"]):
             return run_piece(name, local, piece, out_dtype, device)
         error, parts = None, None
@@ -166,7 +166,7 @@ def _parts(name: str, local: dict, piece, out_dtype: np.dtype, dims, logical: tu
 def _wire(values: np.ndarray) -> np.ndarray:
     """values in a dtype NumPy combines them in exactly or with one rounding (float16's and
     bfloat16's in float64)."""
-    return values.astype(np.float64) if values.dtype.kind not in "biuc" else values
+    return values.astype(np.float64) if values.dtype.kind not in "biu" else values
 
 
 def _combined(name: str, parts: list[np.ndarray] | None, shape: tuple[int, ...], dtypes: list[np.dtype], comm) -> np.ndarray:
@@ -179,7 +179,7 @@ def _combined(name: str, parts: list[np.ndarray] | None, shape: tuple[int, ...],
     best_value, best_index = _wire(decoded[0][0]), decoded[0][1].copy()
     for value, index in decoded[1:]:
         value = _wire(value)
-        nan, best_nan = np.isnan(value) if value.dtype.kind == "f" else False, np.isnan(best_value) if best_value.dtype.kind == "f" else False
+        nan, best_nan = value != value, best_value != best_value
         # A NaN wins (the first one's index), then the greater (less) value, then the first index.
         tie = ((value == best_value) | (nan & best_nan)) & (index < best_index)
         take = (nan & ~best_nan) | (~nan & ~best_nan & better(value, best_value)) | tie

@@ -27,7 +27,7 @@ from ep.ops.where import where
 from ep.sbp.boxing import all_gather_parts, to_device, to_host
 from ep.sbp.global_ops import global_tensors
 from ep.sbp.global_tensor import device_name
-from ep.sbp.local import run_piece
+from ep.sbp.local import run_piece, splitting
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
 
@@ -99,7 +99,7 @@ def _continued_run(name: str, x, dim: int, out_dtype: np.dtype):
     wire = np.dtype(np.uint64 if out_dtype.kind in "biu" else np.float64)
 
     def run(local, piece):
-        axes = tuple(h for h, s in enumerate(piece.sbps["x"]) if s == S(dim))
+        axes = splitting(piece, "x", (dim,))
         if not axes:
             return run_piece(name, local, piece, out_dtype, device)
         shape = piece.shapes["out"]
@@ -169,7 +169,7 @@ def _extremes_plan(name: str):
         group = x._group
 
         def run(local, piece):
-            axes = tuple(h for h, s in enumerate(piece.sbps["x"]) if s == S(d))
+            axes = splitting(piece, "x", (d,))
             if not axes:
                 return function(local["x"], d)
             error, result, parts = None, None, None

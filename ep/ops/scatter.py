@@ -16,13 +16,13 @@ import numpy as np
 
 from ep.common.primitive.fill import UNIT_DTYPES, as_units
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES
-from ep.common.runtime.scalar import is_scalar
 from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.runtime.scalar import is_scalar
 from ep.common.runtime.validate import integer
-from ep.ops.arrays import contiguous, device_of, on_device, same_kind, stream_for
+from ep.ops.arrays import contiguous, device_of, on_device, on_host, same_kind, stream_for
 from ep.ops.binary import binary
-from ep.ops.gather import gather_grad
 from ep.ops.full import full
+from ep.ops.gather import gather_grad
 from ep.ops.reduce import amax, amin
 from ep.ops.unary import unary
 from ep.ops.where import where
@@ -49,7 +49,7 @@ def _check_index(index, size: int, dim: int, stream) -> None:
     if np.dtype(index.dtype).kind not in "iu":
         raise TypeError(f"index: dtype {np.dtype(index.dtype)} is not an integer dtype")
     for value in (amin(index, stream=stream), amax(index, stream=stream)):
-        value = int(value.copy_to_host()[()] if hasattr(value, "copy_to_host") else value[()])
+        value = int(on_host(value)[()])
         if not 0 <= value < size:
             raise IndexError(f"index: holds {value}; expected indices in [0, {size}) (input's dim {dim} has size {size})")
 
@@ -98,7 +98,7 @@ def index_add(input, dim, index, source, *, alpha=1, out=None, stream=None):  # 
 
 
 def _along_dim(input, dim, index, src, device, stream) -> tuple:
-    """scatter's and scatter_add's checks: (dim, input's shape (0-d as (1,)), index's, its element
+    """scatter's and scatter_add's checks: (dim, input's shape (0-d as (1,)), index's element
     count, input's DataType, the flat position in input each index element goes to (None when
     there are none), src's elements at index's positions, flat and C-contiguous)."""
     shape, index_shape, src_shape = tuple(input.shape), tuple(index.shape), tuple(src.shape)
@@ -115,7 +115,7 @@ def _along_dim(input, dim, index, src, device, stream) -> tuple:
         raise TypeError(f"src: dtype {np.dtype(src.dtype)}; expected input's {dtype.value}")
     count = math.prod(index_shape)
     if not count:
-        return dim, shape, index_shape, count, dtype, None, None
+        return dim, shape, count, dtype, None, None
     if not shape:  # torch's 0-d case: one element each
         shape = index_shape = src_shape = (1,)
     _check_index(index, shape[dim], dim, stream)
@@ -129,7 +129,7 @@ def _along_dim(input, dim, index, src, device, stream) -> tuple:
             targets = binary("add", targets, on_device(coordinate, device, stream), stream=stream)
     part = src if index_shape == src_shape else src[tuple(slice(0, n) for n in index_shape)]
     part = contiguous(part, device, stream, name="src").reshape(count)
-    return dim, shape, index_shape, count, dtype, targets.reshape(count), part
+    return dim, shape, count, dtype, targets.reshape(count), part
 
 
 @same_kind("input", "index", "src")
@@ -140,7 +140,7 @@ def scatter_add(input, dim, index, src, *, out=None, stream=None):  # noqa: A002
     input outside dim."""
     device = device_of(input, "input")
     stream = stream_for(device, stream)
-    dim, shape, _, count, dtype, targets, part = _along_dim(input, dim, index, src, device, stream)
+    dim, shape, count, dtype, targets, part = _along_dim(input, dim, index, src, device, stream)
     if not count:
         return unary("identity", input, out=out, stream=stream)
     accumulated = _accumulated(dtype)
@@ -167,17 +167,15 @@ def scatter(input, dim, index, src, *, reduce=None, out=None, stream=None):  # n
         src = full(tuple(index.shape), src, dtype=np.dtype(input.dtype), device=device, stream=stream)
     if reduce == "add":
         return scatter_add(input, dim, index, src, out=out, stream=stream)
-    dim, shape, index_shape, count, dtype, targets, part = _along_dim(input, dim, index, src, device, stream)
+    dim, shape, count, dtype, targets, part = _along_dim(input, dim, index, src, device, stream)
     if not count:
         return unary("identity", input, out=out, stream=stream)
     size = math.prod(shape)
     # Each element's bits summed alone into its position (a sum of one value is that value, bit for
     # bit, in integers; UnsortedSegmentSum sums int32 and int64), after counting the writes there.
     writes = gather_grad(full((count,), 1, dtype=np.int32, device=device, stream=stream), targets, (size,), axis=0, check_bounds=True, stream=stream)
-    most = amax(writes, stream=stream)
-    if int(most.copy_to_host()[()] if hasattr(most, "copy_to_host") else most[()]) > 1:
-        host = writes.copy_to_host() if hasattr(writes, "copy_to_host") else np.asarray(writes)
-        position = np.unravel_index(int(np.flatnonzero(host > 1)[0]), shape)
+    if int(on_host(amax(writes, stream=stream))[()]) > 1:
+        position = np.unravel_index(int(np.flatnonzero(on_host(writes) > 1)[0]), shape)
         raise ValueError(f"index: names input's position {tuple(int(i) for i in position)} more than once along dim {dim}; scatter writes each position once (torch leaves which write lands undefined): use scatter_add or index_add to combine them")
     wide = np.int64 if dtype.itemsize == 8 else np.int32
     bits = unary("cast", as_units(part, dtype.itemsize), dtype=wide, stream=stream)

@@ -171,9 +171,7 @@ def _run_broadcast(plan: Plan, requested: NdSbp | None):
     result = _shared(first, lambda: plan.run(local, None))
     several = isinstance(result, tuple)
     results = tuple(GlobalTensor(r, group, everywhere, tuple(r.shape)).to_global(sbp=requested) for r in (result if several else (result,)))
-    if not several:
-        return results[0]
-    return result._make(results) if hasattr(result, "_make") else results  # a named tuple (cummax's) keeps its names
+    return _like(result, results) if several else results[0]
 
 
 def _run(name: str, plan: Plan, requested: NdSbp | None):
@@ -196,9 +194,12 @@ def _run(name: str, plan: Plan, requested: NdSbp | None):
     shapes = rule(name).shapes(**kw)
     outs = [n for n in shapes if n == "out" or n.startswith("out[")]
     results = tuple(GlobalTensor(r, group, sbp_of(sig, o), shapes[o]).to_global(sbp=requested) for o, r in zip(outs, result if several else (result,)))
-    if not several:
-        return results[0]
-    return result._make(results) if hasattr(result, "_make") else results  # a named tuple (cummax's) keeps its names
+    return _like(result, results) if several else results[0]
+
+
+def _like(result: tuple, results: tuple) -> tuple:
+    """results as the local result's kind of tuple: a named tuple (cummax's) keeps its names."""
+    return result._make(results) if hasattr(result, "_make") else results
 
 
 @function_cache("plans")

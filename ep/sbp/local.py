@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ep.sbp.sbp import PartialSum
+from ep.sbp.sbp import PartialSum, Split
 from ep.sbp.signature import Physical, rule
 
 
@@ -19,6 +19,12 @@ def run_op(name: str, args: dict, attrs: dict, **options):
     if run is None:
         raise ValueError(f"name: {name!r} is not an ep.ops function a rank runs on its pieces")
     return run(args, attrs, **options)
+
+
+def splitting(piece: Physical, name: str, dims) -> tuple[int, ...]:
+    """The hierarchy axes that split tensor name on any of dims in piece's signature: the ranks a
+    reduction or scan over dims finishes with (Group.over)."""
+    return tuple(h for h, s in enumerate(piece.sbps[name]) if isinstance(s, Split) and s.axis in dims)
 
 
 def zeros(shape: tuple[int, ...], dtype: np.dtype, device: str):
