@@ -89,6 +89,16 @@ def _gather_dims(params_shape, axis: int, batch_dims: int) -> tuple[int, int, in
     )
 
 
+def _ops_on_x(name: str, attr: str) -> Callable:
+    """The builder of the call ep.ops.<name>(x, workload.attrs[attr], out=out)."""
+
+    def build(workload, device, stream, inputs, out):
+        fn, x, arg = _ops_function(name), inputs["x"], workload.attrs[attr]
+        return lambda: fn(x, arg, out=out)
+
+    return build
+
+
 def _ops_gather(workload, device, stream, inputs, out):
     gather = _ops_function("gather")
     params, indices = inputs["params"], inputs["indices"]
@@ -99,17 +109,23 @@ def _ops_gather(workload, device, stream, inputs, out):
 # The _launch_* builders take `out`, a function giving the output buffer of each call.
 
 
+def _run(out: Callable[[], object], launch: Callable[[object], object]) -> Callable[[], object]:
+    """A _launch_* builder's call: launch(o) into o = out(), this call's output buffer; returns o."""
+
+    def run():
+        o = out()
+        launch(o)
+        return o
+
+    return run
+
+
 def _launch_gather(workload, device, stream, inputs, out):
     params, indices = inputs["params"], inputs["indices"]
     _, outer, size, inner = _gather_dims(tuple(params.shape), workload.attrs["axis"], 0)
     primitive = _primitive("GatherFactory", device, params.dtype, indices.dtype)
     count = indices.size
-    def run():
-        o = out()
-        primitive.Launch(stream, indices, count, params, outer, size, inner, o)
-        return o
-
-    return run
+    return _run(out, lambda o: primitive.Launch(stream, indices, count, params, outer, size, inner, o))
 
 
 def _launch_batch_gather(workload, device, stream, inputs, out):
@@ -118,48 +134,19 @@ def _launch_batch_gather(workload, device, stream, inputs, out):
     batch, outer, size, inner = _gather_dims(tuple(params.shape), attrs["axis"], attrs["batch_dims"])
     primitive = _primitive("BatchGatherFactory", device, params.dtype, indices.dtype)
     count = indices.size // batch
-    def run():
-        o = out()
-        primitive.Launch(stream, indices, count, params, batch, outer, size, inner, o)
-        return o
-
-    return run
-
-
-def _ops_expand(workload, device, stream, inputs, out):
-    expand, x, sizes = _ops_function("expand"), inputs["x"], workload.attrs["sizes"]
-    return lambda: expand(x, sizes, out=out)
+    return _run(out, lambda o: primitive.Launch(stream, indices, count, params, batch, outer, size, inner, o))
 
 
 def _launch_expand(workload, device, stream, inputs, out):
     x = inputs["x"]
     primitive = _primitive("ExpandFactory", device, x.dtype)
-    src_dims, dst_dims = tuple(x.shape), tuple(workload.attrs["sizes"])
-    def run():
-        o = out()
-        primitive.Launch(stream, src_dims, x, dst_dims, o)
-        return o
-
-    return run
-
-
-def _ops_repeat(workload, device, stream, inputs, out):
-    repeat, x, repeats = _ops_function("repeat"), inputs["x"], workload.attrs["repeats"]
-    return lambda: repeat(x, repeats, out=out)
-
-
-def _launch_repeat(workload, device, stream, inputs, out):
-    # A repeat r of a dim of size n is a new dim r in front of it, expanded: (1, n) -> (r, n).
-    x = inputs["x"]
-    primitive = _primitive("ExpandFactory", device, x.dtype)
-    src_dims = tuple(d for n in x.shape for d in (1, n))
-    dst_dims = tuple(d for n, r in zip(x.shape, workload.attrs["repeats"]) for d in (r, n))
-    def run():
-        o = out()
-        primitive.Launch(stream, src_dims, x, dst_dims, o)
-        return o
-
-    return run
+    if workload.kind == "expand":
+        src_dims, dst_dims = tuple(x.shape), tuple(workload.attrs["sizes"])
+    else:
+        # A repeat r of a dim of size n is a new dim r in front of it, expanded: (1, n) -> (r, n).
+        src_dims = tuple(d for n in x.shape for d in (1, n))
+        dst_dims = tuple(d for n, r in zip(x.shape, workload.attrs["repeats"]) for d in (r, n))
+    return _run(out, lambda o: primitive.Launch(stream, src_dims, x, dst_dims, o))
 
 
 def _unary_primitive(workload, device):
@@ -180,12 +167,7 @@ def _launch_unary(workload, device, stream, inputs, out):
     x = inputs["x"]
     _, primitive = _unary_primitive(workload, device)
     count = x.size
-    def run():
-        o = out()
-        primitive.Launch(stream, x, o, count)
-        return o
-
-    return run
+    return _run(out, lambda o: primitive.Launch(stream, x, o, count))
 
 
 def _binary_op(workload):
@@ -204,12 +186,7 @@ def _launch_binary(workload, device, stream, inputs, out):
         "BroadcastElementwiseBinaryFactory", device, _binary_op(workload), np.dtype(a.dtype), workload.attrs["dtype"]
     )
     a_dims, b_dims = tuple(a.shape), tuple(b.shape)
-    def run():
-        o = out()
-        primitive.Launch(stream, a_dims, a, b_dims, b, o)
-        return o
-
-    return run
+    return _run(out, lambda o: primitive.Launch(stream, a_dims, a, b_dims, b, o))
 
 
 def _data_type(dtype):
@@ -218,21 +195,11 @@ def _data_type(dtype):
     return as_data_type(np.dtype(dtype))
 
 
-def _ops_permute(workload, device, stream, inputs, out):
-    permute, x, dims = _ops_function("permute"), inputs["x"], workload.attrs["dims"]
-    return lambda: permute(x, dims, out=out)
-
-
 def _launch_permute(workload, device, stream, inputs, out):
     x, dims = inputs["x"], workload.attrs["dims"]
     primitive = _primitive("PermuteFactory", device, len(x.shape))
     dtype, shape = _data_type(x.dtype), tuple(x.shape)
-    def run():
-        o = out()
-        primitive.Launch(stream, dtype, len(shape), shape, x, dims, o)
-        return o
-
-    return run
+    return _run(out, lambda o: primitive.Launch(stream, dtype, len(shape), shape, x, dims, o))
 
 
 def _torch_pad_widths(shape, pad):
@@ -254,12 +221,7 @@ def _launch_pad(workload, device, stream, inputs, out):
     shape = tuple(x.shape)
     before, after = _torch_pad_widths(shape, attrs["pad"])
     value = attrs["value"]
-    def run():
-        o = out()
-        primitive.Launch(stream, len(shape), shape, x, before, after, value, o)
-        return o
-
-    return run
+    return _run(out, lambda o: primitive.Launch(stream, len(shape), shape, x, before, after, value, o))
 
 
 def _ops_where(workload, device, stream, inputs, out):
@@ -274,12 +236,7 @@ def _launch_where(workload, device, stream, inputs, out):
 
     primitive = _primitive("WhereFactory", device, _data_type(np.bool_), _data_type(x.dtype), MAX_NUM_DIMS)
     dims = (x.size,)
-    def run():
-        o = out()
-        primitive.Launch(stream, 1, dims, c, 1, dims, x, 1, dims, y, o)
-        return o
-
-    return run
+    return _run(out, lambda o: primitive.Launch(stream, 1, dims, c, 1, dims, x, 1, dims, y, o))
 
 
 def _ops_full(workload, device, stream, inputs, out):
@@ -291,27 +248,12 @@ def _ops_full(workload, device, stream, inputs, out):
 def _launch_full(workload, device, stream, inputs, out):
     primitive = _primitive("FillFactory", device, _data_type(np.float32))
     value = workload.attrs["value"]
-    def run():
-        o = out()
-        primitive.Launch(stream, o, value, o.size)
-        return o
-
-    return run
+    return _run(out, lambda o: primitive.Launch(stream, o, value, o.size))
 
 
 def _ops_add_n(workload, device, stream, inputs, out):
     add_n, arrays = _ops_function("add_n"), list(inputs.values())
     return lambda: add_n(arrays, out=out)
-
-
-def _ops_sum(workload, device, stream, inputs, out):
-    sum_, x, axis = _ops_function("sum"), inputs["x"], workload.attrs["axis"]
-    return lambda: sum_(x, axis, out=out)
-
-
-def _ops_cumsum(workload, device, stream, inputs, out):
-    cumsum, x, axis = _ops_function("cumsum"), inputs["x"], workload.attrs["axis"]
-    return lambda: cumsum(x, axis, out=out)
 
 
 def _ops_cat(workload, device, stream, inputs, out):
@@ -323,12 +265,7 @@ def _launch_add_n(workload, device, stream, inputs, out):
     arrays = list(inputs.values())
     primitive = _primitive("AddFactory", device, _data_type(arrays[0].dtype))
     count = arrays[0].size
-    def run():
-        o = out()
-        primitive.Launch(stream, arrays, len(arrays), o, count)
-        return o
-
-    return run
+    return _run(out, lambda o: primitive.Launch(stream, arrays, len(arrays), o, count))
 
 
 def _ops_one_hot(workload, device, stream, inputs, out):
@@ -340,12 +277,7 @@ def _launch_one_hot(workload, device, stream, inputs, out):
     indices, classes = inputs["indices"], workload.attrs["classes"]
     primitive = _primitive("OneHotFactory", device, _data_type(indices.dtype), _data_type(np.int64))
     count = indices.size
-    def run():
-        o = out()
-        primitive.Launch(stream, indices, o, 1, 0, count, 0, classes)
-        return o
-
-    return run
+    return _run(out, lambda o: primitive.Launch(stream, indices, o, 1, 0, count, 0, classes))
 
 
 def _ops_softmax(workload, device, stream, inputs, out):
@@ -358,12 +290,7 @@ def _launch_softmax(workload, device, stream, inputs, out):
     primitive = _primitive("SoftmaxFactory", device, _data_type(x.dtype))
     cols = x.shape[-1]
     rows = x.size // cols
-    def run():
-        o = out()
-        primitive.Launch(stream, rows, cols, x, o)
-        return o
-
-    return run
+    return _run(out, lambda o: primitive.Launch(stream, rows, cols, x, o))
 
 
 def _ops_matmul(workload, device, stream, inputs, out):
@@ -379,18 +306,9 @@ def _launch_matmul(workload, device, stream, inputs, out):
     if workload.kind == "batch_matmul":
         primitive = _primitive("BatchMatmulFactory", device, _data_type(a.dtype), n_, n_)
         count = batch[0]
-        def run():
-            o = out()
-            primitive.Launch(stream, count, m, n, k, 1.0, a, b, 0.0, o)
-            return o
-    else:
-        primitive = _primitive("MatmulFactory", device, _data_type(a.dtype), n_, n_)
-        def run():
-            o = out()
-            primitive.Launch(stream, m, n, k, 1.0, a, b, 0.0, o)
-            return o
-
-    return run
+        return _run(out, lambda o: primitive.Launch(stream, count, m, n, k, 1.0, a, b, 0.0, o))
+    primitive = _primitive("MatmulFactory", device, _data_type(a.dtype), n_, n_)
+    return _run(out, lambda o: primitive.Launch(stream, m, n, k, 1.0, a, b, 0.0, o))
 
 
 def _fused_outs(out):
@@ -438,19 +356,19 @@ def _fuse(workload, device, stream, inputs, out):
 _OPS = {
     "gather": _ops_gather,
     "batch_gather": _ops_gather,
-    "expand": _ops_expand,
-    "repeat": _ops_repeat,
+    "expand": _ops_on_x("expand", "sizes"),
+    "repeat": _ops_on_x("repeat", "repeats"),
     "unary": _ops_unary,
     "cast": _ops_unary,
     "binary": _ops_binary,
-    "permute": _ops_permute,
+    "permute": _ops_on_x("permute", "dims"),
     "pad": _ops_pad,
     "where": _ops_where,
     "full": _ops_full,
     "add_n": _ops_add_n,
     "cat": _ops_cat,
-    "sum": _ops_sum,
-    "cumsum": _ops_cumsum,
+    "sum": _ops_on_x("sum", "axis"),
+    "cumsum": _ops_on_x("cumsum", "axis"),
     "one_hot": _ops_one_hot,
     "softmax": _ops_softmax,
     "matmul": _ops_matmul,
@@ -461,7 +379,7 @@ _LAUNCH = {
     "gather": _launch_gather,
     "batch_gather": _launch_batch_gather,
     "expand": _launch_expand,
-    "repeat": _launch_repeat,
+    "repeat": _launch_expand,
     "unary": _launch_unary,
     "cast": _launch_unary,
     "binary": _launch_binary,

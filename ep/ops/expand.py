@@ -114,6 +114,20 @@ _EXPAND_OPS = PlanCache(_expand_op)
 expand_rule = _EXPAND_OPS.get
 
 
+def _launch(primitive, device, stream, src, name: str, src_shape: tuple[int, ...], dst_shape: tuple[int, ...], dtype, out):
+    """Launch primitive (an Expand or ExpandGrad) from src, the caller's argument name, into out
+    (checked against dst_shape and dtype) or a new array; returns that array."""
+    stream = stream_for(device, stream)
+    src = contiguous(src, device, stream, name=name)
+    if out is None:
+        out = empty(dst_shape, dtype, device, stream)
+    else:
+        # Only the caller's out can share src's memory.
+        src = unaliased(src, check_out(out, "out", dst_shape, dtype, device), device, stream)
+    primitive.launch_trusted(stream, src_shape, src, dst_shape, out)
+    return out
+
+
 @same_kind("x")
 def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     """x broadcast to expand_shape(x.shape, sizes), as a new C-contiguous array (or out); a global
@@ -122,14 +136,7 @@ def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     # The shape before the copy: a contiguous copy of a 0-d array may be 1-d.
     x_shape = tuple(x.shape)
     dtype, primitive, shape = _EXPAND_OPS.get(device, x.dtype, x_shape, sizes)
-    stream = stream_for(device, stream)
-    x = contiguous(x, device, stream)
-    if out is None:
-        out = empty(shape, dtype, device, stream)
-    else:
-        x = unaliased(x, check_out(out, "out", shape, dtype, device), device, stream)
-    primitive.launch_trusted(stream, x_shape, x, shape, out)
-    return out
+    return _launch(primitive, device, stream, x, "x", x_shape, shape, dtype, out)
 
 
 def expand_grad_op(device, dy_dtype) -> tuple:
@@ -151,14 +158,7 @@ def expand_grad(dy, input_shape: Sequence[int], *, out=None, stream=None):
     dy_shape = tuple(dy.shape)
     # dy must be a shape expand can produce from input_shape.
     expand_shape(input_shape, dy_shape, "dy.shape")
-    stream = stream_for(device, stream)
-    dy = contiguous(dy, device, stream, name="dy")
-    if out is None:
-        out = empty(input_shape, dtype, device, stream)
-    else:
-        dy = unaliased(dy, check_out(out, "out", input_shape, dtype, device), device, stream)
-    primitive.launch_trusted(stream, dy_shape, dy, input_shape, out)
-    return out
+    return _launch(primitive, device, stream, dy, "dy", dy_shape, input_shape, dtype, out)
 
 
 @same_kind("x")

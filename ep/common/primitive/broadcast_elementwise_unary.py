@@ -15,11 +15,12 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ep.common.math.unary_functor import UNARY_FUNCTORS, resolve_unary, unary_combinations
-from ep.common.primitive.elementwise_unary import ElementwiseUnaryKernels
+from ep.common.math.unary_functor import UNARY_FUNCTORS, resolve_unary
+from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.launch import Attr, Declared, In, Out, declare
 from ep.common.primitive.sample import Sample, values, zeros
+from ep.common.primitive.strided_copy import merge_dims
 from ep.common.runtime import validate
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
@@ -53,22 +54,9 @@ def extent(dims: Sequence[int], strides: Sequence[int]) -> int:
 def plan_broadcast_unary(src_dims, src_strides, dst_dims, dst_strides) -> UnaryBroadcastPlan:
     """The plan of checked layouts (src_dims broadcast to dst_dims)."""
     lead = len(dst_dims) - len(src_dims)
-    dims: list[int] = []
-    ss: list[int] = []
-    ds: list[int] = []
-    for d, n in enumerate(dst_dims):
-        if n == 1:
-            continue
-        s = 0 if d < lead or src_dims[d - lead] == 1 else src_strides[d - lead]
-        t = dst_strides[d]
-        if dims and ss[-1] == s * n and ds[-1] == t * n:
-            # The outer dim steps exactly over the inner one in both buffers: one dim.
-            dims[-1] *= n
-            ss[-1], ds[-1] = s, t
-        else:
-            dims.append(n)
-            ss.append(s)
-            ds.append(t)
+    # src's stride along each of dst's dims: 0 where src broadcasts (a leading dim, or one of size 1).
+    aligned = [0 if d < lead or src_dims[d - lead] == 1 else src_strides[d - lead] for d in range(len(dst_dims))]
+    dims, ss, ds = merge_dims(dst_dims, aligned, dst_strides)
     count = math.prod(dst_dims)
     if not dims:
         dims, ss, ds = [1], [1], [1]  # one element
@@ -167,9 +155,8 @@ class BroadcastElementwiseUnaryFactoryImpl(GenericFactory, BroadcastElementwiseU
             return None
         return self._new((*key, max_num_dims))
 
-    def Combinations(self):
-        for op, src_dtype, dst_dtype in unary_combinations():
-            yield op, (src_dtype, dst_dtype)
+    # ElementwiseUnary's own: a broadcast applies its functors (and runs its kernel on a flat plan).
+    Combinations = ElementwiseUnaryFactoryImpl.Combinations
 
     def Samples(self, op, dtypes) -> Iterator[Sample]:
         src, dst = dtypes

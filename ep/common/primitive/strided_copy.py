@@ -55,9 +55,10 @@ def span(dims: Sequence[int], strides: Sequence[int]) -> int:
     return 1 + sum((d - 1) * s for d, s in zip(dims, strides))
 
 
-def _merge(dims: Sequence[int], src: Sequence[int], dst: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
-    # Dims of size 1 go, and a dim merges into its outer neighbour when, in src and in dst, the two
-    # step through memory as one dim would (broadcast dims of stride 0 merge with each other).
+def merge_dims(dims: Sequence[int], src: Sequence[int], dst: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
+    """dims, with src's and dst's strides over them, simplified: dims of size 1 go, and a dim merges
+    into its outer neighbour when, in src and in dst, the two step through memory as one dim would
+    (broadcast dims of stride 0 merge with each other). Empty when every dim is 1."""
     out_dims: list[int] = []
     out_src: list[int] = []
     out_dst: list[int] = []
@@ -95,13 +96,13 @@ def copy_plan(
     """
     # In bytes the inner run is contiguous in both, unless one-byte elements are strided: then it is one byte.
     byte_dims, src, dst = _end_on_a_run(
-        *_merge(tuple(dims) + (itemsize,), [s * itemsize for s in src_strides] + [1], [s * itemsize for s in dst_strides] + [1]),
+        *merge_dims(tuple(dims) + (itemsize,), [s * itemsize for s in src_strides] + [1], [s * itemsize for s in dst_strides] + [1]),
         src_too=True,
     )
     unit = move_unit(math.gcd(byte_dims[-1], *src[:-1], *dst[:-1]), tuple(buffers), widest)
     byte_dims[-1] //= unit
     units, src, dst = _end_on_a_run(
-        *_merge(byte_dims, [s // unit for s in src[:-1]] + [1], [s // unit for s in dst[:-1]] + [1]), src_too=False
+        *merge_dims(byte_dims, [s // unit for s in src[:-1]] + [1], [s // unit for s in dst[:-1]] + [1]), src_too=False
     )
     plan = CopyPlan(unit, tuple(units), tuple(src), tuple(dst))
     if plan.ndim > MAX_NUM_DIMS:

@@ -126,6 +126,24 @@ def plain_ndarray(array: np.ndarray, name: str) -> np.ndarray:
     return array.view(np.ndarray)
 
 
+def host_ndarray(obj: object, name: str, given: str, writable: bool) -> np.ndarray:
+    """obj as a base-class ndarray of CPU memory: a NumPy array, or another library's CPU array
+    (a PyTorch tensor) viewed through DLPack without a copy.
+
+    TypeError naming name for anything else, saying obj was given (given: "to a cpu primitive",
+    "as cpu memory"); ValueError for a read-only array when writable.
+    """
+    if is_dlpack(obj):
+        obj = host_array(obj, name)  # a TypeError naming name where its memory is not the CPU's
+    if not isinstance(obj, np.ndarray):
+        where = "a CUDA buffer" if is_cuda_buffer(obj) else type(obj).__name__
+        raise TypeError(f"{name}: {where} was given {given}; expected a numpy.ndarray or a CPU array with __dlpack__")
+    array = plain_ndarray(obj, name)
+    if writable and not array.flags.writeable:
+        raise ValueError(f"{name}: the array is read-only")
+    return array
+
+
 def address(array) -> int:
     """The address of an array's first element (NumPy, __cuda_array_interface__, or the simulator's arrays)."""
     if getattr(array, "__cuda_ndarray__", False):
@@ -179,16 +197,7 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
         if flags.c_contiguous and (not writable or flags.writeable):
             return obj if obj.ndim == 1 else obj.ravel()  # a view: obj is C-contiguous
     if device_type is _CPU:
-        if is_dlpack(obj):
-            # Another library's array (a PyTorch tensor): a NumPy view of its memory, no copy, when
-            # that memory is the CPU's (a TypeError naming name otherwise).
-            obj = host_array(obj, name)
-        if not isinstance(obj, np.ndarray):
-            where = "a CUDA buffer" if is_cuda_buffer(obj) else type(obj).__name__
-            raise TypeError(f"{name}: {where} was given to a cpu primitive; expected a numpy.ndarray or a CPU array with __dlpack__")
-        array = plain_ndarray(obj, name)
-        if writable and not array.flags.writeable:
-            raise ValueError(f"{name}: the array is read-only")
+        array = host_ndarray(obj, name, "to a cpu primitive", writable)
         contiguous = array.flags.c_contiguous
     else:
         entry = _kept.get(id(obj))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ep.common.runtime.buffer import check_device_address, is_cuda_buffer, kept, plain_ndarray
+from ep.common.runtime.buffer import check_device_address, host_ndarray, is_cuda_buffer, kept
 from ep.common.runtime.device import DeviceType
-from ep.common.runtime.dlpack import as_cuda_array, host_array, is_dlpack
+from ep.common.runtime.dlpack import as_cuda_array
 
 _BYTE = np.dtype(np.uint8)
 
@@ -20,14 +20,7 @@ def byte_storage(obj: object, name: str, device_type: DeviceType, nbytes: int, w
     objects; ValueError for a read-only (when writable), non-contiguous or short one.
     """
     if device_type is DeviceType.kCPU:
-        if is_dlpack(obj) and not isinstance(obj, np.ndarray):
-            obj = host_array(obj, name)  # a CPU tensor of another library, viewed without a copy
-        if not isinstance(obj, np.ndarray):
-            where = "a CUDA buffer" if is_cuda_buffer(obj) else type(obj).__name__
-            raise TypeError(f"{name}: {where} was given as cpu memory; expected a numpy.ndarray or a CPU array with __dlpack__")
-        array = plain_ndarray(obj, name)
-        if writable and not array.flags.writeable:
-            raise ValueError(f"{name}: the array is read-only")
+        array = host_ndarray(obj, name, "as cpu memory", writable)
         if array.dtype.hasobject:
             raise TypeError(f"{name}: dtype {array.dtype} holds Python objects, whose bytes are references; expected plain data")
         contiguous = array.flags.c_contiguous

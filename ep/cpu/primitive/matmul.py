@@ -14,20 +14,7 @@ import numba
 import numpy as np
 
 from ep.common.jit import template
-from ep.common.primitive.matmul import (
-    BATCH_DIMS,
-    INTEGER_MATMUL_TYPES,
-    MATMUL_TYPES,
-    BatchMatmulFactoryImpl,
-    BroadcastMatmulFactoryImpl,
-    GemmPlan,
-    MatmulFactoryImpl,
-    MatmulKernels,
-    batch_offsets,
-    int_dot,
-    integer_layout,
-    matrix_dims,
-)
+from ep.common.primitive import matmul as common
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import HALF_TYPES, DataType
 from ep.common.runtime.device import DeviceType
@@ -40,9 +27,9 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 _as_strided = np.lib.stride_tricks.as_strided
 
 
-def _matrices(flat: np.ndarray, plan: GemmPlan, strides: tuple[int, ...], rows_cols: tuple[int, int], transposed: bool) -> np.ndarray:
+def _matrices(flat: np.ndarray, plan: common.GemmPlan, strides: tuple[int, ...], rows_cols: tuple[int, int], transposed: bool) -> np.ndarray:
     """op(x) for every batch index of plan: a read-only strided view of flat (batch dims, rows, cols)."""
-    rows, cols = matrix_dims(rows_cols, transposed)
+    rows, cols = common.matrix_dims(rows_cols, transposed)
     size = flat.itemsize
     view = _as_strided(flat, plan.batch + (rows, cols), tuple(s * size for s in strides) + (cols * size, size), writeable=False)
     return view.swapaxes(-1, -2) if transposed else view
@@ -68,12 +55,13 @@ def _scale(c: np.ndarray, beta) -> None:
 def _integer_gemm(start, stop, args):
     # Items are c's rows over the batch: row r is row i of the batch's matrix r // m.
     a, b, c, layout, m, n, k, a_row, a_col, b_row, b_col, alpha, beta = args
-    dims, a_strides, b_strides = layout[:BATCH_DIMS], layout[BATCH_DIMS : 2 * BATCH_DIMS], layout[2 * BATCH_DIMS :]
+    nd = common.BATCH_DIMS
+    dims, a_strides, b_strides = layout[:nd], layout[nd : 2 * nd], layout[2 * nd :]
     for r in range(start, stop):
-        a_offset, b_offset = batch_offsets(r // m, dims, a_strides, b_strides)
+        a_offset, b_offset = common.batch_offsets(r // m, dims, a_strides, b_strides)
         a_start = a_offset + (r % m) * a_row
         for j in range(n):
-            value = alpha * int_dot(a, a_start, a_col, b, b_offset + j * b_col, b_row, k)
+            value = alpha * common.int_dot(a, a_start, a_col, b, b_offset + j * b_col, b_row, k)
             if beta != 0:
                 value += beta * np.int64(c[r * n + j])
             c[r * n + j] = value
@@ -86,11 +74,11 @@ def integer_gemm_kernel(dtype: DataType) -> ParallelFor:
     return ParallelFor(_integer_gemm, f"integer_gemm_{dtype.value}", types)
 
 
-class CpuMatmulKernels(MatmulKernels):
+class CpuMatmulKernels(common.MatmulKernels):
     def supports(self, dtype: DataType) -> bool:
-        return dtype in MATMUL_TYPES
+        return dtype in common.MATMUL_TYPES
 
-    def gemm(self, stream, dtype: DataType, plan: GemmPlan, alpha, a, b, beta, c) -> None:
+    def gemm(self, stream, dtype: DataType, plan: common.GemmPlan, alpha, a, b, beta, c) -> None:
         # The cpu stream runs it at once.
         m, n, k = plan.m, plan.n, plan.k
         c_count = plan.counts[2]
@@ -121,19 +109,19 @@ class CpuMatmulKernels(MatmulKernels):
             out += product
 
 
-    def integer_gemm(self, stream, dtype: DataType, plan: GemmPlan, alpha, a, b, beta, c) -> None:
-        layout = integer_layout(plan)
+    def integer_gemm(self, stream, dtype: DataType, plan: common.GemmPlan, alpha, a, b, beta, c) -> None:
+        layout = common.integer_layout(plan)
         packed = np.array(layout.dims + layout.a_strides + layout.b_strides, np.int64)
         rows = plan.batch_count * plan.m
         args = (a, b, c, packed, plan.m, plan.n, plan.k, layout.a_row, layout.a_col, layout.b_row, layout.b_col, np.int64(alpha), np.int64(beta))
         integer_gemm_kernel(dtype)(args, rows, rows * plan.n * max(plan.k, 1))
 
     def all_kernels(self):
-        return (integer_gemm_kernel(dtype) for dtype in INTEGER_MATMUL_TYPES)
+        return (integer_gemm_kernel(dtype) for dtype in common.INTEGER_MATMUL_TYPES)
 
 
 KERNELS = CpuMatmulKernels()
 
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, MatmulFactory, MatmulFactoryImpl(DeviceType.kCPU, KERNELS))
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, BatchMatmulFactory, BatchMatmulFactoryImpl(DeviceType.kCPU, KERNELS))
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, BroadcastMatmulFactory, BroadcastMatmulFactoryImpl(DeviceType.kCPU, KERNELS))
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, MatmulFactory, common.MatmulFactoryImpl(DeviceType.kCPU, KERNELS))
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, BatchMatmulFactory, common.BatchMatmulFactoryImpl(DeviceType.kCPU, KERNELS))
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, BroadcastMatmulFactory, common.BroadcastMatmulFactoryImpl(DeviceType.kCPU, KERNELS))

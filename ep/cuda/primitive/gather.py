@@ -15,7 +15,7 @@ from ep.common.jit import bound, template
 from ep.common.math import fast_divmod
 from ep.common.math.intrinsics import move16
 from ep.common.primitive.byte_units import UNITS, as_units, move_unit, unit_dtype
-from ep.common.primitive.gather import GatherFactoryImpl, IndexedKernels, gather_row
+from ep.common.primitive.gather import GatherFactoryImpl, gather_row
 from ep.common.runtime.buffer import address, kept_for
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
@@ -78,22 +78,15 @@ def gather_kernel(indices_dtype: DataType, unit: int, wide: bool, batched: bool)
     )
 
 
-class CudaGatherKernels(IndexedKernels):
-    def plan(self, dtype, indices_dtype, sizes, wrap, check) -> gather_common.LaunchPlan:
-        return gather_common.LaunchPlan()
-
-    def run(self, primitive, plan, stream, indices, in_, out) -> int:
-        sizes, kept = plan
-        if primitive.check:
-            gather_common.check_later(primitive, stream, indices, sizes, kept)
+class CudaGatherKernels(gather_common.CudaIndexedKernels):
+    def enqueue(self, primitive, sizes, kept, stream, indices, in_, out) -> None:
         # A repeated launch with the same buffers finds its configured kernel and arguments kept.
         launch = kept_for(stream.launches, (kept, id(in_), id(out)), in_, out)
         if launch is None:
             if sizes.gathered_count == 0:
-                return -1
+                return
             launch = self._keep(primitive, sizes, kept, stream, in_, out)
         launch[0](indices, *launch[1])
-        return -1
 
     def _keep(self, primitive, sizes, kept, stream, in_, out) -> tuple:
         """(the configured kernel, its arguments after the indices) for these buffers on stream, kept there."""

@@ -11,6 +11,7 @@ buffer fits in 2**31 - 1 elements, and 64-bit with plain division otherwise.
 """
 from __future__ import annotations
 
+import abc
 import threading
 from typing import NamedTuple
 
@@ -19,7 +20,7 @@ import numpy as np
 from numba import cuda
 
 from ep.common.jit import template
-from ep.common.primitive.gather import GatherSizes, gather_row
+from ep.common.primitive.gather import GatherSizes, IndexedKernels, IndexedPrimitive, gather_row
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import caller_indices
@@ -176,3 +177,22 @@ def _keep_checks(primitive, stream, sizes: GatherSizes, plan: LaunchPlan) -> tup
     args = (count, sizes.lo, sizes.hi, sizes.gather, int(primitive.wrap), record)
     checks = (bounds_kernel(dtype).configured(stream, count), args, keep_first_kernel(dtype).configured(stream, 1), record)
     return keep_launch(stream, (plan, "bounds"), checks)
+
+
+class CudaIndexedKernels(IndexedKernels):
+    """IndexedKernels on CUDA: a plan keeps its launches (LaunchPlan), and a checked run queues its
+    bounds check before the launch and never waits for it (check_later), so run returns -1."""
+
+    def plan(self, dtype, indices_dtype, sizes, wrap, check) -> LaunchPlan:
+        return LaunchPlan()
+
+    def run(self, primitive: IndexedPrimitive, plan: tuple, stream, indices, src, dst) -> int:
+        sizes, kept = plan
+        if primitive.check:
+            check_later(primitive, stream, indices, sizes, kept)
+        self.enqueue(primitive, sizes, kept, stream, indices, src, dst)
+        return -1
+
+    @abc.abstractmethod
+    def enqueue(self, primitive: IndexedPrimitive, sizes: GatherSizes, kept: LaunchPlan, stream, indices, src, dst) -> None:
+        """Queue the primitive's kernels on stream over checked flat storage."""

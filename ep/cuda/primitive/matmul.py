@@ -23,19 +23,7 @@ import numpy as np
 from numba import config, cuda
 
 from ep.common.jit import bound, template
-from ep.common.primitive.matmul import (
-    BATCH_DIMS,
-    INTEGER_MATMUL_TYPES,
-    MATMUL_TYPES,
-    BatchMatmulFactoryImpl,
-    BroadcastMatmulFactoryImpl,
-    GemmPlan,
-    MatmulFactoryImpl,
-    MatmulKernels,
-    batch_offsets,
-    int_dot,
-    integer_layout,
-)
+from ep.common.primitive import matmul as common
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.buffer import address
 from ep.common.runtime.data_type import DataType
@@ -55,7 +43,7 @@ def _integer_gemm(a, b, c, count, dims, a_strides, b_strides, m, n, k, a_row, a_
     while e < count:
         r = e // n
         j = e - r * n
-        a_offset, b_offset = batch_offsets(r // m, dims, a_strides, b_strides)
+        a_offset, b_offset = common.batch_offsets(r // m, dims, a_strides, b_strides)
         value = alpha * bound.dot(a, a_offset + (r % m) * a_row, a_col, b, b_offset + j * b_col, b_row, k)
         if beta != 0:
             value += beta * np.int64(c[e])
@@ -67,14 +55,14 @@ def _integer_gemm(a, b, c, count, dims, a_strides, b_strides, m, n, k, a_row, a_
 def integer_gemm_kernel(dtype: DataType) -> CudaKernel:
     """The integer GEMM kernel of dtype (its sums are loops of k steps: not memory bound)."""
     array = numba.from_dtype(dtype.dtype)[::1]
-    layout = numba.types.UniTuple(numba.int64, BATCH_DIMS)
+    layout = numba.types.UniTuple(numba.int64, common.BATCH_DIMS)
     argtypes = (array, array, array, numba.int64, layout, layout, layout, *([numba.int64] * 9))
     # The simulator runs the kernel as Python, where int_dot's compiled form takes no device array
     # and NumPy refuses to store an int64 beyond the dtype (a compiled store wraps).
     if config.ENABLE_CUDASIM:
-        dot, wrap = int_dot.py_func, lambda value: np.int64(value).astype(dtype.dtype)
+        dot, wrap = common.int_dot.py_func, lambda value: np.int64(value).astype(dtype.dtype)
     else:
-        dot, wrap = int_dot, numba.from_dtype(dtype.dtype)
+        dot, wrap = common.int_dot, numba.from_dtype(dtype.dtype)
     return CudaKernel(_integer_gemm, f"integer_gemm_{dtype.value}", argtypes, full_occupancy=False, dot=dot, wrap=wrap)
 
 
@@ -99,7 +87,7 @@ class CublasCall(NamedTuple):
     batch_count: int
 
 
-def cublas_calls(plan: GemmPlan) -> Iterator[CublasCall]:
+def cublas_calls(plan: common.GemmPlan) -> Iterator[CublasCall]:
     """The cuBLAS calls that run plan: one per index of its batch dims but the last."""
     m, n, k = plan.m, plan.n, plan.k
     # ep's b stored (k, n) is column-major (n, k), leading dim n, read as is; stored (n, k)
@@ -149,12 +137,12 @@ class _Handles(threading.local):
         self.by_device: dict[int, int] = {}
 
 
-class CudaMatmulKernels(MatmulKernels):
+class CudaMatmulKernels(common.MatmulKernels):
     def __init__(self) -> None:
         self._handles = _Handles()
 
     def supports(self, dtype: DataType) -> bool:
-        return dtype in MATMUL_TYPES and _cublas() is not None
+        return dtype in common.MATMUL_TYPES and _cublas() is not None
 
     def _handle(self, cublas, index: int) -> int:
         handle = self._handles.by_device.get(index)
@@ -165,7 +153,7 @@ class CudaMatmulKernels(MatmulKernels):
                 handle = self._handles.by_device[index] = cublas.create()
         return handle
 
-    def gemm(self, stream, dtype: DataType, plan: GemmPlan, alpha, a, b, beta, c) -> None:
+    def gemm(self, stream, dtype: DataType, plan: common.GemmPlan, alpha, a, b, beta, c) -> None:
         cublas = _cublas()
         index = stream.device.index
         if index != current_device_index():
@@ -176,7 +164,7 @@ class CudaMatmulKernels(MatmulKernels):
         else:
             self._run(cublas, stream, dtype, plan, alpha, a, b, beta, c)
 
-    def _run(self, cublas, stream, dtype: DataType, plan: GemmPlan, alpha, a, b, beta, c) -> None:
+    def _run(self, cublas, stream, dtype: DataType, plan: common.GemmPlan, alpha, a, b, beta, c) -> None:
         import nvmath
 
         handle = self._handle(cublas, stream.device.index)
@@ -207,8 +195,8 @@ class CudaMatmulKernels(MatmulKernels):
                 )
 
 
-    def integer_gemm(self, stream, dtype: DataType, plan: GemmPlan, alpha, a, b, beta, c) -> None:
-        layout = integer_layout(plan)
+    def integer_gemm(self, stream, dtype: DataType, plan: common.GemmPlan, alpha, a, b, beta, c) -> None:
+        layout = common.integer_layout(plan)
         count = plan.counts[2]
         integer_gemm_kernel(dtype).launch(
             stream, count, a, b, c, count, layout.dims, layout.a_strides, layout.b_strides, plan.m, plan.n, plan.k,
@@ -216,11 +204,11 @@ class CudaMatmulKernels(MatmulKernels):
         )
 
     def all_kernels(self):
-        return (integer_gemm_kernel(dtype) for dtype in INTEGER_MATMUL_TYPES)
+        return (integer_gemm_kernel(dtype) for dtype in common.INTEGER_MATMUL_TYPES)
 
 
 KERNELS = CudaMatmulKernels()
 
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, MatmulFactory, MatmulFactoryImpl(DeviceType.kCUDA, KERNELS))
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, BatchMatmulFactory, BatchMatmulFactoryImpl(DeviceType.kCUDA, KERNELS))
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, BroadcastMatmulFactory, BroadcastMatmulFactoryImpl(DeviceType.kCUDA, KERNELS))
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, MatmulFactory, common.MatmulFactoryImpl(DeviceType.kCUDA, KERNELS))
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, BatchMatmulFactory, common.BatchMatmulFactoryImpl(DeviceType.kCUDA, KERNELS))
+REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, BroadcastMatmulFactory, common.BroadcastMatmulFactoryImpl(DeviceType.kCUDA, KERNELS))

@@ -9,7 +9,7 @@ from numba import cuda
 from ep.common.jit import bound, template
 from ep.common.math import fast_divmod
 from ep.common.math.convert import load_fn, store_fn
-from ep.common.primitive.gather import IndexedKernels, gather_row
+from ep.common.primitive.gather import gather_row
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES, UnsortedSegmentSumFactoryImpl, accumulator_dtype
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import HALF_TYPES, INDEX_TYPES, DataType
@@ -83,19 +83,13 @@ def _to_half_kernel(dtype: DataType) -> CudaKernel:
     )
 
 
-class CudaUnsortedSegmentSumKernels(IndexedKernels):
-    def plan(self, dtype, indices_dtype, sizes, wrap, check) -> gather_common.LaunchPlan:
-        return gather_common.LaunchPlan()
-
-    def run(self, primitive, plan, stream, ids, data, out) -> int:
-        sizes, kept = plan
-        if primitive.check:
-            gather_common.check_later(primitive, stream, ids, sizes, kept)
+class CudaUnsortedSegmentSumKernels(gather_common.CudaIndexedKernels):
+    def enqueue(self, primitive, sizes, kept, stream, ids, data, out) -> None:
         # Kept on the stream per plan: the configured kernels and the sum's arguments after the buffers.
         launch = stream.launches.get((kept, "sum"))
         if launch is None:
             if sizes.params_count == 0:
-                return -1
+                return
             launch = self._keep(primitive, sizes, kept, stream)
         acc_dtype, fill, segment_sum, to_half, args = launch
         out_count = sizes.params_count
@@ -105,7 +99,6 @@ class CudaUnsortedSegmentSumKernels(IndexedKernels):
             segment_sum(ids, data, acc, *args)
         if to_half is not None:
             to_half(acc, out, out_count)
-        return -1
 
     def _keep(self, primitive, sizes, kept, stream) -> tuple:
         """(accumulator dtype, the configured fill, sum (or None) and float16 rounding (or None)
