@@ -2,10 +2,10 @@
 rules and dim check, and SBP rules.
 
 A scan runs along dim on its own for each position of the other dims: x split on any other axis
-gives the result split there. cumsum and cumprod also take x split on dim: each rank scans its
-part, then continues it from the parts before it (their totals, combined by MPI's Exscan over the
-ranks that split dim: a message of the other dims' size, not the tensor); logcumsumexp does not
-(MPI has no log-add-exp). cumsum is linear, so a partial sum of a float x passes through (P -> P);
+gives the result split there. cumsum, cumprod and logcumsumexp also take x split on dim: each
+rank scans its part, then continues it from the parts before it (their totals, combined by MPI's
+Exscan over the ranks that split dim: a message of the other dims' size, not the tensor; MPI has
+no log-add-exp, so logcumsumexp's totals are all-gathered and combined here). cumsum is linear, so a partial sum of a float x passes through (P -> P);
 not for integers, whose result is int64 (the ranks' parts would add in another dtype than x's).
 cummax and cummin (values and indices) split alike, and along a split dim continue each part from
 the running extreme of the parts before it (their last values and indices, all-gathered: MPI has
@@ -32,8 +32,8 @@ from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
 
 # The scans that continue across ranks: the binary op that combines a total with what follows it,
-# its identity, and MPI's reduction of the totals.
-CONTINUED = {"cumsum": ("add", 0, "SUM"), "cumprod": ("mul", 1, "PROD")}
+# its identity, and MPI's reduction of the totals (None: all-gathered, combined by the op here).
+CONTINUED = {"cumsum": ("add", 0, "SUM"), "cumprod": ("mul", 1, "PROD"), "logcumsumexp": ("logaddexp", -np.inf, None)}
 
 
 def _dim(x: tuple[int, ...], dim) -> int:
@@ -60,13 +60,9 @@ def cumsum_signatures(x, dim, dtype=None, x_dtype=None) -> list[Signature]:
     return _splits(x, dim) + _continued(x, dim) + ([signature(P, x=P)] if linear else []) + [signature(B, x=B)]
 
 
-def cumprod_signatures(x, dim, dtype=None, x_dtype=None) -> list[Signature]:
+def continued_signatures(x, dim, dtype=None, x_dtype=None) -> list[Signature]:
     x = scan_shapes(x, dim)["x"]
     return _splits(x, dim) + _continued(x, dim) + [signature(B, x=B)]
-
-
-def other_signatures(x, dim, dtype=None, x_dtype=None) -> list[Signature]:
-    return _splits(scan_shapes(x, dim)["x"], dim) + [signature(B, x=B)]
 
 
 def attributes(slices, x, dim, **others) -> dict:
@@ -76,12 +72,17 @@ def attributes(slices, x, dim, **others) -> dict:
 
 
 def _exclusive(total: np.ndarray, name: str, comm) -> np.ndarray:
-    """The totals of the ranks before this one in comm's order, combined by cumsum's or cumprod's op:
-    MPI's Exscan (collective on comm), the identity on the first rank."""
+    """The totals of the ranks before this one in comm's order, combined by the scan's op: MPI's
+    Exscan, or an all-gather where MPI has no such reduction (collective on comm); the identity on
+    the first rank."""
     from mpi4py import MPI
 
-    _, identity, reduction = CONTINUED[name]
+    op, identity, reduction = CONTINUED[name]
     before = np.full(total.shape, identity, total.dtype)
+    if reduction is None:
+        for (given,) in all_gather_parts([total], total.shape, [total.dtype], comm)[: comm.Get_rank()]:
+            before = getattr(np, op)(before, given)
+        return before
     comm.Exscan(total, before, op=getattr(MPI, reduction))
     if comm.Get_rank() == 0:  # Exscan leaves the first rank's result undefined
         before.fill(identity)
@@ -224,8 +225,8 @@ def _run(op):
 
 RULES = {
     "cumsum": OpRule(_plan("cumsum", lambda t, d: accumulating_dtypes(t, d)[1]), cumsum_signatures, scan_shapes, attributes, _run(cumsum)),
-    "cumprod": OpRule(_plan("cumprod", lambda t, d: accumulating_dtypes(t, d)[1]), cumprod_signatures, scan_shapes, attributes, _run(cumprod)),
-    "logcumsumexp": OpRule(_plan("logcumsumexp", lambda t, d: floating_dtype(t)), other_signatures, scan_shapes, attributes, _run(logcumsumexp)),
+    "cumprod": OpRule(_plan("cumprod", lambda t, d: accumulating_dtypes(t, d)[1]), continued_signatures, scan_shapes, attributes, _run(cumprod)),
+    "logcumsumexp": OpRule(_plan("logcumsumexp", lambda t, d: floating_dtype(t)), continued_signatures, scan_shapes, attributes, _run(logcumsumexp)),
     **{
         name: OpRule(_extremes_plan(name), extremes_signatures, extremes_shapes, attributes, lambda args, attrs, f=f, **options: f(args["x"], attrs["dim"], **options))
         for name, f in (("cummax", cummax), ("cummin", cummin))

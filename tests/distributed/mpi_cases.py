@@ -174,6 +174,9 @@ def op_cases():
     cp = rng.integers(-3, 4, (SIZE - 1, 2)).astype(np.int32)
     yield ("cumprod", {"x": cp}, {"dim": 0, "dtype": None, "x_dtype": "int32"},
            lambda t: ep.ops.cumprod(t["x"], 0, sbp=t["sbp"]), np.cumprod(cp, 0, dtype=np.int64))
+    # logcumsumexp split along dim: the totals all-gathered (MPI has no log-add-exp).
+    yield ("logcumsumexp", {"x": ls}, {"dim": 0, "dtype": None, "x_dtype": "float64"},
+           lambda t: ep.ops.logcumsumexp(t["x"], 0, sbp=t["sbp"]), np.logaddexp.accumulate(ls, 0))
     # Batches split on both (b's batch dim of 1 broadcasts), and the contracted dim of 3 (uneven, a
     # rank without any on 4) in a partial sum.
     ma, mb = rng.integers(-9, 10, (2, n, 3)).astype(np.float64), rng.integers(-9, 10, (1, 3, 4)).astype(np.float64)

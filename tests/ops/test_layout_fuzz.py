@@ -96,6 +96,12 @@ def _gather_grad(dy, indices):
     return dx
 
 
+def _scatter_add(x, index, src):
+    out = x.copy()
+    np.add.at(out, (index, np.arange(index.shape[1])), src)
+    return out
+
+
 def _one_hot(indices):
     return (indices[..., None] == np.arange(M)).astype(np.int64)
 
@@ -166,6 +172,10 @@ CASES = {
     "gather_grad": Case(
         ep.UnsortedSegmentSumFactory, (I64, F32), lambda a, b, c: [((a, b), "data"), ((a,), "index")], None,
         _gather_grad, lambda dy, i: ep.ops.gather_grad(dy, i, (M, dy.shape[1])),
+    ),
+    "scatter_add": Case(
+        ep.DimScatterFactory, (I64, F32), lambda a, b, c: [((M, b), "data"), ((a, b), "index"), ((a, b), "data")], lambda a, b, c: (M, b),
+        _scatter_add, lambda x, i, s, **o: ep.ops.scatter_add(x, 0, i, s, **o),
     ),
     "one_hot": Case(
         ep.OneHotFactory, (I64,), lambda a, b, c: [((a, b), "index")], lambda a, b, c: (a, b, M),

@@ -1,7 +1,6 @@
-"""cumsum's, cumprod's and logcumsumexp's SBP signatures (S on every axis but dim, B; cumsum and
-cumprod also S(dim), each part continued from the totals of the parts before it; cumsum of floats
-also P -> P) verified in process (sbp_check.py): on 2, 3 and 4 parts (uneven splits) and on a 2x2
-hierarchy. tests/distributed/mpi_cases.py runs them with MPI's Exscan on real ranks."""
+"""cumsum's, cumprod's and logcumsumexp's SBP signatures (S on every axis but dim, S(dim), each part
+continued from the totals of the parts before it, B; cumsum of floats also P -> P) verified in process (sbp_check.py): on 2, 3 and 4 parts (uneven splits) and on a 2x2
+hierarchy. tests/distributed/mpi_cases.py runs them with MPI's Exscan (an all-gather for logcumsumexp) on real ranks."""
 import numpy as np
 import pytest
 
@@ -9,7 +8,7 @@ from ep.sbp import broadcast as B, nd_signatures, partial_sum as P, signatures, 
 from sbp_check import check, run_logical
 
 PARTS = (2, 3, 4)
-COMBINE = {"cumsum": np.add, "cumprod": np.multiply}
+COMBINE = {"cumsum": np.add, "cumprod": np.multiply, "logcumsumexp": np.logaddexp}
 TOLERANCE = {np.dtype(np.float32): (1e-5, 1e-5), np.dtype(np.float64): (1e-12, 1e-12), np.dtype(np.int64): (0, 0)}
 
 
