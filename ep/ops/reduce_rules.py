@@ -9,8 +9,9 @@ partial sum of a float x passes through (P -> P); mean is linear too (over a spl
 sum divided by the whole count). prod, amax, amin, any, all, logsumexp, argmax and argmin over a
 split dim (S -> B) finish on every rank from the results of the ranks that split it: gathered (a
 message of the result's size; argmax's with each part's maximum) and combined as NumPy combines
-them, a NaN winning a max (MPI's MAX would drop it, and MPI has no float16). var, std and norm over
-a split dim, and every reduction but sum and mean of a partial sum, take x boxed first.
+them, a NaN winning a max (MPI's MAX would drop it, and MPI has no float16); var and std from each
+part's count, mean and sum of squared deviations (Chan's formula, in float64), norm from each
+part's norm. Every reduction but sum and mean of a partial sum takes x boxed first.
 """
 from __future__ import annotations
 
@@ -37,6 +38,10 @@ SINGLE = ("argmax", "argmin")
 # argmax's and argmin's comparison of their parts' maxima and minima.
 COMBINED = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum, "any": np.logical_or, "all": np.logical_and, "logsumexp": np.logaddexp}
 INDEXED = {"argmax": ("amax", np.greater), "argmin": ("amin", np.less)}
+# The reductions that finish from statistics of the parts: var's and std's (count, mean, sum of
+# squared deviations), norm's part norms.
+MOMENTS = ("var", "std")
+FINISHED = (*COMBINED, *INDEXED, *MOMENTS, "norm")
 
 
 def _result_dtype(name: str, x_dtype, dtype):
@@ -58,7 +63,7 @@ def _plan(name: str):
             dim = dims
         attrs = {"dim": dim, "keepdim": keepdim, "dtype": dtype, "x_dtype": as_data_type(x.dtype, "x").value, **extra}
         out_dtype = np.dtype(_result_dtype(name, x.dtype, dtype).dtype)
-        run = _finished_run(name, x, dims, out_dtype, attrs) if name in COMBINED or name in INDEXED else None
+        run = _finished_run(name, x, dims, out_dtype, attrs) if name in FINISHED else None
         return Plan({"x": x}, attrs, out_dtype, run=run)
 
     return plan
@@ -82,7 +87,7 @@ def _signatures(name: str):
         nonempty = all(x[d] for d in dims)
         if name == "sum" or name == "mean" and nonempty:
             sigs += [signature(P, x=S(d)) for d in dims]
-        elif (name in COMBINED or name in INDEXED) and nonempty:
+        elif name in FINISHED and nonempty:
             sigs += [signature(B, x=S(d)) for d in dims]
         if name in ("sum", "mean") and x_dtype is not None and as_data_type(x_dtype, "x") in FLOATING_TYPES and dtype is None:
             sigs.append(signature(P, x=P))
@@ -120,12 +125,14 @@ def _run(name: str):
 
 
 def _finished_run(name: str, x, dims: tuple[int, ...], out_dtype: np.dtype, attrs: dict):
-    """A rank's run of a reduction in COMBINED or INDEXED: its part reduced and, where x is split
-    on a reduced dim, combined with the results of the ranks that split it (one all-gather)."""
+    """A rank's run of a reduction in FINISHED: its part reduced and, where x is split on a reduced
+    dim, combined with the results of the ranks that split it (one all-gather)."""
     group, device = x._group, device_name(x.placement)
-    # What each rank gives: its result, or argmax's maxima (in x's dtype, or dtype=) and indices.
+    # What each rank gives: its result, argmax's maxima (in x's dtype, or dtype=) and indices, var's
+    # count, mean and sum of squared deviations, norm's norm (in float64).
     values = x.dtype if attrs["dtype"] is None else as_data_type(attrs["dtype"], "dtype").dtype
-    dtypes = [out_dtype] if name not in INDEXED else [np.dtype(values), np.dtype(np.int64)]
+    dtypes = {"argmax": [np.dtype(values), np.dtype(np.int64)], "argmin": [np.dtype(values), np.dtype(np.int64)],
+              "var": [np.dtype(np.float64)] * 3, "std": [np.dtype(np.float64)] * 3, "norm": [np.dtype(np.float64)]}.get(name, [out_dtype])
 
     def run(local, piece):
         axes = splitting(piece, "x", dims)
@@ -138,7 +145,7 @@ def _finished_run(name: str, x, dims: tuple[int, ...], out_dtype: np.dtype, attr
                 parts = _parts(name, local, piece, out_dtype, dims, tuple(x.shape), device)
         except Exception as e:  # still in the all-gather below, so that no rank waits for this one
             error = e
-        result = np.asarray(_combined(name, parts, piece.shapes["out"], dtypes, group.over(axes)), out_dtype)
+        result = np.asarray(_combined(name, parts, piece.shapes["out"], dtypes, group.over(axes), attrs), out_dtype)
         if error is not None:
             raise error
         return to_device(result, x.placement.device_type)
@@ -148,7 +155,10 @@ def _finished_run(name: str, x, dims: tuple[int, ...], out_dtype: np.dtype, attr
 
 def _parts(name: str, local: dict, piece, out_dtype: np.dtype, dims, logical: tuple[int, ...], device: str) -> list[np.ndarray]:
     """What a rank gives to the combination: its result on the host; argmax's and argmin's as the
-    indices into the whole x, after the maxima (minima) they index."""
+    indices into the whole x, after the maxima (minima) they index; var's and std's count, mean and
+    sum of squared deviations."""
+    if name in MOMENTS:
+        return _moments(local["x"], piece, dims)
     result = to_host(run_piece(name, local, piece, out_dtype, device))
     if name not in INDEXED:
         return [result]
@@ -163,16 +173,34 @@ def _parts(name: str, local: dict, piece, out_dtype: np.dtype, dims, logical: tu
     return [values.reshape(result.shape), result]
 
 
+def _moments(x, piece, dims) -> list[np.ndarray]:
+    """A part's count, mean and sum of squared deviations over dims, on the host in float64 (float16
+    and bfloat16 parts computed in float32)."""
+    from ep.ops.unary import unary
+
+    attrs = piece.attributes
+    if np.dtype(x.dtype).itemsize < 4:
+        x = unary("cast", x, dtype=np.float32)
+    mean = _wire(to_host(reductions.mean(x, attrs["dim"], attrs["keepdim"])))
+    count = math.prod(piece.shapes["x"][d] for d in dims)
+    squares = _wire(to_host(reductions.var(x, attrs["dim"], correction=0, keepdim=attrs["keepdim"]))) * count
+    return [np.full(mean.shape, count, np.float64), mean, squares]
+
+
 def _wire(values: np.ndarray) -> np.ndarray:
     """values in a dtype NumPy combines them in exactly or with one rounding (float16's and
     bfloat16's in float64)."""
     return values.astype(np.float64) if values.dtype.kind not in "biu" else values
 
 
-def _combined(name: str, parts: list[np.ndarray] | None, shape: tuple[int, ...], dtypes: list[np.dtype], comm) -> np.ndarray:
+def _combined(name: str, parts: list[np.ndarray] | None, shape: tuple[int, ...], dtypes: list[np.dtype], comm, attrs: dict) -> np.ndarray:
     """The result of the ranks of comm (collective on it) from each one's parts, of dtypes (None
     for a rank without any), combined in comm's order."""
     decoded = [p for p in all_gather_parts(parts, shape, dtypes, comm) if p is not None]
+    if name in MOMENTS:
+        return _variance(decoded, attrs.get("correction", 1), name == "std")
+    if name == "norm":
+        return _norm(np.stack([_wire(v[0]) for v in decoded]), attrs.get("p", 2))
     if name not in INDEXED:
         return COMBINED[name].reduce(np.stack([_wire(v[0]) for v in decoded]))
     better = INDEXED[name][1]
@@ -185,6 +213,40 @@ def _combined(name: str, parts: list[np.ndarray] | None, shape: tuple[int, ...],
         take = (nan & ~best_nan) | (~nan & ~best_nan & better(value, best_value)) | tie
         best_value, best_index = np.where(take, value, best_value), np.where(take, index, best_index)
     return best_index
+
+
+def _variance(parts: list, correction: float, root: bool) -> np.ndarray:
+    """var (or std, root) from the parts' (count, mean, sum of squared deviations), merged in order
+    by Chan's formula."""
+    count, mean, squares = (np.array(v, np.float64) for v in parts[0])
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for n, m, q in parts[1:]:
+            total = count + n
+            delta = m - mean
+            mean = mean + delta * (n / total)
+            squares = squares + q + delta * delta * (count * n / total)
+            count = total
+        result = squares / np.maximum(count - correction, 0)
+    return np.sqrt(result) if root else result
+
+
+def _norm(norms: np.ndarray, p: float) -> np.ndarray:
+    """The p-norm of the parts' p-norms (stacked along axis 0): their max, min or sum for p = inf,
+    -inf or 0; else scaled by the largest, so that no power overflows."""
+    p = 2.0 if p == "fro" else float(p)
+    if p == math.inf:
+        return norms.max(0)
+    if p == -math.inf:
+        return norms.min(0)
+    if p == 0:
+        return norms.sum(0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if p < 0:
+            return (norms ** p).sum(0) ** (1 / p)
+        largest = norms.max(0)
+        scale = np.where((largest > 0) & np.isfinite(largest), largest, 1.0)
+        result = scale * ((norms / scale) ** p).sum(0) ** (1 / p)
+        return np.where(np.isinf(largest) | (largest != largest), largest, result)
 
 
 RULES = {

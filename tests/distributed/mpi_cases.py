@@ -164,6 +164,14 @@ def op_cases():
     ls = rng.standard_normal((n, 3)).astype(np.float64)
     yield ("logsumexp", {"x": ls}, {"dim": (0,), "keepdim": False, "dtype": None, "x_dtype": "float64"},
            lambda t: ep.ops.logsumexp(t["x"], 0, sbp=t["sbp"]), np.logaddexp.reduce(ls, 0))
+    # var, std and norm over split dims: the parts' moments (norms) all-gathered and merged.
+    sv = rng.standard_normal((n, 3, 2))
+    yield ("var", {"x": sv}, {"dim": (0, 2), "keepdim": False, "dtype": None, "x_dtype": "float64", "correction": 1},
+           lambda t: ep.ops.var(t["x"], (0, 2), sbp=t["sbp"]), sv.var((0, 2), ddof=1))
+    yield ("std", {"x": sv.astype(np.float32)}, {"dim": (0,), "keepdim": True, "dtype": None, "x_dtype": "float32", "correction": 0},
+           lambda t: ep.ops.std(t["x"], 0, correction=0, keepdim=True, sbp=t["sbp"]), sv.astype(np.float32).std(0, keepdims=True))
+    yield ("norm", {"x": sv}, {"dim": (0, 1), "keepdim": False, "dtype": None, "x_dtype": "float64", "p": 3.0},
+           lambda t: ep.ops.norm(t["x"], 3, (0, 1), sbp=t["sbp"]), (np.abs(sv) ** 3).sum((0, 1)) ** (1 / 3))
     c0, c1 = rng.integers(-9, 10, (n, 2)).astype(np.float32), rng.integers(-9, 10, (n, 3)).astype(np.float32)
     yield ("cat", {"tensors[0]": c0, "tensors[1]": c1}, {"dim": 1},
            lambda t: ep.ops.cat([t["tensors[0]"], t["tensors[1]"]], 1, sbp=t["sbp"]), np.concatenate([c0, c1], 1))

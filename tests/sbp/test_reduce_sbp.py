@@ -1,8 +1,8 @@
 """The reductions' SBP signatures (a kept dim split stays split at its place in the result; sum and
-mean over a split dim give a partial sum, and a float partial sum passes through; prod, amax, amin,
-any, all, logsumexp, argmax and argmin over a split dim finish from the ranks' results, S -> B; B)
-verified in process (sbp_check.py): on 2, 3 and 4 parts (uneven splits) and on a 2x2 hierarchy,
-the ranks' combination emulated here (argmax's and argmin's on real ranks only:
+mean over a split dim give a partial sum, and a float partial sum passes through; the others over a
+split dim finish from the ranks' results, S -> B; B) verified in process (sbp_check.py): on 2, 3
+and 4 parts (uneven splits) and on a 2x2 hierarchy, the ranks' combination emulated here (argmax's,
+argmin's, var's and std's, which exchange more than their results, on real ranks only:
 tests/distributed/mpi_cases.py)."""
 import numpy as np
 import pytest
@@ -16,7 +16,11 @@ NAMES = ["sum", "prod", "mean", "amax", "amin", "any", "all", "logsumexp", "var"
 COMBINE = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum, "any": np.logical_or, "all": np.logical_and, "logsumexp": np.logaddexp}
 
 
-def combined(name, dims):
+def _norms(p):
+    return lambda parts: (parts ** p).sum(0) ** (1 / p)
+
+
+def combined(name, dims, attrs):
     """The ranks' combination over a split reduced dim, in process: each rank's result combined with
     those of the ranks that differ from it only on the axes splitting a reduced dim, holding any of x."""
 
@@ -29,7 +33,8 @@ def combined(name, dims):
                 for other in pieces
                 if all(other[h] == index[h] for h in range(len(index)) if h not in axes) and outs[other] is not None
             ]
-            result[index] = COMBINE[name].reduce(np.stack(group)).astype(dtype) if axes else outs[index]
+            reduce = _norms(attrs.get("p", 2)) if name == "norm" else COMBINE[name].reduce
+            result[index] = reduce(np.stack(group)).astype(dtype) if axes else outs[index]
         return result
 
     return exchange
@@ -44,7 +49,7 @@ def check_every_signature(name, x, attrs, device, tolerance=(1e-5, 1e-5)):
     kw = {"x": x.shape, **attrs}
     expected = run_logical(name, {"x": x}, attrs, device)
     dims = reduced_dims(x.ndim, attrs["dim"], name in ("argmax", "argmin"))
-    exchange = combined(name, dims) if name in COMBINE else None
+    exchange = combined(name, dims, attrs) if name in COMBINE or name == "norm" else None
     cases = [((sig,), (parts,)) for parts in PARTS for sig in signatures(name, **kw)] + [(nd, (2, 2)) for nd in nd_signatures(name, (2, 2), **kw)]
     for nd, hierarchy in cases:
         if exchange is None and _finishes(nd):
@@ -69,7 +74,8 @@ def test_sum_signatures_split_kept_dims_and_sum_reduced_ones():
     assert [(s["x"], s["out"]) for s in signatures("mean", x=(3, 4), dim=(0,), x_dtype="float32")] == [(S(1), S(0)), (S(0), P), (P, P), (B, B)]
     # An empty reduction: x whole (a max of it refuses, a mean is NaN).
     assert [(s["x"], s["out"]) for s in signatures("amax", x=(0, 4), dim=(0,))] == [(S(1), S(0)), (B, B)]
-    assert [(s["x"], s["out"]) for s in signatures("var", x=(3, 4), dim=(0,))] == [(S(1), S(0)), (B, B)]
+    assert [(s["x"], s["out"]) for s in signatures("var", x=(0, 4), dim=(0,))] == [(S(1), S(0)), (B, B)]
+    assert [(s["x"], s["out"]) for s in signatures("var", x=(3, 4), dim=(0,))] == [(S(1), S(0)), (S(0), B), (B, B)]
 
 
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
