@@ -8,6 +8,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+import numba
 import numpy as np
 
 from ep.common.jit import define, scalar_function
@@ -49,7 +50,15 @@ class ReducePlan:
 
 
 class ReduceKernels(abc.ABC):
-    """What a device supplies: the launch of a plan, and the list of its kernels."""
+    """What a device supplies: its kernels, and the launch of a plan."""
+
+    @abc.abstractmethod
+    def kernel(
+        self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, merging: bool = False, source: FusedSource | None = None
+    ) -> object:
+        """op's kernel from src_dtype into dst_dtype: the one reducing elements, or (merging) the
+        one merging the states of a reduction cut into slices; source: as launch's, its arguments
+        read instead of an array (ReduceFused's)."""
 
     @abc.abstractmethod
     def launch(
@@ -60,9 +69,11 @@ class ReduceKernels(abc.ABC):
         one output's elements are reduced, and src the tuple of its arguments (flat storage of
         plan.src_count elements, or compute-dtype scalars): see source_element."""
 
-    @abc.abstractmethod
     def all_kernels(self) -> Iterator[object]:
-        """Every kernel a launch can run, for the PTX check."""
+        """Every kernel a launch of Reduce can run, for the PTX check."""
+        for op, (src, dst) in combinations():
+            yield self.kernel(op, src, dst)
+            yield self.kernel(op, src, dst, True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,6 +120,15 @@ def source_element(device: DeviceType, src_dtype: DataType, source: FusedSource 
         globals_["formula"] = compose_formula(source.outputs, source.dtypes, device)
     # Its compiled functions are its globals (the simulator's stand-in types their results).
     return scalar_function(define(text, "element", globals_))
+
+
+def source_type(src_dtype: DataType, source: FusedSource | None, array: Callable[[np.dtype], numba.types.Type]) -> numba.types.Type:
+    """The numba type of a launch's src: an array of src_dtype, or a fused expression's arguments;
+    array(dtype) is the device's type of an input array of storage dtype."""
+    if source is None:
+        return array(src_dtype.storage_dtype)
+    scalars = source.scalars
+    return numba.types.Tuple([numba.from_dtype(d.compute_dtype) if i in scalars else array(d.storage_dtype) for i, d in enumerate(source.dtypes)])
 
 
 def reduce_dims(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> tuple[int, int, int, int | None]:

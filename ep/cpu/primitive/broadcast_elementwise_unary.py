@@ -10,7 +10,7 @@ import numba
 import numpy as np
 
 from ep.common.jit import bound, template
-from ep.common.math.nd_index_offset_helper import contiguous_strides, offset_to_index
+from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.math.unary_functor import unary_combinations
 from ep.common.primitive.broadcast_elementwise_unary import (
     BroadcastElementwiseUnaryFactoryImpl,
@@ -22,6 +22,7 @@ from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
 from ep.cpu.primitive.elementwise_unary import UNARY_KERNELS
+from ep.cpu.strided import row_offsets
 from ep.include.primitive.broadcast_elementwise_unary import BroadcastElementwiseUnaryFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -33,14 +34,10 @@ def _strided(start, stop, args):
     src, dst, strides, cols, attr0, attr1 = args
     ndim = strides.shape[1]
     inner_src, inner_dst = strides[0, ndim - 1], strides[1, ndim - 1]
+    offsets = np.empty(2, np.int64)
     for r in range(start, stop):
-        base = r * cols
-        os = 0
-        od = 0
-        for d in range(ndim - 1):
-            index = offset_to_index(base, strides[2], d)
-            os += index * strides[0, d]
-            od += index * strides[1, d]
+        row_offsets(r * cols, strides, offsets)
+        os, od = offsets[0], offsets[1]
         if inner_src == 0:
             value = bound.store(bound.formula(bound.load(src[os]), attr0, attr1))
             for k in range(cols):

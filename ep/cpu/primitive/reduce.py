@@ -9,16 +9,14 @@ states a second span merges, in slice order: the result does not depend on the t
 """
 from __future__ import annotations
 
-from typing import Iterator
-
 import numba
 import numpy as np
 
-from ep.common.jit import bound, template
+from ep.common.jit import bound, scalar_function, template
 from ep.common.math.convert import store_fn
 from ep.common.math.intrinsics import add_reassociable
 from ep.common.math.reduce import accumulate_dtype, formulas
-from ep.common.primitive.reduce import FusedSource, ReduceFactoryImpl, ReduceKernels, ReducePlan, combinations, source_element
+from ep.common.primitive.reduce import FusedSource, ReduceFactoryImpl, ReduceKernels, ReducePlan, source_element, source_type
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
@@ -26,7 +24,7 @@ from ep.cpu.parallel_for import PARALLEL_THRESHOLD, ParallelFor, input_array, ou
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.reduce import ReduceFactory, ReduceOp
 
-# Columns a task reduces together: their states stay in L1 as rows of them are added.
+# Columns a task reduces (or scans: scan.py) together: their states stay in L1 as rows of them pass.
 BLOCK_COLS = 256
 # Elements a slice of a cut reduction holds at least: fewer would cost more in states than they save.
 MIN_SLICE = 1 << 14
@@ -35,6 +33,19 @@ TASKS_PER_THREAD = 4
 # Elements a blocked sum adds in any order before compensating: in 64 partial sums of 4 each at
 # AVX-512's width (NumPy's pairwise sum adds blocks of 128 in 8 partial sums).
 SUM_BLOCK = 256
+
+
+@scalar_function
+def task_span(task: int, parts: int, blocks: int, chunk: int, length: int) -> tuple[int, int, int, int, int]:
+    """(row, first column, part, r0, r1) of task = (row * blocks + block) * parts + part: the
+    BLOCK_COLS columns of row from block * BLOCK_COLS on (its one run where inner is 1), elements
+    [r0, r1) of their runs (the part-th chunk). Reduce's and Scan's tasks."""
+    row_block = task // parts
+    part = task - row_block * parts
+    row = row_block // blocks
+    r0 = part * chunk
+    r1 = r0 + chunk if r0 + chunk < length else length
+    return row, (row_block - row * blocks) * BLOCK_COLS, part, r0, r1
 
 
 @template("init", "step", "merge", "element", "finish", "store", "ACC", "BLOCKED")
@@ -49,19 +60,14 @@ def _reduce(start, stop, args):
     held = np.empty((3, BLOCK_COLS), bound.ACC)
     held_index = np.empty(BLOCK_COLS, np.int64)
     for task in range(start, stop):
-        row_block = task // slices
-        part = task - row_block * slices
-        row = row_block // blocks
-        first_col = (row_block - row * blocks) * BLOCK_COLS
-        r0 = part * chunk
-        r1 = r0 + chunk if r0 + chunk < length else length
+        row, first_col, part, r0, r1 = task_span(task, slices, blocks, chunk, length)
         base = row * length * inner
-        if bound.BLOCKED:  # a constant: the branch is compiled for float sums only
-            if inner == 1:
+        if inner == 1:
+            first = base + r0
+            n = r1 - r0
+            if bound.BLOCKED:  # a constant: the branch is compiled for float sums only
                 # Each block of SUM_BLOCK added in any order (LLVM vectorizes it), the blocks' sums
                 # stepped into one compensated state.
-                first = base + r0
-                n = r1 - r0
                 whole = n // SUM_BLOCK * SUM_BLOCK
                 state = bound.init()
                 for j0 in range(0, whole, SUM_BLOCK):
@@ -74,26 +80,18 @@ def _reduce(start, stop, args):
                 for j in range(whole, n):
                     total = add_reassociable(total, bound.element(src, first + j))
                 state = bound.step(state, total, r0 + whole)
-                if slices == 1:
-                    dst[row] = bound.store(bound.finish(state, length, correction))
-                else:
-                    p = part * count + row
-                    states[p], states[parts + p], states[2 * parts + p], indices[p] = state[0], state[1], state[2], state[3]
-                continue
-        if inner == 1:
-            # One output: four states over a contiguous run, merged in a fixed order.
-            s0 = s1 = s2 = s3 = bound.init()
-            first = base + r0
-            n = r1 - r0
-            quads = n // 4 * 4
-            for j in range(0, quads, 4):
-                s0 = bound.step(s0, bound.element(src, first + j), r0 + j)
-                s1 = bound.step(s1, bound.element(src, first + j + 1), r0 + j + 1)
-                s2 = bound.step(s2, bound.element(src, first + j + 2), r0 + j + 2)
-                s3 = bound.step(s3, bound.element(src, first + j + 3), r0 + j + 3)
-            for j in range(quads, n):
-                s0 = bound.step(s0, bound.element(src, first + j), r0 + j)
-            state = bound.merge(bound.merge(s0, s1), bound.merge(s2, s3))
+            else:
+                # One output: four states over a contiguous run, merged in a fixed order.
+                s0 = s1 = s2 = s3 = bound.init()
+                quads = n // 4 * 4
+                for j in range(0, quads, 4):
+                    s0 = bound.step(s0, bound.element(src, first + j), r0 + j)
+                    s1 = bound.step(s1, bound.element(src, first + j + 1), r0 + j + 1)
+                    s2 = bound.step(s2, bound.element(src, first + j + 2), r0 + j + 2)
+                    s3 = bound.step(s3, bound.element(src, first + j + 3), r0 + j + 3)
+                for j in range(quads, n):
+                    s0 = bound.step(s0, bound.element(src, first + j), r0 + j)
+                state = bound.merge(bound.merge(s0, s1), bound.merge(s2, s3))
             if slices == 1:
                 dst[row] = bound.store(bound.finish(state, length, correction))
             else:
@@ -148,7 +146,7 @@ class CpuReduceKernels(ReduceKernels):
             arg_types = (output_array(dst_dtype.storage_dtype), input_array(acc), input_array(np.dtype(np.int64)), int64, int64, int64, acc_type)
             return ParallelFor(_merge_slices, name + "_merge", arg_types, init=rule.init, merge=rule.merge, finish=rule.finish, store=store)
         arg_types = (
-            _source_type(src_dtype, source), output_array(dst_dtype.storage_dtype), output_array(acc),
+            source_type(src_dtype, source, input_array), output_array(dst_dtype.storage_dtype), output_array(acc),
             output_array(np.dtype(np.int64)), *(int64,) * 6, acc_type,
         )
         return ParallelFor(
@@ -176,19 +174,6 @@ class CpuReduceKernels(ReduceKernels):
         if slices > 1:
             merge = self.kernel(op, src_dtype, dst_dtype, True)
             merge((dst, states, indices, slices, count, length, correction), count, count * slices)
-
-    def all_kernels(self) -> Iterator[object]:
-        for op, (src, dst) in combinations():
-            yield self.kernel(op, src, dst)
-            yield self.kernel(op, src, dst, True)
-
-
-def _source_type(src_dtype: DataType, source: FusedSource | None) -> numba.types.Type:
-    """The numba type of a launch's src: an array of src_dtype, or a fused expression's arguments."""
-    if source is None:
-        return input_array(src_dtype.storage_dtype)
-    scalars = source.scalars
-    return numba.types.Tuple([numba.from_dtype(d.compute_dtype) if i in scalars else input_array(d.storage_dtype) for i, d in enumerate(source.dtypes)])
 
 
 def _slices(tasks: int, length: int, width: int, work: int) -> int:

@@ -24,12 +24,11 @@ from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import PARALLEL_THRESHOLD, ParallelFor, input_array, output_array
+from ep.cpu.primitive.reduce import BLOCK_COLS, task_span
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.reduce import ReduceOp
 from ep.include.primitive.scan import ScanFactory
 
-# Columns a task steps together: their states stay in L1 as rows of them pass.
-BLOCK_COLS = 256
 # Elements a chunk of a cut run holds at least: a chunk costs a state and a second read of it.
 MIN_CHUNK = 1 << 15
 # Rows a task steps side by side, where runs are rows.
@@ -42,21 +41,16 @@ TASKS = 64
 @template("init", "step", "merge", "finish", "load", "store", "ACC", "SUMS", "TOTALS", "EXCLUSIVE")
 def _scan(start, stop, args):
     # Tasks [start, stop): task = row_block * parts + part, elements [part * chunk, + chunk) of
-    # its runs. A state of run `line` and chunk `part` is at p = part * lines + line of each third
-    # of states (and of indices). TOTALS: each chunk's state stored there; else each chunk steps
-    # from its carry there (when cut) and writes dst.
+    # its runs (task_span, as Reduce's). A state of run `line` and chunk `part` is at
+    # p = part * lines + line of each third of states (and of indices). TOTALS: each chunk's
+    # state stored there; else each chunk steps from its carry there (when cut) and writes dst.
     src, dst, states, indices, outer, length, inner, chunk, parts, blocks, group, lines, cut = args
     third = states.size // 3
     held = np.empty((3, BLOCK_COLS), bound.ACC)
     held_index = np.empty(BLOCK_COLS, np.int64)
     for task in range(start, stop):
-        row_block = task // parts
-        part = task - row_block * parts
-        row_index = row_block // blocks
-        first_col = (row_block - row_index * blocks) * BLOCK_COLS
+        row_index, first_col, part, r0, r1 = task_span(task, parts, blocks, chunk, length)
         row = row_index * group
-        r0 = part * chunk
-        r1 = r0 + chunk if r0 + chunk < length else length
         base = row * length * inner
         width = BLOCK_COLS if BLOCK_COLS < inner - first_col else inner - first_col
         a, b, c = held[0, :width], held[1, :width], held[2, :width]

@@ -13,12 +13,12 @@ import numba
 import numpy as np
 
 from ep.common.jit import template
-from ep.common.math.nd_index_offset_helper import offset_to_index
 from ep.common.primitive.byte_units import unit_dtype
 from ep.common.primitive.where import COND_BYTES, DATA_BYTES, WhereFactoryImpl, WhereKernels, WherePlan
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
+from ep.cpu.strided import row_offsets
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.where import WhereFactory
 
@@ -42,16 +42,11 @@ def _general(start, stop, args):
     cond, x, y, z, strides, cols = args
     ndim = strides.shape[1]
     inner_c, inner_x, inner_y = strides[0, ndim - 1], strides[1, ndim - 1], strides[2, ndim - 1]
+    offsets = np.empty(3, np.int64)
     for r in range(start, stop):
         base = r * cols
-        oc = 0
-        ox = 0
-        oy = 0
-        for d in range(ndim - 1):
-            index = offset_to_index(base, strides[3], d)
-            oc += index * strides[0, d]
-            ox += index * strides[1, d]
-            oy += index * strides[2, d]
+        row_offsets(base, strides, offsets)
+        oc, ox, oy = offsets[0], offsets[1], offsets[2]
         out = z[base:base + cols]
         for k in range(cols):
             out[k] = x[ox + k * inner_x] if cond[oc + k * inner_c] != 0 else y[oy + k * inner_y]

@@ -16,7 +16,7 @@ the block (_simulated_warp_merge), and blocks are a warp of 32 threads.
 from __future__ import annotations
 
 import functools
-from typing import Callable, Iterator
+from typing import Callable
 
 import numba
 import numpy as np
@@ -25,7 +25,7 @@ from numba import config, cuda
 from ep.common.jit import bound, scalar_function, template
 from ep.common.math.convert import store_fn
 from ep.common.math.reduce import accumulate_dtype, formulas
-from ep.common.primitive.reduce import FusedSource, ReduceFactoryImpl, ReduceKernels, ReducePlan, combinations, source_element
+from ep.common.primitive.reduce import FusedSource, ReduceFactoryImpl, ReduceKernels, ReducePlan, source_element, source_type
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, cuda_device_count
@@ -46,6 +46,21 @@ _THREADS_PER_SM = 2048
 MIN_PER_THREAD = 16
 
 
+def _shared_states(acc):
+    # One allocation a line: the simulator tells a block's shared arrays apart by their lines.
+    values_a = cuda.shared.array(THREADS, acc)
+    values_b = cuda.shared.array(THREADS, acc)
+    values_c = cuda.shared.array(THREADS, acc)
+    indices = cuda.shared.array(THREADS, numba.int64)
+    return values_a, values_b, values_c, indices
+
+
+# shared_states(acc): a state per thread of the block in shared memory, as four arrays (its three
+# values of acc and its index), for Reduce's and Scan's kernels. Compiled, it is inlined; the
+# simulator runs it as a device function, which sees the kernel's simulated cuda module.
+shared_states = cuda.jit(device=True)(_shared_states) if _SIM else scalar_function(_shared_states)
+
+
 @template("init", "step", "merge", "finish", "element", "store", "warp_merge", "ACC", "STATES")
 def _reduce(
     src, dst, states_in, indices_in, states_out, indices_out, count, length, inner, outer_stride, r_stride, chunk, tiles,
@@ -56,10 +71,7 @@ def _reduce(
     # STATES: the elements are stage 1's states (parts_in of each array's three), merged. src is
     # read through element(src, p), element p in the compute dtype: an array's, or a fused
     # expression's over its arguments (a tuple).
-    shared_a = cuda.shared.array(THREADS, bound.ACC)
-    shared_b = cuda.shared.array(THREADS, bound.ACC)
-    shared_c = cuda.shared.array(THREADS, bound.ACC)
-    shared_i = cuda.shared.array(THREADS, numba.int64)
+    shared_a, shared_b, shared_c, shared_i = shared_states(bound.ACC)
     tid = cuda.threadIdx.x
     x = tid & (x_size - 1)
     y = tid >> x_shift
@@ -160,15 +172,16 @@ def max_blocks(device_index: int) -> int:
 
 class CudaReduceKernels(ReduceKernels):
     @function_cache("kernels")
-    def kernel(self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, states: bool = False, source: FusedSource | None = None) -> CudaKernel:
-        """op's kernel from src_dtype into dst_dtype: stage 1 (or the only one), or (states) stage 2;
+    def kernel(self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, merging: bool = False, source: FusedSource | None = None) -> CudaKernel:
+        """op's kernel from src_dtype into dst_dtype: stage 1 (or the only one), or (merging) stage 2;
         source: a fused expression's (ReduceKernels.launch), its arguments read instead of an array."""
         rule = formulas(op.value, src_dtype.compute_dtype)
         acc = numba.from_dtype(accumulate_dtype(op.value, src_dtype.compute_dtype))
         out = numba.from_dtype(dst_dtype.storage_dtype)
-        argtypes = (_source_type(src_dtype, source), out[::1], acc[::1], numba.int64[::1], acc[::1], numba.int64[::1], *(numba.int64,) * 13, acc)
+        src = source_type(src_dtype, source, lambda dtype: numba.from_dtype(dtype)[::1])
+        argtypes = (src, out[::1], acc[::1], numba.int64[::1], acc[::1], numba.int64[::1], *(numba.int64,) * 13, acc)
         warp_merge = _simulated_warp_merge(rule.merge) if _SIM else _shuffle_merge(rule.merge, acc)
-        name = f"reduce_{'fused_' if source else ''}{op.value}_{src_dtype.value}_{dst_dtype.value}{'_states' if states else ''}"
+        name = f"reduce_{'fused_' if source else ''}{op.value}_{src_dtype.value}_{dst_dtype.value}{'_states' if merging else ''}"
         element = source_element(DeviceType.kCUDA, src_dtype, source)
         # The simulator runs kernels as Python: it indexes buffers it could not pass to a compiled function.
         element = element.py_func if _SIM else element
@@ -176,7 +189,7 @@ class CudaReduceKernels(ReduceKernels):
         # formulas' branches: more registers than full occupancy's 32 without spilling.
         return CudaKernel(
             _reduce, name, argtypes, full_occupancy=False, element=element,
-            store=store_fn(dst_dtype, DeviceType.kCUDA), warp_merge=warp_merge, ACC=acc, STATES=states,
+            store=store_fn(dst_dtype, DeviceType.kCUDA), warp_merge=warp_merge, ACC=acc, STATES=merging,
             init=rule.init, step=rule.step, merge=rule.merge, finish=rule.finish,
         )
 
@@ -210,19 +223,6 @@ class CudaReduceKernels(ReduceKernels):
                 stream, second, min(tiles, limit), src, dst, states, indices, states, indices, count, slices, count, 0,
                 count, slices, tiles, tiles, x_size, x_size.bit_length() - 1, 1, parts, length, correction,
             )
-
-    def all_kernels(self) -> Iterator[object]:
-        for op, (src, dst) in combinations():
-            yield self.kernel(op, src, dst)
-            yield self.kernel(op, src, dst, True)
-
-
-def _source_type(src_dtype: DataType, source: FusedSource | None) -> numba.types.Type:
-    """The numba type of a launch's src: an array of src_dtype, or a fused expression's arguments."""
-    if source is None:
-        return numba.from_dtype(src_dtype.storage_dtype)[::1]
-    scalars = source.scalars
-    return numba.types.Tuple([numba.from_dtype(d.compute_dtype) if i in scalars else numba.from_dtype(d.storage_dtype)[::1] for i, d in enumerate(source.dtypes)])
 
 
 def state_scratch(stream, acc: np.dtype, parts: int) -> tuple:

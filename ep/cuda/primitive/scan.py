@@ -26,7 +26,7 @@ from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel
-from ep.cuda.primitive.reduce import THREADS, WARP, launch_blocks, max_blocks, state_scratch
+from ep.cuda.primitive.reduce import THREADS, WARP, launch_blocks, max_blocks, shared_states, state_scratch
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.reduce import ReduceOp
 from ep.include.primitive.scan import ScanFactory
@@ -47,10 +47,7 @@ def _scan(
     # chunk's carry at part * lines + line of states_in; TOTALS, each chunk's state alone, into
     # states_out there; CARRY, elements that are states (element r of run line at r * lines + line
     # of states_in), scanned (exclusive) into states_out.
-    shared_a = cuda.shared.array(THREADS, bound.ACC)
-    shared_b = cuda.shared.array(THREADS, bound.ACC)
-    shared_c = cuda.shared.array(THREADS, bound.ACC)
-    shared_i = cuda.shared.array(THREADS, numba.int64)
+    shared_a, shared_b, shared_c, shared_i = shared_states(bound.ACC)
     tid = cuda.threadIdx.x
     x = tid & (x_size - 1)
     y = tid >> x_shift
