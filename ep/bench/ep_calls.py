@@ -261,6 +261,11 @@ def _ops_cat(workload, device, stream, inputs, out):
     return lambda: cat(arrays, out=out)
 
 
+def _ops_index_add(workload, device, stream, inputs, out):
+    index_add, x, index, source = _ops_function("index_add"), inputs["x"], inputs["index"], inputs["source"]
+    return lambda: index_add(x, 0, index, source, out=out)
+
+
 def _launch_add_n(workload, device, stream, inputs, out):
     arrays = list(inputs.values())
     primitive = _primitive("AddFactory", device, _data_type(arrays[0].dtype))
@@ -369,6 +374,7 @@ _OPS = {
     "cat": _ops_cat,
     "sum": _ops_on_x("sum", "axis"),
     "cumsum": _ops_on_x("cumsum", "axis"),
+    "index_add": _ops_index_add,
     "one_hot": _ops_one_hot,
     "softmax": _ops_softmax,
     "matmul": _ops_matmul,

@@ -165,6 +165,10 @@ _ARRAY_API_KINDS: dict[str, Callable] = {
     "cat": lambda xp, attrs, inputs, out: partial(xp.concatenate, tuple(inputs.values()), out=out),
     "sum": lambda xp, attrs, inputs, out: partial(xp.sum, inputs["x"], attrs["axis"], out=out),
     "cumsum": lambda xp, attrs, inputs, out: partial(xp.cumsum, inputs["x"], attrs["axis"], out=out),
+    # NumPy has no index_add: a copy, then np.add.at (which adds repeats).
+    "index_add": lambda xp, attrs, inputs, out: _fresh_or_out(
+        lambda: _xp_index_add(xp, inputs, xp.array(inputs["x"])),
+        lambda o: _xp_index_add(xp, inputs, _copied(xp, o, inputs["x"])), out),
     "one_hot": lambda xp, attrs, inputs, out: partial(
         _xp_one_hot, xp.eye(attrs["classes"], dtype=np.int64), inputs["indices"], out),
     "softmax": lambda xp, attrs, inputs, out: partial(_xp_softmax, xp, inputs["x"], out),
@@ -173,6 +177,16 @@ _ARRAY_API_KINDS: dict[str, Callable] = {
     "fused": lambda xp, attrs, inputs, out: partial(
         _xp_fused, xp, attrs["expr"], tuple(inputs.values()), None if out is None else _outputs(out)),
 }
+
+
+def _copied(xp, out, x):
+    xp.copyto(out, x)
+    return out
+
+
+def _xp_index_add(xp, inputs, out):
+    xp.add.at(out, inputs["index"], inputs["source"])
+    return out
 
 
 def _xp_add_n(xp, arrays, out):
@@ -235,6 +249,7 @@ _TORCH_KINDS: dict[str, Callable] = {
     "cat": lambda torch, attrs, inputs, out: partial(torch.cat, tuple(inputs.values()), out=out),
     "sum": lambda torch, attrs, inputs, out: partial(torch.sum, inputs["x"], attrs["axis"], out=out),
     "cumsum": lambda torch, attrs, inputs, out: partial(torch.cumsum, inputs["x"], attrs["axis"], out=out),
+    "index_add": lambda torch, attrs, inputs, out: partial(torch.index_add, inputs["x"], 0, inputs["index"], inputs["source"], out=out),
     "one_hot": lambda torch, attrs, inputs, out: (
         _no_out(out, "torch.nn.functional.one_hot"),
         partial(torch.nn.functional.one_hot, inputs["indices"], attrs["classes"]),

@@ -32,7 +32,7 @@ class Workload:
     id: str
     title: str
     # gather, batch_gather, expand, repeat, unary, cast, binary, permute, pad, where, full, add_n, cat, sum,
-    # one_hot, softmax, matmul, batch_matmul, fused
+    # one_hot, softmax, matmul, batch_matmul, fused, cumsum, index_add
     kind: str
     build: Callable[[], Case] = field(repr=False)
     attrs: dict = field(default_factory=dict)
@@ -170,6 +170,16 @@ def _cumsum(id_, shape, axis) -> Workload:
     # float64's (ep and torch accumulate in float64); the tolerance grows with the run.
     tolerance = max(1e-5, 1e-7 * shape[axis])
     return Workload(id_, f"cumsum {list(shape)} along dim {axis}", "cumsum", build, {"axis": axis}, tolerance=tolerance)
+
+
+def _index_add(id_, rows, cols) -> Workload:
+    def build() -> Case:
+        rng = _rng()
+        x, source = rng.standard_normal((rows, cols), dtype=np.float32), rng.standard_normal((rows, cols), dtype=np.float32)
+        index = rng.integers(0, rows, rows, dtype=np.int64)  # repeats: some rows gain several, some none
+        return Case({"x": x, "index": index, "source": source}, (rows, cols), F32, _nbytes(x, index, source, x.nbytes))
+
+    return Workload(id_, f"index_add of {rows} x {cols} float32 rows along dim 0", "index_add", build, tolerance=1e-5)
 
 
 def _cat(id_, count, n=4) -> Workload:
@@ -329,7 +339,7 @@ def workloads(device: str, quick: bool) -> list[Workload]:
     """The size grid (SIZES; --quick leaves out 64 MiB), then the other workloads, float32 unless
     said: a gather along an inner axis and a batch gather (G2, G3), the transcendentals (U2-U12,
     issue 13), a cast (U6), a comparison (B3), issue 45's atan2, logaddexp, hypot (B4-B6), erfinv
-    (U13), cat, sums (R0-R3) and cumsums (S1-S5); then this round's ops (round_26_28).
+    (U13), cat, sums (R0-R3), cumsums (S1-S5) and index_add (X1-X3); then this round's ops (round_26_28).
 
     Those others have issue 5's sizes on the CPU; on CUDA they grow 4x (buffers of 256 MiB, so
     the GPU is measured at its bandwidth, not its launch latency); --quick divides them by 64.
@@ -373,5 +383,9 @@ def workloads(device: str, quick: bool) -> list[Workload]:
         _cumsum("S3", (n(1 << 24),), 0),
         _cumsum("S4", (n(16384), 1000), 1),
         _cumsum("S5", (n(4096), 4096), 0),
+        # Issue 45's index_add (DimScatter, no atomics): 16 elements, ~1 MiB and ~64 MiB, repeated rows.
+        _index_add("X1", 4, 4),
+        _index_add("X2", 512, 512),
+        _index_add("X3", n(4096), 4096),
     ]
     return grid + others + round_26_28(quick)

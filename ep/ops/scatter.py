@@ -38,8 +38,13 @@ def _check_index(index, size: int, dim: int, stream) -> None:
         return
     if np.dtype(index.dtype).kind not in "iu":
         raise TypeError(f"index: dtype {np.dtype(index.dtype)} is not an integer dtype")
-    for value in (amin(index, stream=stream), amax(index, stream=stream)):
-        value = int(on_host(value)[()])
+    # A NumPy index is checked by NumPy, at once; a device's by a reduction read back.
+    if type(index) is np.ndarray:
+        extremes = (index.min(), index.max())
+    else:
+        extremes = (on_host(amin(index, stream=stream))[()], on_host(amax(index, stream=stream))[()])
+    for value in extremes:
+        value = int(value)
         if not 0 <= value < size:
             raise IndexError(f"index: holds {value}; expected indices in [0, {size}) (input's dim {dim} has size {size})")
 
