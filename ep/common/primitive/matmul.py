@@ -31,6 +31,7 @@ from ep.include.primitive.batch_matmul import BatchMatmul, BatchMatmulFactory
 from ep.include.primitive.blas import BlasTransposeType, as_transpose
 from ep.include.primitive.broadcast_matmul import BroadcastMatmul, BroadcastMatmulFactory
 from ep.include.primitive.matmul import Matmul, MatmulFactory
+from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 #: The dtypes every device's BLAS path takes (float16 and bfloat16 are computed in float32).
 MATMUL_TYPES = FLOATING_TYPES
@@ -314,3 +315,9 @@ class BroadcastMatmulFactoryImpl(_GemmFactory, BroadcastMatmulFactory):
         if key is None or max_num_dims > validate.MAX_NUM_DIMS:
             return None
         return self._new((*key, max_num_dims))
+
+
+def register(device_type: DeviceType, kernels: MatmulKernels) -> None:
+    """Register device_type's Matmul, BatchMatmul and BroadcastMatmul factories, all over kernels."""
+    for factory, impl in ((MatmulFactory, MatmulFactoryImpl), (BatchMatmulFactory, BatchMatmulFactoryImpl), (BroadcastMatmulFactory, BroadcastMatmulFactoryImpl)):
+        REGISTER_PRIMITIVE_FACTORY(device_type, factory, impl(device_type, kernels))

@@ -18,11 +18,7 @@ from ep.common.primitive import matmul as common
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import HALF_TYPES, DataType
 from ep.common.runtime.device import DeviceType
-from ep.include.primitive.batch_matmul import BatchMatmulFactory
-from ep.include.primitive.broadcast_matmul import BroadcastMatmulFactory
-from ep.include.primitive.matmul import MatmulFactory
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
-from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 _as_strided = np.lib.stride_tricks.as_strided
 
@@ -120,8 +116,4 @@ class CpuMatmulKernels(common.MatmulKernels):
         return (integer_gemm_kernel(dtype) for dtype in common.INTEGER_MATMUL_TYPES)
 
 
-KERNELS = CpuMatmulKernels()
-
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, MatmulFactory, common.MatmulFactoryImpl(DeviceType.kCPU, KERNELS))
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, BatchMatmulFactory, common.BatchMatmulFactoryImpl(DeviceType.kCPU, KERNELS))
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, BroadcastMatmulFactory, common.BroadcastMatmulFactoryImpl(DeviceType.kCPU, KERNELS))
+common.register(DeviceType.kCPU, CpuMatmulKernels())

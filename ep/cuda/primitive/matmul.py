@@ -29,10 +29,6 @@ from ep.common.runtime.buffer import address
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, current_device_index
 from ep.cuda.kernel import CudaKernel
-from ep.include.primitive.batch_matmul import BatchMatmulFactory
-from ep.include.primitive.broadcast_matmul import BroadcastMatmulFactory
-from ep.include.primitive.matmul import MatmulFactory
-from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 
 @template("dot", "wrap")
@@ -207,8 +203,4 @@ class CudaMatmulKernels(common.MatmulKernels):
         return (integer_gemm_kernel(dtype) for dtype in common.INTEGER_MATMUL_TYPES)
 
 
-KERNELS = CudaMatmulKernels()
-
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, MatmulFactory, common.MatmulFactoryImpl(DeviceType.kCUDA, KERNELS))
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, BatchMatmulFactory, common.BatchMatmulFactoryImpl(DeviceType.kCUDA, KERNELS))
-REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, BroadcastMatmulFactory, common.BroadcastMatmulFactoryImpl(DeviceType.kCUDA, KERNELS))
+common.register(DeviceType.kCUDA, CudaMatmulKernels())
