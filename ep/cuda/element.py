@@ -1,8 +1,10 @@
 """Per-element kernels on CUDA (ep.common.primitive.element): a grid-stride kernel storing body's
-elements in 16-byte packs (ep.cuda.pack) where dst is aligned to them."""
+elements in 16-byte packs (ep.cuda.pack) where dst is aligned to them. Its loop over packs
+(pack_grid, pack_item) is every packed elementwise kernel's."""
 from __future__ import annotations
 
 import numba
+import numpy as np
 from numba import config, cuda
 
 from ep.common.jit import bound, template
@@ -12,8 +14,24 @@ from ep.common.runtime.buffer import address
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.cuda.kernel import CudaKernel
+from ep.cuda.kernel import CudaKernel, device_function
 from ep.cuda.pack import pack_bindings, pack_bytes, pack_count, pack_lanes
+
+
+@device_function
+def pack_grid(count, packs, pack, index):
+    """(this thread's first work item, the grid's stride, the work items) of a grid-stride loop over
+    count elements whose work items 0 to packs - 1 are full packs of pack elements, the rest one
+    element each (ep.cuda.pack.pack_count); in index's type."""
+    return index(cuda.grid(1)), index(cuda.gridsize(1)), index(count - packs * (pack - 1))
+
+
+@device_function
+def pack_item(w, packs, pack, index):
+    """(whether work item w of pack_grid's loop is a full pack, its first element in index's type,
+    its elements)."""
+    full = w < packs
+    return full, index(w * pack if full else w + packs * (pack - 1)), pack if full else 1
 
 
 @template("body", "store", "PACK", "DST", "pack_array", "store_pack", "opaque")
@@ -21,13 +39,9 @@ def _element(dst, count, values, packs):
     # packs: work items 0 to packs - 1 are full packs of PACK elements (the host found dst aligned
     # to them), the rest one element each.
     y = bound.pack_array(bound.DST)
-    w = cuda.grid(1)
-    step = cuda.gridsize(1)
-    work = count - packs * (bound.PACK - 1)
+    w, step, work = pack_grid(count, packs, bound.PACK, np.int64)
     while w < work:
-        full = w < packs
-        i = w * bound.PACK if full else w + packs * (bound.PACK - 1)
-        lanes = bound.PACK if full else 1
+        full, i, lanes = pack_item(w, packs, bound.PACK, np.int64)
         for k in range(bound.PACK):
             if k < lanes:
                 y[k] = bound.store(bound.body(i + k, values))

@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 
 from numba import config, cuda
 
-from ep.common.jit import is_generated, specialize
+from ep.common.jit import is_generated, scalar_function, specialize
 from ep.common.runtime.buffer import keep_for
 from ep.common.runtime.caches import BOUNDS
 from ep.common.runtime.device import cuda_device_count
@@ -46,6 +46,13 @@ def _max_blocks(device_index: int) -> int:
 def _several_devices() -> bool:
     return cuda_device_count() > 1
 
+
+
+def device_function(fn: Callable) -> Callable:
+    """fn for CUDA kernels to call: inlined into them when compiled; on the simulator a device
+    function, Python that sees the launch's simulated cuda module (a scalar function would be
+    compiled for the CPU)."""
+    return cuda.jit(device=True)(fn) if config.ENABLE_CUDASIM else scalar_function(fn)
 
 class CudaKernel:
     """template specialized with bindings for argtypes; compiled on first launch."""

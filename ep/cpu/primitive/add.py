@@ -18,28 +18,18 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 @template("formula", "load", "store", "ARITY")
 def _add(start, stop, args):
-    # ARITY is a constant of the build: the branches past it are dead code and vanish. Slices
-    # indexed by the range variable alone let LLVM vectorize.
+    # ARITY is a constant of the build: LLVM unrolls the loop over sources, each xs[k] then a
+    # known slice. Slices indexed by the range variable alone let LLVM vectorize.
     s0, s1, s2, s3, s4, s5, s6, s7, dst, attr0, attr1 = args
-    x0, x1, x2, x3 = s0[start:stop], s1[start:stop], s2[start:stop], s3[start:stop]
-    x4, x5, x6, x7 = s4[start:stop], s5[start:stop], s6[start:stop], s7[start:stop]
+    xs = (
+        s0[start:stop], s1[start:stop], s2[start:stop], s3[start:stop],
+        s4[start:stop], s5[start:stop], s6[start:stop], s7[start:stop],
+    )
     out = dst[start:stop]
     for i in range(stop - start):
-        acc = bound.load(x0[i])
-        if bound.ARITY > 1:
-            acc = bound.formula(acc, bound.load(x1[i]), attr0, attr1)
-        if bound.ARITY > 2:
-            acc = bound.formula(acc, bound.load(x2[i]), attr0, attr1)
-        if bound.ARITY > 3:
-            acc = bound.formula(acc, bound.load(x3[i]), attr0, attr1)
-        if bound.ARITY > 4:
-            acc = bound.formula(acc, bound.load(x4[i]), attr0, attr1)
-        if bound.ARITY > 5:
-            acc = bound.formula(acc, bound.load(x5[i]), attr0, attr1)
-        if bound.ARITY > 6:
-            acc = bound.formula(acc, bound.load(x6[i]), attr0, attr1)
-        if bound.ARITY > 7:
-            acc = bound.formula(acc, bound.load(x7[i]), attr0, attr1)
+        acc = bound.load(xs[0][i])
+        for k in range(1, bound.ARITY):
+            acc = bound.formula(acc, bound.load(xs[k][i]), attr0, attr1)
         out[i] = bound.store(acc)
 
 

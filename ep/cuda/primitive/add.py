@@ -22,26 +22,16 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 @template("formula", "compute", "load", "store", "ARITY", "INDEX", "opaque")
 def _add(s0, s1, s2, s3, s4, s5, s6, s7, dst, count, attr0, attr1):
-    # ARITY is a constant of the build: the loads past it are dead code and vanish.
+    # ARITY is a constant of the build: the loop over sources unrolls, each srcs[k] then a known
+    # argument, and the unused sources are never read.
+    srcs = (s0, s1, s2, s3, s4, s5, s6, s7)
     i = bound.INDEX(cuda.grid(1))
     step = bound.INDEX(cuda.gridsize(1))
     while i < count:
         # compute() is free when compiled; on the simulator it keeps the loaded values' dtype.
         acc = bound.compute(bound.load(s0[i]))
-        if bound.ARITY > 1:
-            acc = bound.formula(acc, bound.compute(bound.load(s1[i])), attr0, attr1)
-        if bound.ARITY > 2:
-            acc = bound.formula(acc, bound.compute(bound.load(s2[i])), attr0, attr1)
-        if bound.ARITY > 3:
-            acc = bound.formula(acc, bound.compute(bound.load(s3[i])), attr0, attr1)
-        if bound.ARITY > 4:
-            acc = bound.formula(acc, bound.compute(bound.load(s4[i])), attr0, attr1)
-        if bound.ARITY > 5:
-            acc = bound.formula(acc, bound.compute(bound.load(s5[i])), attr0, attr1)
-        if bound.ARITY > 6:
-            acc = bound.formula(acc, bound.compute(bound.load(s6[i])), attr0, attr1)
-        if bound.ARITY > 7:
-            acc = bound.formula(acc, bound.compute(bound.load(s7[i])), attr0, attr1)
+        for k in range(1, bound.ARITY):
+            acc = bound.formula(acc, bound.compute(bound.load(srcs[k][i])), attr0, attr1)
         dst[i] = bound.store(acc)
         i = bound.opaque(bound.INDEX(i + step))
 

@@ -18,7 +18,7 @@ from typing import Callable, Iterator, NamedTuple
 
 import numba
 import numpy as np
-from numba import cuda, types
+from numba import types
 
 from ep.common.jit import bound, template
 from ep.common.math import fast_divmod
@@ -35,6 +35,7 @@ from ep.common.runtime.buffer import address
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import HALF_TYPES, DataType
 from ep.common.runtime.device import DeviceType
+from ep.cuda.element import pack_grid, pack_item
 from ep.cuda.kernel import CudaKernel
 from ep.cuda.pack import op_lanes, pack_bindings, pack_bytes, pack_count
 from ep.include.primitive.binary_op import BinaryOp
@@ -76,13 +77,9 @@ def _binary(
     x0 = bound.pack_array(bound.SRC)
     x1 = bound.pack_array(bound.SRC)
     y = bound.pack_array(bound.DST)
-    w = bound.INDEX(cuda.grid(1))
-    step = bound.INDEX(cuda.gridsize(1))
-    work = bound.INDEX(count - packs * (bound.PACK - 1))
+    w, step, work = pack_grid(count, packs, bound.PACK, bound.INDEX)
     while w < work:
-        full = w < packs
-        i = bound.INDEX(w * bound.PACK if full else w + packs * (bound.PACK - 1))
-        lanes = bound.PACK if full else 1
+        full, i, lanes = pack_item(w, packs, bound.PACK, bound.INDEX)
         # ndim is the same for every thread: the unrolled dims' breaks never diverge.
         offset0, offset1 = split_offsets(
             i, ndim, sizes, multipliers, shifts, strides0, strides1, outer0, outer1, bound.DIVMOD

@@ -8,15 +8,15 @@ from typing import Iterator
 
 import numba
 import numpy as np
-from numba import config, cuda
+from numba import cuda
 
-from ep.common.jit import bound, scalar_function, specialize, template
+from ep.common.jit import bound, specialize, template
 from ep.common.math.binary_functor import binary_attr_dtype
 from ep.common.primitive.dim_scatter import LINE_DIMS, DimScatterFactoryImpl, DimScatterKernels, ScatterPlan, kernel_dtype, kernel_keys, scatter_line
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
-from ep.cuda.kernel import CudaKernel
+from ep.cuda.kernel import CudaKernel, device_function
 from ep.include.primitive.dim_scatter import DimScatterFactory, ScatterOp
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -38,9 +38,7 @@ class CudaDimScatterKernels(DimScatterKernels):
     def kernel(self, op: ScatterOp, dtype: DataType, index_dtype: DataType) -> CudaKernel:
         """The lines of op on dtype (kernel_dtype's) by indices of index_dtype."""
         name = f"dim_scatter_{op.value}_{dtype.value}_{index_dtype.value}"
-        line = specialize(scatter_line, f"{name}_line", **self.line_bindings(op, dtype, DeviceType.kCUDA))
-        # The simulator runs kernels as Python: a line reading device arrays runs as Python too.
-        line = line if config.ENABLE_CUDASIM else scalar_function(line)
+        line = device_function(specialize(scatter_line, f"{name}_line", **self.line_bindings(op, dtype, DeviceType.kCUDA)))
         storage = numba.from_dtype(dtype.storage_dtype)
         argtypes = (
             numba.from_dtype(index_dtype.dtype)[::1], storage[::1], storage[::1], numba.int64, _TABLE,

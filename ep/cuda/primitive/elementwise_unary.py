@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import cuda
 
 from ep.common.jit import bound, template
 from ep.common.primitive.elementwise_unary import ElementwiseUnaryFactoryImpl, ElementwiseUnaryKernels, unary_bindings
@@ -12,6 +11,7 @@ from ep.common.runtime.buffer import address
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
+from ep.cuda.element import pack_grid, pack_item
 from ep.cuda.kernel import CudaKernel
 from ep.cuda.pack import op_lanes, pack_bindings, pack_bytes, pack_count
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
@@ -39,13 +39,9 @@ def _unary(src, dst, count, attr0, attr1, packs):
     # unrolls it and keeps the lanes in registers, and the formula is inlined once.
     x = bound.pack_array(bound.SRC)
     y = bound.pack_array(bound.DST)
-    w = cuda.grid(1)
-    step = cuda.gridsize(1)
-    work = count - packs * (bound.PACK - 1)
+    w, step, work = pack_grid(count, packs, bound.PACK, np.int64)
     while w < work:
-        full = w < packs
-        i = w * bound.PACK if full else w + packs * (bound.PACK - 1)
-        lanes = bound.PACK if full else 1
+        full, i, lanes = pack_item(w, packs, bound.PACK, np.int64)
         bound.load_pack(x, src, i, full, 1)
         for k in range(bound.PACK):
             if k < lanes:

@@ -13,7 +13,6 @@ from typing import Iterator
 
 import numba
 import numpy as np
-from numba import cuda
 
 from ep.common.jit import bound, template
 from ep.common.math import fast_divmod
@@ -24,6 +23,7 @@ from ep.common.runtime.buffer import address
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
+from ep.cuda.element import pack_grid, pack_item
 from ep.cuda.kernel import CudaKernel
 from ep.cuda.pack import pack_bindings, pack_bytes, pack_count, pack_lanes
 from ep.cuda.primitive import gather_common
@@ -35,13 +35,9 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 def _one_hot(indices, dst, count, packs, depth, depth_m, depth_s, lo, hi, on, off):
     # packs: work items 0 to packs - 1 are full packs of PACK elements, the rest one element each.
     y = bound.pack_array(bound.DST)
-    w = bound.INDEX(cuda.grid(1))
-    step = bound.INDEX(cuda.gridsize(1))
-    work = bound.INDEX(count - packs * (bound.PACK - 1))
+    w, step, work = pack_grid(count, packs, bound.PACK, bound.INDEX)
     while w < work:
-        full = w < packs
-        i = bound.INDEX(w * bound.PACK) if full else bound.INDEX(w + packs * (bound.PACK - 1))
-        lanes = bound.PACK if full else 1
+        full, i, lanes = pack_item(w, packs, bound.PACK, bound.INDEX)
         row, col = bound.DIVMOD(i, depth, depth_m, depth_s)
         hot = gather_row(np.int64(indices[row]), lo, hi, depth, False)
         for k in range(bound.PACK):

@@ -29,7 +29,7 @@ from ep.common.primitive.reduce import FusedSource, ReduceFactoryImpl, ReduceKer
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, cuda_device_count
-from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel
+from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel, device_function
 from ep.cuda.simulated import lanes_reduce
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.reduce import ReduceFactory, ReduceOp
@@ -56,9 +56,8 @@ def _shared_states(acc):
 
 
 # shared_states(acc): a state per thread of the block in shared memory, as four arrays (its three
-# values of acc and its index), for Reduce's and Scan's kernels. Compiled, it is inlined; the
-# simulator runs it as a device function, which sees the kernel's simulated cuda module.
-shared_states = cuda.jit(device=True)(_shared_states) if _SIM else scalar_function(_shared_states)
+# values of acc and its index), for Reduce's and Scan's kernels.
+shared_states = device_function(_shared_states)
 
 
 @template("init", "step", "merge", "finish", "element", "store", "warp_merge", "ACC", "STATES")

@@ -31,7 +31,7 @@ from ep.common.primitive.softmax import FACTORIES, SoftmaxKernels
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import FLOATING_TYPES, DataType
 from ep.common.runtime.device import DeviceType, cuda_device_count
-from ep.cuda.kernel import CudaKernel
+from ep.cuda.kernel import CudaKernel, device_function
 from ep.cuda.simulated import lanes_reduce
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
@@ -95,16 +95,13 @@ def _warp(a, b, dst, rows, cols, width, shift):
         first_row += step
 
 
-@template("load", "store", "term", "finish", "output", "FORWARD", "COMPUTE", "CACHED", "group_max", "group_sum")
+@template("load", "store", "term", "finish", "output", "FORWARD", "COMPUTE", "CACHED", "block_max", "block_sum")
 def _block(a, b, dst, rows, cols):
     # A block per row. Thread t takes columns t, t + threads, ...; CACHED keeps them in shared
     # memory (a's at [col], b's at [cols + col] backward), read back only by the thread that
     # wrote them, so the cache needs no barrier.
     tid = cuda.threadIdx.x
     threads = cuda.blockDim.x
-    lane = tid & (WARP - 1)
-    warp = tid >> 5
-    warps = (threads + WARP - 1) >> 5
     partial = cuda.shared.array(_MAX_WARPS, bound.COMPUTE)
     cache = cuda.shared.array(0, bound.COMPUTE)
     zero = bound.COMPUTE(0)
@@ -125,38 +122,25 @@ def _block(a, b, dst, rows, cols):
                     mx = maximum(mx, va)
                 col += threads
         if bound.FORWARD:
-            mx = bound.group_max(mx, WARP)
-            if lane == 0:
-                partial[warp] = mx
-            cuda.syncthreads()
-            mx = partial[0]
-            for w in range(1, warps):
-                mx = maximum(mx, partial[w])
-            cuda.syncthreads()
+            mx = bound.block_max(mx, partial)
+
+        def held(col):
+            # The row's a and b at col, read back from the cache or again from global memory.
+            if bound.CACHED:
+                return cache[col], cache[second + col]
+            return bound.load(a[offset + col]), bound.load(b[offset + col])
+
         s = zero
         col = tid
         while col < cols:
-            if bound.CACHED:
-                va, vb = cache[col], cache[second + col]
-            else:
-                va, vb = bound.load(a[offset + col]), bound.load(b[offset + col])
+            va, vb = held(col)
             s = add(s, bound.term(va, vb, mx))
             col += threads
-        s = bound.group_sum(s, WARP)
-        if lane == 0:
-            partial[warp] = s
-        cuda.syncthreads()
-        s = partial[0]
-        for w in range(1, warps):
-            s = add(s, partial[w])
-        cuda.syncthreads()
+        s = bound.block_sum(s, partial)
         p, q = bound.finish(mx, s)
         col = tid
         while col < cols:
-            if bound.CACHED:
-                va, vb = cache[col], cache[second + col]
-            else:
-                va, vb = bound.load(a[offset + col]), bound.load(b[offset + col])
+            va, vb = held(col)
             dst[offset + col] = bound.store(bound.output(va, vb, p, q))
             col += threads
         row += cuda.gridDim.x
@@ -192,6 +176,30 @@ if _SIM:
     GROUP_MAX, GROUP_SUM = _simulated_group_reduce(np.fmax), _simulated_group_reduce(np.add)
 else:
     GROUP_MAX, GROUP_SUM = _shuffle_reduce(maximum), _shuffle_reduce(add)
+
+
+def _block_reduce(group_reduce: Callable, combine: Callable) -> Callable:
+    """A block's reduction: group_reduce over each warp, whose lane 0 posts the result in
+    partial[warp] (shared, a slot per warp), then the warps' results combined in order, so every
+    thread ends with the result. Called by every thread of the block alike; the last barrier keeps
+    partial until every thread has read it."""
+
+    def reduce(value, partial):
+        tid = cuda.threadIdx.x
+        value = group_reduce(value, WARP)
+        if tid & (WARP - 1) == 0:
+            partial[tid >> 5] = value
+        cuda.syncthreads()
+        value = partial[0]
+        for w in range(1, (cuda.blockDim.x + WARP - 1) >> 5):
+            value = combine(value, partial[w])
+        cuda.syncthreads()
+        return value
+
+    return device_function(reduce)
+
+
+BLOCK_MAX, BLOCK_SUM = _block_reduce(GROUP_MAX, maximum), _block_reduce(GROUP_SUM, add)
 
 
 @functools.cache
@@ -250,8 +258,6 @@ class CudaSoftmaxKernels(SoftmaxKernels):
             store=store_fn(dtype, DeviceType.kCUDA),
             FORWARD=self.op.forward,
             COMPUTE=numba.from_dtype(compute),
-            group_max=GROUP_MAX,
-            group_sum=GROUP_SUM,
             **{name: value for name, value in vars(formulas(self.op, compute)).items() if name != "rescale"},
         )
 
@@ -264,13 +270,17 @@ class CudaSoftmaxKernels(SoftmaxKernels):
         name = f"{self.op.name}_warp{cpt}_{dtype.value}"
         bindings = self._bindings(dtype)
         return CudaKernel(
-            _warp, name, self._argtypes(dtype, 2), full_occupancy=False, CPT=cpt, registers=_registers(cpt), **bindings
+            _warp, name, self._argtypes(dtype, 2), full_occupancy=False, CPT=cpt, registers=_registers(cpt),
+            group_max=GROUP_MAX, group_sum=GROUP_SUM, **bindings,
         )
 
     @function_cache("kernels")
     def block_kernel(self, dtype: DataType, cached: bool) -> CudaKernel:
         name = f"{self.op.name}_block_{'smem' if cached else 'uncached'}_{dtype.value}"
-        return CudaKernel(_block, name, self._argtypes(dtype, 0), full_occupancy=False, CACHED=cached, **self._bindings(dtype))
+        return CudaKernel(
+            _block, name, self._argtypes(dtype, 0), full_occupancy=False, CACHED=cached,
+            block_max=BLOCK_MAX, block_sum=BLOCK_SUM, **self._bindings(dtype),
+        )
 
     def launch(self, stream, dtype: DataType, rows: int, cols: int, a, b, dst) -> None:
         index = stream.device.index
