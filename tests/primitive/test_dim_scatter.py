@@ -84,6 +84,16 @@ def test_repeated_float_sums_are_the_same_on_every_device_and_run(device):
     assert runs[0].tobytes() == runs[1].tobytes() == expected.tobytes()
 
 
+@pytest.mark.parametrize("index_rows", [3, 1])
+def test_rows_longer_than_a_task_block(device, index_rows):
+    # 600 lines in a row: a CPU task walks 256 of them together, the last 88.
+    rng = np.random.default_rng(7)
+    src, out = rng.standard_normal((3, 600)).astype(np.float32), rng.standard_normal((4, 600)).astype(np.float32)
+    index = rng.integers(0, 4, (3, 600) if index_rows == 3 else (3, 1))
+    got = launch(device, ScatterOp.kAdd, (3, 600), 0, index, src, out)
+    assert got.tobytes() == reference(ScatterOp.kAdd, (3, 600), 0, index, src, out).tobytes()
+
+
 @pytest.mark.parametrize(
     "args, match",
     [

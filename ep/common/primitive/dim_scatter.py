@@ -38,9 +38,10 @@ LINE_DIMS = validate.MAX_NUM_DIMS - 1
 
 
 @template("UPDATE", "formula", "compute", "load", "store")
-def scatter_line(line, index, src, out, line_ndim, table, length, index_step, src_step, out_step, size, attr):
-    # The line's first elements: its coordinates (innermost line dim last) times each buffer's strides.
-    rest = line
+def scatter_line(first, width, index, src, out, line_ndim, table, length, index_step, src_step, out_step, size, attr):
+    # Lines first to first + width - 1, consecutive along the innermost line dim, walked together
+    # (each still in index order): a CPU task's rows of them are contiguous, a CUDA thread's width 1.
+    rest = first
     at_index = 0
     at_src = 0
     at_out = 0
@@ -51,20 +52,38 @@ def scatter_line(line, index, src, out, line_ndim, table, length, index_step, sr
         at_index += c * table[LINE_DIMS + d]
         at_src += c * table[2 * LINE_DIMS + d]
         at_out += c * table[3 * LINE_DIMS + d]
+    # The innermost line dim's strides (a padding 0 when there is no line dim, and width is 1).
+    inner = line_ndim - 1 if line_ndim else LINE_DIMS - 1
+    index_inner, src_inner, out_inner = table[LINE_DIMS + inner], table[2 * LINE_DIMS + inner], table[3 * LINE_DIMS + inner]
+    if width > 1 and index_inner == 0 and src_inner == 1 and out_inner == 1:
+        # One index for the block's lines (index_add's), its rows contiguous: unsigned offsets (no
+        # negative-index wrap) stepping by one, which LLVM vectorizes.
+        for k in range(length):
+            j = np.int64(index[at_index + k * index_step])
+            if 0 <= j < size:
+                row = np.uint64(at_out + j * out_step)
+                values = np.uint64(at_src + k * src_step)
+                for w in range(np.uint64(width)):
+                    if bound.UPDATE:
+                        out[row + w] = src[values + w]
+                    else:
+                        out[row + w] = bound.store(bound.formula(bound.compute(bound.load(out[row + w])), bound.compute(bound.load(src[values + w])), attr, attr))
+        return
     for k in range(length):
-        j = np.int64(index[at_index + k * index_step])
-        if 0 <= j < size:
-            at = at_out + j * out_step
-            if bound.UPDATE:
-                out[at] = src[at_src + k * src_step]
-            else:
-                value = bound.formula(bound.compute(bound.load(out[at])), bound.compute(bound.load(src[at_src + k * src_step])), attr, attr)
-                out[at] = bound.store(value)
+        for w in range(width):
+            j = np.int64(index[at_index + k * index_step + w * index_inner])
+            if 0 <= j < size:
+                at = at_out + j * out_step + w * out_inner
+                value = src[at_src + k * src_step + w * src_inner]
+                if bound.UPDATE:
+                    out[at] = value
+                else:
+                    out[at] = bound.store(bound.formula(bound.compute(bound.load(out[at])), bound.compute(bound.load(value)), attr, attr))
 
 
 class ScatterPlan(NamedTuple):
-    """A launch's checked sizes: its buffers' element counts, then scatter_line's arguments after
-    the buffers (table: LINE_DIMS line dims, innermost of line_ndim last, then index's, src's and
+    """A launch's checked sizes: its buffers' element counts, its lines and the innermost line dim's
+    size (inner: lines come in rows of it), then scatter_line's arguments after the buffers (table: LINE_DIMS line dims, innermost of line_ndim last, then index's, src's and
     out's element strides along them, index's 0 where it broadcasts, each row padded to LINE_DIMS;
     the steps: their strides along dim)."""
 
@@ -72,6 +91,7 @@ class ScatterPlan(NamedTuple):
     src_count: int
     out_count: int
     lines: int
+    inner: int
     line_ndim: int
     table: tuple[int, ...]
     length: int
@@ -120,7 +140,7 @@ def scatter_plan(num_dims, dims, dim, index_dims, src_dims, out_dims) -> Scatter
     )
     lines = math.prod(dims) // dims[dim] if dims[dim] else 0
     return ScatterPlan(
-        math.prod(index_dims), math.prod(src_dims), math.prod(out_dims), lines, len(line_dims), table, dims[dim],
+        math.prod(index_dims), math.prod(src_dims), math.prod(out_dims), lines, dims[line_dims[-1]] if line_dims else 1, len(line_dims), table, dims[dim],
         index_strides[dim], src_strides[dim], out_strides[dim], out_dims[dim],
     )
 

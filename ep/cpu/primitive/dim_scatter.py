@@ -20,11 +20,20 @@ from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 _TABLE = numba.types.UniTuple(numba.int64, 4 * LINE_DIMS)
 
 
+# Lines a task walks together: contiguous runs of 1 KiB of float32 in out and src per position.
+BLOCK = 256
+
+
 @template("line")
 def _scatter_lines(start, stop, args):
-    index, src, out, line_ndim, table, length, index_step, src_step, out_step, size, attr = args
-    for line in range(start, stop):
-        bound.line(line, index, src, out, line_ndim, table, length, index_step, src_step, out_step, size, attr)
+    # Task t: lines [first, first + width) of one row of the innermost line dim (inner lines).
+    index, src, out, line_ndim, table, length, index_step, src_step, out_step, size, attr, inner = args
+    blocks = (inner + BLOCK - 1) // BLOCK
+    for task in range(start, stop):
+        row = task // blocks
+        first = (task - row * blocks) * BLOCK
+        width = inner - first if inner - first < BLOCK else BLOCK
+        bound.line(row * inner + first, width, index, src, out, line_ndim, table, length, index_step, src_step, out_step, size, attr)
 
 
 class CpuDimScatterKernels(DimScatterKernels):
@@ -36,15 +45,16 @@ class CpuDimScatterKernels(DimScatterKernels):
         storage = dtype.storage_dtype
         arg_types = (
             input_array(index_dtype.dtype), input_array(storage), output_array(storage), numba.int64, _TABLE,
-            *(numba.int64,) * 5, numba.from_dtype(binary_attr_dtype(dtype)),
+            *(numba.int64,) * 5, numba.from_dtype(binary_attr_dtype(dtype)), numba.int64,
         )
         return ParallelFor(_scatter_lines, name, arg_types, line=line)
 
     def run(self, primitive, plan: ScatterPlan, stream, index, src, out) -> None:
         span = self.kernel(primitive.op, kernel_dtype(primitive.op, primitive.dtype), primitive.index_dtype)
         attr = binary_attr_dtype(kernel_dtype(primitive.op, primitive.dtype)).type(0)
-        args = (index, src, out, plan.line_ndim, plan.table, plan.length, plan.index_step, plan.src_step, plan.out_step, plan.size, attr)
-        span(args, plan.lines, plan.lines * plan.length)
+        args = (index, src, out, plan.line_ndim, plan.table, plan.length, plan.index_step, plan.src_step, plan.out_step, plan.size, attr, plan.inner)
+        tasks = plan.lines // plan.inner * -(-plan.inner // BLOCK)
+        span(args, tasks, plan.lines * plan.length)
 
     def all_kernels(self) -> Iterator[ParallelFor]:
         for key in kernel_keys():

@@ -29,7 +29,7 @@ def _scatter_lines(index, src, out, line_ndim, table, lines, length, index_step,
     line = np.int64(cuda.grid(1))
     step = np.int64(cuda.gridsize(1))
     while line < lines:
-        bound.line(line, index, src, out, line_ndim, table, length, index_step, src_step, out_step, size, attr)
+        bound.line(line, 1, index, src, out, line_ndim, table, length, index_step, src_step, out_step, size, attr)
         line += step
 
 
