@@ -24,6 +24,7 @@ from ep.include.primitive.reduce import ReduceOp
 from ep.ops import reduce as reductions
 from ep.ops.binary import binary
 from ep.ops.reduce import MISSING, check_reduction, dim_keepdim, norm_dtype, reduce_dtypes, reduced_dims, reduced_shape
+from ep.ops.unary import unary
 from ep.sbp.boxing import all_gather_parts, to_device, to_host
 from ep.sbp.global_ops import global_tensors
 from ep.sbp.global_tensor import device_name
@@ -176,8 +177,6 @@ def _parts(name: str, local: dict, piece, out_dtype: np.dtype, dims, logical: tu
 def _moments(x, piece, dims) -> list[np.ndarray]:
     """A part's count, mean and sum of squared deviations over dims, on the host in float64 (float16
     and bfloat16 parts computed in float32)."""
-    from ep.ops.unary import unary
-
     attrs = piece.attributes
     if np.dtype(x.dtype).itemsize < 4:
         x = unary("cast", x, dtype=np.float32)

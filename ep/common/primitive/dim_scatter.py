@@ -12,10 +12,11 @@ import abc
 import math
 from typing import Iterator, NamedTuple
 
+import numba
 import numpy as np
 
-from ep.common.jit import bound, template
-from ep.common.math.binary_functor import binary_formula
+from ep.common.jit import bound, specialize, template
+from ep.common.math.binary_functor import binary_attr_dtype, binary_formula
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.fill import UNIT_TYPES, as_units
@@ -33,8 +34,10 @@ from ep.include.primitive.dim_scatter import DimScatter, DimScatterFactory, Scat
 BINARY_OPS = {ScatterOp.kAdd: BinaryOp.kAdd, ScatterOp.kMul: BinaryOp.kMul}
 
 
-# The line dims a table holds (every dim but the scatter dim), each row of the table that long.
+# The line dims a table holds (every dim but the scatter dim), each row of the table that long;
+# the table reaches the kernels by value, as this tuple type.
 LINE_DIMS = validate.MAX_NUM_DIMS - 1
+TABLE_TYPE = numba.types.UniTuple(numba.int64, 4 * LINE_DIMS)
 
 
 @template("UPDATE", "formula", "compute", "load", "store")
@@ -83,9 +86,10 @@ def scatter_line(first, width, index, src, out, line_ndim, table, length, index_
 
 class ScatterPlan(NamedTuple):
     """A launch's checked sizes: its buffers' element counts, its lines and the innermost line dim's
-    size (inner: lines come in rows of it), then scatter_line's arguments after the buffers (table: LINE_DIMS line dims, innermost of line_ndim last, then index's, src's and
-    out's element strides along them, index's 0 where it broadcasts, each row padded to LINE_DIMS;
-    the steps: their strides along dim)."""
+    size (inner: lines come in rows of it), then scatter_line's arguments after the buffers (table:
+    LINE_DIMS line dims, innermost of line_ndim last, then index's, src's and out's element strides
+    along them, index's 0 where it broadcasts, each row padded to LINE_DIMS; the steps: their
+    strides along dim)."""
 
     index_count: int
     src_count: int
@@ -146,24 +150,30 @@ def scatter_plan(num_dims, dims, dim, index_dims, src_dims, out_dims) -> Scatter
 
 
 class DimScatterKernels(abc.ABC):
-    """What a device supplies: its run of scatter_line over a plan's lines."""
+    """What a device supplies: its kernel of scatter_line over a plan's lines, and its run."""
 
     @staticmethod
-    def line_bindings(op: ScatterOp, dtype: DataType, device: DeviceType) -> dict[str, object]:
-        """scatter_line's slots for op on dtype (kernel_dtype's) in device's kernels."""
+    def line(op: ScatterOp, dtype: DataType, index_dtype: DataType, device: DeviceType) -> tuple[str, object]:
+        """(the kernel's name, scatter_line specialized) for op on dtype (kernel_dtype's) in device's kernels."""
+        name = f"dim_scatter_{op.value}_{dtype.value}_{index_dtype.value}"
         combine = BINARY_OPS.get(op, BinaryOp.kAdd)  # kUpdate never reaches its formula
-        return {
+        bindings = {
             "UPDATE": op is ScatterOp.kUpdate, "formula": binary_formula(combine, dtype), "compute": dtype.compute_dtype.type,
             "load": load_fn(dtype, device), "store": store_fn(dtype, device),
         }
+        return name, specialize(scatter_line, f"{name}_line", **bindings)
+
+    @abc.abstractmethod
+    def kernel(self, op: ScatterOp, dtype: DataType, index_dtype: DataType) -> object:
+        """The device's kernel of op on dtype (kernel_dtype's) by indices of index_dtype."""
 
     @abc.abstractmethod
     def run(self, primitive: DimScatterImpl, plan: ScatterPlan, stream, index, src, out) -> None:
         """scatter_line over plan.lines lines of index, src and out (storage; kUpdate's as units)."""
 
-    @abc.abstractmethod
     def all_kernels(self) -> Iterator[object]:
         """Every device kernel a run can launch, for the PTX check."""
+        return (self.kernel(*key) for key in kernel_keys())
 
 
 class DimScatterImpl(Declared, DimScatter):
@@ -178,6 +188,9 @@ class DimScatterImpl(Declared, DimScatter):
     def __init__(self, device_type: DeviceType, kernels: DimScatterKernels, op: ScatterOp, dtype: DataType, index_dtype: DataType) -> None:
         self.device_type = device_type
         self.op, self.dtype, self.index_dtype = op, dtype, index_dtype
+        # What the kernels run in (kUpdate's unit of dtype's size), and their unused formula scalar.
+        self.kernel_dtype = kernel_dtype(op, dtype)
+        self.attr = binary_attr_dtype(self.kernel_dtype).type(0)
         self._kernels = kernels
 
     def plan(self, num_dims, dims, dim, index_dims, src_dims, out_dims) -> ScatterPlan:

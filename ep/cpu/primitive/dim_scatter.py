@@ -2,23 +2,17 @@
 lines write disjoint elements of out)."""
 from __future__ import annotations
 
-from typing import Iterator
-
 import numba
 
-from ep.common.jit import bound, scalar_function, specialize, template
+from ep.common.jit import bound, scalar_function, template
 from ep.common.math.binary_functor import binary_attr_dtype
-from ep.common.primitive.dim_scatter import LINE_DIMS, DimScatterFactoryImpl, DimScatterKernels, ScatterPlan, kernel_dtype, kernel_keys, scatter_line
+from ep.common.primitive.dim_scatter import TABLE_TYPE, DimScatterFactoryImpl, DimScatterKernels, ScatterPlan
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
 from ep.include.primitive.dim_scatter import DimScatterFactory, ScatterOp
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
-
-# The line table (ep.common.primitive.dim_scatter.ScatterPlan.table), passed by value.
-_TABLE = numba.types.UniTuple(numba.int64, 4 * LINE_DIMS)
-
 
 # Lines a task walks together: contiguous runs of 1 KiB of float32 in out and src per position.
 BLOCK = 256
@@ -39,26 +33,21 @@ def _scatter_lines(start, stop, args):
 class CpuDimScatterKernels(DimScatterKernels):
     @function_cache("kernels")
     def kernel(self, op: ScatterOp, dtype: DataType, index_dtype: DataType) -> ParallelFor:
-        """The lines of op on dtype (kernel_dtype's) by indices of index_dtype."""
-        name = f"dim_scatter_{op.value}_{dtype.value}_{index_dtype.value}"
-        line = scalar_function(specialize(scatter_line, f"{name}_line", **self.line_bindings(op, dtype, DeviceType.kCPU)))
+        name, line = self.line(op, dtype, index_dtype, DeviceType.kCPU)
         storage = dtype.storage_dtype
         arg_types = (
-            input_array(index_dtype.dtype), input_array(storage), output_array(storage), numba.int64, _TABLE,
+            input_array(index_dtype.dtype), input_array(storage), output_array(storage), numba.int64, TABLE_TYPE,
             *(numba.int64,) * 5, numba.from_dtype(binary_attr_dtype(dtype)), numba.int64,
         )
-        return ParallelFor(_scatter_lines, name, arg_types, line=line)
+        return ParallelFor(_scatter_lines, name, arg_types, line=scalar_function(line))
 
     def run(self, primitive, plan: ScatterPlan, stream, index, src, out) -> None:
-        span = self.kernel(primitive.op, kernel_dtype(primitive.op, primitive.dtype), primitive.index_dtype)
-        attr = binary_attr_dtype(kernel_dtype(primitive.op, primitive.dtype)).type(0)
-        args = (index, src, out, plan.line_ndim, plan.table, plan.length, plan.index_step, plan.src_step, plan.out_step, plan.size, attr, plan.inner)
+        span = self.kernel(primitive.op, primitive.kernel_dtype, primitive.index_dtype)
+        args = (
+            index, src, out, plan.line_ndim, plan.table, plan.length, plan.index_step, plan.src_step, plan.out_step, plan.size,
+            primitive.attr, plan.inner,
+        )
         tasks = plan.lines // plan.inner * -(-plan.inner // BLOCK)
         span(args, tasks, plan.lines * plan.length)
-
-    def all_kernels(self) -> Iterator[ParallelFor]:
-        for key in kernel_keys():
-            yield self.kernel(*key)
-
 
 REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, DimScatterFactory, DimScatterFactoryImpl(DeviceType.kCPU, CpuDimScatterKernels()))

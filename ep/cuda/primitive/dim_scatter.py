@@ -4,24 +4,19 @@ every run). Consecutive threads take consecutive lines, which are consecutive el
 scatter dim is not the innermost."""
 from __future__ import annotations
 
-from typing import Iterator
-
 import numba
 import numpy as np
 from numba import cuda
 
-from ep.common.jit import bound, specialize, template
+from ep.common.jit import bound, template
 from ep.common.math.binary_functor import binary_attr_dtype
-from ep.common.primitive.dim_scatter import LINE_DIMS, DimScatterFactoryImpl, DimScatterKernels, ScatterPlan, kernel_dtype, kernel_keys, scatter_line
+from ep.common.primitive.dim_scatter import TABLE_TYPE, DimScatterFactoryImpl, DimScatterKernels, ScatterPlan
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel, device_function
 from ep.include.primitive.dim_scatter import DimScatterFactory, ScatterOp
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
-
-# The line table (ep.common.primitive.dim_scatter.ScatterPlan.table), passed by value.
-_TABLE = numba.types.UniTuple(numba.int64, 4 * LINE_DIMS)
 
 
 @template("line")
@@ -36,27 +31,19 @@ def _scatter_lines(index, src, out, line_ndim, table, lines, length, index_step,
 class CudaDimScatterKernels(DimScatterKernels):
     @function_cache("kernels")
     def kernel(self, op: ScatterOp, dtype: DataType, index_dtype: DataType) -> CudaKernel:
-        """The lines of op on dtype (kernel_dtype's) by indices of index_dtype."""
-        name = f"dim_scatter_{op.value}_{dtype.value}_{index_dtype.value}"
-        line = device_function(specialize(scatter_line, f"{name}_line", **self.line_bindings(op, dtype, DeviceType.kCUDA)))
+        name, line = self.line(op, dtype, index_dtype, DeviceType.kCUDA)
         storage = numba.from_dtype(dtype.storage_dtype)
         argtypes = (
-            numba.from_dtype(index_dtype.dtype)[::1], storage[::1], storage[::1], numba.int64, _TABLE,
+            numba.from_dtype(index_dtype.dtype)[::1], storage[::1], storage[::1], numba.int64, TABLE_TYPE,
             *(numba.int64,) * 6, numba.from_dtype(binary_attr_dtype(dtype)),
         )
-        return CudaKernel(_scatter_lines, name, argtypes, full_occupancy=False, line=line)
+        return CudaKernel(_scatter_lines, name, argtypes, full_occupancy=False, line=device_function(line))
 
     def run(self, primitive, plan: ScatterPlan, stream, index, src, out) -> None:
-        dtype = kernel_dtype(primitive.op, primitive.dtype)
-        kernel = self.kernel(primitive.op, dtype, primitive.index_dtype)
-        attr = binary_attr_dtype(dtype).type(0)
+        kernel = self.kernel(primitive.op, primitive.kernel_dtype, primitive.index_dtype)
         kernel.launch(
-            stream, plan.lines, index, src, out, plan.line_ndim, plan.table, plan.lines, plan.length, plan.index_step, plan.src_step, plan.out_step, plan.size, attr
+            stream, plan.lines, index, src, out, plan.line_ndim, plan.table, plan.lines, plan.length, plan.index_step, plan.src_step,
+            plan.out_step, plan.size, primitive.attr,
         )
-
-    def all_kernels(self) -> Iterator[CudaKernel]:
-        for key in kernel_keys():
-            yield self.kernel(*key)
-
 
 REGISTER_PRIMITIVE_FACTORY(DeviceType.kCUDA, DimScatterFactory, DimScatterFactoryImpl(DeviceType.kCUDA, CudaDimScatterKernels()))
