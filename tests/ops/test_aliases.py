@@ -36,8 +36,13 @@ DTYPES = sampled(ALL)
 INTS = tuple(dtype.name for dtype in INT_DTYPES)
 # Where the library computes and ep refuses (TypeError naming the dtype): ops ep has for floats only.
 NOT_IMPLEMENTED = {
-    "hardtanh": INTS, "softsign": INTS, "absolute": ("bool",),
+    "absolute": ("bool",),
 }
+
+
+# Where ep deliberately differs at an integer dtype's extremes (the record's doc says how): those
+# values are left out for these names.
+WRAPS_IN_TORCH = {"softsign"}
 
 
 # PyTorch's uint16, uint32 and uint64 are storage types with few kernels ("not implemented for
@@ -45,6 +50,7 @@ NOT_IMPLEMENTED = {
 NUMPY_MEANING = {
     "neg": np.negative, "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
     "gt": np.greater, "ge": np.greater_equal,
+    "softsign": lambda x: (x / (1 + np.abs(x).astype(np.float64))).astype(np.float32),  # torch's float32
 }
 
 
@@ -53,12 +59,13 @@ def test_every_alias_has_its_reference():
     assert aliases == set(UNARY) | set(BINARY)
 
 
-def _values(dtype: np.dtype) -> np.ndarray:
+def _values(dtype: np.dtype, extremes: bool = True) -> np.ndarray:
     if dtype == np.bool_:
         return np.array([True, False])
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        return np.array([v for v in (0, 1, -1, 2, 3, -7, 7, 100, info.min, info.max) if info.min <= v <= info.max], dtype)
+        values = (0, 1, -1, 2, 3, -7, 7, 100) + ((info.min, info.max) if extremes else ())
+        return np.array([v for v in values if info.min <= v <= info.max], dtype)
     return np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 7.0, 20.0, 1e4, -0.25, np.inf, -np.inf, np.nan], dtype)
 
 
@@ -80,7 +87,7 @@ def _reference(function, *arrays):
 
 def _check(name, dtype, got_call, want) -> None:
     if isinstance(want, Exception):
-        with pytest.raises((TypeError, ValueError)):
+        with pytest.raises((TypeError, ValueError, OverflowError)):
             got_call()
         return
     if dtype.name in NOT_IMPLEMENTED.get(name, ()):
@@ -99,7 +106,7 @@ def _check(name, dtype, got_call, want) -> None:
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_unary_alias_computes_as_its_library(device, name):
     for dtype in DTYPES:
-        x = _values(dtype)
+        x = _values(dtype, extremes=name not in WRAPS_IN_TORCH)
         _check(name, dtype, lambda: ep.ops.unary(name, to_device(x, device)), _reference(UNARY[name], x))
 
 

@@ -46,7 +46,9 @@ def expected_combinations():
     """(op, src, dst) for every combination the issue asks for."""
     table = {(op, s, s) for op in FLOAT_OPS for s in FLOATS}
     table |= {(op, s, s) for op in _EXACT_ON_INTEGERS for s in FLOATS + INTS}
-    table |= {(op, BOOL, BOOL) for op in (U.kIdentity, U.kRelu)}
+    # PyTorch's clamps of integers, and torch.sign of bool
+    table |= {(op, s, s) for op in (U.kHardTanh, U.kThreshold) for s in INTS}
+    table |= {(op, BOOL, BOOL) for op in (U.kIdentity, U.kRelu, U.kSign)}
     table |= {(op, s, BOOL) for op in _PREDICATES for s in ALL}
     table |= {(U.kNotEqualZero, s, s) for s in ALL}
     table |= {(U.kBitwiseNot, s, s) for s in INTS + (BOOL,)}
@@ -219,7 +221,7 @@ REFERENCES = {
     U.kRsqrt: lambda x, a, b: 1 / np.sqrt(x),
     U.kSigmoid: lambda x, a, b: _sigmoid(x),
     # PyTorch's sign is (0 < x) - (x < 0): 0 for NaN, where NumPy's gives NaN.
-    U.kSign: lambda x, a, b: np.where(np.isnan(x), 0, np.sign(x)) if x.dtype.kind == "f" else np.sign(x),
+    U.kSign: lambda x, a, b: np.where(np.isnan(x), 0, np.sign(x)) if x.dtype.kind == "f" else x if x.dtype == BOOL else np.sign(x),
     U.kSin: lambda x, a, b: np.sin(x),
     U.kSinh: lambda x, a, b: np.sinh(x),
     U.kSqrt: lambda x, a, b: np.sqrt(x),
@@ -251,6 +253,8 @@ OTHER_ATTRS = {
     U.kLeakyRelu: (0.25, None), U.kSoftShrink: (1.25, None), U.kSoftPlus: (2.0, 10.0), U.kThreshold: (0.5, -7.0),
     U.kLogit: (0.125, None),
 }
+# For integer inputs, bounds every integer dtype holds once truncated toward zero, as torch truncates them.
+INTEGER_ATTRS = {U.kHardTanh: (1.5, 90.7), U.kThreshold: (2.5, 7.9)}
 
 # Inputs: a sweep of each op's domain, a few edge values, and the IEEE specials.
 _SPECIALS = [0.0, -0.0, math.nan, math.inf, -math.inf]
@@ -315,7 +319,10 @@ OP_CASES = sampled(c for c in COMBINATIONS if c[0] is not U.kCast)
 @pytest.mark.parametrize("op, src, dst", OP_CASES, ids=[f"{op.name}-{s.name}" for op, s, _ in OP_CASES])
 def test_every_op_and_dtype_against_the_reference(device, op, src, dst):
     x = inputs(op, src)
-    if op in OTHER_ATTRS:
+    if op in INTEGER_ATTRS and kind(src) in "iu":
+        attrs = INTEGER_ATTRS[op]
+        check(launch(device, op, x, dst, *attrs), op, x, dst, tuple(math.trunc(a) for a in attrs))
+    elif op in OTHER_ATTRS:
         attrs = DEFAULT_ATTRS.get(op)
         if attrs:  # PyTorch's defaults when attr0/attr1 are None
             check(launch(device, op, x, dst), op, x, dst, attrs)

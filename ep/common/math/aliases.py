@@ -49,6 +49,16 @@ def _no_bool(dtype: DataType) -> DataType | None:
     return None if dtype is DataType.kBool else dtype
 
 
+def _torch_float_no_bool(dtype: DataType) -> DataType | None:
+    # torch.nn.functional.softsign is x / (1 + x.abs()), and torch.abs has no bool kernel.
+    return None if dtype is DataType.kBool else _torch_float(dtype)
+
+
+def _torch_bool_as_int64(dtype: DataType) -> DataType:
+    # torch.square is torch.pow(x, 2): a bool tensor and an integer scalar give int64.
+    return DataType.kInt64 if dtype is DataType.kBool else dtype
+
+
 # What each rule says, for describe.
 _SAYS = {
     _numpy_float: "NumPy's: an integer or bool input computes in the smallest float that holds it (float64 for int32)",
@@ -56,6 +66,8 @@ _SAYS = {
     _true_divide: "NumPy's: integers and bools divide in float64",
     _bool_as_int8: "NumPy's: bools compute as int8",
     _no_bool: "NumPy's: bools are refused",
+    _torch_float_no_bool: "PyTorch's: an integer input computes in float32, a bool is refused",
+    _torch_bool_as_int64: "PyTorch's: bools compute as int64",
 }
 
 _RULES: dict[str, Callable[[DataType], DataType | None]] = {
@@ -65,6 +77,8 @@ _RULES: dict[str, Callable[[DataType], DataType | None]] = {
     **dict.fromkeys(("divide", "true_divide"), _true_divide),
     **dict.fromkeys(("power", "floor_divide", "remainder", "mod", "left_shift", "right_shift"), _bool_as_int8),
     **dict.fromkeys(("positive", "subtract"), _no_bool),
+    "softsign": _torch_float_no_bool,
+    "square": _torch_bool_as_int64,
 }
 _RULES = {_fold(alias): rule for alias, rule in _RULES.items()}
 

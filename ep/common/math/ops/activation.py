@@ -9,7 +9,7 @@ import math
 
 from ep.common.jit import scalar_function
 from ep.common.math import fast_math
-from ep.common.math.ops.record import FLOAT, UnaryFunctor, float_variants, of_x, of_x_variants
+from ep.common.math.ops.record import FLOAT, NUMBERS, UnaryFunctor, float_variants, of_x, of_x_variants
 from ep.common.math.ops.transcendental import cosh, erfc, exp
 from ep.common.math.special import as_type, divide
 from ep.common.runtime.data_type import ALL_TYPES
@@ -421,8 +421,9 @@ def softsign_backward_with_dy_x(dy, x, attr0, attr1):
 
 
 SOFT_SIGN = UnaryFunctor(
-    UnaryOp.kSoftSign, soft_sign, FLOAT, with_dy_x=softsign_backward_with_dy_x,
-    doc="x / (1 + |x|)",
+    UnaryOp.kSoftSign, soft_sign, FLOAT, ints_to_float=True, with_dy_x=softsign_backward_with_dy_x,
+    # torch adds 1 + |x| in the integer dtype before dividing, wrapping at its extremes.
+    doc="x / (1 + |x|); integers in float32 (torch's softsign of int8 -128 wraps to 1.008; ep's is -0.992)",
 )
 
 
@@ -462,8 +463,8 @@ def hardtanh_backward_with_dy_y(dy, y, min_val, max_val):
 
 _HARD_TANH_ATTRS = (("min_val", -1.0), ("max_val", 1.0))
 HARD_TANH = UnaryFunctor(
-    UnaryOp.kHardTanh, hard_tanh, FLOAT, _HARD_TANH_ATTRS, with_dy_y=hardtanh_backward_with_dy_y,
-    doc="x clamped to [min_val, max_val]",
+    UnaryOp.kHardTanh, hard_tanh, NUMBERS, _HARD_TANH_ATTRS, with_dy_y=hardtanh_backward_with_dy_y,
+    doc="x clamped to [min_val, max_val]; for integers the bounds truncate toward zero, as torch's",
     attrs_rule=lambda low, high: f"min_val {low} is greater than max_val {high}; expected min_val <= max_val" if low > high else None,
 )
 
@@ -524,7 +525,7 @@ def threshold(x, threshold_, value):
 
 
 THRESHOLD = UnaryFunctor(
-    UnaryOp.kThreshold, threshold, FLOAT, (("threshold", None), ("value", None)), with_dy_x=threshold_backward,
+    UnaryOp.kThreshold, threshold, NUMBERS, (("threshold", None), ("value", None)), with_dy_x=threshold_backward,
     backward_attrs=1,
-    doc="value for x <= threshold, else x",
+    doc="value for x <= threshold, else x; for integers both truncate toward zero, as torch's",
 )

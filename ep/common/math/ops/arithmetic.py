@@ -36,8 +36,8 @@ def sign(x, attr0, attr1):
 
 
 SIGN = UnaryFunctor(
-    UnaryOp.kSign, sign, NUMBERS,
-    doc="-1, 0 or 1 by x's sign; 0 for NaN, as torch.sign (np.sign gives NaN)",
+    UnaryOp.kSign, sign, ALL_TYPES,
+    doc="-1, 0 or 1 by x's sign; 0 for NaN, as torch.sign (np.sign gives NaN); a bool is itself",
 )
 
 
