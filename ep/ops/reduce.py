@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ep.common.primitive.reduce import NO_IDENTITY
+from ep.common.primitive.reduce import INDEX_OPS, NO_IDENTITY
 from ep.common.runtime.data_type import FLOATING_TYPES, HALF_TYPES, DataType, as_data_type
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import integer
@@ -125,41 +125,44 @@ def reduce_dtypes(op: ReduceOp, x_dtype: DataType, dtype: object) -> tuple[DataT
 
 class _Rule(NamedTuple):
     """What a reduction's arguments other than the arrays make: its primitive, the dtype x is
-    reduced in (None: x's own), the layout Reduce takes and the result's shape and dtype."""
+    reduced in (None: x's own), the layout Reduce takes, the result's shapes (shapes[keepdim]: the
+    reduced dims left out, or kept as 1) and its dtype. keepdim is no part of the rule's key: a key
+    with a bool costs exact_key a tuple built anew, a third of a tiny sum's time."""
 
     primitive: object
     src: DataType | None
     src_dims: tuple[int, ...]
     dst_dims: tuple[int, ...]
     order: list[int] | None
-    result_shape: tuple[int, ...]
+    shapes: tuple[tuple[int, ...], tuple[int, ...]]
     dst: DataType
 
 
-def _rule(op: ReduceOp, device, x_dtype, dtype, shape: tuple[int, ...], dim, keepdim: bool, single: bool) -> _Rule:
+def _rule(op: ReduceOp, device, x_dtype, dtype, shape: tuple[int, ...], dim) -> _Rule:
     x_dtype = as_data_type(x_dtype, "x")
     src, dst = reduce_dtypes(op, x_dtype, dtype)
     primitive = NewPrimitive(ReduceFactory, device, op, src, dst)
     if primitive is None:
         raise TypeError(f"x: {op.value} of {src.value} into {dst.value} is not supported")
-    dims = reduced_dims(len(shape), dim, single)
+    dims = reduced_dims(len(shape), dim, single=op in INDEX_OPS)  # argmax's dim is one int
     check_reduction(op, shape, dims, dim)
     src_dims, dst_dims, order = reduction_layout(shape, dims)
-    return _Rule(primitive, None if src is x_dtype else src, src_dims, dst_dims, order, reduced_shape(shape, dims, keepdim), dst)
+    shapes = (reduced_shape(shape, dims, False), reduced_shape(shape, dims, True))
+    return _Rule(primitive, None if src is x_dtype else src, src_dims, dst_dims, order, shapes, dst)
 
 
 # Keyed by the call's own arguments, so a repeated call skips every derivation.
 _RULES = PlanCache(_rule)
 
 
-def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1, single: bool = False):
+def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1):
     """op over x's dims dim into a new array (or out); the work of every function here."""
     device = device_of(x, "x")
     shape = tuple(x.shape)
     try:
-        rule = _RULES.get(op, device, x.dtype, dtype, shape, dim, keepdim, single)
+        rule = _RULES.get(op, device, x.dtype, dtype, shape, dim)
     except TypeError:  # dims no cache keys (a list, an array), or the rule's own refusal: made anew
-        rule = _rule(op, device, x.dtype, dtype, shape, dim, keepdim, single)
+        rule = _rule(op, device, x.dtype, dtype, shape, dim)
     stream = stream_for(device, stream)
     if rule.src is not None:
         from ep.ops.unary import unary
@@ -172,20 +175,20 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1, sin
 
         x = permute(x.reshape(shape), rule.order, stream=stream)
     if out is None:
-        out = output(None, rule.result_shape, rule.dst, device, stream)
+        out = output(None, rule.shapes[keepdim], rule.dst, device, stream)
     else:
-        out = output(out, rule.result_shape, rule.dst, device, stream)
+        out = output(out, rule.shapes[keepdim], rule.dst, device, stream)
         x = unaliased(x, out, device, stream)
     rule.primitive.launch_trusted(stream, rule.src_dims, x, rule.dst_dims, out, correction)
     return out
 
 
-def _reduction(op: ReduceOp, name: str, doc: str, single: bool = False):
-    """The ep.ops function name: op over x's dim (one int when single), PyTorch's signature."""
+def _reduction(op: ReduceOp, name: str, doc: str):
+    """The ep.ops function name: op over x's dim (one int for argmax and argmin), PyTorch's signature."""
 
     def reduction(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
         dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
-        return _reduce(op, x, dim, keepdim, dtype, out, stream, single=single)
+        return _reduce(op, x, dim, keepdim, dtype, out, stream)
 
     reduction.__name__ = reduction.__qualname__ = name
     reduction.__doc__ = doc
@@ -220,12 +223,10 @@ argmax = _reduction(
     ReduceOp.kArgMax, "argmax",
     """The int64 index of the first maximum of x along dim (one int; None: of x flattened), as
     torch.argmax and np.argmax: the first NaN's where there is one.""",
-    single=True,
 )
 argmin = _reduction(
     ReduceOp.kArgMin, "argmin",
     """The int64 index of the first minimum of x along dim (one int; None: of x flattened), the first NaN's where there is one.""",
-    single=True,
 )
 any = _reduction(
     ReduceOp.kAny, "any",

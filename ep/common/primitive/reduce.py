@@ -61,10 +61,11 @@ class ReduceKernels(abc.ABC):
         read instead of an array (ReduceFused's)."""
 
     @abc.abstractmethod
-    def launch(
-        self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst, source: FusedSource | None = None
-    ) -> None:
-        """op over plan's layout of src into dst (flat storage; dst holds at least one element).
+    def launcher(
+        self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, source: FusedSource | None = None
+    ) -> Callable[..., None]:
+        """run(stream, src, dst): op over plan's layout of src into dst (flat storage; dst holds at
+        least one element), with all that depends on the plan alone worked out here, once.
         source None: src is an array of src_dtype; else (a ReduceFused's) the expression whose
         one output's elements are reduced, and src the tuple of its arguments (flat storage of
         plan.src_count elements, or compute-dtype scalars): see source_element."""
@@ -189,8 +190,8 @@ def reduce_plan(op: ReduceOp, src_dims, dst_dims, correction) -> ReducePlan:
 
 class ReduceImpl(Declared, Reduce):
     launch = declare(
-        Attr("src_dims"), In("src", "self.src_dtype", size="plan.src_count"),
-        Attr("dst_dims"), Out("dst", "self.dst_dtype", size="plan.dst_count"),
+        Attr("src_dims"), In("src", "self.src_dtype", size="plan[0].src_count"),
+        Attr("dst_dims"), Out("dst", "self.dst_dtype", size="plan[0].dst_count"),
         Attr("correction", default="1"),
         plan=("src_dims", "dst_dims", "correction"),
     )
@@ -199,12 +200,21 @@ class ReduceImpl(Declared, Reduce):
         self.device_type, self._kernels = device_type, kernels
         self.op, self.src_dtype, self.dst_dtype = op, src_dtype, dst_dtype
 
-    def plan(self, src_dims, dst_dims, correction) -> ReducePlan:
-        return reduce_plan(self.op, src_dims, dst_dims, correction)
+    def plan(self, src_dims, dst_dims, correction) -> tuple[ReducePlan, Callable | None]:
+        """The checked plan, and its run (None when there is no output)."""
+        return prepared(self._kernels, self.op, self.src_dtype, self.dst_dtype, reduce_plan(self.op, src_dims, dst_dims, correction))
 
-    def run(self, stream, plan: ReducePlan, src, dst) -> None:
-        if plan.dst_count:
-            self._kernels.launch(stream, self.op, self.src_dtype, self.dst_dtype, plan, src, dst)
+    def run(self, stream, plan: tuple[ReducePlan, Callable | None], src, dst) -> None:
+        run = plan[1]
+        if run is not None:
+            run(stream, src, dst)
+
+
+def prepared(
+    kernels: ReduceKernels, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, source: FusedSource | None = None
+) -> tuple[ReducePlan, Callable | None]:
+    """plan and its run (kernels.launcher's; None when there is no output): what a plan cache keeps."""
+    return plan, kernels.launcher(op, src_dtype, dst_dtype, plan, source) if plan.dst_count else None
 
 
 def dst_dtypes(op: ReduceOp, src: DataType) -> tuple[DataType, ...]:

@@ -3,14 +3,14 @@ dtypes), Launch's checks (its arguments by position, as ElementwiseFused's), Red
 Reduce's kernels reading the expression's arguments instead of an array (FusedSource)."""
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
 from ep.common.primitive.elementwise_fused import resolve_fused
 from ep.common.primitive.factory import GenericFactory
 from ep.common.primitive.fused_formula import GROUP, node_dtype
-from ep.common.primitive.reduce import FusedSource, ReduceKernels, ReducePlan, dst_dtypes, reduce_plan
+from ep.common.primitive.reduce import FusedSource, ReduceKernels, ReducePlan, dst_dtypes, prepared, reduce_plan
 from ep.common.primitive.sample import Sample, values, zeros
 from ep.common.runtime.buffer import storage
 from ep.common.runtime.data_type import ALL_TYPES, DataType, as_data_type
@@ -29,9 +29,10 @@ class ReduceFusedImpl(ReduceFused):
     def __init__(self, device_type: DeviceType, kernels: ReduceKernels, op: ReduceOp, source: FusedSource, dst_dtype: DataType) -> None:
         self.device_type, self.op, self.source, self.dst_dtype = device_type, op, source, dst_dtype
         self.src_dtype = node_dtype(source.outputs[0])
-        self._kernels = kernels
         self._stream_type = STREAM_TYPES[device_type]
-        self._plans: PlanCache[ReducePlan] = PlanCache(lambda *key: reduce_plan(op, *key))
+        self._plans: PlanCache[tuple[ReducePlan, Callable | None]] = PlanCache(
+            lambda *key: prepared(kernels, op, self.src_dtype, dst_dtype, reduce_plan(op, *key), source)
+        )
         scalars = source.scalars
         self._arguments = tuple((i in scalars, dtype, f"args[{i}]") for i, dtype in enumerate(source.dtypes))
 
@@ -41,7 +42,7 @@ class ReduceFusedImpl(ReduceFused):
         if not isinstance(args, (tuple, list)) or len(args) != len(self._arguments):
             got = f"{len(args)} entries" if isinstance(args, (tuple, list)) else repr(type(args).__name__)
             raise TypeError(f"args: expected a tuple or list of {len(self._arguments)} entries; got {got}")
-        plan = self._plans.get(src_dims, dst_dims, correction)
+        plan, run = self._plans.get(src_dims, dst_dims, correction)
         device = self.device_type
         src = tuple(
             scalar_value(arg, name, dtype) if scalar else storage(arg, name, device, dtype, plan.src_count, stream=stream)
@@ -52,8 +53,8 @@ class ReduceFusedImpl(ReduceFused):
         for (scalar, _, name), value in zip(self._arguments, src):
             if not scalar:
                 refuse_overlap(value, plan.src_count, dst, plan.dst_count, name, "dst", False)
-        if plan.dst_count:
-            self._kernels.launch(stream, self.op, self.src_dtype, self.dst_dtype, plan, src, dst, self.source)
+        if run is not None:
+            run(stream, src, dst)
 
 
 class ReduceFusedFactoryImpl(GenericFactory, ReduceFusedFactory):

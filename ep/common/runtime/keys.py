@@ -44,7 +44,8 @@ def exact_key(value: object) -> Hashable:
                         break
                 else:
                     continue
-            return tuple([item if type(item) in _SAME else exact_key(item) for item in value])
+            # A bool (keepdim) inline: its key is its rule's, without the call.
+            return tuple([item if type(item) in _SAME else (bool, item) if type(item) is bool else exact_key(item) for item in value])
         return value
     rule = _RULES.get(kind)
     if rule is None:

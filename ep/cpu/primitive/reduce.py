@@ -9,6 +9,8 @@ states a second span merges, in slice order: the result does not depend on the t
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numba
 import numpy as np
 
@@ -155,7 +157,7 @@ class CpuReduceKernels(ReduceKernels):
             element=source_element(DeviceType.kCPU, src_dtype, source),
         )
 
-    def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst, source=None) -> None:
+    def launcher(self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, source=None) -> Callable[..., None]:
         acc = accumulate_dtype(op.value, src_dtype.compute_dtype)
         correction = acc.type(plan.correction if acc.kind == "f" else 0)
         count, length = plan.dst_count, plan.length
@@ -165,15 +167,19 @@ class CpuReduceKernels(ReduceKernels):
         chunk = -(-length // slices) if length else 0
         slices = -(-length // chunk) if length else 1
         work = max(plan.src_count, count)
+        first = self.kernel(op, src_dtype, dst_dtype, False, source)
+        scalars = (length, plan.inner, chunk, slices, blocks, count, correction)
         if slices == 1:
-            states, indices = np.empty(0, acc), np.empty(0, np.int64)
-        else:
+            states, indices = np.empty(0, acc), np.empty(0, np.int64)  # not written: one for every launch
+            return lambda stream, src, dst: first((src, dst, states, indices, *scalars), tasks, work)
+        merge = self.kernel(op, src_dtype, dst_dtype, True)
+
+        def run(stream, src, dst) -> None:
             states, indices = np.empty(3 * count * slices, acc), np.empty(count * slices, np.int64)
-        args = (src, dst, states, indices, length, plan.inner, chunk, slices, blocks, count, correction)
-        self.kernel(op, src_dtype, dst_dtype, False, source)(args, tasks * slices, work)
-        if slices > 1:
-            merge = self.kernel(op, src_dtype, dst_dtype, True)
+            first((src, dst, states, indices, *scalars), tasks * slices, work)
             merge((dst, states, indices, slices, count, length, correction), count, count * slices)
+
+        return run
 
 
 def _slices(tasks: int, length: int, width: int, work: int) -> int:

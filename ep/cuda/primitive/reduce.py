@@ -192,36 +192,43 @@ class CudaReduceKernels(ReduceKernels):
             init=rule.init, step=rule.step, merge=rule.merge, finish=rule.finish,
         )
 
-    def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, src, dst, source=None) -> None:
+    def launcher(self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, source=None) -> Callable[..., None]:
         acc = accumulate_dtype(op.value, src_dtype.compute_dtype)
         correction = acc.type(plan.correction if acc.kind == "f" else 0)
-        count, length, inner = plan.dst_count, plan.length, plan.inner
-        limit = max_blocks(stream.device.index)
-        x_size = _x_size(inner)
-        tiles = -(-count // x_size)
-        y_size = THREADS // x_size
-        slices = 1
-        if tiles < limit:
-            slices = max(1, min(-(-limit // tiles), length // (y_size * MIN_PER_THREAD)))
-        chunk = -(-length // slices) if length else 0
-        slices = -(-length // chunk) if length else 1
-        parts = count * slices
-        states, indices = state_scratch(stream, acc, parts if slices > 1 else 1)
         first = self.kernel(op, src_dtype, dst_dtype, False, source)
+        second = self.kernel(op, src_dtype, dst_dtype, True, source)
+        # The split depends on the stream's device (its multiprocessors): worked out per launch.
+        return lambda stream, src, dst: _launch(stream, first, second, acc, plan, correction, src, dst)
+
+
+def _launch(stream, first: CudaKernel, second: CudaKernel, acc: np.dtype, plan: ReducePlan, correction, src, dst) -> None:
+    """Stage 1 of plan (each output's slices of its reduction), and when a reduction was cut into
+    slices, stage 2 merging their states."""
+    count, length, inner = plan.dst_count, plan.length, plan.inner
+    limit = max_blocks(stream.device.index)
+    x_size = _x_size(inner)
+    tiles = -(-count // x_size)
+    y_size = THREADS // x_size
+    slices = 1
+    if tiles < limit:
+        slices = max(1, min(-(-limit // tiles), length // (y_size * MIN_PER_THREAD)))
+    chunk = -(-length // slices) if length else 0
+    slices = -(-length // chunk) if length else 1
+    parts = count * slices
+    states, indices = state_scratch(stream, acc, parts if slices > 1 else 1)
+    launch_blocks(
+        stream, first, min(tiles * slices, limit), src, dst, states, indices, states, indices, count, length, inner,
+        length * inner, inner, chunk, tiles, tiles * slices, x_size, x_size.bit_length() - 1, int(slices == 1), 0, length,
+        correction,
+    )
+    if slices > 1:
+        # Stage 2: outputs' states [slice][output] reduced over slices, read as (1, slices, count).
+        x_size = _x_size(count)
+        tiles = -(-count // x_size)
         launch_blocks(
-            stream, first, min(tiles * slices, limit), src, dst, states, indices, states, indices, count, length, inner,
-            length * inner, inner, chunk, tiles, tiles * slices, x_size, x_size.bit_length() - 1, int(slices == 1), 0, length,
-            correction,
+            stream, second, min(tiles, limit), src, dst, states, indices, states, indices, count, slices, count, 0,
+            count, slices, tiles, tiles, x_size, x_size.bit_length() - 1, 1, parts, length, correction,
         )
-        if slices > 1:
-            # Stage 2: outputs' states [slice][output] reduced over slices, read as (1, slices, count).
-            x_size = _x_size(count)
-            tiles = -(-count // x_size)
-            second = self.kernel(op, src_dtype, dst_dtype, True, source)
-            launch_blocks(
-                stream, second, min(tiles, limit), src, dst, states, indices, states, indices, count, slices, count, 0,
-                count, slices, tiles, tiles, x_size, x_size.bit_length() - 1, 1, parts, length, correction,
-            )
 
 
 def state_scratch(stream, acc: np.dtype, parts: int) -> tuple:
