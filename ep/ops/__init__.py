@@ -31,7 +31,7 @@ from ep.ops.where import where
 # Each family's declarations for global tensors, beside its ops: handed to ep.sbp as they load.
 from ep.ops import (  # noqa: E402, F401  (imported for their registration)
     add_n_rules, elementwise_rules, expand_rules, full_rules, fuse_rules, gather_rules, layout_rules, matmul_rules, one_hot_rules,
-    reduce_rules, scan_rules, softmax_rules, where_rules,
+    reduce_rules, scan_rules, scatter_rules, softmax_rules, where_rules,
 )
 
 __all__ = ["add_n", "addcdiv", "addcmul", "addmm", "binary", "cat", "clamp", "flip", "index_select", "lerp", "linear", "masked_fill", "nan_to_num", "roll", "stack", "describe", "batch_gather", "gather", "gather_grad", "expand", "expand_grad", "full", "matmul", "one_hot", "pad", "permute", "repeat", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad", "unary", "where", "sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "any", "all", "logsumexp", "var", "std", "norm", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "tril", "triu", "take_along_dim", "index_add", "scatter", "scatter_add"]

@@ -32,12 +32,17 @@ def _dim(dim: object, ndim: int) -> int:
     return dim % bound
 
 
+def index_dtype(index) -> None:
+    """TypeError naming index where its dtype is not an integer one (a check on metadata)."""
+    if np.dtype(index.dtype).kind not in "iu":
+        raise TypeError(f"index: dtype {np.dtype(index.dtype)} is not an integer dtype")
+
+
 def _check_index(index, size: int, dim: int, stream) -> None:
     """IndexError naming index where a value is outside [0, size) (torch takes no negative one)."""
     if not math.prod(tuple(index.shape)):
         return
-    if np.dtype(index.dtype).kind not in "iu":
-        raise TypeError(f"index: dtype {np.dtype(index.dtype)} is not an integer dtype")
+    index_dtype(index)
     # A NumPy index is checked by NumPy, at once; a device's by a reduction read back.
     if type(index) is np.ndarray:
         extremes = (index.min(), index.max())
@@ -68,20 +73,16 @@ def _scatter(op: ScatterOp, input, dims: tuple, dim: int, index, index_dims: tup
     return result
 
 
-@same_kind("input", "index", "source")
-def index_add(input, dim, index, source, *, alpha=1, out=None, stream=None):  # noqa: A002 - torch's name
-    """input with source's slices along dim added at index, as torch.index_add: index is a 1-d (or
-    0-d) integer array of indices in [0, n), one per slice of source (source has input's shape,
-    but len(index) along dim); alpha scales source (an integer for integer inputs)."""
-    device = device_of(input, "input")
-    stream = stream_for(device, stream)
+def index_add_rule(input, dim, index, source) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:  # noqa: A002
+    """index_add's checks on metadata (.shape and .dtype; not index's values): (dim, len(index),
+    input's and source's shapes, (1,) for a 0-d input); with len(index) 0 nothing else is checked."""
     shape, source_shape = tuple(input.shape), tuple(source.shape)
     dim = _dim(dim, len(shape))
     if len(tuple(index.shape)) > 1:
         raise ValueError(f"index: has shape {tuple(index.shape)}; expected a 1-d or 0-d array of indices")
     count = math.prod(tuple(index.shape))
     if not count:
-        return unary("identity", input, out=out, stream=stream)
+        return dim, count, shape, source_shape
     if not shape:  # torch's 0-d case: one element along dim 0
         shape, source_shape = (1,), source_shape or (1,)
     expected = shape[:dim] + (count,) + shape[dim + 1 :]
@@ -90,10 +91,29 @@ def index_add(input, dim, index, source, *, alpha=1, out=None, stream=None):  # 
     dtype = as_data_type(input.dtype, "input")
     if as_data_type(source.dtype, "source") is not dtype:
         raise TypeError(f"source: dtype {np.dtype(source.dtype)}; expected input's {dtype.value}")
+    return dim, count, shape, source_shape
+
+
+def index_add_alpha(alpha, dtype: DataType) -> None:
+    """index_add's check of an alpha other than 1: integer and bool inputs take an integer one."""
+    if (dtype.is_integer or dtype is DataType.kBool) and not isinstance(alpha, (int, np.integer)):
+        raise TypeError(f"alpha: {type(alpha).__name__} {alpha!r}; integer and bool inputs take an integer alpha, as torch's")
+
+
+@same_kind("input", "index", "source")
+def index_add(input, dim, index, source, *, alpha=1, out=None, stream=None):  # noqa: A002 - torch's name
+    """input with source's slices along dim added at index, as torch.index_add: index is a 1-d (or
+    0-d) integer array of indices in [0, n), one per slice of source (source has input's shape,
+    but len(index) along dim); alpha scales source (an integer for integer inputs)."""
+    device = device_of(input, "input")
+    stream = stream_for(device, stream)
+    dim, count, shape, source_shape = index_add_rule(input, dim, index, source)
+    if not count:
+        return unary("identity", input, out=out, stream=stream)
+    dtype = as_data_type(input.dtype, "input")
     _check_index(index, shape[dim], dim, stream)
     if alpha != 1:
-        if (dtype.is_integer or dtype is DataType.kBool) and not isinstance(alpha, (int, np.integer)):
-            raise TypeError(f"alpha: {type(alpha).__name__} {alpha!r}; integer and bool inputs take an integer alpha, as torch's")
+        index_add_alpha(alpha, dtype)
         if dtype is DataType.kBool:
             alpha = np.bool_(alpha)
         elif dtype.is_integer:
@@ -108,6 +128,15 @@ def index_add(input, dim, index, source, *, alpha=1, out=None, stream=None):  # 
 
 def _along_dim(input, dim, index, src, stream) -> tuple[int, tuple[int, ...]]:  # noqa: A002
     """scatter's and scatter_add's checks: (dim, index's shape, (1,) for a 0-d one)."""
+    dim, index_shape = scatter_rule(input, dim, index, src)
+    if math.prod(index_shape):
+        _check_index(index, (tuple(input.shape) or (1,))[dim], dim, stream)
+    return dim, index_shape or (1,)
+
+
+def scatter_rule(input, dim, index, src) -> tuple[int, tuple[int, ...]]:  # noqa: A002
+    """scatter's and scatter_add's checks on metadata (.shape and .dtype; not index's values):
+    (dim, index's shape)."""
     shape, index_shape, src_shape = tuple(input.shape), tuple(index.shape), tuple(src.shape)
     dim = _dim(dim, len(shape))
     if not (len(index_shape) == len(src_shape) == len(shape)):
@@ -120,9 +149,7 @@ def _along_dim(input, dim, index, src, stream) -> tuple[int, tuple[int, ...]]:  
     dtype = as_data_type(input.dtype, "input")
     if as_data_type(src.dtype, "src") is not dtype:
         raise TypeError(f"src: dtype {np.dtype(src.dtype)}; expected input's {dtype.value}")
-    if math.prod(index_shape):
-        _check_index(index, (shape or (1,))[dim], dim, stream)
-    return dim, index_shape or (1,)
+    return dim, index_shape
 
 
 @same_kind("input", "index", "src")
@@ -141,11 +168,12 @@ def scatter_add(input, dim, index, src, *, out=None, stream=None):  # noqa: A002
 def scatter(input, dim, index, src, *, reduce=None, out=None, stream=None):  # noqa: A002 - torch's names
     """input with src's elements written where index names, as torch.scatter: for every position p
     of index, input's position p with dim replaced by index[p] takes src[p] (src may be a scalar,
-    torch's value=, written in input's dtype). Each position may be named once: torch leaves which
-    of several writes lands undefined (it varies on CUDA), so an index naming one twice is a
-    ValueError here (scatter_add and index_add combine them). Every dtype; the values are written
-    bit for bit (-0.0 and NaN payloads kept). torch's reduce="add" adds them instead (repeats
-    accumulate, as scatter_add), reduce="multiply" multiplies them in (repeats in index order, as torch's CPU)."""
+    torch's value=, written in input's dtype). Where index names a position more than once, the
+    last write along dim lands, as on torch's CPU (its CUDA leaves it undefined), on every device
+    and every run: a line of positions is written by one thread in index order. Every dtype; the
+    values are written bit for bit (-0.0 and NaN payloads kept). torch's reduce="add" adds them
+    instead (repeats accumulate, as scatter_add), reduce="multiply" multiplies them in (repeats in
+    index order, as torch's CPU)."""
     if reduce not in (None, "add", "multiply"):
         raise ValueError(f"reduce: {reduce!r}; expected None, 'add' or 'multiply' (torch's)")
     device = device_of(input, "input")
@@ -155,14 +183,5 @@ def scatter(input, dim, index, src, *, reduce=None, out=None, stream=None):  # n
     if reduce == "add":
         return scatter_add(input, dim, index, src, out=out, stream=stream)
     dim, index_shape = _along_dim(input, dim, index, src, stream)
-    if reduce is None and math.prod(index_shape):
-        # The writes each position gets, counted by a scatter of ones: more than one is refused.
-        shape = tuple(input.shape) or (1,)
-        zeros = full(shape, 0, dtype=np.int32, device=device, stream=stream)
-        ones = full(index_shape, 1, dtype=np.int32, device=device, stream=stream)
-        writes = _scatter(ScatterOp.kAdd, zeros, index_shape, dim, index, index_shape, ones, zeros, device, stream)
-        if int(on_host(amax(writes, stream=stream))[()]) > 1:
-            position = np.unravel_index(int(np.flatnonzero(on_host(writes) > 1)[0]), shape)
-            raise ValueError(f"index: names input's position {tuple(int(i) for i in position)} more than once along dim {dim}; scatter writes each position once (torch leaves which write lands undefined): use scatter_add or index_add to combine them")
     op = ScatterOp.kUpdate if reduce is None else ScatterOp.kMul
     return _scatter(op, input, index_shape, dim, index, index_shape, src, out, device, stream)

@@ -159,7 +159,6 @@ def test_scatter_takes_a_scalar_out_0d_and_empty_indices(device):
 @pytest.mark.parametrize(
     "index, error, match",
     [
-        (np.array([[0, 1], [0, 2]]), ValueError, r"position \(0, 0\) more than once along dim 0"),
         (np.array([[0, 3]]), IndexError, r"holds 3; expected indices in \[0, 3\)"),
         (np.array([[-1, 0]]), IndexError, r"holds -1"),
         (np.array([[0.0, 1.0]]), TypeError, "not an integer dtype"),
@@ -171,6 +170,18 @@ def test_scatter_refusals_name_the_argument(device, index, error, match):
     src = np.ones((3, 2), np.float32)
     with pytest.raises(error, match=match):
         ep.ops.scatter(to_device(x, device), 0, to_device(index, device), to_device(src, device))
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_scatter_of_repeated_positions_keeps_the_last_write_as_torchs_cpu(device, dim):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((5, 6, 7)).astype(np.float32)
+    index_shape = (9, 6, 7) if dim == 0 else (5, 12, 7) if dim == 1 else (5, 6, 15)
+    index = rng.integers(0, x.shape[dim], index_shape)  # every line names positions many times
+    src = rng.standard_normal(index_shape).astype(np.float32)
+    got = to_numpy(ep.ops.scatter(to_device(x, device), dim, to_device(index, device), to_device(src, device)))
+    want = torch.scatter(torch.from_numpy(x), dim, torch.from_numpy(index), torch.from_numpy(src)).numpy()
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("reduce", ["add", "multiply"])
