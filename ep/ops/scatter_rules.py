@@ -49,20 +49,21 @@ def _sbp(tensor: tuple[int, ...], input_: tuple[int, ...], d: int):
 # index_add(input, dim, index, source, alpha=1): source's slices added into input at index.
 
 
-def index_add_shapes(input, index, source, dim, alpha=1, dtype="float32") -> dict:  # noqa: A002
+def _index_add_layout(input, index, source, dim, dtype) -> tuple[dict, int]:  # noqa: A002
+    """The tensors' and the result's shapes, checked by index_add's rule, and dim as an axis."""
     shapes = {"input": shape(input, "input"), "index": shape(index, "index"), "source": shape(source, "source")}
-    _index_add_rule(shapes, dim, dtype)
-    return {**shapes, "out": shapes["input"]}
+    axis = index_add_rule(_Meta(shapes["input"], dtype), dim, _Meta(shapes["index"], np.int64), _Meta(shapes["source"], dtype))[0]
+    return {**shapes, "out": shapes["input"]}, axis
 
 
-def _index_add_rule(shapes: dict, dim, dtype):
-    return index_add_rule(_Meta(shapes["input"], dtype), dim, _Meta(shapes["index"], np.int64), _Meta(shapes["source"], dtype))
+def index_add_shapes(input, index, source, dim, alpha=1, dtype="float32") -> dict:  # noqa: A002
+    return _index_add_layout(input, index, source, dim, dtype)[0]
 
 
 def index_add_signatures(input, index, source, dim, alpha=1, dtype="float32") -> list[Signature]:  # noqa: A002
     """dtype: input's and source's (the result's)."""
-    shapes = index_add_shapes(input, index, source, dim, alpha, dtype)
-    x, axis = shapes["input"], _index_add_rule(shapes, dim, dtype)[0]
+    shapes, axis = _index_add_layout(input, index, source, dim, dtype)
+    x = shapes["input"]
     sigs = [signature(S(d), input=S(d), index=B, source=_sbp(shapes["source"], x, d)) for d in range(len(x)) if d != axis]
     if _summed(dtype):
         sigs.append(signature(P, input=P, index=B, source=P))
@@ -90,19 +91,19 @@ def index_add_plan(input, dim, index, source, alpha=1) -> Plan:  # noqa: A002
 # (torch's value=): then it is an attribute, value, and the op has no src tensor.
 
 
-def _scatter_shapes(input, index, src, dim, dtype) -> dict:  # noqa: A002
+def _scatter_layout(input, index, src, dim, dtype) -> tuple[dict, int]:  # noqa: A002
+    """The tensors' and the result's shapes, checked by scatter's rule, and dim as an axis."""
     shapes = {"input": shape(input, "input"), "index": shape(index, "index")}
     if src is not None:
         shapes["src"] = shape(src, "src")
-    scatter_rule(_Meta(shapes["input"], dtype), dim, _Meta(shapes["index"], np.int64), _Meta(shapes.get("src", shapes["index"]), dtype))
-    return {**shapes, "out": shapes["input"]}
+    axis = scatter_rule(_Meta(shapes["input"], dtype), dim, _Meta(shapes["index"], np.int64), _Meta(shapes.get("src", shapes["index"]), dtype))[0]
+    return {**shapes, "out": shapes["input"]}, axis
 
 
-def _splits(shapes: dict, dim) -> list[Signature]:
-    """S(d) for input, index and src (where given) and the result, for every d but dim where all
+def _splits(shapes: dict, axis: int) -> list[Signature]:
+    """S(d) for input, index and src (where given) and the result, for every d but axis where all
     have input's size."""
     x = shapes["input"]
-    axis = scatter_rule(_Meta(x, np.float32), dim, _Meta(shapes["index"], np.int64), _Meta(shapes.get("src", shapes["index"]), np.float32))[0]
     inputs = [n for n in ("input", "index", "src") if n in shapes]
     return [signature(S(d), **{n: S(d) for n in inputs}) for d in range(len(x)) if d != axis and all(_sbp(shapes[n], x, d) == S(d) for n in inputs)]
 
@@ -112,14 +113,14 @@ def _broadcast(shapes: dict) -> Signature:
 
 
 def scatter_add_shapes(input, index, src, dim, dtype="float32") -> dict:  # noqa: A002
-    return _scatter_shapes(input, index, src, dim, dtype)
+    return _scatter_layout(input, index, src, dim, dtype)[0]
 
 
 def scatter_add_signatures(input, index, src, dim, dtype="float32") -> list[Signature]:  # noqa: A002
     """dtype: input's and src's (the result's)."""
-    shapes = _scatter_shapes(input, index, src, dim, dtype)
+    shapes, axis = _scatter_layout(input, index, src, dim, dtype)
     partial = [signature(P, input=P, index=B, src=P)] if _summed(dtype) else []
-    return _splits(shapes, dim) + partial + [_broadcast(shapes)]
+    return _splits(shapes, axis) + partial + [_broadcast(shapes)]
 
 
 def scatter_add_attributes(slices, input, index, src, dim, dtype="float32") -> dict:  # noqa: A002
@@ -138,7 +139,7 @@ def scatter_add_plan(input, dim, index, src) -> Plan:  # noqa: A002
 
 def scatter_shapes(input, index, dim, src=None, value=None, reduce=None, dtype="float32") -> dict:  # noqa: A002
     """src: its shape, or None where the scatter writes value (a scalar)."""
-    return _scatter_shapes(input, index, src, dim, dtype)
+    return _scatter_layout(input, index, src, dim, dtype)[0]
 
 
 def scatter_signatures(input, index, dim, src=None, value=None, reduce=None, dtype="float32") -> list[Signature]:  # noqa: A002
@@ -146,13 +147,13 @@ def scatter_signatures(input, index, dim, src=None, value=None, reduce=None, dty
     src, whatever their values: partial input and src give a partial result (not bool's); of a
     scalar value, none (each rank would write it). reduce="add" of a src array as scatter_add;
     reduce="multiply" scales input: P input, B others."""
-    shapes = _scatter_shapes(input, index, src, dim, dtype)
+    shapes, axis = _scatter_layout(input, index, src, dim, dtype)
     partial = []
     if "src" in shapes and _summed(dtype) and reduce in (None, "add"):
         partial = [signature(P, input=P, index=B, src=P)]
     elif _summed(dtype) and reduce == "multiply":
         partial = [signature(P, input=P, **{n: B for n in ("index", "src") if n in shapes})]
-    return _splits(shapes, dim) + partial + [_broadcast(shapes)]
+    return _splits(shapes, axis) + partial + [_broadcast(shapes)]
 
 
 def scatter_attributes(slices, input, index, dim, src=None, value=None, reduce=None, dtype="float32") -> dict:  # noqa: A002
