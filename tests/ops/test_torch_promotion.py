@@ -96,3 +96,14 @@ def test_div_is_torch_div(device, dtype):
     _same(to_numpy(ep.fuse(lambda x, y: ep.ops.binary("div", x, y))(to_device(a, device), to_device(b, device))), want)
     if dtype in ("int8", "int32"):
         np.testing.assert_array_equal(to_numpy(ep.ops.binary("kDiv", to_device(a, device), to_device(b, device))), np.trunc(a / b).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", ("int8", "int32", "int64"))
+@pytest.mark.parametrize("name, attrs", [("hardtanh", (-1.5, 2.5)), ("hardtanh", (-2.7, -0.5)), ("threshold", (-1.5, -100.9)), ("threshold", (2.5, 7.9))])
+def test_integer_clamps_truncate_their_bounds_as_torch(device, dtype, name, attrs):
+    # Negative fractional bounds tell truncation toward zero (-1.5 -> -1) from flooring (-2).
+    x = np.arange(-5, 6).astype(dtype)
+    want = getattr(torch.nn.functional, name)(torch.from_numpy(x), *attrs).numpy()
+    got = to_numpy(ep.ops.unary(name, to_device(x, device), *attrs))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
