@@ -5,7 +5,8 @@ The simulator runs kernels as Python and checks no types, so this is what proves
 kernels compile. It runs in subprocesses because a process is either simulated or not, split
 into shards of the whole kernel list so that test workers share the work evenly. The shards are
 the `sweep` marker's one test: the README's test command leaves them out and CI runs them as its
-own step (about 4.5 of the suite's 12 minutes on 2 cores); the fused kernels' check stays in it.
+own step (190-250 s a shard on 2 cores like CI's, run with xdist's worksteal so
+that both workers take shards); the fused kernels' check stays in it.
 """
 
 import json
