@@ -19,7 +19,7 @@ from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import integer
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.reduce import ReduceFactory, ReduceOp
-from ep.ops.arrays import contiguous, device_of, output, same_kind, stream_for, unaliased
+from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
 
 class _Missing:
     """The default of NumPy's axis= and keepdims=, which help() shows as not given."""
@@ -163,7 +163,7 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1):
         rule = _RULES.get(op, device, x.dtype, dtype, shape, dim)
     except TypeError:  # dims no cache keys (a list, an array), or the rule's own refusal: made anew
         rule = _rule(op, device, x.dtype, dtype, shape, dim)
-    stream = stream_for(device, stream)
+    stream = device.default_stream if stream is None else stream_for(device, stream)
     if rule.src is not None:
         from ep.ops.unary import unary
 
@@ -175,10 +175,11 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1):
 
         x = permute(x.reshape(shape), rule.order, stream=stream)
     if out is None:
-        out = output(None, rule.shapes[keepdim], rule.dst, device, stream)
+        out = empty(rule.shapes[keepdim], rule.dst, device, stream)
     else:
-        out = output(out, rule.shapes[keepdim], rule.dst, device, stream)
-        x = unaliased(x, out, device, stream)
+        out = check_out(out, "out", rule.shapes[keepdim], rule.dst, device)
+        if type(x) is not np.ndarray or type(out) is not np.ndarray or x.base is not None or out.base is not None:
+            x = unaliased(x, out, device, stream)  # NumPy arrays that own their memory share none
     rule.primitive.launch_trusted(stream, rule.src_dims, x, rule.dst_dims, out, correction)
     return out
 
@@ -187,7 +188,8 @@ def _reduction(op: ReduceOp, name: str, doc: str):
     """The ep.ops function name: op over x's dim (one int for argmax and argmin), PyTorch's signature."""
 
     def reduction(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
-        dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
+        if axis is not MISSING or keepdims is not MISSING or type(keepdim) is not bool:  # else as dim_keepdim gives them
+            dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
         return _reduce(op, x, dim, keepdim, dtype, out, stream)
 
     reduction.__name__ = reduction.__qualname__ = name

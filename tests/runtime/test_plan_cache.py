@@ -106,3 +106,36 @@ def test_names_are_found_as_given_and_numbers_still_by_exact_key():
     assert cache.get("relu", device, np.dtype(np.float32), 0) != first  # 0 is no name: its own plan
     assert cache.get("relu", device, np.dtype(np.float32), 0.0) != cache.get("relu", device, np.dtype(np.float32), 0)
     assert len(made) == 3 and len(cache) == 3
+
+
+def test_the_last_lookup_is_remembered_only_for_keys_of_immutable_values():
+    made = []
+    cache = PlanCache(lambda *args: made.append(args) or ("plan", len(made)), remember=2)
+    dims = (2, 3)
+    entry = cache.get(dims, 1)
+    assert cache.last == (dims, 1, entry) and cache.last[0] is dims
+    cache.get(dims, 1.0)  # a float's key is built anew: not remembered
+    assert cache.last[2] is entry
+    cache.get([2, 3], 1)  # a list may change in place: never remembered
+    cache.get((2, np.int64(3)), 1)
+    assert cache.last[2] is entry
+    cache.clear()
+    assert all(value is not dims and value is not entry for value in cache.last)
+
+
+def test_a_launch_finds_its_last_plan_by_identity_and_no_other(device):
+    # The declared launch compares its plan arguments with PlanCache.last by identity: an equal
+    # float or bool stands for no remembered int, and a new plan is checked and made.
+    primitive = ep.NewPrimitive(ep.ReduceFactory, device, "sum", np.float32, np.float32)
+    stream = ep.GetDevice(device).CreateStream()
+    src = ep.testing.to_device(np.arange(6, dtype=np.float32), device)
+    dst = ep.testing.to_device(np.zeros(2, np.float32), device)
+    src_dims, dst_dims = (2, 3), (2, 1)
+    primitive.Launch(stream, src_dims, src, dst_dims, dst)
+    assert primitive._plans.last[:3] == (src_dims, dst_dims, 1)
+    primitive.Launch(stream, src_dims, src, dst_dims, dst, 1)
+    np.testing.assert_array_equal(ep.testing.to_numpy(dst), [3, 12])
+    with pytest.raises(TypeError, match="correction"):
+        primitive.Launch(stream, src_dims, src, dst_dims, dst, True)
+    with pytest.raises(TypeError, match="src_dims"):
+        primitive.Launch(stream, (2.0, 3), src, dst_dims, dst)

@@ -140,7 +140,8 @@ class Declared:
     @cached_property
     def _plans(self) -> PlanCache:
         # Keyed by the caller's own size and shape arguments: a repeated launch checks nothing again.
-        return PlanCache(self.plan)
+        declaration = type(self).launch
+        return PlanCache(self.plan, remember=len(declaration.plan) + any(arg.scalar for arg in declaration.buffers))
 
     @cached_property
     def _stream_type(self) -> type:
@@ -226,8 +227,18 @@ def _generate(declaration: Declaration, checked: bool, doc: str | None):
         # A NumPy array is never a scalar: the common case skips the isinstance.
         body.append(f"{name}_is_scalar = type({name}) is not ndarray and isinstance({name}, SCALAR_TYPES)")
     if declaration.plan:
-        mask = [" + ".join(f"{1 << k} * {name}_is_scalar" for k, name in enumerate(scalars))] if scalars else []
-        body.append(f"plan = self._plans.get({', '.join([*declaration.plan, *mask])})")
+        keys = list(declaration.plan)
+        if scalars:
+            body.append("scalar_mask = " + " + ".join(f"{1 << k} * {name}_is_scalar" for k, name in enumerate(scalars)))
+            keys.append("scalar_mask")
+        # The same objects as the last lookup's (PlanCache.last) are the same key.
+        body += [
+            "last = self._plans.last",
+            f"if {' and '.join(f'last[{k}] is {key}' for k, key in enumerate(keys))}:",
+            f"    plan = last[{len(keys)}]",
+            "else:",
+            f"    plan = self._plans.get({', '.join(keys)})",
+        ]
     for arg in declaration.args:
         if isinstance(arg, Scalar):
             convert = "scalar_bits" if arg.bits else "scalar_value"
