@@ -103,14 +103,16 @@ def _allocatable(shape: tuple[int, ...], dtype, name: str) -> tuple[int, ...]:
 
 
 def _expand_op(device, x_dtype, x_shape: tuple[int, ...], sizes) -> tuple:
-    """(DataType, the Expand, result shape) of an expand."""
+    """(DataType, the Expand, result shape, x_shape) of an expand: x_shape the object this call
+    got, which every later call of the rule then launches with (the launch's plan is found by
+    identity: PlanCache.last)."""
     dtype = as_data_type(x_dtype, "x")
-    return dtype, NewPrimitive(ExpandFactory, device, dtype), _allocatable(expand_shape(x_shape, sizes), dtype, "sizes")
+    return dtype, NewPrimitive(ExpandFactory, device, dtype), _allocatable(expand_shape(x_shape, sizes), dtype, "sizes"), x_shape
 
 
 # Keyed by the caller's own arguments: a repeated call skips every check and derivation.
 _EXPAND_OPS = PlanCache(_expand_op)
-# expand's rule on metadata, (DataType, primitive, result shape), also a global call's.
+# expand's rule on metadata, (DataType, primitive, result shape, x's shape), also a global call's.
 expand_rule = _EXPAND_OPS.get
 
 
@@ -135,7 +137,7 @@ def expand(x, sizes: Sequence[int], *, out=None, stream=None):
     device = device_of(x, "x")
     # The shape before the copy: a contiguous copy of a 0-d array may be 1-d.
     x_shape = tuple(x.shape)
-    dtype, primitive, shape = _EXPAND_OPS.get(device, x.dtype, x_shape, sizes)
+    dtype, primitive, shape, x_shape = _EXPAND_OPS.get(device, x.dtype, x_shape, sizes)
     return _launch(primitive, device, stream, x, "x", x_shape, shape, dtype, out)
 
 
