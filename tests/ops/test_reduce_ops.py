@@ -139,6 +139,16 @@ def test_out_is_written_and_checked(device):
         np.testing.assert_allclose(x.reshape(-1)[:5], expected, rtol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["sum", "amax", "mean", "logsumexp"])
+def test_out_may_be_x_itself_over_dims_of_one(device, name):
+    # out is x when every reduced dim has size 1: each result reads its own element first.
+    x = np.random.default_rng(3).standard_normal((3, 1, 4)).astype(np.float32)
+    expected = getattr(torch, name)(torch.from_numpy(x), 1, keepdim=True).numpy()
+    given = to_device(x, device)
+    assert getattr(ep.ops, name)(given, 1, keepdim=True, out=given) is given
+    compare(given, expected)
+
+
 def test_pytorch_tensors_in_give_pytorch_tensors_out():
     got = ep.ops.mean(torch.from_numpy(X), 1)
     assert isinstance(got, torch.Tensor)
