@@ -18,26 +18,25 @@ from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import ParallelFor, input_array, output_array
+from ep.cpu.primitive.reduce import sum_block
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 # dst elements per task along a kept innermost dim.
 BLOCK = 512
-# Elements a float sum adds in any order before compensating (Reduce's blocked sums do the same).
-SUM_BLOCK = 256
 
 
-@template("accumulate", "load", "FLOAT")
+@template("accumulate", "load", "SUM_BLOCK")
 def _sum_view(view, n):
-    if bound.FLOAT:  # a constant: the branch is compiled for float sums only
+    if bound.SUM_BLOCK:  # a constant, 0 but for float sums: the branch is compiled for them only
         # Blocks of SUM_BLOCK added in any order (LLVM vectorizes them), the blocks' sums added
-        # with compensation: as accurate as NumPy's pairwise sum (blocks of 128 in 8 partial sums).
+        # with compensation, as Reduce's blocked sums: as accurate as NumPy's pairwise sum.
         a = c = bound.accumulate(0)
-        whole = n // SUM_BLOCK * SUM_BLOCK
-        for j0 in range(0, whole, SUM_BLOCK):
-            block = view[j0 : j0 + SUM_BLOCK]
+        whole = n // bound.SUM_BLOCK * bound.SUM_BLOCK
+        for j0 in range(0, whole, bound.SUM_BLOCK):
+            block = view[j0 : j0 + bound.SUM_BLOCK]
             total = bound.accumulate(0)
-            for j in range(SUM_BLOCK):
+            for j in range(bound.SUM_BLOCK):
                 total = add_reassociable(total, bound.load(block[j]))
             a, c = kahan_add(a, c, total)
         total = bound.accumulate(0)
@@ -106,8 +105,8 @@ class CpuExpandGradKernels(ExpandGradKernels):
     def kernel(self, dtype: DataType) -> ParallelFor:
         """dtype's span over the tasks."""
         accumulate, load = ACCUMULATE_DTYPES[dtype], load_fn(dtype, DeviceType.kCPU)
-        floating = np.dtype(accumulate).kind == "f"
-        sum_view = scalar_function(specialize(_sum_view, f"sum_view_{dtype.value}", accumulate=accumulate, load=load, FLOAT=floating))
+        block = sum_block() if np.dtype(accumulate).kind == "f" else 0
+        sum_view = scalar_function(specialize(_sum_view, f"sum_view_{dtype.value}", accumulate=accumulate, load=load, SUM_BLOCK=block))
         bindings = {"accumulate": accumulate, "load": load, "store": store_fn(dtype, DeviceType.kCPU), "sum_view": sum_view}
         storage, int64 = dtype.storage_dtype, np.dtype(np.int64)
         arg_types = (
