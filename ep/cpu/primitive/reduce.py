@@ -15,10 +15,10 @@ from typing import Callable
 import numba
 import numpy as np
 
+from ep.common.cpu_target import full_vector_width_in_use
 from ep.common.jit import bound, scalar_function, template
 from ep.common.math.convert import store_fn
 from ep.common.math.intrinsics import add_reassociable
-from ep.common.cpu_target import full_vector_width_in_use
 from ep.common.math.reduce import accumulate_dtype, formulas
 from ep.common.primitive.reduce import FusedSource, ReduceFactoryImpl, ReduceKernels, ReducePlan, source_element, source_type
 from ep.common.runtime.caches import function_cache
@@ -40,11 +40,11 @@ TASKS_PER_THREAD = 4
 
 
 def sum_block() -> int:
-    """Elements a blocked sum adds in any order (in vector lanes) before compensating: 16 to a lane,
-    as NumPy's pairwise sum adds them. Each block ends in a horizontal sum and a compensated step:
-    a 64 MiB sum on one core of an AMD EPYC (512-bit vectors) took 1.65 ms with blocks of 256, 1.41
-    ms with 512 (torch 1.37). Longer lanes lose accuracy: a sum of 10**6 float32 0.1s errs as
-    NumPy's with 512 there, twice as much with 1024, or with 512 compiled for AVX2."""
+    """Elements a blocked sum adds in any order (in vector lanes) before compensating. Each block
+    ends in a horizontal sum and a compensated step: a 64 MiB sum on one core of an AMD EPYC
+    (512-bit vectors) took 1.65 ms with blocks of 256, 1.41 ms with 512 (torch 1.37). Longer runs
+    in a lane lose accuracy: a sum of 10**6 float32 0.1s errs as NumPy's pairwise sum with 512
+    there (and 256 compiled for AVX2), twice as much with 1024 (or 512 compiled for AVX2)."""
     return 512 if full_vector_width_in_use() else 256
 
 
@@ -198,7 +198,8 @@ def _slices(tasks: int, length: int, width: int, work: int) -> int:
     """How many slices to cut each reduction into when the outputs give fewer than TASKS_PER_THREAD
     tasks a thread: the fewest that share the tasks out evenly among the threads (ParallelFor gives
     each thread one contiguous run of them), else that many; each of at least MIN_SLICE elements.
-    Each slice costs a state stored and merged: sums of 3 rows of 65536 took 8.1 us, not 8.7, in 2 slices a row, not 3."""
+    Each slice costs a state stored and merged: sums of 3 rows of 65536 took 8.1 us, not 8.7, in
+    2 slices a row, not 3."""
     threads = numba.config.NUMBA_NUM_THREADS
     if work < PARALLEL_THRESHOLD or tasks >= TASKS_PER_THREAD * threads:
         return 1
