@@ -33,6 +33,8 @@ MISSING = _Missing()
 
 def dim_keepdim(dim, keepdim, axis, keepdims) -> tuple[object, object]:
     """(dim, keepdim) from PyTorch's names or NumPy's aliases, not both."""
+    if axis is MISSING and keepdims is MISSING and type(keepdim) is bool:
+        return dim, keepdim  # the common call, at once
     if axis is not MISSING:
         if dim is not None:
             raise TypeError("dim, axis: both given; axis is NumPy's name for dim, pass one")
@@ -163,7 +165,7 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1):
         rule = _RULES.get(op, device, x.dtype, dtype, shape, dim)
     except TypeError:  # dims no cache keys (a list, an array), or the rule's own refusal: made anew
         rule = _rule(op, device, x.dtype, dtype, shape, dim)
-    stream = device.default_stream if stream is None else stream_for(device, stream)
+    stream = stream_for(device, stream)
     if rule.src is not None:
         from ep.ops.unary import unary
 
@@ -178,8 +180,7 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1):
         out = empty(rule.shapes[keepdim], rule.dst, device, stream)
     else:
         out = check_out(out, "out", rule.shapes[keepdim], rule.dst, device)
-        if type(x) is not np.ndarray or type(out) is not np.ndarray or x.base is not None or out.base is not None:
-            x = unaliased(x, out, device, stream)  # NumPy arrays that own their memory share none
+        x = unaliased(x, out, device, stream)
     rule.primitive.launch_trusted(stream, rule.src_dims, x, rule.dst_dims, out, correction)
     return out
 
@@ -188,8 +189,7 @@ def _reduction(op: ReduceOp, name: str, doc: str):
     """The ep.ops function name: op over x's dim (one int for argmax and argmin), PyTorch's signature."""
 
     def reduction(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
-        if axis is not MISSING or keepdims is not MISSING or type(keepdim) is not bool:  # else as dim_keepdim gives them
-            dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
+        dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
         return _reduce(op, x, dim, keepdim, dtype, out, stream)
 
     reduction.__name__ = reduction.__qualname__ = name

@@ -141,7 +141,7 @@ def test_out_is_written_and_checked(device):
 
 @pytest.mark.parametrize("name", ["sum", "amax", "mean", "logsumexp"])
 def test_out_may_be_x_itself_over_dims_of_one(device, name):
-    # out is x when every reduced dim has size 1: each result reads its own element first.
+    # out may be x itself when every reduced dim has size 1: the result as if x were read first.
     x = np.random.default_rng(3).standard_normal((3, 1, 4)).astype(np.float32)
     expected = getattr(torch, name)(torch.from_numpy(x), 1, keepdim=True).numpy()
     given = to_device(x, device)

@@ -101,6 +101,12 @@ class Declaration:
     def buffers(self) -> tuple[In, ...]:
         return tuple(arg for arg in self.args if isinstance(arg, In))
 
+    @property
+    def plan_keys(self) -> list[str]:
+        """What the plan cache is keyed by: the plan's arguments, then the mask of scalar inputs
+        (In(..., scalar=True)) if any."""
+        return list(self.plan) + (["scalar_mask"] if any(arg.scalar for arg in self.buffers) else [])
+
     def run_args(self) -> list[str]:
         names = [name for name in self.names if name not in self.plan]
         return (["plan"] if self.plan else []) + names
@@ -140,8 +146,7 @@ class Declared:
     @cached_property
     def _plans(self) -> PlanCache:
         # Keyed by the caller's own size and shape arguments: a repeated launch checks nothing again.
-        declaration = type(self).launch
-        return PlanCache(self.plan, remember=len(declaration.plan) + any(arg.scalar for arg in declaration.buffers))
+        return PlanCache(self.plan, remember=len(type(self).launch.plan_keys))
 
     @cached_property
     def _stream_type(self) -> type:
@@ -227,10 +232,9 @@ def _generate(declaration: Declaration, checked: bool, doc: str | None):
         # A NumPy array is never a scalar: the common case skips the isinstance.
         body.append(f"{name}_is_scalar = type({name}) is not ndarray and isinstance({name}, SCALAR_TYPES)")
     if declaration.plan:
-        keys = list(declaration.plan)
+        keys = declaration.plan_keys
         if scalars:
             body.append("scalar_mask = " + " + ".join(f"{1 << k} * {name}_is_scalar" for k, name in enumerate(scalars)))
-            keys.append("scalar_mask")
         # The same objects as the last lookup's (PlanCache.last) are the same key.
         body += [
             "last = self._plans.last",
