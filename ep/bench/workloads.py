@@ -372,11 +372,12 @@ def workloads(device: str, quick: bool) -> list[Workload]:
         _binary("B6", "hypot", (n(1 << 24),), (n(1 << 24),)),
         _unary("U13", "erfinv", n(1 << 22), False, low=-0.99, high=0.99),
         _cat("cat-4x16MiB", n(1 << 22)),
-        # Issue 41's sums: 16 elements, one long row at ~1 MiB and ~64 MiB, and rows of 4096.
+        # Issue 41's sums: 16 elements, one long row at ~1 MiB and ~64 MiB, rows and columns of 4096.
         _sum("R0", (16,), 0),
         _sum("R1", (n(1 << 18),), 0),
         _sum("R2", (n(1 << 24),), 0),
         _sum("R3", (n(4096), 4096), -1),
+        _sum("R4", (n(4096), 4096), 0),
         # Issue 45's cumsum: 16 elements, one row of ~1 MiB and ~64 MiB, rows of 1000, columns.
         _cumsum("S1", (16,), 0),
         _cumsum("S2", (n(1 << 18),), 0),

@@ -760,6 +760,20 @@ def test_expand_grad_float32_long_sum_is_as_accurate_as_pairwise(device):
     assert abs(float(got) - exact) <= max(pairwise, abs(exact) * 2 * np.finfo(np.float32).eps)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_expand_grad_of_large_broadcasts_matches_float64(device, dtype):
+    # Sums over leading dims and rows long enough to run on the threads (cut into slices where the
+    # outputs are few), columns wider than a task's, and a summed dim between kept ones.
+    cases = [((1, 100), (3001, 100)), ((2085,), (1037, 2085)), ((3, 1, 9), (3, 517, 9)), ((40, 1), (40, 9000))]
+    if device != "cpu":
+        cases = [((1, 45), (37, 45)), ((3, 1, 5), (3, 9, 5))]
+    rtol = {np.float16: 2e-3, np.float32: 2e-5, np.float64: 1e-12}[dtype]
+    for input_shape, dy_shape in cases:
+        dy = np.random.default_rng(13).standard_normal(dy_shape).astype(dtype)
+        got = to_numpy(ep.ops.expand_grad(to_device(dy, device), input_shape)).reshape(input_shape)
+        np.testing.assert_allclose(got.astype(np.float64), grad_reference(dy.astype(np.float64), input_shape), rtol=rtol, atol=rtol)
+
+
 def reduction_geometry(input_shape, dy_shape, threads, target):
     from ep.common.primitive.expand_grad_plan import expand_grad_plan
 

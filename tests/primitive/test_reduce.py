@@ -135,6 +135,19 @@ def test_float32_sum_of_many_tenths_is_as_accurate_as_numpys(device):
     assert error.max() <= max(np.abs(columns.sum(0).astype(np.float64) - n // 4 * np.float64(np.float32(0.1))).max(), 1e-3)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_sums_and_means_across_columns_match_float64(device, dtype):
+    # Over the first dim: runs whose rows are not a multiple of four or of a block, columns wider
+    # than a task's (a partial last block of them), a few columns cut into slices, and outer > 1.
+    cases = [((1037, 2085), (1, 2085)), ((3001, 100), (1, 100)), ((3, 517, 9), (3, 1, 9))]
+    if device != "cpu":
+        cases = [((37, 45), (1, 45)), ((3, 9, 5), (3, 1, 5))]
+    for shape, dst_dims in cases:
+        x = sample(dtype, shape, seed=5)
+        for op in ("sum", "mean"):
+            check(op, launch(device, op, x, dst_dims, dtype), reference(op, x, dst_dims), dtype)
+
+
 def test_float16_accumulates_in_float32(device):
     x = np.ones(_n(device, 10000, 3000), np.float16)
     # float16 steps by 2 from 2048: a float16 accumulator would stop there.

@@ -49,7 +49,7 @@ def _scan(start, stop, args):
     held = np.empty((3, BLOCK_COLS), bound.ACC)
     held_index = np.empty(BLOCK_COLS, np.int64)
     for task in range(start, stop):
-        row_index, first_col, part, r0, r1 = task_span(task, parts, blocks, chunk, length)
+        row_index, first_col, part, r0, r1 = task_span(task, parts, blocks, chunk, length, BLOCK_COLS)
         row = row_index * group
         base = row * length * inner
         width = BLOCK_COLS if BLOCK_COLS < inner - first_col else inner - first_col
