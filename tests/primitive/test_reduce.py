@@ -170,6 +170,47 @@ def test_nan_propagates_as_numpy(device):
         np.testing.assert_allclose(got, expected.astype(dst), rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int8, np.uint64, np.bool_])
+@pytest.mark.parametrize("op", ["amax", "amin", "any", "all", "sum"])
+def test_ops_taken_in_blocks_match_the_reference_over_long_rows_and_columns(device, op, dtype):
+    # Runs of whole blocks and a tail, on the threads and cut into slices (on the CPU), along rows
+    # and across columns.
+    shapes = [(3, 1500, 5), (2, 700_001, 1), (1, 1001, 2085)] if device == "cpu" else [(2, 40, 3), (2, 70, 1)]
+    for shape in shapes:
+        x = sample(dtype, shape, seed=7)
+        if op in ("any", "all"):
+            x = x.copy()
+            x[..., ::3] = 0 if op == "any" else 1
+        dst_dims = (shape[0], 1, shape[2])
+        dst = {"any": np.bool_, "all": np.bool_}.get(op, np.int64 if op == "sum" and dtype == np.bool_ else dtype)
+        check(op, launch(device, op, x, dst_dims, dst), reference(op, x, dst_dims), dtype)
+
+
+@pytest.mark.parametrize("n", [7, 5000, 700_001])
+def test_nan_anywhere_wins_extremes_along_rows_and_columns(device, n):
+    n = _n(device, n, min(n, 300))
+    for position in (0, n // 2, n - 1):
+        x = np.arange(n, dtype=np.float32)
+        x[position] = np.nan
+        for op in ("amax", "amin"):
+            assert np.isnan(launch(device, op, x, (1,), np.float32)[0]), (op, position)
+            columns = np.stack([x, x[::-1]], axis=1)
+            assert np.isnan(launch(device, op, columns, (1, 2), np.float32)).all(), (op, position)
+
+
+def test_zeros_of_both_signs_give_plus_zero_for_amax_and_minus_zero_for_amin(device):
+    # IEEE 754's maximum and minimum, whatever the order (NumPy's and PyTorch's results depend on it).
+    for n in (2, 3000, _n(device, 700_001, 300)):
+        for first in (0.0, -0.0):
+            x = np.full(n, -first, np.float32)
+            x[n // 2] = first
+            for op, sign in (("amax", 1), ("amin", -1)):
+                got = launch(device, op, x, (1,), np.float32)[0]
+                assert got == 0 and np.copysign(1, got) == sign, (op, n, first)
+                got = launch(device, op, np.stack([x, x], 1), (1, 2), np.float32)
+                assert (got == 0).all() and (np.copysign(1, got) == sign).all(), (op, n, first)
+
+
 def test_ties_and_nans_give_the_first_index_in_a_long_run(device):
     n = _n(device, 10**6, 4000)
     x = np.zeros(n, np.float32)

@@ -517,18 +517,29 @@ def add_reassociable(typingctx, a, b):
     return common(a, b), codegen
 
 
-@intrinsic
-def max_number(typingctx, a, b):
-    """The larger of two floats (in the wider type), the other where one is NaN (llvm.maxnum: C
-    fmax, PTX max.f32): a loop taking it into one variable is a reduction LLVM vectorizes."""
-    common = typingctx.unify_types(types.unliteral(a), types.unliteral(b))
-    if not isinstance(common, types.Float):
-        return None
+def _float_pair(name: str, doc: str):
+    """An intrinsic of two floats (in the wider type) calling llvm.<name>.f32/.f64: a loop taking
+    it into one variable is a reduction LLVM vectorizes."""
 
-    def codegen(context, builder, signature, args):
-        a, b = (context.cast(builder, v, t, common) for v, t in zip(args, signature.args))
-        t = a.type
-        fn = builder.module.declare_intrinsic("llvm.maxnum", [t], ir.FunctionType(t, [t, t]))
-        return builder.call(fn, [a, b])
+    @intrinsic
+    def call(typingctx, a, b):
+        common = typingctx.unify_types(types.unliteral(a), types.unliteral(b))
+        if not isinstance(common, types.Float):
+            return None
 
-    return common(a, b), codegen
+        def codegen(context, builder, signature, args):
+            a, b = (context.cast(builder, v, t, common) for v, t in zip(args, signature.args))
+            fn = builder.module.declare_intrinsic(f"llvm.{name}", [a.type], ir.FunctionType(a.type, [a.type, a.type]))
+            return builder.call(fn, [a, b])
+
+        return common(a, b), codegen
+
+    call.__doc__ = doc
+    return call
+
+
+maximum = _float_pair("maximum", "The larger of two floats, NaN if either is, +0.0 over -0.0 (IEEE 754's maximum). CPU only.")
+minimum = _float_pair("minimum", "The smaller of two floats, NaN if either is, -0.0 under +0.0 (IEEE 754's minimum). CPU only.")
+max_number = _float_pair(
+    "maxnum", "The larger of two floats, the other where one is NaN (llvm.maxnum: C fmax, PTX max.f32)."
+)

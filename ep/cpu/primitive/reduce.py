@@ -1,10 +1,12 @@
 """Reduce's CPU kernels: a span over tasks of (row or block of columns, slice of the reduced run),
 run by ParallelFor, and a span merging the slices' states when a reduction was cut into slices.
 
-src is read as (outer, length, inner). With inner == 1 a task reduces a contiguous run of a row in
-four interleaved states (four chains of additions in flight); with inner > 1 it reduces up to
-BLOCK_COLS adjacent columns (a blocked sum: up to SUM_COLS_BYTES of totals), adding whole rows of
-them in order (a loop LLVM vectorizes across columns). When the outputs alone would leave threads idle, each reduction is cut into slices whose
+src is read as (outer, length, inner). With inner == 1 a task reduces a contiguous run of a row:
+an op with a block (ReduceFormulas.block: sums, extremes, any, all) takes blocks of it in
+vector lanes, the others step four interleaved states (four chains in flight). With inner > 1 a
+task reduces adjacent columns, taking whole rows of them in order (a loop LLVM vectorizes across
+the columns): BLOCK_COLS of them, or for an op with a block as many as BLOCKED_COLS_BYTES of totals
+hold. When the outputs alone would leave threads idle, each reduction is cut into slices whose
 states a second span merges, in slice order: the same result every run (the slices depend only on
 the size and the pool's thread count, NUMBA_NUM_THREADS).
 """
@@ -18,7 +20,6 @@ import numpy as np
 from ep.common.cpu_target import full_vector_width_in_use
 from ep.common.jit import bound, scalar_function, template
 from ep.common.math.convert import store_fn
-from ep.common.math.intrinsics import add_reassociable
 from ep.common.math.reduce import accumulate_dtype, formulas
 from ep.common.primitive.reduce import FusedSource, ReduceFactoryImpl, ReduceKernels, ReducePlan, source_element, source_type
 from ep.common.runtime.caches import function_cache
@@ -30,10 +31,10 @@ from ep.include.primitive.reduce import ReduceFactory, ReduceOp
 
 # Columns a task reduces (or scans: scan.py) together: their states stay in L1 as rows of them pass.
 BLOCK_COLS = 256
-# Bytes of column totals a task of a blocked sum over columns adds rows into: its rows' reads are
+# Bytes of column totals a task of an op with a block (over columns) takes rows into: its rows' reads are
 # long runs (the sum of float32 (4096, 4096) over dim 0 took 5.3 ms with 256 columns a task, 0.83
 # ms with 2048 (and 4096), as long as a whole sum; float64 ran as fast with 1024 and 2048).
-SUM_COLS_BYTES = 1 << 13
+BLOCKED_COLS_BYTES = 1 << 13
 # Elements a slice of a cut reduction holds at least: fewer would cost more in states than they save.
 MIN_SLICE = 1 << 14
 # Below this many bytes read, a reduction runs on the calling thread: a read-only pass outruns the
@@ -52,10 +53,16 @@ def sum_block() -> int:
     return 512 if full_vector_width_in_use() else 256
 
 
+@scalar_function
+def _no_block(total, x):
+    # The block slot of an op without one (never called: BLOCK is 0).
+    return total
+
+
 def _cols(blocked: bool, acc: np.dtype) -> int:
-    """Columns a task of a reduction over columns (inner > 1) takes: BLOCK_COLS, or for blocked
-    sums as many as SUM_COLS_BYTES of totals hold."""
-    return SUM_COLS_BYTES // acc.itemsize if blocked else BLOCK_COLS
+    """Columns a task of a reduction over columns (inner > 1) takes: BLOCK_COLS, or where blocks
+    are taken as many as BLOCKED_COLS_BYTES of totals hold."""
+    return BLOCKED_COLS_BYTES // acc.itemsize if blocked else BLOCK_COLS
 
 
 @scalar_function
@@ -71,7 +78,7 @@ def task_span(task: int, parts: int, blocks: int, chunk: int, length: int, cols:
     return row, (row_block - row * blocks) * cols, part, r0, r1
 
 
-@template("init", "step", "merge", "element", "finish", "store", "ACC", "BLOCK", "COLS")
+@template("init", "step", "merge", "element", "finish", "store", "block", "ACC", "IDENTITY", "BLOCK", "COLS")
 def _reduce(start, stop, args):
     # Tasks [start, stop): task = (row * blocks + block) * slices + slice. A whole reduction stores
     # its result in dst; a slice stores its state in states/indices at slice * count + output.
@@ -80,7 +87,7 @@ def _reduce(start, stop, args):
     # reference counts, which contend between threads (source_element).
     src, dst, states, indices, length, inner, chunk, slices, blocks, count, correction = args
     parts = states.size // 3
-    # A task's states of its columns (and a blocked sum's totals: the fourth row).
+    # A task's states of its columns (and, for an op with a block, their totals: the fourth row).
     held = np.empty((4, bound.COLS if inner > 1 else 0), bound.ACC)
     held_index = np.empty(bound.COLS if inner > 1 else 0, np.int64)
     for task in range(start, stop):
@@ -89,20 +96,20 @@ def _reduce(start, stop, args):
         if inner == 1:
             first = base + r0
             n = r1 - r0
-            if bound.BLOCK:  # a constant, 0 but for float sums: the branch is compiled for them only
-                # Each block of BLOCK added in any order (LLVM vectorizes it), the blocks' sums
-                # stepped into one compensated state.
+            if bound.BLOCK:  # a constant, 0 for ops without a block: the branch is compiled for the others only
+                # Each block of BLOCK taken in any order (LLVM vectorizes it), the blocks' totals
+                # stepped into one state (a compensated one for float sums).
                 whole = n // bound.BLOCK * bound.BLOCK
                 state = bound.init()
                 for j0 in range(0, whole, bound.BLOCK):
                     # A constant trip count: LLVM vectorizes it (variable bounds ran at half the speed).
-                    total = bound.ACC(0)
+                    total = bound.ACC(bound.IDENTITY)
                     for j in range(bound.BLOCK):
-                        total = add_reassociable(total, bound.element(src, first + j0 + j))
+                        total = bound.block(total, bound.element(src, first + j0 + j))
                     state = bound.step(state, total, r0 + j0)
-                total = bound.ACC(0)
+                total = bound.ACC(bound.IDENTITY)
                 for j in range(whole, n):
-                    total = add_reassociable(total, bound.element(src, first + j))
+                    total = bound.block(total, bound.element(src, first + j))
                 state = bound.step(state, total, r0 + whole)
             else:
                 # One output: four states over a contiguous run, merged in a fixed order.
@@ -129,24 +136,26 @@ def _reduce(start, stop, args):
         for k in range(width):
             a[k], b[k], c[k], ix[k] = s[0], s[1], s[2], s[3]
         if bound.BLOCK:
-            # Each column's plain sum of a block of BLOCK rows, stepped into its compensated state
-            # once a block. Rows are added four at a time (a loop LLVM vectorizes across the
-            # columns): one row at a time, the totals' loads and stores held it to 60% of the speed.
+            # Each column's total of a block of BLOCK rows, stepped into its state once a block.
+            # Rows are taken four at a time (a loop LLVM vectorizes across the columns): one row
+            # at a time, the totals' loads and stores held sums to 60% of the speed.
             totals = held[3, :width]
             for rb in range(r0, r1, bound.BLOCK):
                 re = rb + bound.BLOCK if rb + bound.BLOCK < r1 else r1
                 quads = rb + (re - rb) // 4 * 4
                 for k in range(width):
-                    totals[k] = 0
+                    totals[k] = bound.IDENTITY
                 for r in range(rb, quads, 4):
                     line = base + r * inner + first_col
                     for k in range(width):
-                        pair = bound.element(src, line + k) + bound.element(src, line + inner + k)
-                        totals[k] += pair + (bound.element(src, line + 2 * inner + k) + bound.element(src, line + 3 * inner + k))
+                        # (t + (x0 + x1)) + (x2 + x3) for sums: the totals take a third of the roundings.
+                        pair = bound.block(bound.block(bound.ACC(bound.IDENTITY), bound.element(src, line + k)), bound.element(src, line + inner + k))
+                        other = bound.block(bound.block(bound.ACC(bound.IDENTITY), bound.element(src, line + 2 * inner + k)), bound.element(src, line + 3 * inner + k))
+                        totals[k] = bound.block(bound.block(totals[k], pair), other)
                 for r in range(quads, re):
                     line = base + r * inner + first_col
                     for k in range(width):
-                        totals[k] += bound.element(src, line + k)
+                        totals[k] = bound.block(totals[k], bound.element(src, line + k))
                 for k in range(width):
                     t = bound.step((a[k], b[k], c[k], ix[k]), totals[k], rb)
                     a[k], b[k], c[k], ix[k] = t[0], t[1], t[2], t[3]
@@ -198,8 +207,8 @@ class CpuReduceKernels(ReduceKernels):
         )
         return ParallelFor(
             _reduce, name if source is None else name.replace("reduce_", "reduce_fused_"), arg_types, init=rule.init,
-            step=rule.step, merge=rule.merge, finish=rule.finish, store=store, ACC=acc.type, BLOCK=sum_block() if rule.blocked else 0,
-            COLS=_cols(rule.blocked, acc),
+            step=rule.step, merge=rule.merge, finish=rule.finish, store=store, block=rule.block or _no_block, ACC=acc.type,
+            IDENTITY=rule.identity, BLOCK=sum_block() if rule.block else 0, COLS=_cols(rule.block is not None, acc),
             element=source_element(DeviceType.kCPU, src_dtype, source),
         )
 
@@ -207,7 +216,7 @@ class CpuReduceKernels(ReduceKernels):
         acc = accumulate_dtype(op.value, src_dtype.compute_dtype)
         correction = acc.type(plan.correction if acc.kind == "f" else 0)
         count, length = plan.dst_count, plan.length
-        cols = _cols(formulas(op.value, src_dtype.compute_dtype).blocked, acc)
+        cols = _cols(formulas(op.value, src_dtype.compute_dtype).block is not None, acc)
         blocks = -(-plan.inner // cols)
         tasks = plan.outer * blocks
         # work (elements touched) 0: on the calling thread, uncut.
