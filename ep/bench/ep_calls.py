@@ -373,6 +373,7 @@ _OPS = {
     "add_n": _ops_add_n,
     "cat": _ops_cat,
     "sum": _ops_on_x("sum", "axis"),
+    "amax": _ops_on_x("amax", "axis"),
     "cumsum": _ops_on_x("cumsum", "axis"),
     "index_add": _ops_index_add,
     "one_hot": _ops_one_hot,

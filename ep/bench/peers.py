@@ -164,6 +164,7 @@ _ARRAY_API_KINDS: dict[str, Callable] = {
     "add_n": lambda xp, attrs, inputs, out: partial(_xp_add_n, xp, tuple(inputs.values()), out),
     "cat": lambda xp, attrs, inputs, out: partial(xp.concatenate, tuple(inputs.values()), out=out),
     "sum": lambda xp, attrs, inputs, out: partial(xp.sum, inputs["x"], attrs["axis"], out=out),
+    "amax": lambda xp, attrs, inputs, out: partial(xp.amax, inputs["x"], attrs["axis"], out=out),
     "cumsum": lambda xp, attrs, inputs, out: partial(xp.cumsum, inputs["x"], attrs["axis"], out=out),
     # NumPy has no index_add: a copy, then np.add.at (which adds repeats).
     "index_add": lambda xp, attrs, inputs, out: _fresh_or_out(
@@ -248,6 +249,7 @@ _TORCH_KINDS: dict[str, Callable] = {
     "add_n": lambda torch, attrs, inputs, out: partial(_torch_add_n, torch, tuple(inputs.values()), out),
     "cat": lambda torch, attrs, inputs, out: partial(torch.cat, tuple(inputs.values()), out=out),
     "sum": lambda torch, attrs, inputs, out: partial(torch.sum, inputs["x"], attrs["axis"], out=out),
+    "amax": lambda torch, attrs, inputs, out: partial(torch.amax, inputs["x"], attrs["axis"], out=out),
     "cumsum": lambda torch, attrs, inputs, out: partial(torch.cumsum, inputs["x"], attrs["axis"], out=out),
     "index_add": lambda torch, attrs, inputs, out: partial(torch.index_add, inputs["x"], 0, inputs["index"], inputs["source"], out=out),
     "one_hot": lambda torch, attrs, inputs, out: (

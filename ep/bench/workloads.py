@@ -150,7 +150,7 @@ def _full(id_, count) -> Workload:
     return Workload(id_, f"full {count} float32 of 1.5", "full", build, {"value": 1.5, "shape": (count,)})
 
 
-def _sum(id_, shape, axis) -> Workload:
+def _reduction(id_, op, shape, axis) -> Workload:
     out_shape = tuple(n for d, n in enumerate(shape) if d != axis % len(shape))
 
     def build() -> Case:
@@ -158,7 +158,7 @@ def _sum(id_, shape, axis) -> Workload:
         return Case({"x": x}, out_shape, F32, x.nbytes + 4 * math.prod(out_shape))
 
     # Sums of normals cancel: each library's rounding differs by more than a relative 1e-6 of a sum near 0.
-    return Workload(id_, f"sum {list(shape)} over dim {axis}", "sum", build, {"axis": axis}, tolerance=1e-4)
+    return Workload(id_, f"{op} {list(shape)} over dim {axis}", op, build, {"axis": axis}, tolerance=1e-4)
 
 
 def _cumsum(id_, shape, axis) -> Workload:
@@ -372,12 +372,15 @@ def workloads(device: str, quick: bool) -> list[Workload]:
         _binary("B6", "hypot", (n(1 << 24),), (n(1 << 24),)),
         _unary("U13", "erfinv", n(1 << 22), False, low=-0.99, high=0.99),
         _cat("cat-4x16MiB", n(1 << 22)),
-        # Issue 41's sums: 16 elements, one long row at ~1 MiB and ~64 MiB, rows and columns of 4096.
-        _sum("R0", (16,), 0),
-        _sum("R1", (n(1 << 18),), 0),
-        _sum("R2", (n(1 << 24),), 0),
-        _sum("R3", (n(4096), 4096), -1),
-        _sum("R4", (n(4096), 4096), 0),
+        # Issue 41's sums: 16 elements, one long row at ~1 MiB and ~64 MiB, rows and columns of
+        # 4096; and maxima of those rows and columns.
+        _reduction("R0", "sum", (16,), 0),
+        _reduction("R1", "sum", (n(1 << 18),), 0),
+        _reduction("R2", "sum", (n(1 << 24),), 0),
+        _reduction("R3", "sum", (n(4096), 4096), -1),
+        _reduction("R4", "sum", (n(4096), 4096), 0),
+        _reduction("R5", "amax", (n(4096), 4096), -1),
+        _reduction("R6", "amax", (n(4096), 4096), 0),
         # Issue 45's cumsum: 16 elements, one row of ~1 MiB and ~64 MiB, rows of 1000, columns.
         _cumsum("S1", (16,), 0),
         _cumsum("S2", (n(1 << 18),), 0),

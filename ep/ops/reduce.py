@@ -215,11 +215,13 @@ mean = _reduction(
 )
 amax = _reduction(
     ReduceOp.kMax, "amax",
-    """The maximum of x over dim, as torch.amax: NaN if any is NaN; ValueError naming the dim for an empty one.""",
+    """The maximum of x over dim, as torch.amax: NaN if any is NaN, +0.0 of zeros of both signs
+    (IEEE 754's maximum, in any order); ValueError naming the dim for an empty one.""",
 )
 amin = _reduction(
     ReduceOp.kMin, "amin",
-    """The minimum of x over dim, as torch.amin: NaN if any is NaN; ValueError naming the dim for an empty one.""",
+    """The minimum of x over dim, as torch.amin: NaN if any is NaN, -0.0 of zeros of both signs
+    (IEEE 754's minimum, in any order); ValueError naming the dim for an empty one.""",
 )
 argmax = _reduction(
     ReduceOp.kArgMax, "argmax",
