@@ -5,8 +5,7 @@ src is read as (outer, length, inner). With inner == 1 a task reduces a contiguo
 an op with a block (ReduceFormulas.block: sums, extremes, any, all) takes blocks of it in
 vector lanes, the others step four interleaved states (four chains in flight). With inner > 1 a
 task reduces adjacent columns, taking whole rows of them in order (a loop LLVM vectorizes across
-the columns): BLOCK_COLS of them, or for an op with a block as many as BLOCKED_COLS_BYTES of totals
-hold. When the outputs alone would leave threads idle, each reduction is cut into slices whose
+the columns), as many as COLS_BYTES of their states' first member hold. When the outputs alone would leave threads idle, each reduction is cut into slices whose
 states a second span merges, in slice order: the same result every run (the slices depend only on
 the size and the pool's thread count, NUMBA_NUM_THREADS).
 """
@@ -29,12 +28,11 @@ from ep.cpu.parallel_for import PARALLEL_THRESHOLD, ParallelFor, input_array, ou
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.reduce import ReduceFactory, ReduceOp
 
-# Columns a task reduces (or scans: scan.py) together: their states stay in L1 as rows of them pass.
-BLOCK_COLS = 256
-# Bytes of column totals a task of an op with a block (over columns) takes rows into: its rows' reads are
-# long runs (the sum of float32 (4096, 4096) over dim 0 took 5.3 ms with 256 columns a task, 0.83
-# ms with 2048 (and 4096), as long as a whole sum; float64 ran as fast with 1024 and 2048).
-BLOCKED_COLS_BYTES = 1 << 13
+# Bytes of column totals (or of states' first members) a task over columns takes rows into: its
+# rows' reads are long runs. Over dim 0 of float32 (4096, 4096), 256 columns a task against 2048:
+# sums 5.3 against 0.83 ms (as long as a whole sum; float64 ran as fast with 1024 and 2048),
+# argmax 8.5 against 5.2 ms, var 6.0 against 4.1 ms.
+COLS_BYTES = 1 << 13
 # Elements a slice of a cut reduction holds at least: fewer would cost more in states than they save.
 MIN_SLICE = 1 << 14
 # Below this many bytes read, a reduction runs on the calling thread: a read-only pass outruns the
@@ -59,10 +57,10 @@ def _no_block(total, x):
     return total
 
 
-def _cols(blocked: bool, acc: np.dtype) -> int:
-    """Columns a task of a reduction over columns (inner > 1) takes: BLOCK_COLS, or where blocks
-    are taken as many as BLOCKED_COLS_BYTES of totals hold."""
-    return BLOCKED_COLS_BYTES // acc.itemsize if blocked else BLOCK_COLS
+def _cols(acc: np.dtype) -> int:
+    """Columns a task of a reduction over columns (inner > 1) takes: as many as COLS_BYTES of
+    their states' first member (or their totals) hold."""
+    return COLS_BYTES // acc.itemsize
 
 
 @scalar_function
@@ -208,7 +206,7 @@ class CpuReduceKernels(ReduceKernels):
         return ParallelFor(
             _reduce, name if source is None else name.replace("reduce_", "reduce_fused_"), arg_types, init=rule.init,
             step=rule.step, merge=rule.merge, finish=rule.finish, store=store, block=rule.block or _no_block, ACC=acc.type,
-            IDENTITY=rule.identity, BLOCK=sum_block() if rule.block else 0, COLS=_cols(rule.block is not None, acc),
+            IDENTITY=rule.identity, BLOCK=sum_block() if rule.block else 0, COLS=_cols(acc),
             element=source_element(DeviceType.kCPU, src_dtype, source),
         )
 
@@ -216,7 +214,7 @@ class CpuReduceKernels(ReduceKernels):
         acc = accumulate_dtype(op.value, src_dtype.compute_dtype)
         correction = acc.type(plan.correction if acc.kind == "f" else 0)
         count, length = plan.dst_count, plan.length
-        cols = _cols(formulas(op.value, src_dtype.compute_dtype).block is not None, acc)
+        cols = _cols(acc)
         blocks = -(-plan.inner // cols)
         tasks = plan.outer * blocks
         # work (elements touched) 0: on the calling thread, uncut.

@@ -24,11 +24,13 @@ from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType
 from ep.cpu.parallel_for import PARALLEL_THRESHOLD, ParallelFor, input_array, output_array
-from ep.cpu.primitive.reduce import BLOCK_COLS, task_span
+from ep.cpu.primitive.reduce import task_span
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.reduce import ReduceOp
 from ep.include.primitive.scan import ScanFactory
 
+# Columns a task scans together: their states stay in L1 as rows of them pass.
+BLOCK_COLS = 256
 # Elements a chunk of a cut run holds at least: a chunk costs a state and a second read of it.
 MIN_CHUNK = 1 << 15
 # Rows a task steps side by side, where runs are rows.
