@@ -12,10 +12,11 @@ and an int64. Every kernel runs one scheme, in any order and grouping of the ele
 Sums are compensated (Kahan's step, TwoSum's merge: a - c is the sum), so a float32 sum of any
 length is as good as NumPy's pairwise one wherever the kernel splits it. A kernel may step by a
 block's plain value where an op has one (block: a vectorized sum of up to a few hundred elements,
-as NumPy's pairwise sum adds its blocks of 128 in eight partial sums; an extreme, an any or all). Extremes of floats follow IEEE 754's maximum and minimum: NaN wins, and +0.0 is the
-larger of two zeros whatever their order. Variance is Welford's
-(mean a, squared deviations b, count i; Chan's merge), logsumexp an online (max a, sum of exp(x - a)
-in b with compensation c). float16 accumulates in float32, integers in int64 (wrapping, as NumPy's).
+as NumPy's pairwise sum adds its blocks of 128 in eight partial sums; an extreme, an any or all).
+Extremes of floats follow IEEE 754's maximum and minimum: NaN wins, and +0.0 is the larger of two
+zeros whatever their order. Variance is Welford's (mean a, squared deviations b, count i; Chan's
+merge), logsumexp an online (max a, sum of exp(x - a) in b with compensation c). float16
+accumulates in float32, integers in int64 (wrapping, as NumPy's).
 
 A scan (a reduction whose every prefix is kept) runs the same scheme, its states merged only in
 the order of their elements: scan_formulas.

@@ -2,12 +2,13 @@
 run by ParallelFor, and a span merging the slices' states when a reduction was cut into slices.
 
 src is read as (outer, length, inner). With inner == 1 a task reduces a contiguous run of a row:
-an op with a block (ReduceFormulas.block: sums, extremes, any, all) takes blocks of it in
-vector lanes, the others step four interleaved states (four chains in flight). With inner > 1 a
-task reduces adjacent columns, taking whole rows of them in order (a loop LLVM vectorizes across
-the columns), as many as COLS_BYTES of their states' first member hold. When the outputs alone would leave threads idle, each reduction is cut into slices whose
-states a second span merges, in slice order: the same result every run (the slices depend only on
-the size and the pool's thread count, NUMBA_NUM_THREADS).
+an op with a block (ReduceFormulas.block: sums, extremes, any, all) takes blocks of it in vector
+lanes, the others step four interleaved states (four chains in flight). With inner > 1 a task
+reduces adjacent columns, taking whole rows of them in order (a loop LLVM vectorizes across the
+columns), as many as COLS_BYTES of their states' first member hold. When the outputs alone would
+leave threads idle, each reduction is cut into slices whose states a second span merges, in slice
+order: the same result every run (the slices depend only on the size and the pool's thread count,
+NUMBA_NUM_THREADS).
 """
 from __future__ import annotations
 
@@ -146,7 +147,7 @@ def _reduce(start, stop, args):
                 for r in range(rb, quads, 4):
                     line = base + r * inner + first_col
                     for k in range(width):
-                        # (t + (x0 + x1)) + (x2 + x3) for sums: the totals take a third of the roundings.
+                        # (t + (x0 + x1)) + (x2 + x3) for sums: half the roundings fall on the totals.
                         pair = bound.block(bound.block(bound.ACC(bound.IDENTITY), bound.element(src, line + k)), bound.element(src, line + inner + k))
                         other = bound.block(bound.block(bound.ACC(bound.IDENTITY), bound.element(src, line + 2 * inner + k)), bound.element(src, line + 3 * inner + k))
                         totals[k] = bound.block(bound.block(totals[k], pair), other)
