@@ -517,6 +517,22 @@ def add_reassociable(typingctx, a, b):
     return common(a, b), codegen
 
 
+@intrinsic
+def mul_reassociable(typingctx, a, b):
+    """a * b as add_reassociable adds: floats marked reassociable, integers as they are."""
+    common = typingctx.unify_types(types.unliteral(a), types.unliteral(b))
+    if not isinstance(common, (types.Float, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        a, b = (context.cast(builder, v, t, common) for v, t in zip(args, signature.args))
+        if isinstance(common, types.Integer):
+            return builder.mul(a, b)
+        return builder.fmul(a, b, flags=("reassoc", "nsz"))
+
+    return common(a, b), codegen
+
+
 def _float_pair(name: str, doc: str):
     """An intrinsic of two floats (in the wider type) calling llvm.<name>.f32/.f64: a loop taking
     it into one variable is a reduction LLVM vectorizes."""

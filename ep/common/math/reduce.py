@@ -12,11 +12,12 @@ and an int64. Every kernel runs one scheme, in any order and grouping of the ele
 Sums are compensated (Kahan's step, TwoSum's merge: a - c is the sum), so a float32 sum of any
 length is as good as NumPy's pairwise one wherever the kernel splits it. A kernel may step by a
 block's plain value where an op has one (block: a vectorized sum of up to a few hundred elements,
-as NumPy's pairwise sum adds its blocks of 128 in eight partial sums; an extreme, an any or all).
+as NumPy's pairwise sum adds its blocks of 128 in eight partial sums; a product, an extreme, an
+any or all).
 Extremes of floats follow IEEE 754's maximum and minimum: NaN wins, and +0.0 is the larger of two
 zeros whatever their order. Variance is Welford's (mean a, squared deviations b, count i; Chan's
 merge), logsumexp an online (max a, sum of exp(x - a) in b with compensation c). float16
-accumulates in float32, integers in int64 (wrapping, as NumPy's).
+accumulates in float32, float products in float64, integers in int64 (wrapping, as NumPy's).
 
 A scan (a reduction whose every prefix is kept) runs the same scheme, its states merged only in
 the order of their elements: scan_formulas.
@@ -32,7 +33,7 @@ import numpy as np
 
 from ep.common.jit import scalar_function
 from ep.common.math import fast_math, libm
-from ep.common.math.intrinsics import add_reassociable, maximum, minimum
+from ep.common.math.intrinsics import add_reassociable, maximum, minimum, mul_reassociable
 from ep.common.math.special import as_type, divide
 
 # The ops by ReduceOp's values (ep.include.primitive.reduce), which this layer does not import.
@@ -42,10 +43,14 @@ _INT64_MIN, _INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
 def accumulate_dtype(op: str, compute_dtype: np.dtype) -> np.dtype:
     """The dtype the state of op (a ReduceOp's value) holds for elements of compute_dtype (float16
-    and bfloat16 are computed in float32; uint64 compares and wraps in uint64, the other integers
-    in int64)."""
+    and bfloat16 are computed in float32; float products in float64; uint64 compares and wraps in
+    uint64, the other integers in int64)."""
     if op in LOGICAL_OPS:
         return np.dtype(np.int32)  # 0 or 1; 32 bits, which CUDA's shuffles move
+    if op == "prod" and compute_dtype.kind == "f":
+        # A float32 product of 700001 factors near 1 erred 1e-5 to 3e-4 of it in float32 (by the
+        # order of its roundings; NumPy's 1.5e-5); in float64 it rounds once, in any order.
+        return np.dtype(np.float64)
     if compute_dtype.kind == "f" or compute_dtype == np.uint64:
         return compute_dtype
     return np.dtype(np.int64)
@@ -61,7 +66,7 @@ class ReduceFormulas:
     finish: Callable
     #: block(total, x): x taken into a block's total from identity, in any order (a loop of it is
     #: one LLVM vectorizes, on the CPU); step takes a block's total for its elements. None: an op
-    #: whose every element steps (a product, an index, a variance, logsumexp).
+    #: whose every element steps (an index, a variance, logsumexp).
     block: Callable | None = None
     identity: object = 0
 
@@ -160,9 +165,11 @@ def _prod_formulas(acc: type) -> ReduceFormulas:
     def finish(s, n, correction):
         return s[0]
 
-    # No block: a float32 product of 700001 factors near 1 taken in blocks erred 10x as much as
-    # stepped one by one (2.6e-4 of it, NumPy's 1.5e-5).
-    return ReduceFormulas(init, step, merge, finish)
+    @scalar_function
+    def block(total, x):
+        return mul_reassociable(total, as_type(x, total))
+
+    return ReduceFormulas(init, step, merge, finish, block=block, identity=1)
 
 
 def _extreme_formulas(acc: type, floating: bool, largest: bool, index: bool) -> ReduceFormulas:

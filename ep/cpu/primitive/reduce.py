@@ -2,13 +2,13 @@
 run by ParallelFor, and a span merging the slices' states when a reduction was cut into slices.
 
 src is read as (outer, length, inner). With inner == 1 a task reduces a contiguous run of a row:
-an op with a block (ReduceFormulas.block: sums, extremes, any, all) takes blocks of it in vector
-lanes, the others step four interleaved states (four chains in flight). With inner > 1 a task
-reduces adjacent columns, taking whole rows of them in order (a loop LLVM vectorizes across the
-columns), as many as COLS_BYTES of their states' first member hold. When the outputs alone would
-leave threads idle, each reduction is cut into slices whose states a second span merges, in slice
-order: the same result every run (the slices depend only on the size and the pool's thread count,
-NUMBA_NUM_THREADS).
+an op with a block (ReduceFormulas.block: sums, products, extremes, any, all) takes blocks of it
+in vector lanes, the others step four interleaved states (four chains in flight). With inner > 1
+a task reduces adjacent columns, taking whole rows of them in order (a loop LLVM vectorizes across
+the columns), as many as COLS_BYTES of their states' first member hold. When the outputs alone
+would leave threads idle, each reduction is cut into slices whose states a second span merges, in
+slice order: the same result every run (the slices depend only on the size and the pool's thread
+count, NUMBA_NUM_THREADS).
 """
 from __future__ import annotations
 
