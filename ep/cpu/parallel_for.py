@@ -98,6 +98,10 @@ class ParallelFor:
         driver = _DRIVER.task(_INDEX, _INDEX, _INDEX, _INDEX, _INDEX, numba.boolean, parallel=True)
         return functools.partial(entry, driver, self.span.task(_INDEX, _INDEX, _INDEX))
 
+    def compile(self) -> None:
+        """Build the span and its entry now, not at the first launch."""
+        self.run  # the cached property builds them
+
     def __call__(self, args: tuple, count: int, work: int, grain: int = 0) -> None:
         """The span over items [0, count) of args, in chunks of grain items (default: one chunk per
         thread), in parallel when work (elements touched) reaches PARALLEL_THRESHOLD, else on the

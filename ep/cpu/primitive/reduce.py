@@ -224,11 +224,13 @@ class CpuReduceKernels(ReduceKernels):
         chunk = -(-length // slices) if length else 0
         slices = -(-length // chunk) if length else 1
         first = self.kernel(op, src_dtype, dst_dtype, False, source)
+        merge = self.kernel(op, src_dtype, dst_dtype, True)
+        # Built with the first plan, cut or not: a small first call leaves a large one nothing to compile.
+        merge.compile()
         scalars = (length, plan.inner, chunk, slices, blocks, count, correction)
         if slices == 1:
             states, indices = np.empty(0, acc), np.empty(0, np.int64)  # not written: one for every launch
             return lambda stream, src, dst: first((src, dst, states, indices, *scalars), tasks, work)
-        merge = self.kernel(op, src_dtype, dst_dtype, True)
 
         def run(stream, src, dst) -> None:
             states, indices = np.empty(3 * count * slices, acc), np.empty(count * slices, np.int64)
