@@ -48,7 +48,8 @@ def sum_block() -> int:
     ends in a horizontal sum and a compensated step: a 64 MiB sum on one core of an AMD EPYC
     (512-bit vectors) took 1.65 ms with blocks of 256, 1.41 ms with 512 (torch 1.37). Longer runs
     in a lane lose accuracy: a sum of 10**6 float32 0.1s errs as NumPy's pairwise sum with 512
-    there (and 256 compiled for AVX2), twice as much with 1024 (or 512 compiled for AVX2)."""
+    there (and 256 compiled for AVX2), twice as much with 1024 (or 512 compiled for AVX2). Every
+    op with a block takes blocks of this many: sums set it, the others' totals lose nothing."""
     return 512 if full_vector_width_in_use() else 256
 
 
