@@ -8,13 +8,14 @@ partial sum of the result (S -> P; integers too, whose int64 sums add exactly, w
 partial sum of a float x passes through (P -> P); mean is linear too (over a split dim each part's
 sum divided by the whole count). prod, amax, amin, any, all, logsumexp, argmax and argmin over a
 split dim (S -> B) finish on every rank from the results of the ranks that split it: gathered (a
-message of the result's size; argmax's with each part's maximum) and combined as NumPy combines
-them, a NaN winning a max (MPI's MAX would drop it, and MPI has no float16); var and std from each
-part's count, mean and sum of squared deviations (Chan's formula, in float64), norm from each
-part's norm. Every reduction but sum and mean of a partial sum takes x boxed first.
+message of the result's size; argmax's with each part's maximum) and combined as the local
+reduction combines them, a NaN winning a max and +0.0 above -0.0 (MPI's MAX would drop the NaN,
+and MPI has no float16); var and std from each part's count, mean and sum of squared deviations
+(Chan's formula, in float64), norm from each part's norm. Every reduction but sum and mean of a partial sum takes x boxed first.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -35,9 +36,22 @@ from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, sig
 # The reductions by ep.ops name, and whether dim is one int (or None: of x flattened).
 OPS = {op.value: op for op in ReduceOp}
 SINGLE = ("argmax", "argmin")
-# The reductions that finish over a split dim from the ranks' results: how NumPy combines two, and
-# argmax's and argmin's comparison of their parts' maxima and minima.
-COMBINED = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum, "any": np.logical_or, "all": np.logical_and, "logsumexp": np.logaddexp}
+
+
+def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IEEE 754's maximum, as the local amax: a NaN wins, +0.0 is above -0.0 (np.maximum takes the
+    second of two zeros; the sum of two zeros is +0.0 unless both are -0.0)."""
+    return np.where((a == 0) & (b == 0), a + b, np.maximum(a, b))
+
+
+def _minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IEEE 754's minimum, as the local amin: a NaN wins, -0.0 is below +0.0."""
+    return np.where((a == 0) & (b == 0), -(-a - b), np.minimum(a, b))
+
+
+# The reductions that finish over a split dim from the ranks' results: how two combine (as the local
+# reduction would), and argmax's and argmin's comparison of their parts' maxima and minima.
+COMBINED = {"prod": np.multiply, "amax": _maximum, "amin": _minimum, "any": np.logical_or, "all": np.logical_and, "logsumexp": np.logaddexp}
 INDEXED = {"argmax": ("amax", np.greater), "argmin": ("amin", np.less)}
 # The reductions that finish from statistics of the parts: var's and std's (count, mean, sum of
 # squared deviations), norm's part norms.
@@ -201,7 +215,7 @@ def _combined(name: str, parts: list[np.ndarray] | None, shape: tuple[int, ...],
     if name == "norm":
         return _norm(np.stack([_wire(v[0]) for v in decoded]), attrs.get("p", 2))
     if name not in INDEXED:
-        return COMBINED[name].reduce(np.stack([_wire(v[0]) for v in decoded]))
+        return functools.reduce(COMBINED[name], [_wire(v[0]) for v in decoded])
     better = INDEXED[name][1]
     best_value, best_index = _wire(decoded[0][0]), decoded[0][1].copy()
     for value, index in decoded[1:]:

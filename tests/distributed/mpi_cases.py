@@ -471,6 +471,15 @@ def check_zero_d() -> None:
         summed = make_global(signed, pl, source).to_global(sbp=P)
         assert np.signbit(summed.numpy()).tolist() == np.signbit(signed).tolist(), source
         checked[0] += 1
+    # amax and amin over a split dim follow the local rule in any order of the ranks: +0.0 is the
+    # max of zeros of both signs, -0.0 their min (np.maximum would take the later rank's zero).
+    zeros = np.zeros((SIZE * 2, 2), np.float32)
+    zeros[SIZE:, 0] = zeros[:SIZE, 1] = -0.0
+    for name, negative in [("amax", False), ("amin", True)]:
+        got = getattr(ep.ops, name)(make_global(zeros, pl, S(0)), 0, sbp=B).numpy()
+        local = getattr(ep.ops, name)(zeros, 0)
+        assert np.signbit(got).tolist() == np.signbit(local).tolist() == [negative] * 2, (name, got)
+        checked[0] += 1
     v = np.arange(SIZE * 2, dtype=np.float32)
     dot = ep.ops.matmul(make_global(v, pl, S(0)), make_global(v, pl, S(0)))  # S(0) x S(0): a partial sum
     assert dot.shape == () and dot.numpy().shape == () and dot.numpy() == np.matmul(v, v), dot.numpy()
