@@ -27,6 +27,7 @@ cases = {{
     "expand": (lambda x: ep.ops.expand(x[:1], x.shape), lambda x: np.broadcast_to(x[:1], x.shape)),
     "expand_grad": (lambda x: ep.ops.expand_grad(x, (1, x.shape[1])), lambda x: x.sum(0, keepdims=True)),
     "sum": (lambda x: ep.ops.sum(x, 0), lambda x: x.sum(0)),
+    "cumsum": (lambda x: ep.ops.cumsum(x.reshape(-1), 0), lambda x: np.cumsum(x.reshape(-1), dtype=np.float64)),
 }}
 report = {{}}
 for name, (call, expected) in cases.items():
@@ -50,4 +51,4 @@ def test_a_small_first_call_compiles_every_size(device, tmp_path):
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     compiled = json.loads(result.stdout.strip().splitlines()[-1])
-    assert compiled == {name: [] for name in compiled} and len(compiled) == 6
+    assert compiled == {name: [] for name in compiled} and len(compiled) == 7

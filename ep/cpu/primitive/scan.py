@@ -175,8 +175,11 @@ class CpuScanKernels(ScanKernels):
     @function_cache("plans")
     def _single(self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, exclusive: bool) -> tuple:
         """(the state's dtype, the span, empty states and indices) of a launch in one pass: found
-        once (a third of a 16-element launch was finding them)."""
+        once (a third of a 16-element launch was finding them). A cut run's spans are built with
+        it, so that a small first launch leaves a large one nothing to compile."""
         acc = scan_accumulate_dtype(op.value, src_dtype.compute_dtype)
+        for stage in ("totals", "carry"):
+            self.kernel(op, src_dtype, dst_dtype, False, stage).compile()
         return acc, self.kernel(op, src_dtype, dst_dtype, exclusive), (np.empty(0, acc), np.empty(0, np.int64))
 
     def launch(self, stream, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, exclusive: bool, plan: ScanPlan, src, dst) -> None:
