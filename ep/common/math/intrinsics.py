@@ -499,38 +499,32 @@ def stream_fence(typingctx):
     return types.none(), codegen
 
 
-@intrinsic
-def add_reassociable(typingctx, a, b):
-    """a + b for floats (in the wider type), marked reassociable: a loop summing into one variable
-    with it is a reduction LLVM vectorizes (several partial sums), which it never does for a plain
-    fadd. Integers (and bools) add as they are, wrapping: their addition reassociates already."""
-    common = typingctx.unify_types(types.unliteral(a), types.unliteral(b))
-    if not isinstance(common, (types.Float, types.Integer)):
-        return None
+def _reassociable(name: str, doc: str):
+    """An intrinsic of two numbers (in the wider type): integers (and bools) as they are, wrapping,
+    floats with LLVM's f<name> marked reassociable, so that a loop taking it into one variable is a
+    reduction LLVM vectorizes (several partial results), which it never does for the plain
+    instruction."""
 
-    def codegen(context, builder, signature, args):
-        a, b = (context.cast(builder, v, t, common) for v, t in zip(args, signature.args))
-        if isinstance(common, types.Integer):
-            return builder.add(a, b)
-        return builder.fadd(a, b, flags=("reassoc", "nsz"))
+    @intrinsic
+    def call(typingctx, a, b):
+        common = typingctx.unify_types(types.unliteral(a), types.unliteral(b))
+        if not isinstance(common, (types.Float, types.Integer)):
+            return None
 
-    return common(a, b), codegen
+        def codegen(context, builder, signature, args):
+            a, b = (context.cast(builder, v, t, common) for v, t in zip(args, signature.args))
+            if isinstance(common, types.Integer):
+                return getattr(builder, name)(a, b)
+            return getattr(builder, f"f{name}")(a, b, flags=("reassoc", "nsz"))
+
+        return common(a, b), codegen
+
+    call.__doc__ = doc
+    return call
 
 
-@intrinsic
-def mul_reassociable(typingctx, a, b):
-    """a * b as add_reassociable adds: floats marked reassociable, integers as they are."""
-    common = typingctx.unify_types(types.unliteral(a), types.unliteral(b))
-    if not isinstance(common, (types.Float, types.Integer)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        a, b = (context.cast(builder, v, t, common) for v, t in zip(args, signature.args))
-        if isinstance(common, types.Integer):
-            return builder.mul(a, b)
-        return builder.fmul(a, b, flags=("reassoc", "nsz"))
-
-    return common(a, b), codegen
+add_reassociable = _reassociable("add", "a + b, floats marked reassociable (a sum in one variable vectorizes).")
+mul_reassociable = _reassociable("mul", "a * b, floats marked reassociable (a product in one variable vectorizes).")
 
 
 def _float_pair(name: str, doc: str):
