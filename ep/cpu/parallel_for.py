@@ -230,7 +230,7 @@ def load_from(typingctx, address, value_type):
 @scalar_function
 def line_head(array, start, count):
     """How many of array's items [start, start + count) come before its first one on a cache
-    line (all count if none does): a span writing array splits its vector loop there."""
+    line (all count if none does): an aligned= launch's first chunk ends there."""
     head = ((-(array.ctypes.data + start * array.itemsize)) & (LINE_BYTES - 1)) // array.itemsize
     return head if head < count else count
 
