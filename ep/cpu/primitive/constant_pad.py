@@ -66,15 +66,16 @@ def _stream_run(dst, d, n, src, s, copy, value):
 def _write_row(dst, d, row, lo, hi, src, s, before, value, stream):
     # Row dst[d : d + row] with ordinary stores: [pad | src[s + lo - before : s + hi - before] | pad]
     # over [0, lo), [lo, hi) and [hi, row), or all pad when s < 0 (stream: unused, _stream_row's).
-    out = dst[d : d + row]
+    # Offsets, not slices: a slice counts a reference to its array, an atomic on a line every
+    # thread writes (rows of 512 float32 on 2 threads took 3.5x their serial time).
     if s < 0:
-        _fill(out, 0, row, value)
+        _fill(dst, d, d + row, value)
     else:
-        _fill(out, 0, lo, value)
-        x = src[s + lo - before : s + hi - before]
+        _fill(dst, d, d + lo, value)
+        s_, d_ = np.uint64(s + lo - before), np.uint64(d + lo)
         for j in range(np.uint64(hi - lo)):
-            out[np.uint64(lo) + j] = x[j]
-        _fill(out, hi, row, value)
+            dst[d_ + j] = src[s_ + j]
+        _fill(dst, d + hi, d + row, value)
 
 
 @scalar_function
