@@ -31,8 +31,10 @@ from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwi
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 
-# Spans index slices by the range variable alone: LLVM then knows every index is non-negative,
-# drops Numba's wraparound checks and vectorizes (base + c defeated that).
+# Spans index slices by the range variable alone, or rows by unsigned offsets: LLVM then knows
+# every index is non-negative, drops Numba's wraparound checks and vectorizes (a signed base + c
+# defeated that). A row is not sliced: a slice counts a reference to its array, an atomic on a
+# line every thread writes, per row.
 
 
 @template("formula", "load", "store")
@@ -59,11 +61,9 @@ def _row(start, stop, args):
     # Rows [start, stop) of src, each with the one row.
     src, row, dst, cols, attr0, attr1 = args
     for r in range(start, stop):
-        base = r * cols
-        x = src[base:base + cols]
-        out = dst[base:base + cols]
-        for c in range(cols):
-            out[c] = bound.store(bound.formula(bound.load(x[c]), bound.load(row[c]), attr0, attr1))
+        base = np.uint64(r * cols)
+        for c in range(np.uint64(cols)):
+            dst[base + c] = bound.store(bound.formula(bound.load(src[base + c]), bound.load(row[c]), attr0, attr1))
 
 
 @template("formula", "load", "store")
@@ -71,12 +71,10 @@ def _column(start, stop, args):
     # Rows [start, stop) of src, row r with column[r].
     src, column, dst, cols, attr0, attr1 = args
     for r in range(start, stop):
-        base = r * cols
+        base = np.uint64(r * cols)
         y = bound.load(column[r])
-        x = src[base:base + cols]
-        out = dst[base:base + cols]
-        for c in range(cols):
-            out[c] = bound.store(bound.formula(bound.load(x[c]), y, attr0, attr1))
+        for c in range(np.uint64(cols)):
+            dst[base + c] = bound.store(bound.formula(bound.load(src[base + c]), y, attr0, attr1))
 
 
 @template("formula", "load", "store")
@@ -97,22 +95,18 @@ def _general(start, stop, args):
             index = offset_to_index(base, dst_strides, d)
             offset0 += index * strides0[d]
             offset1 += index * strides1[d]
-        out = dst[base:base + cols]
+        d, s0, s1 = np.uint64(base), np.uint64(offset0), np.uint64(offset1)
         if strides0[ndim - 1] == 0:
-            x = bound.load(src0[offset0])
-            b = src1[offset1:offset1 + cols]
-            for c in range(cols):
-                out[c] = bound.store(bound.formula(x, bound.load(b[c]), attr0, attr1))
+            x = bound.load(src0[s0])
+            for c in range(np.uint64(cols)):
+                dst[d + c] = bound.store(bound.formula(x, bound.load(src1[s1 + c]), attr0, attr1))
         elif strides1[ndim - 1] == 0:
-            y = bound.load(src1[offset1])
-            a = src0[offset0:offset0 + cols]
-            for c in range(cols):
-                out[c] = bound.store(bound.formula(bound.load(a[c]), y, attr0, attr1))
+            y = bound.load(src1[s1])
+            for c in range(np.uint64(cols)):
+                dst[d + c] = bound.store(bound.formula(bound.load(src0[s0 + c]), y, attr0, attr1))
         else:
-            a = src0[offset0:offset0 + cols]
-            b = src1[offset1:offset1 + cols]
-            for c in range(cols):
-                out[c] = bound.store(bound.formula(bound.load(a[c]), bound.load(b[c]), attr0, attr1))
+            for c in range(np.uint64(cols)):
+                dst[d + c] = bound.store(bound.formula(bound.load(src0[s0 + c]), bound.load(src1[s1 + c]), attr0, attr1))
 
 
 @template("formula")
