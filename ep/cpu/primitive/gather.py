@@ -48,6 +48,11 @@ _AHEAD = 4
 # enough to read most of its cache lines (columns of a matrix).
 _SLAB_PREFETCH_BYTES = 1 << 16
 _LINE_BYTES = 64
+# Rows at least this long move as their elements (a vectorized loop), which is no slower than raw
+# units, and skips the units' alignment checks (1.5 us a launch): a 1 MiB gather of 1 KiB rows
+# on an AMD EPYC, float32 19.6 -> 16.5 us, bool 22.1 -> 15.9 us. Shorter rows gain from units
+# (int8 rows of 24 bytes 151 -> 117 us, float32 pairs 72-80 -> 31 us).
+_UNIT_ROW_BYTES = 64
 
 # An element gather with every index in range converts them to 32-bit positions in the slab when
 # the slab is at most this long.
@@ -358,9 +363,10 @@ class _Plan(NamedTuple):
     work: int
     params: np.ndarray | None
     entry: _Entry
-    # Rows move as raw bytes in the widest unsigned unit (8, 4 or 2 bytes) dividing a row, when it
-    # is wider than the element and both buffers are aligned to it: unit_params is then params
-    # with inner counted in units. None where the element is already the widest unit.
+    # Rows shorter than _UNIT_ROW_BYTES move as raw bytes in the widest unsigned unit (8, 4 or 2
+    # bytes) dividing a row, when it is wider than the element and both buffers are aligned to it:
+    # unit_params is then params with inner counted in units. None where the element is already
+    # the widest unit, or the row is long.
     unit: np.dtype | None = None
     unit_params: np.ndarray | None = None
     unit_entry: _Entry | None = None
@@ -404,7 +410,7 @@ def _plan(dtype: np.dtype, index_dtype: np.dtype, sizes: GatherSizes, wrap: int,
     width = next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)
     entry = _element_entry(index_dtype, dtype, sizes, rows) if sizes.inner == 1 else _row_entry(index_dtype, dtype)
     counts += (rows, rows_per_chunk, work)
-    if sizes.inner == 1 or width <= itemsize:
+    if sizes.inner == 1 or width <= itemsize or row_bytes >= _UNIT_ROW_BYTES:
         return _Plan(*counts, _params(args), entry)
     unit = np.dtype(f"uint{8 * width}")
     unit_args = args[:_INNER] + (row_bytes // width,) + args[_INNER + 1 :]
