@@ -29,34 +29,29 @@ BLOCK = 512
 
 
 @template("accumulate", "load", "SUM_BLOCK")
-def _sum_view(view, n):
+def _sum_view(src, offset, step, n):
+    # The sum of src[offset + j * step] for j < n, by unsigned offsets (LLVM then vectorizes; it
+    # checks step == 1 at run time).
+    s, st = np.uint64(offset), np.uint64(step)
     if bound.SUM_BLOCK:  # a constant, 0 but for float sums: the branch is compiled for them only
         # Blocks of SUM_BLOCK added in any order (LLVM vectorizes them), the blocks' sums added
         # with compensation, as Reduce's blocked sums: as accurate as NumPy's pairwise sum.
         a = c = bound.accumulate(0)
-        whole = n // bound.SUM_BLOCK * bound.SUM_BLOCK
-        for j0 in range(0, whole, bound.SUM_BLOCK):
-            block = view[j0 : j0 + bound.SUM_BLOCK]
+        whole = np.uint64(n // bound.SUM_BLOCK * bound.SUM_BLOCK)
+        for j0 in range(np.uint64(0), whole, np.uint64(bound.SUM_BLOCK)):
             total = bound.accumulate(0)
-            for j in range(bound.SUM_BLOCK):
-                total = add_reassociable(total, bound.load(block[j]))
+            for j in range(j0, j0 + np.uint64(bound.SUM_BLOCK)):
+                total = add_reassociable(total, bound.load(src[s + j * st]))
             a, c = kahan_add(a, c, total)
         total = bound.accumulate(0)
-        for j in range(whole, n):
-            total = add_reassociable(total, bound.load(view[j]))
+        for j in range(whole, np.uint64(n)):
+            total = add_reassociable(total, bound.load(src[s + j * st]))
         a, c = kahan_add(a, c, total)
         return a - c
-    # Integers: four running sums (one would wait on each add's latency).
-    t0 = t1 = t2 = t3 = bound.accumulate(0)
-    quads = n // 4 * 4
-    for j in range(0, quads, 4):
-        t0 += bound.load(view[j])
-        t1 += bound.load(view[j + 1])
-        t2 += bound.load(view[j + 2])
-        t3 += bound.load(view[j + 3])
-    for j in range(quads, n):
-        t0 += bound.load(view[j])
-    return (t0 + t1) + (t2 + t3)
+    total = bound.accumulate(0)
+    for j in range(np.uint64(n)):
+        total = add_reassociable(total, bound.load(src[s + j * st]))
+    return total
 
 
 @template("accumulate", "load", "store", "sum_view")
@@ -64,8 +59,9 @@ def _expand_grad(start, stop, args):
     # Tasks [start, stop). A task is a block of dst elements along dst's innermost dim. When that
     # dim is kept, the block is contiguous in src too, and adding whole src rows into `sums`
     # (host-allocated accumulators) reads src in order; otherwise the block is one element summing
-    # runs of its innermost summed dim. Loops index slices, whose indices Numba knows are not
-    # negative, so that LLVM vectorizes them.
+    # runs of its innermost summed dim. Loops index by unsigned offsets, which Numba knows are not
+    # negative, so that LLVM vectorizes them; never by slices, each of which counts a reference to
+    # its array (an atomic on a line every thread writes).
     src, dst, sums, strides, pieces, row, num_outer, inner, inner_stride = args
     # The plan's four stride tuples, one row each (an array: ParallelFor passes no tuple nested in args).
     dst_strides, src_strides = strides[0], strides[1]
@@ -81,25 +77,20 @@ def _expand_grad(start, stop, args):
             total = bound.accumulate(0)
             for k in range(num_outer):
                 offset = base + map_offset(k, outer_strides, outer_src_strides)
-                if inner_stride <= 1:  # 0 when nothing is summed: one element
-                    total += bound.sum_view(src[offset : offset + inner], inner)
-                else:
-                    end = offset + (inner - 1) * inner_stride + 1
-                    total += bound.sum_view(src[offset:end:inner_stride], inner)
+                total += bound.sum_view(src, offset, inner_stride, inner)
             dst[first] = bound.store(total)
         else:
-            acc = sums[first : first + n]
-            for b in range(n):
-                acc[b] = 0
+            f = np.uint64(first)
+            for b in range(np.uint64(n)):
+                sums[f + b] = 0
             for k in range(num_outer):
                 offset = base + map_offset(k, outer_strides, outer_src_strides)
                 for j in range(inner):
-                    src_row = src[offset + j * inner_stride : offset + j * inner_stride + n]
-                    for b in range(n):
-                        acc[b] += bound.load(src_row[b])
-            out = dst[first : first + n]
-            for b in range(n):
-                out[b] = bound.store(acc[b])
+                    s = np.uint64(offset + j * inner_stride)
+                    for b in range(np.uint64(n)):
+                        sums[f + b] += bound.load(src[s + b])
+            for b in range(np.uint64(n)):
+                dst[f + b] = bound.store(sums[f + b])
 
 
 class CpuExpandGradKernels(ExpandGradKernels):
