@@ -385,7 +385,7 @@ def test_32_bit_kernels_divide_by_multiply_high_and_move_16_bytes_at_once():
 
 
 def test_cpu_rows_move_in_the_widest_raw_unit():
-    # The CPU plan moves rows of int8 as uint64, uint32 or uint16 words when the row size allows.
+    # The CPU plan moves short rows of int8 as uint64, uint32 or uint16 words when the row size allows.
     from ep.common.primitive.gather import gather_sizes
     from ep.cpu.primitive.gather import CPU_GATHER_KERNELS
 
@@ -397,6 +397,7 @@ def test_cpu_rows_move_in_the_widest_raw_unit():
     assert unit(12) == np.dtype(np.uint32)
     assert unit(6) == np.dtype(np.uint16)
     assert unit(3) is None
+    assert unit(64) is None and unit(1024) is None  # long rows move as elements (_UNIT_ROW_BYTES)
     params = np.arange(2 * 6 * 24, dtype=np.int8).reshape(2, 6, 24)
     indices = np.array([5, 0, 2, 9, -1], np.int64)
     np.testing.assert_array_equal(launch("cpu", params, indices), reference(params, indices))
