@@ -11,7 +11,8 @@ split dim (S -> B) finish on every rank from the results of the ranks that split
 message of the result's size; argmax's with each part's maximum) and combined as the local
 reduction combines them, a NaN winning a max and +0.0 above -0.0 (MPI's MAX would drop the NaN,
 and MPI has no float16); var and std from each part's count, mean and sum of squared deviations
-(Chan's formula, in float64), norm from each part's norm. Every reduction but sum and mean of a partial sum takes x boxed first.
+(Chan's formula, in float64), norm from each part's norm. Every reduction but sum and mean of a
+partial sum takes x boxed first.
 """
 from __future__ import annotations
 
@@ -41,11 +42,15 @@ SINGLE = ("argmax", "argmin")
 def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """IEEE 754's maximum, as the local amax: a NaN wins, +0.0 is above -0.0 (np.maximum takes the
     second of two zeros; the sum of two zeros is +0.0 unless both are -0.0)."""
+    if a.dtype.kind != "f":
+        return np.maximum(a, b)
     return np.where((a == 0) & (b == 0), a + b, np.maximum(a, b))
 
 
 def _minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """IEEE 754's minimum, as the local amin: a NaN wins, -0.0 is below +0.0."""
+    if a.dtype.kind != "f":
+        return np.minimum(a, b)
     return np.where((a == 0) & (b == 0), -(-a - b), np.minimum(a, b))
 
 

@@ -479,6 +479,10 @@ def check_zero_d() -> None:
         got = getattr(ep.ops, name)(make_global(zeros, pl, S(0)), 0, sbp=B).numpy()
         local = getattr(ep.ops, name)(zeros, 0)
         assert np.signbit(got).tolist() == np.signbit(local).tolist() == [negative] * 2, (name, got)
+        flags = zeros != 0
+        flags[SIZE, 0] = True
+        got = getattr(ep.ops, name)(make_global(flags, pl, S(0)), 0, sbp=B).numpy()
+        assert got.dtype == np.bool_ and got.tolist() == getattr(np, name[1:])(flags, 0).tolist(), (name, got)
         checked[0] += 1
     v = np.arange(SIZE * 2, dtype=np.float32)
     dot = ep.ops.matmul(make_global(v, pl, S(0)), make_global(v, pl, S(0)))  # S(0) x S(0): a partial sum
