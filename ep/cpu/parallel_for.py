@@ -13,6 +13,12 @@ the entry without Numba's type dispatch (a third of a tiny launch), so args must
 the declared types: arrays 1-d and C-contiguous, of exactly their dtype (as checked storage is).
 A span of one item per element of an output (ParallelFor's aligned=) gets chunks that start on its
 64-byte boundaries, after a head span up to the first.
+
+A span indexes its rows by unsigned offsets (`dst[np.uint64(base) + j]`), never by a slice per row:
+each slice counts a reference to its array, an atomic on a line that every thread writes, which
+Numba leaves in where the span branches (a pad of 512 rows took 3.5x its serial time on two
+threads; an add along a broadcast middle dim 10x). Unsigned indices also let LLVM drop Numba's
+wraparound checks and vectorize.
 """
 from __future__ import annotations
 

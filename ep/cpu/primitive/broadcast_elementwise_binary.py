@@ -31,10 +31,8 @@ from ep.include.primitive.broadcast_elementwise_binary import BroadcastElementwi
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 
-# Spans index slices by the range variable alone, or rows by unsigned offsets: LLVM then knows
-# every index is non-negative, drops Numba's wraparound checks and vectorizes (a signed base + c
-# defeated that). A row is not sliced: a slice counts a reference to its array, an atomic on a
-# line every thread writes, per row.
+# Spans index a chunk's slices by the range variable alone, and rows by unsigned offsets (ParallelFor's
+# rule): LLVM then knows every index is non-negative and vectorizes (a signed base + c defeated that).
 
 
 @template("formula", "load", "store")
@@ -95,18 +93,18 @@ def _general(start, stop, args):
             index = offset_to_index(base, dst_strides, d)
             offset0 += index * strides0[d]
             offset1 += index * strides1[d]
-        d, s0, s1 = np.uint64(base), np.uint64(offset0), np.uint64(offset1)
+        o, s0, s1 = np.uint64(base), np.uint64(offset0), np.uint64(offset1)
         if strides0[ndim - 1] == 0:
             x = bound.load(src0[s0])
             for c in range(np.uint64(cols)):
-                dst[d + c] = bound.store(bound.formula(x, bound.load(src1[s1 + c]), attr0, attr1))
+                dst[o + c] = bound.store(bound.formula(x, bound.load(src1[s1 + c]), attr0, attr1))
         elif strides1[ndim - 1] == 0:
             y = bound.load(src1[s1])
             for c in range(np.uint64(cols)):
-                dst[d + c] = bound.store(bound.formula(bound.load(src0[s0 + c]), y, attr0, attr1))
+                dst[o + c] = bound.store(bound.formula(bound.load(src0[s0 + c]), y, attr0, attr1))
         else:
             for c in range(np.uint64(cols)):
-                dst[d + c] = bound.store(bound.formula(bound.load(src0[s0 + c]), bound.load(src1[s1 + c]), attr0, attr1))
+                dst[o + c] = bound.store(bound.formula(bound.load(src0[s0 + c]), bound.load(src1[s1 + c]), attr0, attr1))
 
 
 @template("formula")

@@ -30,8 +30,8 @@ BLOCK = 512
 
 @template("accumulate", "load", "SUM_BLOCK")
 def _sum_view(src, offset, step, n):
-    # The sum of src[offset + j * step] for j < n, by unsigned offsets (LLVM then vectorizes; it
-    # checks step == 1 at run time).
+    # The sum of src[offset + j * step] for j < n, by unsigned offsets (ParallelFor's rule; with
+    # step 1 as fast as the contiguous slice it replaced).
     s, st = np.uint64(offset), np.uint64(step)
     if bound.SUM_BLOCK:  # a constant, 0 but for float sums: the branch is compiled for them only
         # Blocks of SUM_BLOCK added in any order (LLVM vectorizes them), the blocks' sums added
@@ -59,9 +59,8 @@ def _expand_grad(start, stop, args):
     # Tasks [start, stop). A task is a block of dst elements along dst's innermost dim. When that
     # dim is kept, the block is contiguous in src too, and adding whole src rows into `sums`
     # (host-allocated accumulators) reads src in order; otherwise the block is one element summing
-    # runs of its innermost summed dim. Loops index by unsigned offsets, which Numba knows are not
-    # negative, so that LLVM vectorizes them; never by slices, each of which counts a reference to
-    # its array (an atomic on a line every thread writes).
+    # runs of its innermost summed dim. Loops index by unsigned offsets, never slices (ParallelFor's
+    # rule).
     src, dst, sums, strides, pieces, row, num_outer, inner, inner_stride = args
     # The plan's four stride tuples, one row each (an array: ParallelFor passes no tuple nested in args).
     dst_strides, src_strides = strides[0], strides[1]
