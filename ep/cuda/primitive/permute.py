@@ -39,7 +39,7 @@ def _transpose(
 ):
     # One block per tile at a time: tile = (outer index, tile row, tile column). Its threads read
     # the tile's rows from src (consecutive threads, consecutive cols), then write its columns to
-    # dst (consecutive threads, consecutive rows): both sides coalesced. Elements e of the tile
+    # dst (consecutive threads, consecutive rows): both sides coalesced. Elements e of a pass
     # stride by the block's size, so any block size runs it (the simulator's 8 threads too).
     tile = cuda.shared.array((TILE, _TILE_ROW), bound.UNIT)
     first = np.uint32(cuda.threadIdx.x)
@@ -53,26 +53,22 @@ def _transpose(
         s, d = np.uint32(s), np.uint32(d)
         r0 = np.uint32(tr * TILE)
         c0 = np.uint32(tc * TILE)
-        e = first
-        while e < _ELEMENTS:
-            k = np.uint32(e >> 5)
-            lane = np.uint32(e & (TILE - 1))
-            r = np.uint32(r0 + k)
-            c = np.uint32(c0 + lane)
-            if r < rows and c < cols:
-                tile[k, lane] = src[np.uint32(s + r * src_row_stride + c)]
-            e = np.uint32(e + step)
-        cuda.syncthreads()
-        e = first
-        while e < _ELEMENTS:
-            k = np.uint32(e >> 5)
-            lane = np.uint32(e & (TILE - 1))
-            r = np.uint32(r0 + lane)
-            c = np.uint32(c0 + k)
-            if r < rows and c < cols:
-                dst[np.uint32(d + c * dst_col_stride + r)] = tile[lane, k]
-            e = np.uint32(e + step)
-        cuda.syncthreads()
+        # Two passes, reading then writing: a warp takes tile row k, its lanes consecutive
+        # elements of a src row, then of a dst row (a src column).
+        for writing in range(2):
+            e = first
+            while e < _ELEMENTS:
+                k = np.uint32(e >> 5)
+                lane = np.uint32(e & (TILE - 1))
+                r = np.uint32(r0 + (lane if writing else k))
+                c = np.uint32(c0 + (k if writing else lane))
+                if r < rows and c < cols:
+                    if writing:
+                        dst[np.uint32(d + c * dst_col_stride + r)] = tile[lane, k]
+                    else:
+                        tile[k, lane] = src[np.uint32(s + r * src_row_stride + c)]
+                e = np.uint32(e + step)
+            cuda.syncthreads()
         t = np.uint32(t + cuda.gridDim.x)
 
 
