@@ -151,14 +151,15 @@ def _full(id_, count) -> Workload:
 
 
 def _reduction(id_, op, shape, axis) -> Workload:
-    out_shape = tuple(n for d, n in enumerate(shape) if d != axis % len(shape))
+    axes = {a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,))}
+    out_shape = tuple(n for d, n in enumerate(shape) if d not in axes)
 
     def build() -> Case:
         x = _rng().standard_normal(shape, dtype=np.float32)
         return Case({"x": x}, out_shape, F32, x.nbytes + 4 * math.prod(out_shape))
 
     # Sums of normals cancel: each library's rounding differs by more than a relative 1e-6 of a sum near 0.
-    return Workload(id_, f"{op} {list(shape)} over dim {axis}", op, build, {"axis": axis}, tolerance=1e-4)
+    return Workload(id_, f"{op} {list(shape)} over dim{'s' if isinstance(axis, tuple) else ''} {axis}", op, build, {"axis": axis}, tolerance=1e-4)
 
 
 def _cumsum(id_, shape, axis) -> Workload:
@@ -339,7 +340,7 @@ def workloads(device: str, quick: bool) -> list[Workload]:
     """The size grid (SIZES; --quick leaves out 64 MiB), then the other workloads, float32 unless
     said: a gather along an inner axis and a batch gather (G2, G3), the transcendentals (U2-U12,
     issue 13), a cast (U6), a comparison (B3), issue 45's atan2, logaddexp, hypot (B4-B6), erfinv
-    (U13), cat, sums (R0-R3), cumsums (S1-S5) and index_add (X1-X3); then this round's ops (round_26_28).
+    (U13), cat, sums (R0-R8), cumsums (S1-S5) and index_add (X1-X3); then this round's ops (round_26_28).
 
     Those others have issue 5's sizes on the CPU; on CUDA they grow 4x (buffers of 256 MiB, so
     the GPU is measured at its bandwidth, not its launch latency); --quick divides them by 64.
@@ -381,6 +382,9 @@ def workloads(device: str, quick: bool) -> list[Workload]:
         _reduction("R4", "sum", (n(4096), 4096), 0),
         _reduction("R5", "amax", (n(4096), 4096), -1),
         _reduction("R6", "amax", (n(4096), 4096), 0),
+        # Sums over dims apart (a conv bias's gradient) at ~1 MiB and ~64 MiB.
+        _reduction("R7", "sum", (64, n(64), 64), (0, 2)),
+        _reduction("R8", "sum", (256, n(256), 256), (0, 2)),
         # Issue 45's cumsum: 16 elements, one row of ~1 MiB and ~64 MiB, rows of 1000, columns.
         _cumsum("S1", (16,), 0),
         _cumsum("S2", (n(1 << 18),), 0),

@@ -6,6 +6,7 @@ import torch
 
 import ep
 import ep.ops
+from ep.ops.reduce import reduction_stages
 from ep.testing import to_device, to_numpy
 
 X = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)
@@ -44,6 +45,50 @@ def test_matches_pytorch(device, name, dim, keepdim):
     x = X > 0.5 if name in ("any", "all") else X
     got = getattr(ep.ops, name)(to_device(x, device), dim=dim, keepdim=keepdim)
     compare(got, torch_reference(name, x, dim, keepdim))
+
+
+# Reduced dims in runs apart, which ep reduces one run per launch (the run of most elements
+# first), with dims of size 1 between them and an empty one.
+@pytest.mark.parametrize(
+    "shape, dims",
+    [((4, 3, 5, 2, 6), (0, 2, 4)), ((6, 3, 2), (0, 2)), ((2, 1, 3, 1, 4), (0, 3, 4)), ((3, 0, 4, 5), (1, 3))],
+)
+@pytest.mark.parametrize(
+    "name, dtype",
+    [("sum", np.int32), ("sum", np.float32), ("sum", np.float16), ("prod", np.float64), ("mean", np.float32),
+     ("amax", np.int16), ("amin", np.float32), ("logsumexp", np.float64), ("any", np.bool_), ("all", np.bool_)],
+)
+def test_dims_in_runs_apart(device, name, dtype, shape, dims):
+    x = np.random.default_rng(1).standard_normal(shape)
+    x = (x > 0) if dtype is np.bool_ else (x * 4).astype(dtype)
+    xd = to_device(x, device)
+    if name in ("amax", "amin") and 0 in shape:
+        with pytest.raises(ValueError, match="dim 1 of size 0"):
+            getattr(ep.ops, name)(xd, dims)
+        return
+    for keepdim in (False, True):
+        got = to_numpy(getattr(ep.ops, name)(xd, dims, keepdim=keepdim))
+        t = torch.from_numpy(x)
+        if name in ("any", "all", "prod"):
+            expected = np.asarray(getattr(np, name)(x, axis=dims, keepdims=keepdim))
+        else:
+            expected = TORCH.get(name, getattr(torch, name))(t, dims, keepdim=keepdim).numpy()
+        assert got.shape == expected.shape and got.dtype == expected.dtype, (got.shape, expected.shape, got.dtype, expected.dtype)
+        tolerance = 2e-3 if dtype is np.float16 else 1e-5
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=tolerance, atol=tolerance)
+    assert np.array_equal(to_numpy(xd), x)
+
+
+def test_runs_apart_are_reduced_largest_first():
+    stages = reduction_stages((4, 3, 5, 2, 6), (0, 2, 4))
+    assert stages == (
+        ((4, 3, 5, 2, 6), (4, 3, 5, 2, 1)),
+        ((4, 3, 5, 2, 1), (4, 3, 1, 2, 1)),
+        ((4, 3, 1, 2, 1), (1, 3, 1, 2, 1)),
+    )
+    # Equal runs: the outer first; dims of size 1 join the runs around them.
+    assert reduction_stages((8, 3, 8), (0, 2)) == (((8, 3, 8), (1, 3, 8)), ((1, 3, 8), (1, 3, 1)))
+    assert reduction_stages((2, 1, 3, 1, 4), (0, 1, 3, 4)) == (((2, 1, 3, 1, 4), (2, 1, 3, 1, 1)), ((2, 1, 3, 1, 1), (1, 1, 3, 1, 1)))
 
 
 @pytest.mark.parametrize("dim", [None, 0, 2, -2])
