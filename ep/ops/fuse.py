@@ -33,7 +33,7 @@ from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
 from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedFactory, Input, Scalar
 from ep.include.primitive.primitive import NewPrimitive
-from ep.include.primitive.reduce import ReduceOp
+from ep.include.primitive.reduce import ReduceFactory, ReduceOp
 from ep.include.primitive.reduce_fused import ReduceFusedFactory
 from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, namespace_of, stream_for, unaliased
 from ep.sbp import global_ops
@@ -225,17 +225,24 @@ class Fused:
     def _reduce(self, trace: _Trace, values: list, shape: tuple[int, ...], shapes: dict, device, stream, out, namespace):
         """A call whose fn ends with a reduction: its dims and result as ep.ops' reductions make
         them, each array argument expanded to the expression's shape where it has another and
-        permuted where the reduced dims are not one run, then one ReduceFused launch."""
+        permuted where the reduced dims are not one run and op's partials do not compose (var, std,
+        float16 sums), then one ReduceFused launch (and a Reduce per further run of dims apart)."""
         from ep.ops.arrays import output
         from ep.ops.expand import expand
         from ep.ops.permute import permute
-        from ep.ops.reduce import check_reduction, reduced_dims, reduced_shape, reduction_layout
+        from ep.ops.reduce import check_reduction, reduced_dims, reduced_shape, reduction_layout, reduction_stages, run_stages, staged
 
         reduction = trace.reduction
         op = reduction.op
         dims = reduced_dims(len(shape), reduction.dim, op in (ReduceOp.kArgMax, ReduceOp.kArgMin))
         check_reduction(op, shape, dims, reduction.dim)
-        src_dims, dst_dims, order = reduction_layout(shape, dims)
+        # Dims apart: the fused launch reduces the first run, Reduce the others (ep.ops' stages).
+        rest = ()
+        if staged(op, reduction.dst, shape, dims):
+            (src_dims, dst_dims), *rest = reduction_stages(shape, dims)
+            order = None
+        else:
+            src_dims, dst_dims, order = reduction_layout(shape, dims)
         result_shape = reduced_shape(shape, dims, reduction.keepdim)
         given = out
         if out is not None and type(out) is not np.ndarray and is_dlpack(out):
@@ -254,7 +261,13 @@ class Fused:
                 x = permute(x.reshape(shape) if len(x.shape) != len(shape) else x, order, stream=stream)
             x = contiguous(x, device, stream)
             launch_args.append(unaliased(x, out, device, stream))
-        trace.primitive.Launch(stream, launch_args, src_dims, dst_dims, out, reduction.correction)
+        if rest:
+            partial = empty(dst_dims, reduction.dst, device, stream)
+            trace.primitive.Launch(stream, launch_args, src_dims, dst_dims, partial, reduction.correction)
+            again = NewPrimitive(ReduceFactory, device, op, reduction.dst, reduction.dst)
+            run_stages(stream, [(again, *layout) for layout in rest], partial, out, reduction.dst, device, reduction.correction)
+        else:
+            trace.primitive.Launch(stream, launch_args, src_dims, dst_dims, out, reduction.correction)
         if given is not None:
             return given
         if namespace is not None:

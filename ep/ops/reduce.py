@@ -112,6 +112,25 @@ _STAGED = frozenset({ReduceOp.kSum, ReduceOp.kProd, ReduceOp.kMean, ReduceOp.kMa
 _ROUNDED = frozenset({ReduceOp.kSum, ReduceOp.kProd, ReduceOp.kMean, ReduceOp.kLogSumExp})
 
 
+def staged(op: ReduceOp, dst: DataType, shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
+    """Whether op over dims apart runs run by run (reduction_stages) rather than on x permuted:
+    where its partial results compose without a rounding in float16 or bfloat16. 1 MiB of float32
+    (64, 64, 64) summed over (0, 2) took 36 us permuted, 15 us in two launches; 64 MiB (256,) * 3
+    7.9 ms and 1.2 ms (AMD EPYC)."""
+    return not _one_run(shape, dims) and op in _STAGED and not (op in _ROUNDED and dst in HALF_TYPES)
+
+
+def run_stages(stream, stages, x, out, dst: DataType, device, correction) -> None:
+    """Each launch (primitive, src_dims, dst_dims) of stages on the last one's result (dst
+    elements), the first on x, the last into out."""
+    for primitive, src_dims, dst_dims in stages[:-1]:
+        partial = empty(dst_dims, dst, device, stream)
+        primitive.launch_trusted(stream, src_dims, x, dst_dims, partial, correction)
+        x = partial
+    primitive, src_dims, dst_dims = stages[-1]
+    primitive.launch_trusted(stream, src_dims, x, dst_dims, out, correction)
+
+
 def reduction_stages(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
     """The layouts (src_dims, dst_dims) of reducing shape over dims one run of adjacent reduced dims
     at a time (dims of size 1 dropped): the run of most elements first, which leaves the least for
@@ -177,14 +196,12 @@ def _rule(op: ReduceOp, device, x_dtype, dtype, shape: tuple[int, ...], dim) -> 
         raise TypeError(f"x: {op.value} of {src.value} into {dst.value} is not supported")
     dims = reduced_dims(len(shape), dim, single=op in INDEX_OPS)  # argmax's dim is one int
     check_reduction(op, shape, dims, dim)
-    src_dims, dst_dims, order = reduction_layout(shape, dims)
-    stages = ((primitive, src_dims, dst_dims),)
-    if order is not None and op in _STAGED and not (op in _ROUNDED and dst in HALF_TYPES):
-        # Run by run instead of permuted: 1 MiB of float32 (64, 64, 64) summed over (0, 2) took
-        # 36 us permuted, 15 us in two launches; 64 MiB (256,) * 3 7.9 ms and 1.2 ms (AMD EPYC).
-        order = None
-        again = NewPrimitive(ReduceFactory, device, op, dst, dst)
+    if staged(op, dst, shape, dims):
+        order, again = None, NewPrimitive(ReduceFactory, device, op, dst, dst)
         stages = tuple((primitive if k == 0 else again, *layout) for k, layout in enumerate(reduction_stages(shape, dims)))
+    else:
+        src_dims, dst_dims, order = reduction_layout(shape, dims)
+        stages = ((primitive, src_dims, dst_dims),)
     shapes = (reduced_shape(shape, dims, False), reduced_shape(shape, dims, True))
     return _Rule(None if src is x_dtype else src, order, stages, shapes, dst)
 
@@ -217,12 +234,7 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1):
     else:
         out = check_out(out, "out", rule.shapes[keepdim], rule.dst, device)
         x = unaliased(x, out, device, stream)
-    for primitive, src_dims, dst_dims in rule.stages[:-1]:
-        partial = empty(dst_dims, rule.dst, device, stream)
-        primitive.launch_trusted(stream, src_dims, x, dst_dims, partial, correction)
-        x = partial
-    primitive, src_dims, dst_dims = rule.stages[-1]
-    primitive.launch_trusted(stream, src_dims, x, dst_dims, out, correction)
+    run_stages(stream, rule.stages, x, out, rule.dst, device, correction)
     return out
 
 
