@@ -230,7 +230,8 @@ class Fused:
         from ep.ops.arrays import output
         from ep.ops.expand import expand
         from ep.ops.permute import permute
-        from ep.ops.reduce import check_reduction, reduced_dims, reduced_shape, reduction_layout, reduction_stages, run_stages, staged
+        from ep.common.primitive.reduce import reduction_stages
+        from ep.ops.reduce import check_reduction, reduced_dims, reduced_shape, reduction_layout, run_stages, staged
 
         reduction = trace.reduction
         op = reduction.op

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ep.common.primitive.reduce import INDEX_OPS, NO_IDENTITY
+from ep.common.primitive.reduce import INDEX_OPS, NO_IDENTITY, reduction_stages
 from ep.common.runtime.data_type import FLOATING_TYPES, HALF_TYPES, DataType, as_data_type
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import integer
@@ -129,29 +129,6 @@ def run_stages(stream, stages, x, out, dst: DataType, device, correction) -> Non
         x = partial
     primitive, src_dims, dst_dims = stages[-1]
     primitive.launch_trusted(stream, src_dims, x, dst_dims, out, correction)
-
-
-def reduction_stages(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
-    """The layouts (src_dims, dst_dims) of reducing shape over dims one run of adjacent reduced dims
-    at a time (dims of size 1 dropped): the run of most elements first, which leaves the least for
-    the next to read; of equal runs the outer first (its sums add whole rows)."""
-    runs: list[list[int]] = []
-    previous = False
-    for d, n in enumerate(shape):
-        if n != 1:
-            if d in dims and previous:
-                runs[-1].append(d)
-            elif d in dims:
-                runs.append([d])
-            previous = d in dims
-    runs.sort(key=lambda run: -math.prod(shape[d] for d in run))
-    stages = []
-    src = shape
-    for run in runs:
-        dst = tuple(1 if d in run else n for d, n in enumerate(src))
-        stages.append((src, dst))
-        src = dst
-    return tuple(stages)
 
 
 def reduce_dtypes(op: ReduceOp, x_dtype: DataType, dtype: object) -> tuple[DataType, DataType]:

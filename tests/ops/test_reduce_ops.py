@@ -6,7 +6,7 @@ import torch
 
 import ep
 import ep.ops
-from ep.ops.reduce import reduction_stages
+from ep.common.primitive.reduce import reduction_stages
 from ep.testing import to_device, to_numpy
 
 X = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ep.common.math.nd_index_offset_helper import contiguous_strides
 from ep.common.primitive.broadcast import simplify_broadcast_dims
+from ep.common.primitive.reduce import reduce_dims, reduction_stages
 from ep.common.runtime.data_type import HALF_TYPES, INTEGER_TYPES, DataType
 from ep.common.runtime.validate import MAX_NUM_DIMS
 
@@ -46,6 +47,9 @@ class ExpandGradPlan:
     kept_strides: tuple[int, ...] = ()
     summed_dims: tuple[int, ...] = ()
     summed_strides: tuple[int, ...] = ()
+    # Where the summed dims are apart: (outer, length, inner) of each of Reduce's one-run sums
+    # that make the same sum one run at a time (reduction_stages), the last one's result dst.
+    stages: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def ndim(self) -> int:
@@ -81,4 +85,5 @@ def expand_grad_plan(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> Ex
         kept_strides=tuple(s for d, s in enumerate(src_strides) if d not in summed),
         summed_dims=tuple(src_simple[d] for d in summed),
         summed_strides=tuple(src_strides[d] for d in summed),
+        stages=tuple(reduce_dims(*layout)[:3] for layout in reduction_stages(src_simple, summed)) if len(summed) > 1 else (),
     )

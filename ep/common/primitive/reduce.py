@@ -132,6 +132,29 @@ def source_type(src_dtype: DataType, source: FusedSource | None, array: Callable
     return numba.types.Tuple([numba.from_dtype(d.compute_dtype) if i in scalars else array(d.storage_dtype) for i, d in enumerate(source.dtypes)])
 
 
+def reduction_stages(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+    """The layouts (src_dims, dst_dims) of reducing shape over dims one run of adjacent reduced dims
+    at a time (dims of size 1 dropped): the run of most elements first, which leaves the least for
+    the next to read; of equal runs the outer first (its sums add whole rows)."""
+    runs: list[list[int]] = []
+    previous = False
+    for d, n in enumerate(shape):
+        if n != 1:
+            if d in dims and previous:
+                runs[-1].append(d)
+            elif d in dims:
+                runs.append([d])
+            previous = d in dims
+    runs.sort(key=lambda run: -math.prod(shape[d] for d in run))
+    stages = []
+    src = shape
+    for run in runs:
+        dst = tuple(1 if d in run else n for d, n in enumerate(src))
+        stages.append((src, dst))
+        src = dst
+    return tuple(stages)
+
+
 def reduce_dims(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> tuple[int, int, int, int | None]:
     """(outer, length, inner, an empty reduced dim or None) of reducing src_dims where dst_dims
     has 1; ValueError naming dst_dims when the reduced dims do not merge into one run."""
