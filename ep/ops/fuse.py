@@ -25,6 +25,7 @@ from typing import Callable
 import numpy as np
 
 from ep.common.primitive.broadcast import broadcast_shape
+from ep.common.primitive.reduce import reduction_stages
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.buffer import plain
 from ep.common.runtime.dlpack import from_dlpack, is_dlpack
@@ -230,7 +231,6 @@ class Fused:
         from ep.ops.arrays import output
         from ep.ops.expand import expand
         from ep.ops.permute import permute
-        from ep.common.primitive.reduce import reduction_stages
         from ep.ops.reduce import check_reduction, reduced_dims, reduced_shape, reduction_layout, run_stages, staged
 
         reduction = trace.reduction
