@@ -79,9 +79,7 @@ def reduced_shape(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) 
 
 def _one_run(shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
     """Whether the reduced dims form one run once dims of size 1 are dropped (Reduce's layout)."""
-    kinds = [d in dims for d, n in enumerate(shape) if n != 1]
-    starts = [k for k, kind in enumerate(kinds) if kind and (k == 0 or not kinds[k - 1])]
-    return len(starts) <= 1
+    return len(reduction_stages(shape, dims)) <= 1
 
 
 def check_reduction(op: ReduceOp, shape: tuple[int, ...], dims: tuple[int, ...], dim: object) -> None:
