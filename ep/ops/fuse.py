@@ -25,7 +25,6 @@ from typing import Callable
 import numpy as np
 
 from ep.common.primitive.broadcast import broadcast_shape
-from ep.common.primitive.reduce import reduction_stages
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.buffer import plain
 from ep.common.runtime.dlpack import from_dlpack, is_dlpack
@@ -34,9 +33,10 @@ from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
 from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedFactory, Input, Scalar
 from ep.include.primitive.primitive import NewPrimitive
-from ep.include.primitive.reduce import ReduceFactory, ReduceOp
+from ep.include.primitive.reduce import ReduceOp
 from ep.include.primitive.reduce_fused import ReduceFusedFactory
 from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, namespace_of, stream_for, unaliased
+from ep.ops.reduce import reduction_rule, run_stages
 from ep.sbp import global_ops
 from ep.sbp.global_tensor import GlobalTensor
 from ep.ops.trace import REDUCTIONS, ScalarSlot, Traced, TracedReduction, TracedScalar, Tracer
@@ -63,6 +63,7 @@ class _Trace:
     shapes: PlanCache  # the arguments' shapes (None for a scalar) -> Fused._shapes', checked once
     reduction: TracedReduction | None = None  # fn's result when it ends with a reduction (a ReduceFused primitive)
     parts: tuple = ()  # where fn returns several reductions: each one's _Trace (this one has no primitive)
+    rules: PlanCache | None = None  # the reduction's shape -> ep.ops' reduction_rule with the primitive first
 
 
 def fuse(fn: Callable) -> Callable:
@@ -231,20 +232,11 @@ class Fused:
         from ep.ops.arrays import output
         from ep.ops.expand import expand
         from ep.ops.permute import permute
-        from ep.ops.reduce import check_reduction, reduced_dims, reduced_shape, reduction_layout, run_stages, staged
 
         reduction = trace.reduction
-        op = reduction.op
-        dims = reduced_dims(len(shape), reduction.dim, op in (ReduceOp.kArgMax, ReduceOp.kArgMin))
-        check_reduction(op, shape, dims, reduction.dim)
-        # Dims apart: the fused launch reduces the first run, Reduce the others (ep.ops' stages).
-        rest = ()
-        if staged(op, reduction.dst, shape, dims):
-            (src_dims, dst_dims), *rest = reduction_stages(shape, dims)
-            order = None
-        else:
-            src_dims, dst_dims, order = reduction_layout(shape, dims)
-        result_shape = reduced_shape(shape, dims, reduction.keepdim)
+        order, stages, result_shapes = trace.rules.get(shape)
+        _, src_dims, dst_dims = stages[0]
+        result_shape = result_shapes[reduction.keepdim]
         given = out
         if out is not None and type(out) is not np.ndarray and is_dlpack(out):
             out = from_dlpack(out, "out")
@@ -262,11 +254,10 @@ class Fused:
                 x = permute(x.reshape(shape) if len(x.shape) != len(shape) else x, order, stream=stream)
             x = contiguous(x, device, stream)
             launch_args.append(unaliased(x, out, device, stream))
-        if rest:
+        if len(stages) > 1:
             partial = empty(dst_dims, reduction.dst, device, stream)
             trace.primitive.Launch(stream, launch_args, src_dims, dst_dims, partial, reduction.correction)
-            again = NewPrimitive(ReduceFactory, device, op, reduction.dst, reduction.dst)
-            run_stages(stream, [(again, *layout) for layout in rest], partial, out, reduction.dst, device, reduction.correction)
+            run_stages(stream, stages[1:], partial, out, reduction.dst, device, reduction.correction)
         else:
             trace.primitive.Launch(stream, launch_args, src_dims, dst_dims, out, reduction.correction)
         if given is not None:
@@ -372,7 +363,8 @@ class Fused:
             tuple(sorted({tracer.arguments[i][1] for i in _leaves(output.node) if not isinstance(tracer.arguments[i], ScalarSlot)}))
             for output in outputs
         )
-        return _Trace(primitive, sources, reads, single, nodes, PlanCache(functools.partial(self._shapes, reads)), reduction)
+        rules = None if reduction is None else PlanCache(functools.partial(reduction_rule, primitive, reduction.op, device, reduction.dst, reduction.dim))
+        return _Trace(primitive, sources, reads, single, nodes, PlanCache(functools.partial(self._shapes, reads)), reduction, (), rules)
 
 
 # The global path's view of a call: fn's keyword arguments are in their positions by then (_positional).

@@ -163,22 +163,30 @@ class _Rule(NamedTuple):
     dst: DataType
 
 
+def reduction_rule(first, op: ReduceOp, device, dst: DataType, dim, shape: tuple[int, ...]) -> tuple:
+    """(the permutation x takes first or None, the launches (primitive, src_dims, dst_dims) in
+    order, each reducing the last one's result, the result's shapes (shapes[keepdim])) of op over
+    dim of an array of shape into dst: first (a Reduce, or ep.fuse's ReduceFused) reads x, a Reduce
+    of dst each further run of dims apart."""
+    dims = reduced_dims(len(shape), dim, single=op in INDEX_OPS)  # argmax's dim is one int
+    check_reduction(op, shape, dims, dim)
+    if staged(op, dst, shape, dims):
+        order, layouts = None, reduction_stages(shape, dims)
+    else:
+        src_dims, dst_dims, order = reduction_layout(shape, dims)
+        layouts = ((src_dims, dst_dims),)
+    again = NewPrimitive(ReduceFactory, device, op, dst, dst) if len(layouts) > 1 else None
+    stages = tuple((first if k == 0 else again, *layout) for k, layout in enumerate(layouts))
+    return order, stages, (reduced_shape(shape, dims, False), reduced_shape(shape, dims, True))
+
+
 def _rule(op: ReduceOp, device, x_dtype, dtype, shape: tuple[int, ...], dim) -> _Rule:
     x_dtype = as_data_type(x_dtype, "x")
     src, dst = reduce_dtypes(op, x_dtype, dtype)
     primitive = NewPrimitive(ReduceFactory, device, op, src, dst)
     if primitive is None:
         raise TypeError(f"x: {op.value} of {src.value} into {dst.value} is not supported")
-    dims = reduced_dims(len(shape), dim, single=op in INDEX_OPS)  # argmax's dim is one int
-    check_reduction(op, shape, dims, dim)
-    if staged(op, dst, shape, dims):
-        order, again = None, NewPrimitive(ReduceFactory, device, op, dst, dst)
-        stages = tuple((primitive if k == 0 else again, *layout) for k, layout in enumerate(reduction_stages(shape, dims)))
-    else:
-        src_dims, dst_dims, order = reduction_layout(shape, dims)
-        stages = ((primitive, src_dims, dst_dims),)
-    shapes = (reduced_shape(shape, dims, False), reduced_shape(shape, dims, True))
-    return _Rule(None if src is x_dtype else src, order, stages, shapes, dst)
+    return _Rule(None if src is x_dtype else src, *reduction_rule(primitive, op, device, dst, dim, shape), dst)
 
 
 # Keyed by the call's own arguments, so a repeated call skips every derivation.
