@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ep.common.primitive.reduce import INDEX_OPS, NO_IDENTITY, reduction_stages
+from ep.common.primitive.reduce import INDEX_OPS, NO_IDENTITY, reduction_stages, staged
 from ep.common.runtime.data_type import FLOATING_TYPES, HALF_TYPES, DataType, as_data_type
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import integer
@@ -101,21 +101,6 @@ def reduction_layout(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[tup
         return shape, reduced_shape(shape, dims, True), None
     order = [d for d in range(len(shape)) if d not in dims] + list(dims)
     return tuple(shape[d] for d in order), tuple(1 if d in dims else shape[d] for d in order), order
-
-
-# The ops whose reduction over two sets of dims is their reduction over one set, then over the
-# other (mean's too: every partial mean counts as many elements); var and std are not.
-_STAGED = frozenset({ReduceOp.kSum, ReduceOp.kProd, ReduceOp.kMean, ReduceOp.kMax, ReduceOp.kMin, ReduceOp.kAny, ReduceOp.kAll, ReduceOp.kLogSumExp})
-# Of these, the ones that round a partial result (not to be kept in float16 or bfloat16).
-_ROUNDED = frozenset({ReduceOp.kSum, ReduceOp.kProd, ReduceOp.kMean, ReduceOp.kLogSumExp})
-
-
-def staged(op: ReduceOp, dst: DataType, shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
-    """Whether op over dims apart runs run by run (reduction_stages) rather than on x permuted:
-    where its partial results compose without a rounding in float16 or bfloat16. 1 MiB of float32
-    (64, 64, 64) summed over (0, 2) took 36 us permuted, 15 us in two launches; 64 MiB (256,) * 3
-    7.9 ms and 1.2 ms (AMD EPYC)."""
-    return not _one_run(shape, dims) and op in _STAGED and not (op in _ROUNDED and dst in HALF_TYPES)
 
 
 def run_stages(stream, stages, x, out, dst: DataType, device, correction) -> None:
