@@ -385,6 +385,9 @@ def workloads(device: str, quick: bool) -> list[Workload]:
         # Sums over dims apart (a conv bias's gradient) at ~1 MiB and ~64 MiB.
         _reduction("R7", "sum", (64, n(64), 64), (0, 2)),
         _reduction("R8", "sum", (256, n(256), 256), (0, 2)),
+        # Sums of short rows (a LayerNorm's statistics): 4096 rows of 64 and 2048 of 128, ~1 MiB.
+        _reduction("R9", "sum", (n(4096), 64), -1),
+        _reduction("R10", "sum", (n(2048), 128), -1),
         # Issue 45's cumsum: 16 elements, one row of ~1 MiB and ~64 MiB, rows of 1000, columns.
         _cumsum("S1", (16,), 0),
         _cumsum("S2", (n(1 << 18),), 0),
