@@ -169,6 +169,7 @@ def staged(op: ReduceOp, dst: DataType, shape: tuple[int, ...], dims: tuple[int,
     7.9 ms and 1.2 ms (AMD EPYC)."""
     return len(reduction_stages(shape, dims)) > 1 and op in _STAGED and not (op in _ROUNDED and dst in HALF_TYPES)
 
+
 def reduce_dims(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> tuple[int, int, int, int | None]:
     """(outer, length, inner, an empty reduced dim or None) of reducing src_dims where dst_dims
     has 1; ValueError naming dst_dims when the reduced dims do not merge into one run."""
