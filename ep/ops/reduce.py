@@ -77,11 +77,6 @@ def reduced_shape(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) 
     return tuple(n for d, n in enumerate(shape) if d not in dims)
 
 
-def _one_run(shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
-    """Whether the reduced dims form one run once dims of size 1 are dropped (Reduce's layout)."""
-    return len(reduction_stages(shape, dims)) <= 1
-
-
 def check_reduction(op: ReduceOp, shape: tuple[int, ...], dims: tuple[int, ...], dim: object) -> None:
     """ValueError naming the dim where op has no value: over an empty dim without an identity, or
     an index of an empty array."""
@@ -93,12 +88,10 @@ def check_reduction(op: ReduceOp, shape: tuple[int, ...], dims: tuple[int, ...],
             raise ValueError(f"x: {op.value} of an empty array (x.shape {shape}) has no index")
 
 
-def reduction_layout(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], list[int] | None]:
-    """(src_dims, dst_dims, order) of reducing shape over dims with Reduce, which takes one run of
-    reduced dims: order None, or the permutation that puts the kept dims first and the reduced
-    ones after (the input permuted by it has src_dims)."""
-    if _one_run(shape, dims):
-        return shape, reduced_shape(shape, dims, True), None
+def _permuted_layout(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], list[int]]:
+    """(src_dims, dst_dims, order) of reducing shape over dims apart in one Reduce, which takes one
+    run of reduced dims: order puts the kept dims first and the reduced ones after (the input
+    permuted by it has src_dims)."""
     order = [d for d in range(len(shape)) if d not in dims] + list(dims)
     return tuple(shape[d] for d in order), tuple(1 if d in dims else shape[d] for d in order), order
 
@@ -155,10 +148,11 @@ def reduction_rule(first, op: ReduceOp, device, dst: DataType, dim, shape: tuple
     of dst each further run of dims apart."""
     dims = reduced_dims(len(shape), dim, single=op in INDEX_OPS)  # argmax's dim is one int
     check_reduction(op, shape, dims, dim)
-    if staged(op, dst, shape, dims):
-        order, layouts = None, reduction_stages(shape, dims)
-    else:
-        src_dims, dst_dims, order = reduction_layout(shape, dims)
+    order, layouts = None, reduction_stages(shape, dims)
+    if len(layouts) <= 1:  # one run of reduced dims (or none: the launch copies x)
+        layouts = ((shape, reduced_shape(shape, dims, True)),)
+    elif not staged(op, dst):
+        src_dims, dst_dims, order = _permuted_layout(shape, dims)
         layouts = ((src_dims, dst_dims),)
     again = NewPrimitive(ReduceFactory, device, op, dst, dst) if len(layouts) > 1 else None
     stages = tuple((first if k == 0 else again, *layout) for k, layout in enumerate(layouts))

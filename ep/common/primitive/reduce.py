@@ -162,12 +162,12 @@ _STAGED = frozenset({ReduceOp.kSum, ReduceOp.kProd, ReduceOp.kMean, ReduceOp.kMa
 _ROUNDED = frozenset({ReduceOp.kSum, ReduceOp.kProd, ReduceOp.kMean, ReduceOp.kLogSumExp})
 
 
-def staged(op: ReduceOp, dst: DataType, shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
-    """Whether op over dims apart runs run by run (reduction_stages) rather than on x permuted:
-    where its partial results compose without a rounding in float16 or bfloat16. 1 MiB of float32
-    (64, 64, 64) summed over (0, 2) took 36 us permuted, 15 us in two launches; 64 MiB (256,) * 3
-    7.9 ms and 1.2 ms (AMD EPYC)."""
-    return len(reduction_stages(shape, dims)) > 1 and op in _STAGED and not (op in _ROUNDED and dst in HALF_TYPES)
+def staged(op: ReduceOp, dst: DataType) -> bool:
+    """Whether op into dst over dims apart runs run by run (reduction_stages) rather than on x
+    permuted: where its partial results compose without a rounding in float16 or bfloat16. 1 MiB
+    of float32 (64, 64, 64) summed over (0, 2) took 36 us permuted, 15 us in two launches; 64 MiB
+    (256,) * 3 7.9 ms and 1.2 ms (AMD EPYC)."""
+    return op in _STAGED and not (op in _ROUNDED and dst in HALF_TYPES)
 
 
 def reduce_dims(src_dims: tuple[int, ...], dst_dims: tuple[int, ...]) -> tuple[int, int, int, int | None]:
