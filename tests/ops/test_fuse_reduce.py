@@ -131,6 +131,21 @@ def test_a_new_shape_reuses_the_trace():
     assert len(fused._traces) == 1
 
 
+
+def test_each_shape_gets_its_own_layout_in_one_trace(device):
+    # One trace, shapes whose reduced dims are apart (two launches), merge into one run (a size-1
+    # dim between them), or are empty (refused on every call, not remembered).
+    fused = ep.fuse(lambda a: ops.amax(a * 2, dim=(0, 2)))
+    for shape in ((4, 5, 6), (4, 1, 6), (4, 5, 6), (3, 2, 1)):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        (xd,) = _both(device, x)
+        np.testing.assert_array_equal(to_numpy(fused(xd)), (x * 2).max(axis=(0, 2)))
+    (empty,) = _both(device, np.zeros((0, 5, 6), np.float32))
+    for _ in range(2):
+        with pytest.raises(ValueError, match="dim 0 of size 0"):
+            fused(empty)
+    assert len(fused._traces) == 1
+
 @pytest.mark.parametrize("sbp", ["broadcast", "split0", "split1"])
 def test_global_tensors_fuse_the_expression_then_reduce(sbp):
     layout = {"broadcast": ep.sbp.broadcast, "split0": ep.sbp.split(0), "split1": ep.sbp.split(1)}[sbp]
