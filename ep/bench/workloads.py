@@ -388,6 +388,9 @@ def workloads(device: str, quick: bool) -> list[Workload]:
         # Sums of short rows (a LayerNorm's statistics): 4096 rows of 64 and 2048 of 128, ~1 MiB.
         _reduction("R9", "sum", (n(4096), 64), -1),
         _reduction("R10", "sum", (n(2048), 128), -1),
+        # Maxima of ~1 MiB: one row, and 64 rows of 4096.
+        _reduction("R11", "amax", (n(1 << 18),), 0),
+        _reduction("R12", "amax", (n(64), 4096), -1),
         # Issue 45's cumsum: 16 elements, one row of ~1 MiB and ~64 MiB, rows of 1000, columns.
         _cumsum("S1", (16,), 0),
         _cumsum("S2", (n(1 << 18),), 0),

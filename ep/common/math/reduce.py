@@ -33,7 +33,7 @@ import numpy as np
 
 from ep.common.jit import scalar_function
 from ep.common.math import fast_math, libm
-from ep.common.math.intrinsics import add_reassociable, maximum, minimum, mul_reassociable
+from ep.common.math.intrinsics import add_reassociable, max_quick, maximum, min_quick, minimum, mul_reassociable
 from ep.common.math.special import as_type, divide
 
 # The ops by ReduceOp's values (ep.include.primitive.reduce), which this layer does not import.
@@ -69,6 +69,11 @@ class ReduceFormulas:
     #: whose every element steps (an index, a variance, logsumexp).
     block: Callable | None = None
     identity: object = 0
+    #: quick(total, check, x) -> (total, check): a cheaper block (from identity and a check of 0),
+    #: its total the block's unless suspect(total, check): then the kernel takes the block again
+    #: with block. None: block alone.
+    quick: Callable | None = None
+    suspect: Callable | None = None
 
 
 @scalar_function
@@ -237,16 +242,29 @@ def _extreme_formulas(acc: type, floating: bool, largest: bool, index: bool) -> 
 
     if index:
         return ReduceFormulas(init, step, merge, finish)
-    if floating:
-        block = maximum if largest else minimum
-    else:
+    if not floating:
 
         @scalar_function
         def block(total, x):
             x = as_type(x, total)
             return total if value_wins(total, x) else x
 
-    return ReduceFormulas(init, step, merge, finish, block=block, identity=start)
+        return ReduceFormulas(init, step, merge, finish, block=block, identity=start)
+    extreme = max_quick if largest else min_quick
+
+    @scalar_function
+    def quick(total, check, x):
+        # check sums x * 0: NaN where an element is NaN or infinite (as the total's sign of zero,
+        # those are what the quick extreme may get wrong).
+        x = as_type(x, total)
+        return extreme(total, x), add_reassociable(check, x * as_type(0, x))
+
+    @scalar_function
+    def suspect(total, check):
+        return check != 0 or total == 0
+
+    block = maximum if largest else minimum
+    return ReduceFormulas(init, step, merge, finish, block=block, identity=start, quick=quick, suspect=suspect)
 
 
 def _logical_formulas(acc: type, every: bool) -> ReduceFormulas:

@@ -59,6 +59,17 @@ def _no_block(total, x):
     return total
 
 
+@scalar_function
+def _no_quick(total, check, x):
+    # The quick slot of an op without one (never called: QUICK is 0).
+    return total, check
+
+
+@scalar_function
+def _no_suspect(total, check):
+    return True
+
+
 def _cols(acc: np.dtype) -> int:
     """Columns a task of a reduction over columns (inner > 1) takes: as many as COLS_BYTES of
     their states' first member (or their totals) hold."""
@@ -78,7 +89,7 @@ def task_span(task: int, parts: int, blocks: int, chunk: int, length: int, cols:
     return row, (row_block - row * blocks) * cols, part, r0, r1
 
 
-@template("init", "step", "merge", "element", "finish", "store", "block", "ACC", "IDENTITY", "BLOCK", "COLS")
+@template("init", "step", "merge", "element", "finish", "store", "block", "quick", "suspect", "ACC", "IDENTITY", "BLOCK", "QUICK", "COLS")
 def _reduce(start, stop, args):
     # Tasks [start, stop): task = (row * blocks + block) * slices + slice. A whole reduction stores
     # its result in dst; a slice stores its state in states/indices at slice * count + output.
@@ -106,8 +117,17 @@ def _reduce(start, stop, args):
                 for j0 in range(0, whole, bound.BLOCK):
                     # A constant trip count: LLVM vectorizes it (variable bounds ran at half the speed).
                     total = bound.ACC(bound.IDENTITY)
-                    for j in range(bound.BLOCK):
-                        total = bound.block(total, bound.element(src, first + j0 + j))
+                    suspect = True
+                    if bound.QUICK:  # a constant, as BLOCK
+                        check = bound.ACC(0)
+                        for j in range(bound.BLOCK):
+                            total, check = bound.quick(total, check, bound.element(src, first + j0 + j))
+                        suspect = bound.suspect(total, check)
+                        if suspect:
+                            total = bound.ACC(bound.IDENTITY)
+                    if suspect:
+                        for j in range(bound.BLOCK):
+                            total = bound.block(total, bound.element(src, first + j0 + j))
                     state = bound.step(state, total, r0 + j0)
                 total = bound.ACC(bound.IDENTITY)
                 for j in range(whole, n):
@@ -215,8 +235,9 @@ class CpuReduceKernels(ReduceKernels):
         )
         return ParallelFor(
             _reduce, name if source is None else name.replace("reduce_", "reduce_fused_"), arg_types, init=rule.init,
-            step=rule.step, merge=rule.merge, finish=rule.finish, store=store, block=rule.block or _no_block, ACC=acc.type,
-            IDENTITY=rule.identity, BLOCK=sum_block() if rule.block else 0, COLS=_cols(acc),
+            step=rule.step, merge=rule.merge, finish=rule.finish, store=store, block=rule.block or _no_block,
+            quick=rule.quick or _no_quick, suspect=rule.suspect or _no_suspect, ACC=acc.type, IDENTITY=rule.identity,
+            BLOCK=sum_block() if rule.block else 0, QUICK=int(rule.quick is not None), COLS=_cols(acc),
             element=source_element(DeviceType.kCPU, src_dtype, source),
         )
 
