@@ -249,6 +249,23 @@ def test_extremes_of_blocks_holding_infinities_zeros_and_nans(device, dtype):
         assert (np.signbit(got[zeros]) == np.signbit(want[zeros])).all(), (op, got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64])
+def test_integer_extremes_at_the_ends_of_their_range(device, dtype):
+    # Long rows (blocks taken in the elements' own type on the CPU) at and next to both ends of
+    # the range, and of values drawn from all of it.
+    info = np.iinfo(dtype)
+    n = _n(device, 3 * 512 + 5, 70)
+    rows = np.full((6, n), info.min, dtype)
+    rows[1] = info.max
+    rows[2, n // 2] = info.max
+    rows[3] = info.max
+    rows[3, -1] = info.min
+    rows[4, 0] = info.min + 1
+    rows[5] = np.random.default_rng(5).integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    for op in ("amax", "amin"):
+        assert_same(launch(device, op, rows, (6, 1), dtype).ravel(), getattr(np, op)(rows, 1))
+
+
 def test_ties_and_nans_give_the_first_index_in_a_long_run(device):
     n = _n(device, 10**6, 4000)
     x = np.zeros(n, np.float32)

@@ -74,6 +74,8 @@ class ReduceFormulas:
     #: with block. None: block alone.
     quick: Callable | None = None
     suspect: Callable | None = None
+    #: The type of a block's total where it is not the state's (integer extremes: the elements').
+    total_type: type | None = None
 
 
 @scalar_function
@@ -177,10 +179,10 @@ def _prod_formulas(acc: type) -> ReduceFormulas:
     return ReduceFormulas(init, step, merge, finish, block=block, identity=1)
 
 
-def _extreme_formulas(acc: type, floating: bool, largest: bool, index: bool) -> ReduceFormulas:
-    """kMax, kMin (index False) and kArgMax, kArgMin: NaN wins (the first one for the index ops),
-    then the extreme (of zeros, +0.0 the larger), then the smaller index, so that merges in any
-    order agree."""
+def _extreme_formulas(acc: type, floating: bool, largest: bool, index: bool, element: np.dtype) -> ReduceFormulas:
+    """kMax, kMin (index False) and kArgMax, kArgMin of elements of dtype element: NaN wins (the
+    first one for the index ops), then the extreme (of zeros, +0.0 the larger), then the smaller
+    index, so that merges in any order agree."""
     start = (-np.inf if largest else np.inf) if floating else (np.iinfo(acc).min if largest else np.iinfo(acc).max)
 
     @scalar_function
@@ -249,7 +251,12 @@ def _extreme_formulas(acc: type, floating: bool, largest: bool, index: bool) -> 
             x = as_type(x, total)
             return total if value_wins(total, x) else x
 
-        return ReduceFormulas(init, step, merge, finish, block=block, identity=start)
+        # Integers' blocks in their own type: a vector holds 8 int64 lanes or 64 int8 ones (an int8
+        # max of 1 MiB took 13.2 us in int64, torch's 7.0).
+        if element.kind not in "iu":
+            return ReduceFormulas(init, step, merge, finish, block=block, identity=start)
+        own = np.iinfo(element)
+        return ReduceFormulas(init, step, merge, finish, block=block, identity=own.min if largest else own.max, total_type=element.type)
     extreme = max_quick if largest else min_quick
 
     @scalar_function
@@ -386,7 +393,7 @@ def formulas(op: str, compute_dtype: np.dtype) -> ReduceFormulas:
     if op == "prod":
         return _prod_formulas(acc)
     if op in ("amax", "amin", "argmax", "argmin"):
-        return _extreme_formulas(acc, floating, op in ("amax", "argmax"), op.startswith("arg"))
+        return _extreme_formulas(acc, floating, op in ("amax", "argmax"), op.startswith("arg"), np.dtype(compute_dtype))
     if op in LOGICAL_OPS:
         return _logical_formulas(acc, op == "all")
     if op == "logsumexp":

@@ -89,7 +89,7 @@ def task_span(task: int, parts: int, blocks: int, chunk: int, length: int, cols:
     return row, (row_block - row * blocks) * cols, part, r0, r1
 
 
-@template("init", "step", "merge", "element", "finish", "store", "block", "quick", "suspect", "ACC", "IDENTITY", "BLOCK", "QUICK", "COLS")
+@template("init", "step", "merge", "element", "finish", "store", "block", "quick", "suspect", "ACC", "TOTAL", "IDENTITY", "BLOCK", "QUICK", "COLS")
 def _reduce(start, stop, args):
     # Tasks [start, stop): task = (row * blocks + block) * slices + slice. A whole reduction stores
     # its result in dst; a slice stores its state in states/indices at slice * count + output.
@@ -116,7 +116,7 @@ def _reduce(start, stop, args):
                 state = bound.init()
                 for j0 in range(0, whole, bound.BLOCK):
                     # A constant trip count: LLVM vectorizes it (variable bounds ran at half the speed).
-                    total = bound.ACC(bound.IDENTITY)
+                    total = bound.TOTAL(bound.IDENTITY)
                     suspect = True
                     if bound.QUICK:  # a constant, as BLOCK
                         check = bound.ACC(0)
@@ -124,12 +124,12 @@ def _reduce(start, stop, args):
                             total, check = bound.quick(total, check, bound.element(src, first + j0 + j))
                         suspect = bound.suspect(total, check)
                         if suspect:
-                            total = bound.ACC(bound.IDENTITY)
+                            total = bound.TOTAL(bound.IDENTITY)
                     if suspect:
                         for j in range(bound.BLOCK):
                             total = bound.block(total, bound.element(src, first + j0 + j))
                     state = bound.step(state, total, r0 + j0)
-                total = bound.ACC(bound.IDENTITY)
+                total = bound.TOTAL(bound.IDENTITY)
                 for j in range(whole, n):
                     total = bound.block(total, bound.element(src, first + j))
                 state = bound.step(state, total, r0 + whole)
@@ -236,7 +236,8 @@ class CpuReduceKernels(ReduceKernels):
         return ParallelFor(
             _reduce, name if source is None else name.replace("reduce_", "reduce_fused_"), arg_types, init=rule.init,
             step=rule.step, merge=rule.merge, finish=rule.finish, store=store, block=rule.block or _no_block,
-            quick=rule.quick or _no_quick, suspect=rule.suspect or _no_suspect, ACC=acc.type, IDENTITY=rule.identity,
+            quick=rule.quick or _no_quick, suspect=rule.suspect or _no_suspect, ACC=acc.type,
+            TOTAL=rule.total_type or acc.type, IDENTITY=rule.identity,
             BLOCK=sum_block() if rule.block else 0, QUICK=int(rule.quick is not None), COLS=_cols(acc),
             element=source_element(DeviceType.kCPU, src_dtype, source),
         )
