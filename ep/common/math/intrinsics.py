@@ -551,8 +551,8 @@ def _float_pair(name: str, doc: str, flags: tuple[str, ...] = ()):
 maximum = _float_pair("maximum", "The larger of two floats, NaN if either is, +0.0 over -0.0 (IEEE 754's maximum). CPU only.")
 minimum = _float_pair("minimum", "The smaller of two floats, NaN if either is, -0.0 under +0.0 (IEEE 754's minimum). CPU only.")
 # One vmaxps or vminps a vector, where maximum and minimum take six instructions (AVX-512): a max of
-# 1 MiB of float32 on one core of an AMD EPYC took 9.4 us, not 22.7 (with the check of the block's
-# Reduce takes, ep.common.math.reduce). nnan makes the result poison where an operand is NaN.
+# 1 MiB of float32 on one core of an AMD EPYC took 9.4 us, not 22.7, with the check Reduce makes of
+# each block (ep.common.math.reduce). nnan makes the result poison where an operand is NaN.
 max_quick = _float_pair(
     "maxnum", "The larger of two floats that are not NaN, either zero of two (nnan nsz). CPU only.", ("nnan", "nsz")
 )

@@ -13,7 +13,7 @@ Sums are compensated (Kahan's step, TwoSum's merge: a - c is the sum), so a floa
 length is as good as NumPy's pairwise one wherever the kernel splits it. A kernel may step by a
 block's plain value where an op has one (block: a vectorized sum of up to a few hundred elements,
 as NumPy's pairwise sum adds its blocks of 128 in eight partial sums; a product, an extreme, an
-any or all).
+any or all), and float extremes by a quick block first, taken again where its check fails.
 Extremes of floats follow IEEE 754's maximum and minimum: NaN wins, and +0.0 is the larger of two
 zeros whatever their order. Variance is Welford's (mean a, squared deviations b, count i; Chan's
 merge), logsumexp an online (max a, sum of exp(x - a) in b with compensation c). float16
@@ -261,8 +261,8 @@ def _extreme_formulas(acc: type, floating: bool, largest: bool, index: bool, ele
 
     @scalar_function
     def quick(total, check, x):
-        # check sums x * 0: NaN where an element is NaN or infinite (as the total's sign of zero,
-        # those are what the quick extreme may get wrong).
+        # check sums x * 0, NaN where an element is NaN or infinite: with a zero total (its sign),
+        # what the quick extreme may get wrong.
         x = as_type(x, total)
         return extreme(total, x), add_reassociable(check, x * as_type(0, x))
 

@@ -67,6 +67,7 @@ def _no_quick(total, check, x):
 
 @scalar_function
 def _no_suspect(total, check):
+    # The suspect slot of an op without a quick block (never called).
     return True
 
 
