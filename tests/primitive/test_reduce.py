@@ -266,6 +266,19 @@ def test_integer_extremes_at_the_ends_of_their_range(device, dtype):
         assert_same(launch(device, op, rows, (6, 1), dtype).ravel(), getattr(np, op)(rows, 1))
 
 
+def test_float16_nans_of_every_kind_propagate_through_sums_and_extremes(device):
+    # On the CPU a reduction loads float16 by the hardware's conversion alone (a NaN's payload not
+    # kept, a signalling one quieted): any NaN still gives float16's quiet NaN (of either sign:
+    # IEEE 754 leaves a maximum's NaN sign open, and NumPy's differs by dtype).
+    n = _n(device, 3 * 512 + 5, 70)
+    for bits in (0x7C01, 0xFC01, 0x7E00, 0xFE00, 0xFD55):  # signalling and quiet NaNs of both signs
+        x = np.ones(n, np.float16)
+        x.view(np.uint16)[n // 2] = bits
+        for op in ("amax", "amin", "sum", "mean", "prod", "logsumexp"):
+            got = launch(device, op, x, (1,), np.float16).view(np.uint16)[0]
+            assert got & 0x7FFF == 0x7E00, (op, hex(bits), hex(got))
+
+
 def test_ties_and_nans_give_the_first_index_in_a_long_run(device):
     n = _n(device, 10**6, 4000)
     x = np.zeros(n, np.float32)

@@ -36,11 +36,15 @@ def _integer_store(np_type: type) -> Callable:
 _INTEGER_STORES = {dtype: _integer_store(dtype.dtype.type) for dtype in DataType if dtype.is_integer}
 
 
-def load_fn(dtype: DataType, device: DeviceType) -> Callable:
-    """Storage element -> compute value (float16 or bfloat16 bits -> float32) in device's kernels."""
+def load_fn(dtype: DataType, device: DeviceType, nan_payload: bool = True) -> Callable:
+    """Storage element -> compute value (float16 or bfloat16 bits -> float32) in device's kernels;
+    nan_payload False: a float16 NaN may become any NaN (HalfRoutines.half_to_float_any_nan)."""
     if dtype is DataType.kBFloat16:
         return bfloat16_to_float
-    return half_routines(device).half_to_float if dtype is DataType.kFloat16 else _same
+    if dtype is DataType.kFloat16:
+        routines = half_routines(device)
+        return routines.half_to_float if nan_payload else routines.half_to_float_any_nan
+    return _same
 
 
 def store_fn(dtype: DataType, device: DeviceType, compute_dtype: np.dtype | None = None) -> Callable:

@@ -101,14 +101,15 @@ class FusedSource:
 
 
 @function_cache("kernels")
-def source_element(device: DeviceType, src_dtype: DataType, source: FusedSource | None) -> Callable:
+def source_element(device: DeviceType, src_dtype: DataType, source: FusedSource | None, nan_payload: bool = True) -> Callable:
     """The kernels' element(src, i) slot on device: element i of the source in src_dtype's compute
     dtype, src an array of src_dtype, or (source) the tuple of a fused expression's arguments, its
     value computed at i. The index is unsigned (i >= 0): Numba then drops the negative-index
     wraparound, which would keep LLVM from vectorizing a kernel's loops. A kernel passes src, not
     slices of it: a slice, or an array passed to an inlined function that branches, costs atomic
-    reference counts that a second thread's on the same array make contend (rows of 512 took 6x)."""
-    globals_ = {"load": load_fn(src_dtype, device), "uint64": np.uint64}
+    reference counts that a second thread's on the same array make contend (rows of 512 took 6x).
+    nan_payload: load_fn's."""
+    globals_ = {"load": load_fn(src_dtype, device, nan_payload), "uint64": np.uint64}
     if source is None:
         text = "def element(src, i):\n    return load(src[uint64(i)])\n"
     else:

@@ -240,7 +240,9 @@ class CpuReduceKernels(ReduceKernels):
             quick=rule.quick or _no_quick, suspect=rule.suspect or _no_suspect, ACC=acc.type,
             TOTAL=rule.total_type or acc.type, IDENTITY=rule.identity,
             BLOCK=sum_block() if rule.block else 0, QUICK=int(rule.quick is not None), COLS=_cols(acc),
-            element=source_element(DeviceType.kCPU, src_dtype, source),
+            # A float16 NaN's payload need not be kept: a reduction's float16 result is float16's
+            # quiet NaN of either sign (x86's conversion quiets a signalling one).
+            element=source_element(DeviceType.kCPU, src_dtype, source, nan_payload=False),
         )
 
     def launcher(self, op: ReduceOp, src_dtype: DataType, dst_dtype: DataType, plan: ReducePlan, source=None) -> Callable[..., None]:
