@@ -116,14 +116,15 @@ def _fpext_half_kept_nan(typingctx, bits):
     return types.float32(types.uint16), codegen
 
 
-@scalar_function
-def _half_to_float_hardware(h):
-    return _fpext_half_kept_nan(np.uint16(h))
+def _hardware_half_to_float(nan_payload: bool) -> Callable:
+    """float16 bits -> float32 by the hardware's conversion, a NaN's payload kept or not."""
+    fpext = _fpext_half_kept_nan if nan_payload else _fpext_half
 
+    @scalar_function
+    def half_to_float(h):
+        return fpext(np.uint16(h))
 
-@scalar_function
-def _half_to_float_hardware_any_nan(h):
-    return _fpext_half(np.uint16(h))
+    return half_to_float
 
 
 @scalar_function
@@ -179,7 +180,7 @@ class HalfRoutines:
 
 EXACT = HalfRoutines(half_to_float_exact, float_to_half_exact, _double_to_half(float_to_half_exact), half_to_float_exact)
 HARDWARE = HalfRoutines(
-    _half_to_float_hardware, _float_to_half_hardware, _double_to_half(_float_to_half_hardware), _half_to_float_hardware_any_nan
+    _hardware_half_to_float(True), _float_to_half_hardware, _double_to_half(_float_to_half_hardware), _hardware_half_to_float(False)
 )
 
 
