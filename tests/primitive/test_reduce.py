@@ -238,7 +238,8 @@ def test_extremes_of_blocks_holding_infinities_zeros_and_nans(device, dtype):
     for r, (value, where) in enumerate([(np.nan, 1), (np.inf, 2), (-np.inf, 3), (0.0, 0), (-0.0, 4), (0.0, -1)] * 2):
         block = slice(where * 512, where * 512 + 40) if device == "cpu" else slice(where * 20, where * 20 + 5)
         rows[r, block] = value
-    rows[3, 7] = -0.0  # and rows of one kind: both zeros, minus zeros, minus infinities
+    rows[3, 7] = -0.0  # zeros of both signs in one block
+    # And rows of one kind throughout: zeros of both signs, minus zeros, minus infinities.
     rows = np.concatenate([rows, np.zeros((1, n), dtype), np.full((1, n), -0.0, dtype), np.full((1, n), -np.inf, dtype)])
     rows[-3, n // 2] = -0.0
     for op in ("amax", "amin"):

@@ -1,8 +1,9 @@
 """float16 <-> float32 (and float64 -> float16) conversion on 16-bit patterns, for kernels that
 move float16 as uint16.
 
-Two routines (HalfRoutines), bit-identical; which one a device's kernels get is chosen here, on
-the host, when they are specialized (`half_routines`):
+Two routines (HalfRoutines), bit-identical (but for half_to_float_any_nan, whose NaNs may differ);
+which one a device's kernels get is chosen here, on the host, when they are specialized
+(`half_routines`):
 
 - exact: branch-light integer formulations (F. Giesen's, round to nearest even) that LLVM can
   vectorize, shared by the CPU and CUDA kernels; the reference, and the routine everywhere the
@@ -166,8 +167,9 @@ def _double_to_half(float_to_half: Callable) -> Callable:
 
 @dataclasses.dataclass(frozen=True)
 class HalfRoutines:
-    """One routine's conversions, bit-identical to the other's: float16 bits -> float32, and
-    float32 or float64 -> float16 bits (nearest even; a NaN becomes 0x7E00 of its sign).
+    """One routine's conversions, bit-identical to the other's (but half_to_float_any_nan's NaNs):
+    float16 bits -> float32, and float32 or float64 -> float16 bits (nearest even; a NaN becomes
+    0x7E00 of its sign).
     half_to_float_any_nan: float16 bits -> float32 where a NaN may become any NaN (the hardware's
     conversion alone: x86 quiets a signalling NaN, NVPTX gives a canonical one), for kernels whose
     NaNs are arithmetic's results: a sum of 512K float16 on one core took 11 us, not 25."""
