@@ -54,33 +54,39 @@ def _exact_scalar(op: BinaryOp, value: object, name: str, src_dtype: DataType, a
 
 
 class _Rule(NamedTuple):
-    """What binary makes of (op, attributes, the operands' kinds) once: all but the buffers and a
-    scalar's value."""
+    """What binary makes of (op, attributes, the operands' devices and dtypes) once: all but the
+    shapes (_Layout), the buffers and a scalar's value."""
 
     op: BinaryOp
     primitive: object
     device: object
     src_dtype: DataType
     dst_dtype: DataType
-    shape: tuple[int, ...]
-    dims0: tuple[int, ...]
-    dims1: tuple[int, ...]
     scalar: int  # the operand that is a scalar: 0 (a), 1 (b), or -1 (neither)
     array_dtype: DataType  # the other operand's own dtype, beside a scalar
     negative_powers: bool  # NumPy's power of integers: b's values are checked on every call
 
 
+class _Layout(NamedTuple):
+    """What binary makes of the operands' shapes (None for a scalar) once."""
+
+    shape: tuple[int, ...]  # the result's
+    dims0: tuple[int, ...]  # a's simplified dims, () for a scalar
+    dims1: tuple[int, ...]
+
+
 def _kind(x: object, name: str) -> tuple:
-    """What binary's rule depends on in an operand: an array's device, dtype and shape; a scalar's
-    type alone (its value is converted on every call)."""
+    """What binary's rule and layout depend on in an operand: an array's device, dtype and shape; a
+    scalar's type alone (its value is converted on every call)."""
     if is_scalar(x):
         return type(x), None, None
     return device_of(x, name), np.dtype(x.dtype), tuple(x.shape)
 
 
-def _rule(op, attr0, attr1, device_a, dtype_a, shape_a, device_b, dtype_b, shape_b, src_dtype=None) -> _Rule:
-    """The rule of op on operands of these kinds (_kind's: a scalar's device is its type); src_dtype
-    overrides NumPy's promotion (a comparison with an int beyond an integer array's range)."""
+def _rule(op, attr0, attr1, device_a, dtype_a, device_b, dtype_b, src_dtype=None) -> _Rule:
+    """The rule of op on operands of these devices and dtypes (_kind's: a scalar's device is its
+    type, its dtype None); src_dtype overrides NumPy's promotion (a comparison with an int beyond an
+    integer array's range)."""
     name, op = op, as_binary_op(op)
     if dtype_a is None and dtype_b is None:
         raise TypeError("a, b: both are scalars; at least one must be an array")
@@ -99,22 +105,30 @@ def _rule(op, attr0, attr1, device_a, dtype_a, shape_a, device_b, dtype_b, shape
     dst_dtype = binary_dst_dtype(op, computed)
     if dst_dtype is None:
         raise TypeError(f"op: {op.name} does not support dtype {computed.value}")
-    if scalar < 0:
-        shape = broadcast_shape(shape_a, shape_b, names=("a", "b"))
-        dims0, dims1 = _array_dims(shape_a, shape_b, shape)
-    else:
-        shape = tuple(shape_b if scalar == 0 else shape_a)
-        flat = (math.prod(shape),)
-        dims0, dims1 = ((), flat) if scalar == 0 else (flat, ())
     primitive = NewPrimitive(BroadcastElementwiseBinaryFactory, device, op, computed, dst_dtype, MAX_NUM_DIMS, attr0, attr1)
-    return _Rule(op, primitive, device, computed, dst_dtype, shape, dims0, dims1, scalar, array_dtype, checks_negative_powers(name, computed))
+    return _Rule(op, primitive, device, computed, dst_dtype, scalar, array_dtype, checks_negative_powers(name, computed))
 
 
-# Keyed by the caller's own arguments and the operands' kinds, so a repeated call skips every
-# normalization, whatever its scalar's value.
-_RULES = PlanCache(_rule)
-# binary's rule on metadata (a _Rule), also a global call's (elementwise_rules).
-binary_rule = _RULES.get
+def _layout(shape_a: tuple[int, ...] | None, shape_b: tuple[int, ...] | None) -> _Layout:
+    """The layout of operands of these shapes (None: a scalar, beside an array)."""
+    if shape_a is None or shape_b is None:
+        shape = shape_b if shape_a is None else shape_a
+        flat = (math.prod(shape),)
+        return _Layout(shape, (), flat) if shape_a is None else _Layout(shape, flat, ())
+    shape = broadcast_shape(shape_a, shape_b, names=("a", "b"))
+    return _Layout(shape, *_array_dims(shape_a, shape_b, shape))
+
+
+# Keyed by the caller's own arguments and the operands' devices and dtypes (names, found as given
+# in the common case), so a repeated call skips every normalization, whatever its scalar's value;
+# the layout by the shapes alone, which arrays give (tuples of ints: found as given).
+_RULES = PlanCache(_rule, by_name=True)
+_LAYOUTS = PlanCache(_layout, as_given=True)
+
+
+def binary_rule(op, attr0, attr1, device_a, dtype_a, shape_a, device_b, dtype_b, shape_b) -> tuple[_Rule, _Layout]:
+    """binary's rule and layout on metadata, also a global call's (elementwise_rules)."""
+    return _RULES.get(op, attr0, attr1, device_a, dtype_a, device_b, dtype_b), _LAYOUTS.get(shape_a, shape_b)
 
 
 @same_kind("a", "b")
@@ -136,20 +150,19 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
     if attrs:
         attr0, attr1 = binary_keyword_attrs(op, attrs, attr0, attr1)
     # NumPy arrays' kinds inline: a tiny call's cost is these lines.
-    kinds = (
-        *((CPU, a.dtype, a.shape) if type(a) is np.ndarray else _kind(a, "a")),
-        *((CPU, b.dtype, b.shape) if type(b) is np.ndarray else _kind(b, "b")),
-    )
-    rule = _RULES.get(op, attr0, attr1, *kinds)
+    device_a, dtype_a, shape_a = (CPU, a.dtype, a.shape) if type(a) is np.ndarray else _kind(a, "a")
+    device_b, dtype_b, shape_b = (CPU, b.dtype, b.shape) if type(b) is np.ndarray else _kind(b, "b")
+    rule = _RULES.get(op, attr0, attr1, device_a, dtype_a, device_b, dtype_b)
     scalar = rule.scalar
     if scalar >= 0:
         name = "ab"[scalar]
         value, src_dtype = _exact_scalar(rule.op, b if scalar else a, name, rule.src_dtype, rule.array_dtype)
         if src_dtype is not rule.src_dtype:
-            rule = _RULES.get(op, attr0, attr1, *kinds, src_dtype)
+            rule = _RULES.get(op, attr0, attr1, device_a, dtype_a, device_b, dtype_b, src_dtype)
         value = scalar_value(value, name, rule.src_dtype)
         a, b = (value, b) if scalar == 0 else (a, value)
-    _, primitive, device, src_dtype, dst_dtype, shape, dims0, dims1, _, _, negative_powers = rule
+    _, primitive, device, src_dtype, dst_dtype, _, _, negative_powers = rule
+    shape, dims0, dims1 = _LAYOUTS.get(shape_a, shape_b)
     if negative_powers:
         _refuse_negative_powers(b)
     stream = stream_for(device, stream)
@@ -169,13 +182,16 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
 def _operand(x, name: str, src_dtype: DataType, out, device, stream):
     """An array operand as the primitive takes it: C-contiguous, in src_dtype, and not overlapping
     out (the caller's out=, or None: a result binary made overlaps nothing)."""
+    # plain(x) inline, of src_dtype's own dtype object (so native): the common case, in one test.
+    # Two NumPy arrays that own their memory cannot overlap: only views need the overlap test.
+    if type(x) is np.ndarray and x.dtype is src_dtype.dtype and (flags := x.flags).c_contiguous and flags.aligned:
+        if out is None or (type(out) is np.ndarray and x.base is None and out.base is None):
+            return x
+        return unaliased(x, out, device, stream, elementwise=True)
     if x.dtype is not src_dtype.dtype and x.dtype != src_dtype.dtype:
         return unary("cast", x, dtype=src_dtype, stream=stream)
     x = contiguous(x, device, stream, name=name)
-    # Two NumPy arrays that own their memory cannot overlap: only views need the overlap test.
-    if out is not None and (type(x) is not np.ndarray or type(out) is not np.ndarray or x.base is not None or out.base is not None):
-        x = unaliased(x, out, device, stream, elementwise=True)
-    return x
+    return x if out is None else unaliased(x, out, device, stream, elementwise=True)
 
 
 def _refuse_negative_powers(b) -> None:

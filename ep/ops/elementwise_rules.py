@@ -111,7 +111,7 @@ def binary_plan(op, a, b, attr0=None, attr1=None, attrs=None) -> Plan:
     if attrs:
         attr0, attr1 = binary_keyword_attrs(op, attrs, attr0, attr1)
     device = device_of(a)
-    rule = binary_rule(op, attr0, attr1, device, a.dtype, a.shape, device, b.dtype, b.shape)
+    rule, _ = binary_rule(op, attr0, attr1, device, a.dtype, a.shape, device, b.dtype, b.shape)
     src = rule.src_dtype.dtype
     casts = frozenset(n for n, t in tensors.items() if t.dtype != src)
     return Plan(tensors, {"op": op, "attr0": attr0, "attr1": attr1, "dtype": src.name}, rule.dst_dtype.dtype, casts=casts)

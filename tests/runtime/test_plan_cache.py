@@ -108,6 +108,18 @@ def test_names_are_found_as_given_and_numbers_still_by_exact_key():
     assert len(made) == 3 and len(cache) == 3
 
 
+def test_shapes_as_given_are_found_in_one_lookup_each_made_once():
+    made = []
+    cache = PlanCache(lambda *args: made.append(args) or ("plan", len(made)), as_given=True)
+    first = cache.get((2, 3), None)
+    assert cache.get((2, 3), None) is first and cache.get(tuple([2, 3]), None) is first
+    assert cache.get((2, 3), (3,)) != first and cache.get((3, 2), None) != first
+    assert cache.get([2, 3], None) == ("plan", 4)  # unhashable: made, not kept
+    assert len(made) == 4 and len(cache) == 3
+    cache.clear()
+    assert len(cache) == 0 and cache.get((2, 3), None) == ("plan", 5)
+
+
 def test_the_last_lookup_is_remembered_only_for_keys_of_immutable_values():
     made = []
     cache = PlanCache(lambda *args: made.append(args) or ("plan", len(made)), remember=2)

@@ -37,8 +37,9 @@ from ep.common.runtime.validate import INT64_MAX, count as check_count
 class In:
     """An input buffer: its DataType (an expression, `self.src_dtype`) and the elements it must hold
     (an expression over the arguments before the buffers and `plan`). With scalar, a scalar value
-    may stand for it (a binary op's operand): run then gets the value in dtype's compute dtype,
-    and the plan one more argument, a mask of which such inputs are scalars (bit k: the k-th)."""
+    may stand for it (a binary op's operand): run then gets the value in dtype's compute dtype
+    (launch_trusted takes it converted, by scalar_value), and the plan one more argument, a mask
+    of which such inputs are scalars (bit k: the k-th)."""
 
     name: str
     dtype: str = "self.dtype"
@@ -168,8 +169,10 @@ def _buffer_lines(arg: In, checked: bool) -> list[str]:
             each = f"trusted_storage(b, {arg.dtype}, self.device_type, stream)"
         return lines + [f"{arg.name} = [{each} for i, b in enumerate({arg.name})]"]
     if arg.scalar:
-        convert = f"{arg.name} = scalar_value({arg.name}, {arg.name!r}, {arg.dtype})"
         lines = _buffer_lines(In(arg.name, arg.dtype, arg.size), checked)
+        if not checked:
+            return [f"if not {arg.name}_is_scalar:"] + [f"    {line}" for line in lines]
+        convert = f"{arg.name} = scalar_value({arg.name}, {arg.name!r}, {arg.dtype})"
         return [f"if {arg.name}_is_scalar:", f"    {convert}", "else:"] + [f"    {line}" for line in lines]
     if checked:
         return [f"{arg.name} = storage({arg.name}, {arg.name!r}, self.device_type, {arg.dtype}, {arg.size}, {writable}, stream)"]

@@ -34,12 +34,16 @@ class PlanCache(Generic[T]):
     (it was half of a tiny ep.ops call). Every lookup then hashes the arguments as given, which only
     a cache of small arguments should do (an expression graph's dataclasses hash every path:
     exponential in its depth). All others are found by their exact key.
+
+    With as_given, every key is found as given: for arguments ep itself makes, never a caller's
+    values (arrays' shapes: tuples of ints, or None), whose equal values are the same values.
     """
 
-    def __init__(self, make: Callable[..., T], *, by_name: bool = False, remember: int = 0) -> None:
+    def __init__(self, make: Callable[..., T], *, by_name: bool = False, as_given: bool = False, remember: int = 0) -> None:
         """remember: the number of arguments whose last lookup `last` keeps (0: none)."""
         self._make = make
         self._by_name = by_name
+        self._as_given = as_given
         self._named: dict = {}
         self._entries: dict = {}
         self._lock = threading.Lock()
@@ -59,7 +63,7 @@ class PlanCache(Generic[T]):
 
     def get(self, *args) -> T:
         try:
-            if self._named:  # only a cache by_name holds names
+            if self._named:  # only a cache by_name or as_given holds entries found as given
                 made = self._named.get(args, _MISSING)
                 if made is not _MISSING:
                     return made
@@ -75,8 +79,8 @@ class PlanCache(Generic[T]):
                 self.last = (*args, made)
             return made
         made = self._make(*args)
-        key = exact_key(args)
-        entries = self._named if self._by_name and is_named(key) else self._entries
+        key = args if self._as_given else exact_key(args)
+        entries = self._named if self._as_given or (self._by_name and is_named(key)) else self._entries
         with self._lock:
             made = entries.setdefault(key, made)
             if len(self._named) + len(self._entries) > MAX_ENTRIES:

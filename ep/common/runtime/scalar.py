@@ -7,11 +7,14 @@ import math
 
 import numpy as np
 
-from ep.common.runtime.data_type import DataType
+from ep.common.runtime.data_type import INTEGER_TYPES, DataType
 
 #: The types of scalar operands (is_scalar); ml_dtypes' bfloat16 scalars are no np.floating.
 SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating, DataType.kBFloat16.dtype.type)
 _BFLOAT16 = DataType.kBFloat16.dtype
+_BOOL = DataType.kBool
+# Each integer dtype's (min, max), by NumPy dtype: np.iinfo took half of an integer scalar's conversion.
+_RANGES = {dt.dtype: (int(np.iinfo(dt.dtype).min), int(np.iinfo(dt.dtype).max)) for dt in INTEGER_TYPES}
 # The representative of each Python scalar type's kind (see promotion_key).
 _WEAK = {bool: False, int: 0, float: 0.0}
 
@@ -90,20 +93,22 @@ def scalar_value(value: object, name: str, dtype: DataType):
     if not is_scalar(value):
         raise TypeError(f"{name}: {value!r} is not a real scalar")
     compute = dtype.compute_dtype.type
-    if dtype is DataType.kBool:
+    if dtype is _BOOL:
         return np.bool_(value != 0)
     if dtype.is_floating:
         try:
-            return compute(dtype.dtype.type(value))
+            value = dtype.dtype.type(value)
         except OverflowError:
             raise OverflowError(f"{name}: {value!r} is out of the range of {dtype.value}") from None
+        # A half is rounded to its own precision first, then computed in float32.
+        return value if dtype.compute_dtype is dtype.dtype else compute(value)
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(value):
             raise ValueError(f"{name}: {value!r} has no {dtype.value} value")
         value = math.trunc(float(value))  # NumPy's float32 and float16 have no __trunc__
-    info = np.iinfo(dtype.dtype)
-    if not info.min <= int(value) <= info.max:
-        raise OverflowError(f"{name}: {value!r} is out of the range of {dtype.value} [{info.min}, {info.max}]")
+    low, high = _RANGES[dtype.dtype]
+    if not low <= int(value) <= high:
+        raise OverflowError(f"{name}: {value!r} is out of the range of {dtype.value} [{low}, {high}]")
     return compute(int(value))
 
 
@@ -121,6 +126,6 @@ def integer_out_of_range(value: object, dtype: DataType) -> int:
     """For a Python or NumPy integer outside integer dtype's range: 1 above it, -1 below; else 0."""
     if not dtype.is_integer or isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         return 0
-    info = np.iinfo(dtype.dtype)
+    low, high = _RANGES[dtype.dtype]
     value = int(value)
-    return 1 if value > info.max else -1 if value < info.min else 0
+    return 1 if value > high else -1 if value < low else 0
