@@ -64,14 +64,15 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, *
     """
     if attrs:
         attr0, attr1 = unary_keyword_attrs(op, attrs, attr0, attr1)
-    device = device_of(x, "x")
+    device = CPU if type(x) is np.ndarray else device_of(x, "x")
     primitive, dst_dtype, cast = _PRIMITIVES.get(op, device, x.dtype, attr0, attr1, dtype)
     stream = device.default_stream if stream is None else stream_for(device, stream)
     if cast is not None:
         x = unary("cast", x, dtype=cast, stream=stream)
     shape = x.shape
-    # After the shape: a copy of a 0-d array may be 1-d.
-    x = contiguous(x, device, stream)
+    # After the shape: a copy of a 0-d array may be 1-d. plain(x) inline: the common case, one test.
+    if not (type(x) is np.ndarray and (flags := x.flags).c_contiguous and flags.aligned and x.dtype.isnative):
+        x = contiguous(x, device, stream)
     if out is None:
         out = empty(shape, dst_dtype, device, stream)
     elif (
