@@ -110,10 +110,9 @@ def _new_primitive(factory_type: type[Factory], device: object, *arguments) -> P
     return None if factory is None else factory.New(*args, **kwargs)
 
 
-# By the caller's own arguments (exact keys, a flat tuple: most are their own key; arguments that
-# are names only, found as given): kernel code and ep.ops may call NewPrimitive at every launch
-# without a cache of their own.
-_PRIMITIVES = PlanCache(_new_primitive, by_name=True)
+# By the caller's own arguments (exact keys, a flat tuple: most are their own key): kernel code
+# and ep.ops may call NewPrimitive at every launch without a cache of their own.
+_PRIMITIVES = PlanCache(_new_primitive)
 
 
 def RegisteredFactories(device: object) -> dict[type[Factory], Factory]:
