@@ -34,12 +34,17 @@ def _move16_simulated(dst, dst_word, src, src_word):
     dst[dst_word + 1] = src[src_word + 1]
 
 
-@template("INDEX", "locate", "WIDE16", "move16")
+@template("INDEX", "DIVMOD", "BATCHED", "WIDE16", "move16")
 def _gather(indices, in_, out, total, inner, inner_m, inner_s, num, num_m, num_s, outer, outer_m, outer_s, gather, lo, hi, wrap):
     t = bound.INDEX(cuda.grid(1))
     step = bound.INDEX(cuda.gridsize(1))
     while t < total:
-        batch_outer, k, position = bound.locate(t, inner, inner_m, inner_s, num, num_m, num_s, outer, outer_m, outer_s)
+        row, k = bound.DIVMOD(t, inner, inner_m, inner_s)
+        batch_outer, i = bound.DIVMOD(row, num, num_m, num_s)
+        position = i
+        if bound.BATCHED:
+            b, _ = bound.DIVMOD(batch_outer, outer, outer_m, outer_s)
+            position = bound.INDEX(b * num + i)
         r = gather_row(np.int64(indices[position]), lo, hi, gather, wrap)
         if r >= 0:
             src = bound.INDEX(bound.INDEX(batch_outer * gather + bound.INDEX(r)) * inner + k)
@@ -66,10 +71,10 @@ def gather_kernel(indices_dtype: DataType, unit: int, wide: bool, batched: bool)
         _gather,
         name,
         argtypes,
-        INDEX=fast_divmod.index_bindings(wide)["INDEX"],
-        locate=gather_common.locate(wide, batched),
+        BATCHED=batched,
         WIDE16=unit == 16,
         move16=_move16_simulated if config.ENABLE_CUDASIM else move16,
+        **fast_divmod.index_bindings(wide),
     )
 
 

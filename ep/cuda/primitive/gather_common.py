@@ -19,8 +19,7 @@ import numba
 import numpy as np
 from numba import cuda
 
-from ep.common.jit import bound, scalar_function, specialize, template
-from ep.common.math import fast_divmod
+from ep.common.jit import template
 from ep.common.primitive.gather import GatherSizes, IndexedKernels, IndexedPrimitive, gather_row
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
@@ -34,26 +33,6 @@ _NONE = np.iinfo(np.int64).max
 # A stream's record: [this launch's first bad position, the failing launch's context, its
 # position, its value].
 _SCRATCH, _CONTEXT, _POSITION, _VALUE = range(4)
-
-
-@template("INDEX", "DIVMOD", "BATCHED")
-def _locate(t, inner, inner_m, inner_s, num, num_m, num_s, outer, outer_m, outer_s):
-    # Item t of a (batch, outer, num, inner) layout (a gather's output unit, a segment sum's data
-    # element): (batch * outer + o, its k in the row of inner, the position of its index).
-    row, k = bound.DIVMOD(t, inner, inner_m, inner_s)
-    batch_outer, i = bound.DIVMOD(row, num, num_m, num_s)
-    position = i
-    if bound.BATCHED:
-        b, _ = bound.DIVMOD(batch_outer, outer, outer_m, outer_s)
-        position = bound.INDEX(b * num + i)
-    return batch_outer, k, position
-
-
-@function_cache("kernels")
-def locate(wide: bool, batched: bool):
-    """_locate in an index width, with or without batches (each batch its own indices)."""
-    name = f"locate_{'batched_' if batched else ''}{'i64' if wide else 'i32'}"
-    return scalar_function(specialize(_locate, name, BATCHED=batched, **fast_divmod.index_bindings(wide)))
 
 
 @template()

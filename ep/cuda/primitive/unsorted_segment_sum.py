@@ -38,13 +38,15 @@ def _to_half(src, dst, count):
         t += step
 
 
-@template("INDEX", "locate", "load")
+@template("INDEX", "DIVMOD", "load")
 def _segment_sum(ids, data, acc, total, inner, inner_m, inner_s, num, num_m, num_s, outer, outer_m, outer_s, segments, lo, hi, wrap):
     t = bound.INDEX(cuda.grid(1))
     step = bound.INDEX(cuda.gridsize(1))
     while t < total:
-        batch_outer, k, position = bound.locate(t, inner, inner_m, inner_s, num, num_m, num_s, outer, outer_m, outer_s)
-        r = gather_row(np.int64(ids[position]), lo, hi, segments, wrap)
+        row, k = bound.DIVMOD(t, inner, inner_m, inner_s)
+        batch_outer, i = bound.DIVMOD(row, num, num_m, num_s)
+        b, _ = bound.DIVMOD(batch_outer, outer, outer_m, outer_s)
+        r = gather_row(np.int64(ids[bound.INDEX(b * num + i)]), lo, hi, segments, wrap)
         if r >= 0:
             dst = bound.INDEX(bound.INDEX(batch_outer * segments + bound.INDEX(r)) * inner + k)
             cuda.atomic.add(acc, dst, bound.load(data[t]))
@@ -63,10 +65,7 @@ def _sum_kernel(ids_dtype: DataType, dtype: DataType, wide: bool) -> CudaKernel:
         *([numba.int64] * 3),
     )
     name = f"unsorted_segment_sum_{ids_dtype.value}_{dtype.value}_{'i64' if wide else 'i32'}"
-    return CudaKernel(
-        _segment_sum, name, argtypes, INDEX=fast_divmod.index_bindings(wide)["INDEX"], locate=gather_common.locate(wide, True),
-        load=load_fn(dtype, DeviceType.kCUDA),
-    )
+    return CudaKernel(_segment_sum, name, argtypes, load=load_fn(dtype, DeviceType.kCUDA), **fast_divmod.index_bindings(wide))
 
 
 @function_cache("kernels")
