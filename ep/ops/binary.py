@@ -182,9 +182,9 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
 def _operand(x, name: str, src_dtype: DataType, out, device, stream):
     """An array operand as the primitive takes it: C-contiguous, in src_dtype, and not overlapping
     out (the caller's out=, or None: a result binary made overlaps nothing)."""
-    # plain(x) inline, of src_dtype's own dtype object (so native): the common case, in one test.
-    # Two NumPy arrays that own their memory cannot overlap: only views need the overlap test.
-    if type(x) is np.ndarray and x.dtype is src_dtype.dtype and (flags := x.flags).c_contiguous and flags.aligned:
+    # The common case, plain storage of src_dtype. Two NumPy arrays that own their memory cannot
+    # overlap: only views need the overlap test.
+    if plain(x) and x.dtype is src_dtype.dtype:
         if out is None or (type(out) is np.ndarray and x.base is None and out.base is None):
             return x
         return unaliased(x, out, device, stream, elementwise=True)
