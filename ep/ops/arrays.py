@@ -14,7 +14,7 @@ from ep.common.runtime.allocator import empty
 from ep.common.runtime.buffer import check_device_address, cuda_view, device_type_of, plain, plain_ndarray, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice, Stream, check_stream
-from ep.common.runtime.dlpack import as_cuda_array, from_dlpack, is_dlpack, to_namespace
+from ep.common.runtime.dlpack import as_cuda_array, from_dlpack, is_foreign, to_namespace
 from ep.common.runtime.overlap import overlaps
 from ep.common.runtime.scalar import is_scalar
 from ep.common.runtime.validate import integer
@@ -98,11 +98,11 @@ def same_kind_sequence(function):
         kwargs.pop("sbp", None)
         if not arrays:
             raise ValueError(f"{name}: is empty; expected at least one array")
-        namespace = namespace_of(arrays[0]) if is_dlpack(arrays[0]) else None
-        arrays = [from_dlpack(a, f"{name}[{i}]") if is_dlpack(a) else a for i, a in enumerate(arrays)]
+        namespace = namespace_of(arrays[0]) if is_foreign(arrays[0]) else None
+        arrays = [from_dlpack(a, f"{name}[{i}]") if is_foreign(a) else a for i, a in enumerate(arrays)]
         out = kwargs.get("out")
-        if out is not None and is_dlpack(out):
-            function(arrays, *args, **{**kwargs, "out": from_dlpack(out, "out")})  # written in place
+        if out is not None and is_foreign(out):
+            function(arrays, *args, **{**kwargs, "out": from_dlpack(out, "out", writable=True)})  # written in place
             return out
         return in_namespace(function(arrays, *args, **kwargs), namespace)
 
@@ -144,7 +144,7 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
     kwargs.pop("sbp", None)
     for value in (*args, *kwargs.values()):
         cls = type(value)
-        if len(_NATIVE) < _NATIVE_LIMIT and cls is not GlobalTensor and not is_dlpack(value):
+        if len(_NATIVE) < _NATIVE_LIMIT and cls is not GlobalTensor and not is_foreign(value):
             _NATIVE.add(cls)
     args = list(args)
     namespace = None
@@ -153,7 +153,7 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
         if name not in tensors:
             continue
         value = tensors[name]
-        if is_dlpack(value):
+        if is_foreign(value):
             if not seen_array:
                 namespace = namespace_of(value)
             if position < len(args):
@@ -163,9 +163,9 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
         seen_array = seen_array or not (value is None or is_scalar(value))
     out = kwargs.get("out")
     if out is not None:
-        if not is_dlpack(out):
+        if not is_foreign(out):
             return function(*args, **kwargs)  # out itself, or a tuple of the given outs (cummax's)
-        kwargs["out"] = from_dlpack(out, "out")
+        kwargs["out"] = from_dlpack(out, "out", writable=True)
         function(*args, **kwargs)
         return out
     return in_namespace(function(*args, **kwargs), namespace)

@@ -500,3 +500,57 @@ def test_a_masked_out_is_refused_naming_out():
         ep.ops.unary("neg", np.ones(2), out=out)
     with pytest.raises(TypeError, match="out: a numpy.ma.MaskedArray"):
         ep.ops.full(2, 1.0, out=out)
+
+
+class _InterfaceOnly:
+    """Another library's CUDA array offered only through __cuda_array_interface__ (a numba array's
+    here), with shape and dtype attributes that disagree with it: ep must read the interface, what
+    a kernel reads, and never the attributes (a shape of 1000 would write past a 4-element out)."""
+
+    def __init__(self, array) -> None:
+        self.__cuda_array_interface__ = getattr(array, "__cuda_array_interface__", None)
+
+    @property
+    def shape(self):
+        raise AssertionError("ep read the shape attribute of an array it should have viewed")
+
+    dtype = ndim = strides = size = shape
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, out: ep.ops.unary("relu", x, out=out),
+    lambda x, out: ep.ops.binary("mul", x, 2.0, out=out),
+    lambda x, out: ep.ops.cat([x], out=out),
+    lambda x, out: ep.fuse(lambda a: a * 2)(x, out=out),
+], ids=["unary", "binary", "cat", "fuse"])
+def test_cuda_memory_offered_only_through_the_interface_is_viewed_first(device, call):
+    if device != "cuda":
+        pytest.skip("CUDA memory")
+    from ep.ops import arrays
+
+    host = np.arange(4, dtype=np.float32) - 2
+    x, out = to_device(host, device), to_device(np.zeros(4, np.float32), device)
+    foreign_x, foreign_out = _InterfaceOnly(x), _InterfaceOnly(out)
+    if foreign_x.__cuda_array_interface__ is None:
+        # The simulator's arrays have no interface: viewing one is refused, before any attribute is read.
+        foreign_x.__cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (host.ctypes.data, False), "version": 3}
+        with pytest.raises(TypeError, match=r"_InterfaceOnly is not an array of the CUDA simulator"):
+            call(foreign_x, None)
+        with pytest.raises(TypeError, match=r"_InterfaceOnly is not an array of the CUDA simulator"):
+            call(x, foreign_x)
+    else:
+        expected = to_numpy(call(x, None))
+        np.testing.assert_array_equal(to_numpy(call(foreign_x, None)), expected)
+        assert call(x, foreign_out) is foreign_out
+        np.testing.assert_array_equal(to_numpy(out), expected)
+    assert _InterfaceOnly not in arrays._NATIVE  # never taken as it is, by class
+
+
+def test_an_out_marked_read_only_by_the_interface_is_refused(device):
+    if device != "cuda":
+        pytest.skip("CUDA memory")
+    x = to_device(np.ones(4, np.float32), device)
+    with pytest.raises(ValueError, match=r"^out: the array is read-only"):
+        ep.ops.unary("relu", x, out=_ReadOnlyCudaArray())
+    with pytest.raises(ValueError, match=r"^out: the array is read-only"):
+        ep.fuse(lambda a: a * 2)(x, out=_ReadOnlyCudaArray())

@@ -11,7 +11,8 @@ From the declaration (CuPy's ElementwiseKernel declares in_params and out_params
   before writing it (`reads_first`) or that it may hold the input (`holds`: a value every
   element written takes), and no two outputs share memory;
 - `launch_trusted(stream, ...)`, the same arguments for a caller that made those checks itself
-  (ep.ops): the plan and the flat storage only.
+  (ep.ops): the plan and the flat storage only (what is not a NumPy array is checked as storage,
+  its size included: the memory a kernel reads is the buffer's, whatever its attributes say).
 
 Both end in the primitive's own `run(stream, [plan,] ...)`: the arguments in declared order, the
 plan's own arguments replaced by the plan, buffers as flat storage (float16 as its uint16 words).
@@ -166,7 +167,7 @@ def _buffer_lines(arg: In, checked: bool) -> list[str]:
         if checked:
             each = f"storage(b, f'{arg.name}[{{i}}]', self.device_type, {arg.dtype}, {arg.size}, {writable}, stream)"
         else:
-            each = f"trusted_storage(b, {arg.dtype}, self.device_type, stream)"
+            each = f"trusted_storage(b, f'{arg.name}[{{i}}]', {arg.dtype}, self.device_type, {arg.size}, stream)"
         return lines + [f"{arg.name} = [{each} for i, b in enumerate({arg.name})]"]
     if arg.scalar:
         lines = _buffer_lines(In(arg.name, arg.dtype, arg.size), checked)
@@ -179,7 +180,7 @@ def _buffer_lines(arg: In, checked: bool) -> list[str]:
     # A flat NumPy array of the storage dtype is its own storage: no call.
     return [
         f"if type({arg.name}) is not ndarray or {arg.name}.ndim != 1 or {arg.name}.dtype is not {arg.dtype}.storage_dtype:",
-        f"    {arg.name} = trusted_storage({arg.name}, {arg.dtype}, self.device_type, stream)",
+        f"    {arg.name} = trusted_storage({arg.name}, {arg.name!r}, {arg.dtype}, self.device_type, {arg.size}, stream)",
     ]
 
 
@@ -266,7 +267,8 @@ def _generate(declaration: Declaration, checked: bool, doc: str | None):
     function = define(source, name, scope)
     function.__source__ = source
     how = "Checks every argument (types, dtypes, sizes, device, stream, overlaps) first." if checked else (
-        "Launch for a caller that made Launch's checks itself (ep.ops): the plan and flat storage only."
+        "Launch for a caller that made Launch's checks itself (ep.ops): the plan and flat storage only "
+        "(a buffer that is not a NumPy array checked as storage, its size included)."
     )
     function.__doc__ = f"{doc.rstrip()}\n\n{how}" if doc else how
     return function

@@ -229,13 +229,15 @@ def storage(obj: object, name: str, device_type: DeviceType, dtype: DataType, co
     return flat
 
 
-def trusted_storage(obj: object, dtype: DataType, device_type: DeviceType, stream=None):
+def trusted_storage(obj: object, name: str, dtype: DataType, device_type: DeviceType, count: int, stream=None):
     """obj as flat storage, for a caller that checked it as storage() would (ep.ops, through a
-    declared primitive's launch_trusted): a NumPy array of dtype is only flattened and viewed."""
+    declared primitive's launch_trusted): a NumPy array of dtype is only flattened and viewed.
+    Anything else is checked as storage() checks it, its size against count included: what the
+    caller read of it (an object's own shape attribute) need not be the memory a kernel reads."""
     if type(obj) is _ndarray and obj.dtype is dtype.dtype:
         flat = obj if obj.ndim == 1 else obj.reshape(-1)
         return flat if dtype.storage_dtype is dtype.dtype else flat.view(dtype.storage_dtype)
-    return storage(obj, "argument", device_type, dtype, 0, False, stream)
+    return storage(obj, name, device_type, dtype, count, False, stream)
 
 
 def span(array, dtype: DataType, count: int, device_type: DeviceType):

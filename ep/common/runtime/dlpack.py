@@ -31,6 +31,16 @@ def is_dlpack(obj: object) -> bool:
     return hasattr(cls, "__dlpack__") and hasattr(cls, "__dlpack_device__") and not issubclass(cls, np.ndarray)
 
 
+def is_foreign(obj: object) -> bool:
+    """True for another library's array, which ep views as its own before reading anything of it:
+    one with DLPack, or CUDA memory offered only through __cuda_array_interface__ (whose shape and
+    dtype attributes, if any, need not be what the interface, and so a kernel, reads)."""
+    cls = type(obj)
+    if issubclass(cls, np.ndarray) or getattr(obj, "__cuda_ndarray__", False):
+        return False
+    return (hasattr(cls, "__dlpack__") and hasattr(cls, "__dlpack_device__")) or hasattr(obj, "__cuda_array_interface__")
+
+
 def host_array(obj: object, name: str, device_type: int | None = None) -> np.ndarray:
     """A NumPy array viewing the memory of a CPU DLPack array (no copy).
 
@@ -56,10 +66,11 @@ def host_array(obj: object, name: str, device_type: int | None = None) -> np.nda
         raise TypeError(f"{name}: NumPy cannot view this {_describe(obj)} through DLPack ({error})") from None
 
 
-def from_dlpack(obj: object, name: str = "x"):
+def from_dlpack(obj: object, name: str = "x", writable: bool = False):
     """obj's memory as ep's array, without a copy: a NumPy array for a CPU array (DLPack), a numba
     device array for a CUDA one (its __cuda_array_interface__). NumPy arrays and numba device
-    arrays are returned as they are."""
+    arrays are returned as they are. ValueError naming name when writable (an out=) and the CUDA
+    array interface marks the memory read-only."""
     if isinstance(obj, np.ndarray) or getattr(obj, "__cuda_ndarray__", False):
         return obj
     if is_dlpack(obj):
@@ -74,7 +85,7 @@ def from_dlpack(obj: object, name: str = "x"):
             )
     elif not hasattr(obj, "__cuda_array_interface__"):
         raise TypeError(f"{name}: {type(obj).__name__} is not an array; expected one with __dlpack__ or __cuda_array_interface__")
-    return as_cuda_array(obj, name)
+    return as_cuda_array(obj, name, writable=writable)
 
 
 def check_exportable(obj: object, name: str) -> None:
