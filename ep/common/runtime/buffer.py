@@ -245,7 +245,7 @@ def span(array, dtype: DataType, count: int, device_type: DeviceType):
     view of array reads, for a primitive that takes strides (CopyNd)."""
     if device_type is _CPU:
         return _host_span(array, dtype, count)
-    from numba import config, cuda
+    from numba import config
 
     if config.ENABLE_CUDASIM:
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
