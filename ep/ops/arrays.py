@@ -11,10 +11,10 @@ import numpy as np
 
 from ep.common.primitive.copies import copy_to_host
 from ep.common.runtime.allocator import empty
-from ep.common.runtime.buffer import check_device_address, cuda_view, device_type_of, plain, plain_ndarray, span
+from ep.common.runtime.buffer import check_device_address, cuda_view, device_type_of, plain, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice, Stream, check_stream
-from ep.common.runtime.dlpack import as_cuda_array, from_dlpack, is_foreign, to_namespace
+from ep.common.runtime.dlpack import as_cuda_array, from_dlpack, is_foreign, plain_ndarray, to_namespace
 from ep.common.runtime.overlap import overlaps
 from ep.common.runtime.scalar import is_scalar
 from ep.common.runtime.validate import integer
@@ -42,8 +42,11 @@ def same_kind(*names: str):
     parameters names (and out=) also take other libraries' arrays and global tensors, and it adds
     the keyword sbp= (the result's SBP, for global tensors).
 
-    Any array with __dlpack__ (PyTorch, JAX, CuPy, ...) is viewed without a copy (ep.from_dlpack):
-    a CPU one as a NumPy array, a CUDA one through __cuda_array_interface__. The result has the
+    An array that is not ep's own (is_foreign: a NumPy subclass, an array with __dlpack__ of
+    PyTorch, JAX, CuPy, ..., CUDA memory with only __cuda_array_interface__) is viewed without a
+    copy (ep.from_dlpack) before anything of it is read, and its class never taken as it is: a
+    subclass as a base-class NumPy array, another CPU array as a NumPy array, a CUDA one through
+    __cuda_array_interface__. The result has the
     kind of the first of names that is an array (binary's a, or b when a is a scalar): made by
     that library's from_dlpack (its asarray for CUDA memory), again without a copy; a NumPy or
     numba array there gives the result as before. The other arrays may be of any kind on the same
@@ -190,7 +193,10 @@ def call_global(function, signature: inspect.Signature, args: tuple, kwargs: dic
 def namespace_of(array) -> types.ModuleType | None:
     """The array-API namespace of array's library: its __array_namespace__, else the top-level
     module with a from_dlpack of its class or a base class (torch for a torch.Tensor subclass), or
-    None for an object of no such library (its result stays a NumPy or numba array)."""
+    None for an object of no such library and for a NumPy subclass (its result stays a NumPy or
+    numba array)."""
+    if isinstance(array, np.ndarray):
+        return None
     get = getattr(array, "__array_namespace__", None)
     if get is not None:
         return get()

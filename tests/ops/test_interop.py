@@ -554,3 +554,41 @@ def test_an_out_marked_read_only_by_the_interface_is_refused(device):
         ep.ops.unary("relu", x, out=_ReadOnlyCudaArray())
     with pytest.raises(ValueError, match=r"^out: the array is read-only"):
         ep.fuse(lambda a: a * 2)(x, out=_ReadOnlyCudaArray())
+
+
+class _Lying(np.ndarray):
+    """A NumPy subclass whose shape property is not its memory's: ep views it as the base class
+    before reading anything of it (NumPy's own functions read the memory's shape)."""
+
+    @property
+    def shape(self):
+        return (100000,)
+
+
+@pytest.mark.parametrize("call, reference", [
+    (lambda x, out: ep.ops.unary("relu", x, out=out), lambda x: np.maximum(x, 0)),
+    (lambda x, out: ep.ops.binary("mul", x, 2.0, out=out), lambda x: x * 2),
+    (lambda x, out: ep.ops.binary("add", np.ones(4, np.float32), x, out=out), lambda x: x + 1),
+    (lambda x, out: ep.ops.cat([x], out=out), lambda x: x),
+    (lambda x, out: ep.fuse(lambda a: a * 2)(x, out=out), lambda x: x * 2),
+    (lambda x, out: ep.ops.cumsum(x, 0, out=out), lambda x: np.cumsum(x)),
+], ids=["unary", "binary", "binary-b", "cat", "fuse", "cumsum"])
+def test_a_numpy_subclass_is_read_as_its_memory(call, reference):
+    from ep.ops import arrays
+
+    base = np.arange(4, dtype=np.float32) - 2
+    expected = reference(base)
+    for _ in range(2):  # the second call as the first: the class is never taken as it is
+        np.testing.assert_array_equal(call(base.view(_Lying), None), expected)
+        out = np.zeros(4, np.float32).view(_Lying)
+        assert call(base, out) is out
+        np.testing.assert_array_equal(out.view(np.ndarray), expected)
+    assert _Lying not in arrays._NATIVE
+    np.testing.assert_array_equal(base, np.arange(4, dtype=np.float32) - 2)
+
+
+def test_a_numpy_subclass_out_smaller_than_it_says_is_refused():
+    out = np.zeros(2, np.float32).view(_Lying)
+    with pytest.raises(ValueError, match=r"out: has shape \(2,\); expected \(100000,\)"):
+        ep.ops.unary("relu", np.ones(100000, np.float32), out=out)
+    assert ep.ops.sum(np.ones(4, np.float32).view(_Lying)) == 4

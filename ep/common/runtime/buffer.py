@@ -8,7 +8,7 @@ import numpy as np
 from ep.common.runtime.caches import BOUNDS, table
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, bound_handle
-from ep.common.runtime.dlpack import as_cuda_array, host_array, is_dlpack
+from ep.common.runtime.dlpack import as_cuda_array, host_array, is_dlpack, plain_ndarray
 
 
 _ndarray = np.ndarray
@@ -111,19 +111,6 @@ def device_type_of(obj: object, name: str) -> DeviceType:
     if is_cuda_buffer(obj):
         return DeviceType.kCUDA
     raise TypeError(f"{name}: {type(obj).__name__} is not an array; expected a numpy.ndarray or an object with __cuda_array_interface__")
-
-
-def plain_ndarray(array: np.ndarray, name: str) -> np.ndarray:
-    """array as a base-class ndarray viewing the same memory.
-
-    Subclasses change what reshape and indexing mean (np.matrix stays 2-d), so kernels only ever
-    see the base class; a masked array is refused, since its mask would be silently lost.
-    """
-    if type(array) is np.ndarray:
-        return array
-    if isinstance(array, np.ma.MaskedArray):
-        raise TypeError(f"{name}: a numpy.ma.MaskedArray was given; ep ignores masks, so pass array.filled() or array.data")
-    return array.view(np.ndarray)
 
 
 def host_ndarray(obj: object, name: str, given: str, writable: bool) -> np.ndarray:

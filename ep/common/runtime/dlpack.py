@@ -32,13 +32,30 @@ def is_dlpack(obj: object) -> bool:
 
 
 def is_foreign(obj: object) -> bool:
-    """True for another library's array, which ep views as its own before reading anything of it:
-    one with DLPack, or CUDA memory offered only through __cuda_array_interface__ (whose shape and
-    dtype attributes, if any, need not be what the interface, and so a kernel, reads)."""
+    """True for an array that is not ep's own (a NumPy base-class array, a numba device array),
+    which ep views as its own before reading anything of it: a NumPy subclass, one with DLPack, or
+    CUDA memory offered only through __cuda_array_interface__. Their attributes (a shape property)
+    need not describe the memory a kernel reads."""
     cls = type(obj)
-    if issubclass(cls, np.ndarray) or getattr(obj, "__cuda_ndarray__", False):
+    if issubclass(cls, np.ndarray):
+        return cls is not np.ndarray
+    if getattr(obj, "__cuda_ndarray__", False):
         return False
     return (hasattr(cls, "__dlpack__") and hasattr(cls, "__dlpack_device__")) or hasattr(obj, "__cuda_array_interface__")
+
+
+def plain_ndarray(array: np.ndarray, name: str) -> np.ndarray:
+    """array as a base-class ndarray viewing the same memory.
+
+    Subclasses change what reshape and indexing mean (np.matrix stays 2-d), or what their
+    attributes say, so kernels only ever see the base class; a masked array is refused, since its
+    mask would be silently lost.
+    """
+    if type(array) is np.ndarray:
+        return array
+    if isinstance(array, np.ma.MaskedArray):
+        raise TypeError(f"{name}: a numpy.ma.MaskedArray was given; ep ignores masks, so pass array.filled() or array.data")
+    return array.view(np.ndarray)
 
 
 def host_array(obj: object, name: str, device_type: int | None = None) -> np.ndarray:
@@ -69,9 +86,12 @@ def host_array(obj: object, name: str, device_type: int | None = None) -> np.nda
 def from_dlpack(obj: object, name: str = "x", writable: bool = False):
     """obj's memory as ep's array, without a copy: a NumPy array for a CPU array (DLPack), a numba
     device array for a CUDA one (its __cuda_array_interface__). NumPy arrays and numba device
-    arrays are returned as they are. ValueError naming name when writable (an out=) and the CUDA
-    array interface marks the memory read-only."""
-    if isinstance(obj, np.ndarray) or getattr(obj, "__cuda_ndarray__", False):
+    arrays are returned as they are, a NumPy subclass's as a base-class view (plain_ndarray).
+    ValueError naming name when writable (an out=) and the CUDA array interface marks the memory
+    read-only."""
+    if isinstance(obj, np.ndarray):
+        return plain_ndarray(obj, name)
+    if getattr(obj, "__cuda_ndarray__", False):
         return obj
     if is_dlpack(obj):
         device_type = obj.__dlpack_device__()[0]
