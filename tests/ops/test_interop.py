@@ -592,3 +592,16 @@ def test_a_numpy_subclass_out_smaller_than_it_says_is_refused():
     with pytest.raises(ValueError, match=r"out: has shape \(2,\); expected \(100000,\)"):
         ep.ops.unary("relu", np.ones(100000, np.float32), out=out)
     assert ep.ops.sum(np.ones(4, np.float32).view(_Lying)) == 4
+
+
+def test_an_array_dlpack_cannot_place_is_refused_naming_it(device):
+    torch = pytest.importorskip("torch")
+    meta = torch.empty(4, device="meta")  # no memory: its __dlpack_device__ raises ValueError
+    with pytest.raises(TypeError, match=r"^x: a torch.Tensor whose memory DLPack cannot describe"):
+        ep.ops.unary("relu", meta)
+    x = to_device(np.ones(4, np.float32), device)
+    with pytest.raises(TypeError, match=r"^out: a torch.Tensor whose memory DLPack cannot describe"):
+        ep.ops.unary("relu", x, out=meta)
+    relu = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "relu", np.float32, np.float32)
+    with pytest.raises(TypeError, match=r"^src: "):
+        relu.Launch(ep.GetDevice(device).default_stream, meta, x, 4)

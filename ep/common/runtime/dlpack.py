@@ -71,7 +71,7 @@ def host_array(obj: object, name: str, device_type: int | None = None) -> np.nda
     """
     check_exportable(obj, name)
     if device_type is None:
-        device_type = obj.__dlpack_device__()[0]
+        device_type = dlpack_device(obj, name)
     if device_type != KDL_CPU:
         raise TypeError(f"{name}: a {_describe(obj)} in {_where(device_type)}; expected an array in CPU memory")
     bits = bits_of(obj)
@@ -81,6 +81,15 @@ def host_array(obj: object, name: str, device_type: int | None = None) -> np.nda
         return np.from_dlpack(obj)
     except (BufferError, RuntimeError, TypeError, ValueError) as error:
         raise TypeError(f"{name}: NumPy cannot view this {_describe(obj)} through DLPack ({error})") from None
+
+
+def dlpack_device(obj: object, name: str) -> int:
+    """obj's DLPack device type; TypeError naming name where its library cannot say one (a
+    PyTorch tensor on the meta device, which has no memory)."""
+    try:
+        return obj.__dlpack_device__()[0]
+    except Exception as error:
+        raise TypeError(f"{name}: a {_describe(obj)} whose memory DLPack cannot describe ({type(error).__name__}: {error})") from None
 
 
 def from_dlpack(obj: object, name: str = "x", writable: bool = False):
@@ -94,7 +103,7 @@ def from_dlpack(obj: object, name: str = "x", writable: bool = False):
     if getattr(obj, "__cuda_ndarray__", False):
         return obj
     if is_dlpack(obj):
-        device_type = obj.__dlpack_device__()[0]
+        device_type = dlpack_device(obj, name)
         if device_type not in (KDL_CUDA, KDL_CUDA_MANAGED):
             return host_array(obj, name, device_type)
         check_exportable(obj, name)
