@@ -95,9 +95,16 @@ def as_data_type(value: object, name: str = "dtype") -> DataType:
     try:
         # A torch.dtype prints as torch.<NumPy's name>; read so, torch is never imported here.
         key = str(value).removeprefix("torch.") if type(value).__module__ == "torch" else value
-        found = None if value is None else _BY_DTYPE.get(np.dtype(key))
+        dtype = None if value is None else np.dtype(key)
+        found = None if dtype is None else _BY_DTYPE.get(dtype)
     except (TypeError, ValueError):
-        found = None
+        dtype = found = None
+    if found is None and dtype is not None and not dtype.isnative and dtype.newbyteorder("=") in _BY_DTYPE:
+        # As torch.from_numpy: a kernel reads native words, and a swapped copy would be a hidden one.
+        raise TypeError(
+            f"{name}: {value!r} is {_BY_DTYPE[dtype.newbyteorder('=')].value} in the other byte order; ep takes native"
+            " byte order, as PyTorch does (array.astype(array.dtype.newbyteorder('=')) converts an array)"
+        )
     if found is None:
         names = ", ".join(dt.value for dt in DataType)
         hint = did_you_mean(value, [dt.value for dt in DataType])
