@@ -27,7 +27,7 @@ import numpy as np
 from ep.common.primitive.broadcast import broadcast_shape
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.buffer import plain
-from ep.common.runtime.dlpack import from_dlpack, is_foreign
+from ep.common.runtime.dlpack import is_foreign, own
 from ep.common.runtime.once import cached_property
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
@@ -164,7 +164,7 @@ class Fused:
                 name = self._name(position)
                 if is_foreign(arg):
                     namespace = namespace_of(arg) if device is None else namespace
-                    arg = from_dlpack(arg, name)
+                    arg = own(arg, name)
                 found = device_of(arg, name)
             if device is None:
                 device = found
@@ -238,8 +238,8 @@ class Fused:
         _, src_dims, dst_dims = stages[0]
         result_shape = result_shapes[reduction.keepdim]
         given = out
-        if out is not None and type(out) is not np.ndarray and is_foreign(out):
-            out = from_dlpack(out, "out", writable=True)
+        if type(out) is not np.ndarray:
+            out = own(out, "out", writable=True)
         out = output(out, result_shape, reduction.dst, device, stream)
         launch_args = []
         for source in trace.sources:
@@ -300,8 +300,8 @@ class Fused:
         checked = []
         for j, (o, dtype) in enumerate(zip(outs, dtypes)):
             name = "out" if trace.single else f"out[{j}]"
-            if type(o) is not np.ndarray and is_foreign(o):
-                o = from_dlpack(o, name, writable=True)
+            if type(o) is not np.ndarray:
+                o = own(o, name, writable=True)
             checked.append(check_out(o, name, shape, dtype, device))
         return checked
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ep.common.runtime.data_type import FLOATING_TYPES, DataType, as_data_type
-from ep.common.runtime.dlpack import from_dlpack, is_foreign
+from ep.common.runtime.dlpack import own
 from ep.common.runtime.overlap import overlaps
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.reduce import ReduceOp
@@ -105,7 +105,7 @@ def _extremes(value_op: ReduceOp, index_op: ReduceOp, x, dim, out, stream) -> Va
         if not isinstance(out, tuple) or len(out) != 2:
             raise TypeError(f"out: {type(out).__name__} is not a pair (values, indices) of arrays")
         given = out
-        values, indices = (from_dlpack(o, f"out[{i}]", writable=True) if is_foreign(o) else o for i, o in enumerate(out))
+        values, indices = (own(o, f"out[{i}]", writable=True) for i, o in enumerate(out))
         values, indices = output(values, shape, dtype, device, stream), output(indices, shape, DataType.kInt64, device, stream)
         if overlaps(values, indices, False):
             raise ValueError("out: its values and indices share memory; expected two separate arrays")

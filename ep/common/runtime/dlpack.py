@@ -117,6 +117,12 @@ def from_dlpack(obj: object, name: str = "x", writable: bool = False):
     return as_cuda_array(obj, name, writable=writable)
 
 
+def own(obj: object, name: str, writable: bool = False):
+    """obj viewed as ep's own array (from_dlpack) where it is not (is_foreign); anything else (an
+    ep array, a scalar, None) as given. writable: an out=, as from_dlpack's."""
+    return from_dlpack(obj, name, writable) if is_foreign(obj) else obj
+
+
 def check_exportable(obj: object, name: str) -> None:
     """The refusals a PyTorch user meets (requires grad, the negative bit), said in ep's terms
     before DLPack or __cuda_array_interface__ says them in its own."""
