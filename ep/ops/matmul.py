@@ -124,7 +124,10 @@ def _matmul(a, b, c, out, stream, alpha, beta, names=("a", "b", "c")):
     out = output(out, shape, dtype, device, stream)
     primitive = NewPrimitive(BroadcastMatmulFactory, device, dtype, trans_a, trans_b, MAX_NUM_DIMS)
     if primitive is None:
-        raise TypeError(f"a, b: no matmul of {dtype.value} runs on {device.device_type.value} here (cuBLAS cannot run on Numba's CUDA simulator)")
+        # Only CUDA's float matmul can be missing (dtypes were checked above): say why.
+        from ep.cuda.primitive.matmul import cublas_missing
+
+        raise TypeError(f"a, b: no matmul of {dtype.value} runs on {device.device_type.value} here: {cublas_missing()}")
     # Where beta is 0, c is not read (BLAS's rule): a NaN in it does not reach the result, as in torch.
     if beta != 0:
         try:

@@ -8,7 +8,7 @@ from ep.common.primitive.copies import copy_to_device, copy_to_host
 from ep.common.runtime.buffer import cuda_view
 from ep.common.runtime.device import DeviceType, GetDevice
 from ep.common.runtime.dlpack import from_dlpack
-from ep.common.runtime.overlap import byte_range
+from ep.common.runtime.overlap import array_interface, byte_range
 
 
 def to_device(array, device):
@@ -51,8 +51,9 @@ def _strided_to_host(array) -> np.ndarray:
         return array.copy_to_host()
     from numba import cuda
 
-    first = array.__cuda_array_interface__["data"][0]
-    low, high = byte_range(array.__cuda_array_interface__)
+    interface = array_interface(array)
+    first = interface["data"][0]
+    low, high = byte_range(interface)
     interface = {"shape": (high - low,), "strides": None, "typestr": "|u1", "data": (low, False), "version": 3}
     # On the stream the array is bound to, which may still be writing it.
     data = cuda.from_cuda_array_interface(interface, owner=array, sync=False).copy_to_host(stream=array.stream)

@@ -135,3 +135,29 @@ def test_out_overlapping_a_parallel_size_input(kind):
     expected = a[::-1].copy()
     ep.ops.gather(a, np.arange(999, -1, -1), out=params)
     np.testing.assert_array_equal(a, expected)
+
+
+# numba's real device arrays, outside the simulator: an address stands in for memory (nothing is read
+# or written), so no GPU is needed.
+_NUMBA_BROADCAST = """
+import ctypes
+import numpy as np
+from numba.cuda.cudadrv.devicearray import DeviceNDArray
+from ep.common.runtime.overlap import array_interface, byte_range, overlaps
+
+class Memory:
+    device_ctypes_pointer = ctypes.c_void_p(1 << 20)
+
+x = DeviceNDArray((3, 4), (0, 0), np.dtype(np.int64), gpu_data=Memory())
+out = DeviceNDArray((3, 4), (32, 8), np.dtype(np.int64), gpu_data=Memory())
+print(overlaps(x, out, elementwise=True), byte_range(array_interface(x)))
+"""
+
+
+def test_a_numba_broadcast_array_over_out_is_an_overlap():
+    # numba's __cuda_array_interface__ says "C-contiguous" (strides None) for a stride-0 array, which
+    # made x look like out's own elements: an elementwise kernel then wrote out[0] while every
+    # element of x still read it. x's strides are read from x.
+    from nvvm import run_without_simulator
+
+    assert run_without_simulator(["-c", _NUMBA_BROADCAST], timeout=120).split() == ["True", "(1048576,", "1048584)"]

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("mpi4py")
 
 import ep  # noqa: E402
+from cublas import skip_without_cublas  # noqa: E402
 from ep.sbp import GlobalTensor, broadcast as B, partial_sum as P, split as S  # noqa: E402
 from ep.testing import to_device, to_numpy  # noqa: E402
 
@@ -78,10 +79,7 @@ def test_every_ops_function_takes_and_returns_global_tensors(device):
 
 
 def test_matmul_runs_the_matching_signature_else_boxes(device):
-    from numba import config
-
-    if device == "cuda" and config.ENABLE_CUDASIM:
-        pytest.skip("cuBLAS cannot run on Numba's CUDA simulator (no GPU)")
+    skip_without_cublas(device)
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
     for sa, sb, out_sbp in [(S(0), B, S(0)), (B, S(1), S(1)), (S(1), S(0), P), (P, B, P), (B, P, P), (B, B, B)]:

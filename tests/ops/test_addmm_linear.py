@@ -3,7 +3,7 @@ device (float matrices need cuBLAS: on the simulator only the integer ones run):
 a broadcast input and bias, beta 0 ignoring NaN, integer matrices, out= being the input, and errors."""
 import numpy as np
 import pytest
-from numba import config
+from cublas import skip_without_cublas
 
 import ep
 import ep.ops
@@ -13,8 +13,7 @@ torch = pytest.importorskip("torch")
 
 
 def _floats_run_here(device):
-    if device == "cuda" and config.ENABLE_CUDASIM:
-        pytest.skip("cuBLAS cannot run on Numba's CUDA simulator (no GPU): CUDA float matmul runs only on a GPU")
+    skip_without_cublas(device)
 
 
 def _t(x):

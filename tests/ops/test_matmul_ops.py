@@ -5,7 +5,7 @@ import importlib
 import numpy as np
 import pytest
 import torch
-from numba import config
+from cublas import skip_without_cublas
 
 import ep
 from ep.testing import to_device, to_numpy
@@ -32,8 +32,7 @@ SHAPES = [
 
 @pytest.fixture(autouse=True)
 def cuda_needs_a_gpu(device):
-    if device == "cuda" and config.ENABLE_CUDASIM:
-        pytest.skip("cuBLAS cannot run on Numba's CUDA simulator (no GPU): CUDA matmul runs only on a GPU")
+    skip_without_cublas(device)
 
 
 def close(got, expected):

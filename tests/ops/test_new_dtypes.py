@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from numba import config
+from cublas import skip_without_cublas
 
 import ep
 from dtype_lists import BFLOAT16, assert_same
@@ -48,8 +48,7 @@ def test_integer_matmul_wraps_as_numpy(device, dtype):
 
 
 def test_bfloat16_matmul_rounds_once_from_float32(device):
-    if device == "cuda" and config.ENABLE_CUDASIM:
-        pytest.skip("float matmul on CUDA is cuBLAS's, which the simulator lacks")
+    skip_without_cublas(device)
     rng = np.random.default_rng(1)
     a = rng.normal(0, 1, (2, 7, 9)).astype(BFLOAT16)
     b = rng.normal(0, 1, (9, 5)).astype(BFLOAT16)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from ep.sbp import broadcast as B, partial_sum as P, signatures, split as S
 from ep.sbp.signature import Signature
+from cublas import skip_without_cublas
 from test_signatures_verified import FLOAT_TOLERANCE, check_all, random_array, seeds
 
 # (a's shape, b's shape): matrices, vectors, batches broadcast either way, empty dims.
@@ -43,8 +44,7 @@ def test_matrix_signatures_are_the_issues():
 @settings(max_examples=3, deadline=None)
 @given(dtype=st.sampled_from([np.float32, np.float64]), seed=seeds)
 def test_matmul(device, shapes, dtype, seed):
-    if device != "cpu":
-        pytest.skip("cuBLAS cannot run on Numba's CUDA simulator (no GPU)")
+    skip_without_cublas(device)
     rng = np.random.default_rng(seed)
     arrays = {"a": random_array(rng, shapes[0], dtype), "b": random_array(rng, shapes[1], dtype)}
     check_all("matmul", arrays, {"dtype": np.dtype(dtype).name}, device, seed, FLOAT_TOLERANCE[np.dtype(dtype)])
@@ -68,8 +68,7 @@ TERMS = [
 def test_a_term_adds_the_products_way(device, name, names, shapes, scalars, seed):
     """addmm's input and linear's bias split with the product, B where they broadcast, and a partial
     sum beside a partial product."""
-    if device != "cpu":
-        pytest.skip("cuBLAS cannot run on Numba's CUDA simulator (no GPU)")
+    skip_without_cublas(device)
     rng = np.random.default_rng(seed)
     arrays = {n: random_array(rng, s, np.float64) for n, s in zip(names, shapes)}
     sigs = signatures(name, **{n: a.shape for n, a in arrays.items()}, **scalars)

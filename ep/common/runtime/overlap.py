@@ -70,17 +70,23 @@ def _host_overlap(x: np.ndarray, out: np.ndarray, elementwise: bool) -> bool:
 def _device_overlap(x, out, elementwise: bool) -> bool:
     # From pointer ranges: whether two strided views of one allocation interleave without touching
     # is not worked out, they are copied.
-    a, b = _interface(x), _interface(out)
+    a, b = array_interface(x), array_interface(out)
     if elementwise and _same_elements(a, b):
         return False
     (lo0, hi0), (lo1, hi1) = byte_range(a), byte_range(b)
     return lo0 < hi1 and lo1 < hi0
 
 
-def _interface(x) -> dict:
-    """x's __cuda_array_interface__ (on the CUDA simulator, its host array's __array_interface__)."""
+def array_interface(x) -> dict:
+    """x's __cuda_array_interface__ with x's true strides (on the CUDA simulator, its host array's
+    __array_interface__). A numba device array's interface says strides None, C-contiguous, for a
+    broadcast array (numba-cuda 0.30's is_contiguous skips stride-0 dims): its own strides are read."""
     interface = getattr(x, "__cuda_array_interface__", None)
-    return np.asarray(x).__array_interface__ if interface is None else interface
+    if interface is None:
+        return np.asarray(x).__array_interface__
+    if getattr(x, "__cuda_ndarray__", False):
+        return dict(interface, strides=tuple(x.strides))
+    return interface
 
 
 def _strides(interface: dict) -> tuple[int, ...]:

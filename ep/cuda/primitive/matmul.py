@@ -111,6 +111,17 @@ def cublas_calls(plan: common.GemmPlan) -> Iterator[CublasCall]:
         )
 
 
+def cublas_missing() -> str | None:
+    """Why cuBLAS cannot run here (CUDA float matmul is unsupported then), or None where it can."""
+    from numba import config
+
+    if config.ENABLE_CUDASIM:
+        return "cuBLAS cannot run on Numba's CUDA simulator (no GPU): CUDA float matmul runs only on a GPU"
+    if _cublas() is None:
+        return "CUDA float matmul is cuBLAS's, through nvmath-python, which is not installed (pip install 'ep[cuda]')"
+    return None
+
+
 @functools.cache
 def _cublas():
     """nvmath's cuBLAS bindings, or None where cuBLAS cannot run (see the module docstring)."""
