@@ -14,7 +14,7 @@ from ep.common.runtime.allocator import empty
 from ep.common.runtime.buffer import check_device_address, cuda_view, device_type_of, plain, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice, Stream, check_stream
-from ep.common.runtime.dlpack import as_cuda_array, is_foreign, own, plain_ndarray, to_namespace
+from ep.common.runtime.dlpack import as_cuda_array, from_dlpack, is_foreign, own, plain_ndarray, to_namespace
 from ep.common.runtime.overlap import overlaps
 from ep.common.runtime.scalar import is_scalar
 from ep.common.runtime.validate import integer
@@ -160,15 +160,15 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
             if not seen_array:
                 namespace = namespace_of(value)
             if position < len(args):
-                args[position] = own(value, name)
+                args[position] = from_dlpack(value, name)
             else:
-                kwargs[name] = own(value, name)
+                kwargs[name] = from_dlpack(value, name)
         seen_array = seen_array or not (value is None or is_scalar(value))
     out = kwargs.get("out")
     if out is not None:
         if not is_foreign(out):
             return function(*args, **kwargs)  # out itself, or a tuple of the given outs (cummax's)
-        kwargs["out"] = own(out, "out", writable=True)
+        kwargs["out"] = from_dlpack(out, "out", writable=True)
         function(*args, **kwargs)
         return out
     return in_namespace(function(*args, **kwargs), namespace)

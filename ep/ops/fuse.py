@@ -27,7 +27,7 @@ import numpy as np
 from ep.common.primitive.broadcast import broadcast_shape
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.buffer import plain
-from ep.common.runtime.dlpack import is_foreign, own
+from ep.common.runtime.dlpack import from_dlpack, is_foreign, own
 from ep.common.runtime.once import cached_property
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
@@ -164,7 +164,7 @@ class Fused:
                 name = self._name(position)
                 if is_foreign(arg):
                     namespace = namespace_of(arg) if device is None else namespace
-                    arg = own(arg, name)
+                    arg = from_dlpack(arg, name)
                 found = device_of(arg, name)
             if device is None:
                 device = found

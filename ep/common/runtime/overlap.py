@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ep.common.runtime.buffer import address
+
 _ndarray = np.ndarray
 
 
@@ -43,12 +45,23 @@ def refuse_overlap(x, x_size: int, out, out_size: int, x_name: str, out_name: st
     if not x_size or not out_size or (elementwise and x is out and x_size == out_size):
         return
     if type(x) is _ndarray and type(out) is _ndarray and not np.may_share_memory(x, out):
-        return  # the whole storages' bounds are apart: no slices needed
-    if not overlaps(x[:x_size], out[:out_size], elementwise):
+        return  # the whole storages' bounds are apart
+    if not _storage_overlap(x, x_size, out, out_size, elementwise):
         return
     if elementwise:
         raise ValueError(f"{x_name}, {out_name}: share memory without being the same elements; expected {out_name} to be {x_name} or separate memory")
     raise ValueError(f"{x_name}, {out_name}: share memory; expected separate memory")
+
+
+def _storage_overlap(x, x_size: int, out, out_size: int, elementwise: bool) -> bool:
+    """overlaps() for the first elements of two flat storages, from their addresses (on a GPU,
+    slicing numba arrays and reading their __cuda_array_interface__ cost more than the rest of a
+    Launch)."""
+    start, x_bytes = address(x), x_size * x.dtype.itemsize
+    out_start, out_bytes = address(out), out_size * out.dtype.itemsize
+    if elementwise and start == out_start and x_bytes == out_bytes and x.dtype.itemsize == out.dtype.itemsize:
+        return False  # exactly out's elements
+    return start < out_start + out_bytes and out_start < start + x_bytes
 
 
 # np.shares_memory's work bound: past it the answer is "maybe", and the input is copied.
