@@ -1,13 +1,13 @@
 """CUDA float matmul is cuBLAS's (nvmath-python): its tests skip, saying why, where it cannot run."""
 import pytest
 
+from ep.common.runtime.cublas import cublas_missing
+
 
 def missing(device: str) -> str | None:
     """Why float matmul cannot run on device here, or None where it can."""
     if device != "cuda":
         return None
-    from ep.cuda.primitive.matmul import cublas_missing
-
     return cublas_missing()
 
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
 from ep.common.runtime.buffer import span
+from ep.common.runtime.cublas import cublas_missing
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.dlpack import as_cuda_array
@@ -125,8 +126,6 @@ def _matmul(a, b, c, out, stream, alpha, beta, names=("a", "b", "c")):
     primitive = NewPrimitive(BroadcastMatmulFactory, device, dtype, trans_a, trans_b, MAX_NUM_DIMS)
     if primitive is None:
         # Only CUDA's float matmul can be missing (dtypes were checked above): say why.
-        from ep.cuda.primitive.matmul import cublas_missing
-
         raise TypeError(f"a, b: no matmul of {dtype.value} runs on {device.device_type.value} here: {cublas_missing()}")
     # Where beta is 0, c is not read (BLAS's rule): a NaN in it does not reach the result, as in torch.
     if beta != 0:

@@ -13,7 +13,6 @@ element of c, its int64 sum int_dot.
 """
 from __future__ import annotations
 
-import functools
 import itertools
 import threading
 from typing import Iterator, NamedTuple
@@ -25,6 +24,7 @@ from numba import config, cuda
 from ep.common.jit import bound, template
 from ep.common.primitive import matmul as common
 from ep.common.runtime.caches import function_cache
+from ep.common.runtime.cublas import cublas_bindings
 from ep.common.runtime.buffer import address
 from ep.common.runtime.data_type import DataType
 from ep.common.runtime.device import DeviceType, current_device_index
@@ -111,31 +111,6 @@ def cublas_calls(plan: common.GemmPlan) -> Iterator[CublasCall]:
         )
 
 
-def cublas_missing() -> str | None:
-    """Why cuBLAS cannot run here (CUDA float matmul is unsupported then), or None where it can."""
-    from numba import config
-
-    if config.ENABLE_CUDASIM:
-        return "cuBLAS cannot run on Numba's CUDA simulator (no GPU): CUDA float matmul runs only on a GPU"
-    if _cublas() is None:
-        return "CUDA float matmul is cuBLAS's, through nvmath-python, which is not installed (pip install 'ep[cuda]')"
-    return None
-
-
-@functools.cache
-def _cublas():
-    """nvmath's cuBLAS bindings, or None where cuBLAS cannot run (see the module docstring)."""
-    from numba import config
-
-    if config.ENABLE_CUDASIM:
-        return None
-    try:
-        from nvmath.bindings import cublas
-    except ImportError:
-        return None
-    return cublas
-
-
 class _Handles(threading.local):
     """A cuBLAS handle per thread and device: a handle's stream setting is not safe across threads.
     They live as long as the process (cuBLAS frees them at exit)."""
@@ -149,7 +124,7 @@ class CudaMatmulKernels(common.MatmulKernels):
         self._handles = _Handles()
 
     def supports(self, dtype: DataType) -> bool:
-        return dtype in common.MATMUL_TYPES and _cublas() is not None
+        return dtype in common.MATMUL_TYPES and cublas_bindings() is not None
 
     def _handle(self, cublas, index: int) -> int:
         handle = self._handles.by_device.get(index)
@@ -161,7 +136,7 @@ class CudaMatmulKernels(common.MatmulKernels):
         return handle
 
     def gemm(self, stream, dtype: DataType, plan: common.GemmPlan, alpha, a, b, beta, c) -> None:
-        cublas = _cublas()
+        cublas = cublas_bindings()
         index = stream.device.index
         if index != current_device_index():
             from numba import cuda
