@@ -61,7 +61,7 @@ def _storage_overlap(x, x_size: int, out, out_size: int, elementwise: bool) -> b
     out_start, out_bytes = address(out), out_size * out.dtype.itemsize
     if elementwise and start == out_start and x_bytes == out_bytes and x.dtype.itemsize == out.dtype.itemsize:
         return False  # exactly out's elements
-    return start < out_start + out_bytes and out_start < start + x_bytes
+    return _meet((start, start + x_bytes), (out_start, out_start + out_bytes))
 
 
 # np.shares_memory's work bound: past it the answer is "maybe", and the input is copied.
@@ -86,8 +86,12 @@ def _device_overlap(x, out, elementwise: bool) -> bool:
     a, b = array_interface(x), array_interface(out)
     if elementwise and _same_elements(a, b):
         return False
-    (lo0, hi0), (lo1, hi1) = byte_range(a), byte_range(b)
-    return lo0 < hi1 and lo1 < hi0
+    return _meet(byte_range(a), byte_range(b))
+
+
+def _meet(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether two byte ranges [first, last + 1) share a byte."""
+    return a[0] < b[1] and b[0] < a[1]
 
 
 def array_interface(x) -> dict:
