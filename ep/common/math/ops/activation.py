@@ -300,50 +300,28 @@ FAST_GELU = UnaryFunctor(
 )
 
 
-def _quick_gelu_over(m):
+def _x_sigmoid(op: UnaryOp, k: float, doc: str) -> UnaryFunctor:
+    """x * sigmoid(k x), its float32 variant and its slope: silu at k = 1, quick_gelu at 1.702."""
+
+    def over(m):
+        @scalar_function
+        def x_sigmoid(x, attr0, attr1):
+            return x * m.sigmoid(as_type(k, x) * x)
+
+        return x_sigmoid
+
     @scalar_function
-    def quick_gelu(x, attr0, attr1):
-        return x * m.sigmoid(as_type(_QUICK_GELU_ALPHA, x) * x)
+    def backward_with_dy_x(dy, x, attr0, attr1):
+        # s(z) (1 + z (1 - s(z))) with z = k x, and s(-z) for 1 - s(z), which would cancel for large z.
+        z = as_type(k, x) * x
+        return dy * sigmoid(z, attr0, attr1) * (as_type(1, x) + z * sigmoid(-z, attr0, attr1))
 
-    return quick_gelu
-
-
-quick_gelu, quick_gelu_float32 = float_variants(_quick_gelu_over)
-
-
-@scalar_function
-def quick_gelu_backward_with_dy_x(dy, x, attr0, attr1):
-    z = as_type(_QUICK_GELU_ALPHA, x) * x
-    return dy * sigmoid(z, attr0, attr1) * (as_type(1, x) + z * sigmoid(-z, attr0, attr1))
+    forward, forward_float32 = float_variants(over)
+    return UnaryFunctor(op, forward, FLOAT, float32_formula=forward_float32, with_dy_x=backward_with_dy_x, doc=doc)
 
 
-QUICK_GELU = UnaryFunctor(
-    UnaryOp.kQuickGelu, quick_gelu, FLOAT, float32_formula=quick_gelu_float32, with_dy_x=quick_gelu_backward_with_dy_x,
-    doc="x * sigmoid(1.702 x)",
-)
-
-
-def _silu_over(m):
-    @scalar_function
-    def silu(x, attr0, attr1):
-        return x * m.sigmoid(x)
-
-    return silu
-
-
-silu, silu_float32 = float_variants(_silu_over)
-
-
-@scalar_function
-def silu_backward_with_dy_x(dy, x, attr0, attr1):
-    # s(x) (1 + x (1 - s(x))), with s(-x) for 1 - s(x), which would cancel for large x.
-    return dy * sigmoid(x, attr0, attr1) * (as_type(1, x) + x * sigmoid(-x, attr0, attr1))
-
-
-SILU = UnaryFunctor(
-    UnaryOp.kSilu, silu, FLOAT, float32_formula=silu_float32, with_dy_x=silu_backward_with_dy_x,
-    doc="x * sigmoid(x)",
-)
+QUICK_GELU = _x_sigmoid(UnaryOp.kQuickGelu, _QUICK_GELU_ALPHA, "x * sigmoid(1.702 x)")
+SILU = _x_sigmoid(UnaryOp.kSilu, 1.0, "x * sigmoid(x)")
 
 
 def _soft_plus_over(m):
