@@ -93,6 +93,9 @@ def _matmul(a, b, c, out, stream, alpha, beta, names=("a", "b", "c")):
             raise TypeError(f"{name}: {value!r} is not a real number")
         if not dtype.is_floating and isinstance(value, (float, np.floating)):
             raise TypeError(f"{name}: {value!r} is a float; integer matrices take an integer {name} (torch's rule)")
+    if NewPrimitive(BroadcastMatmulFactory, device, dtype, False, False, MAX_NUM_DIMS) is None:
+        # Only CUDA's float matmul can be missing (dtypes were checked above): said before any cast or copy.
+        raise TypeError(f"a, b: no matmul of {dtype.value} runs on {device.device_type.value} here: {cublas_missing()}")
     stream = stream_for(device, stream)
     if out is not None:
         check_out(out, "out", shape, dtype, device)
@@ -124,9 +127,6 @@ def _matmul(a, b, c, out, stream, alpha, beta, names=("a", "b", "c")):
             raise ValueError(f"{name}: has {len(dims)} dims; expected at most {MAX_NUM_DIMS}")
     out = output(out, shape, dtype, device, stream)
     primitive = NewPrimitive(BroadcastMatmulFactory, device, dtype, trans_a, trans_b, MAX_NUM_DIMS)
-    if primitive is None:
-        # Only CUDA's float matmul can be missing (dtypes were checked above): say why.
-        raise TypeError(f"a, b: no matmul of {dtype.value} runs on {device.device_type.value} here: {cublas_missing()}")
     # Where beta is 0, c is not read (BLAS's rule): a NaN in it does not reach the result, as in torch.
     if beta != 0:
         try:

@@ -267,3 +267,18 @@ def test_a_set_or_dict_is_no_sequence_of_dims(device, call):
     x = to_device(np.arange(24, dtype=np.float32).reshape(2, 3, 4), device)
     with pytest.raises(TypeError, match="is a (set|dict), not a sequence of"):
         call(x)
+
+
+def test_a_float_matmul_that_cannot_run_is_refused_before_any_cast(device, monkeypatch):
+    from cublas import missing
+
+    why = missing(device)
+    if why is None:
+        pytest.skip(f"float matmul runs on {device} here")
+    matmul_module = importlib.import_module("ep.ops.matmul")
+    casts = []
+    monkeypatch.setattr(matmul_module, "unary", lambda *args, **kwargs: casts.append(args))
+    a, b = to_device(np.ones((2, 3), np.int32), device), to_device(np.ones((3, 2), np.float32), device)
+    with pytest.raises(TypeError, match="no matmul of float64 runs on cuda here") as error:
+        ep.ops.matmul(a, b)
+    assert why in str(error.value) and casts == []
