@@ -54,6 +54,7 @@ def device_function(fn: Callable) -> Callable:
     compiled for the CPU)."""
     return cuda.jit(device=True)(fn) if config.ENABLE_CUDASIM else scalar_function(fn)
 
+
 class CudaKernel:
     """template specialized with bindings for argtypes; compiled on first launch."""
 

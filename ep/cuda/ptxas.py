@@ -165,8 +165,9 @@ def occupancy(registers: int, threads: int, shared: int, cc: tuple[int, int]) ->
 
 
 def traits(kernel) -> Traits:
-    """A CudaKernel's traits, from its argument types and template bindings."""
-    bindings = vars(kernel._fn.__globals__["bound"])
+    """A CudaKernel's traits, from its argument types and template bindings (with those of the
+    specializations bound to it: Gather's visit)."""
+    bindings = _bindings(kernel._fn)
     dtypes = [t.dtype if isinstance(t, types.Array) else t for t in kernel.argtypes]
     # Copy and gather templates name their 16-byte switch differently; move16 is bound to both.
     wide16 = bindings.get("move16") is move16 and (bindings.get("wide16") or bindings.get("WIDE16")) is True
@@ -189,6 +190,17 @@ def traits(kernel) -> Traits:
         wide_loads=loads,
         wide_stores=stores,
     )
+
+
+def _bindings(fn) -> dict:
+    """A specialization's bindings, over those of the specializations bound to it."""
+    own = vars(fn.__globals__["bound"])
+    merged = {}
+    for value in own.values():
+        inner = getattr(value, "py_func", value)
+        if getattr(inner, "kernel_digest", None) is not None:
+            merged.update(_bindings(inner))
+    return merged | own
 
 
 def _instructions(ptx: str) -> list[str]:

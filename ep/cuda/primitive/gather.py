@@ -8,19 +8,18 @@ indices is queued first and a bad index raised at the stream's Sync (gather_comm
 from __future__ import annotations
 
 import numba
-import numpy as np
-from numba import config, cuda
+from numba import config
 
-from ep.common.jit import bound, template
+from ep.common.jit import bound, specialize, template
 from ep.common.math import fast_divmod
 from ep.common.math.intrinsics import move16
 from ep.common.primitive.byte_units import UNITS, as_units, move_unit, unit_dtype
-from ep.common.primitive.gather import GatherFactoryImpl, gather_row
+from ep.common.primitive.gather import GatherFactoryImpl
 from ep.common.runtime.buffer import address, kept_for
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
-from ep.cuda.kernel import CudaKernel, keep_launch
+from ep.cuda.kernel import CudaKernel, device_function, keep_launch
 from ep.cuda.primitive import gather_common
 from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
@@ -34,48 +33,29 @@ def _move16_simulated(dst, dst_word, src, src_word):
     dst[dst_word + 1] = src[src_word + 1]
 
 
-@template("INDEX", "DIVMOD", "BATCHED", "WIDE16", "move16")
-def _gather(indices, in_, out, total, inner, inner_m, inner_s, num, num_m, num_s, outer, outer_m, outer_s, gather, lo, hi, wrap):
-    t = bound.INDEX(cuda.grid(1))
-    step = bound.INDEX(cuda.gridsize(1))
-    while t < total:
-        row, k = bound.DIVMOD(t, inner, inner_m, inner_s)
-        batch_outer, i = bound.DIVMOD(row, num, num_m, num_s)
-        position = i
-        if bound.BATCHED:
-            b, _ = bound.DIVMOD(batch_outer, outer, outer_m, outer_s)
-            position = bound.INDEX(b * num + i)
-        r = gather_row(np.int64(indices[position]), lo, hi, gather, wrap)
-        if r >= 0:
-            src = bound.INDEX(bound.INDEX(batch_outer * gather + bound.INDEX(r)) * inner + k)
-            if bound.WIDE16:
-                bound.move16(out, t * 2, in_, src * 2)
-            else:
-                out[t] = in_[src]
-        elif bound.WIDE16:
-            out[t * 2] = 0
-            out[t * 2 + 1] = 0
+@template("WIDE16", "move16")
+def _move(in_, out, t, src, found):
+    # gather_common's visit: out's element t is in_'s element src, or 0.
+    if found:
+        if bound.WIDE16:
+            bound.move16(out, t * 2, in_, src * 2)
         else:
-            out[t] = 0
-        t = bound.INDEX(t + step)
+            out[t] = in_[src]
+    elif bound.WIDE16:
+        out[t * 2] = 0
+        out[t * 2 + 1] = 0
+    else:
+        out[t] = 0
 
 
 @function_cache("kernels")
 def gather_kernel(indices_dtype: DataType, unit: int, wide: bool, batched: bool) -> CudaKernel:
     """The gather kernel of an index dtype, move unit, index width, and with or without batches."""
-    size = fast_divmod.size_type(wide)
     units = numba.from_dtype(unit_dtype(unit))[::1]
-    argtypes = (numba.from_dtype(indices_dtype.dtype)[::1], units, units, *([size] * 11), *([numba.int64] * 3))
-    name = f"{'batch_' if batched else ''}gather_{indices_dtype.value}_u{unit}_{'i64' if wide else 'i32'}"
-    return CudaKernel(
-        _gather,
-        name,
-        argtypes,
-        BATCHED=batched,
-        WIDE16=unit == 16,
-        move16=_move16_simulated if config.ENABLE_CUDASIM else move16,
-        **fast_divmod.index_bindings(wide),
-    )
+    move = _move16_simulated if config.ENABLE_CUDASIM else move16
+    visit = device_function(specialize(_move, f"move_u{unit}", WIDE16=unit == 16, move16=move))
+    name = f"{'batch_' if batched else ''}gather_{indices_dtype.value}_u{unit}"
+    return gather_common.indexed_kernel(name, indices_dtype, units, units, wide, batched, visit)
 
 
 class CudaGatherKernels(gather_common.CudaIndexedKernels):
@@ -110,16 +90,7 @@ class CudaGatherKernels(gather_common.CudaIndexedKernels):
         total = sizes.batch * sizes.outer * sizes.num_indices * inner
         # The kernel reads indices below index_count only.
         wide = fast_divmod.needs_wide(sizes.params_count * primitive.dtype.itemsize // unit, total, sizes.index_count)
-        args = (
-            total,
-            *fast_divmod.divisor(inner, wide),
-            *fast_divmod.divisor(sizes.num_indices, wide),
-            *fast_divmod.divisor(sizes.outer, wide),
-            sizes.gather,
-            sizes.lo,
-            sizes.hi,
-            int(primitive.wrap),
-        )
+        args = gather_common.indexed_args(sizes, total, inner, wide, primitive.wrap)
         return gather_kernel(primitive.indices_dtype, unit, wide, sizes.batch > 1), unit, total, args
 
     def all_kernels(self):

@@ -1,5 +1,7 @@
-"""What the CUDA kernels of Gather, BatchGather and UnsortedSegmentSum share: index widths, the
-divisions by invariant sizes, and the bounds check that runs before either writes.
+"""What the CUDA kernels of Gather, BatchGather and UnsortedSegmentSum share: one kernel pairing
+each gathered element with the params element its index selects (Gather moves it, the segment sum
+adds to it), its index widths and divisions by invariant sizes, and the bounds check that runs
+before either writes.
 
 With check_bounds the launch does not wait for its check: a bounds kernel records the first bad
 index on the device, the gather writes zeros where an index selects no row (the segment sum adds
@@ -19,7 +21,8 @@ import numba
 import numpy as np
 from numba import cuda
 
-from ep.common.jit import template
+from ep.common.jit import bound, template
+from ep.common.math import fast_divmod
 from ep.common.primitive.gather import GatherSizes, IndexedKernels, IndexedPrimitive, gather_row
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
@@ -57,6 +60,50 @@ def _keep_first(indices, context, record):
                 record[2] = position
                 record[3] = np.int64(indices[position])
             record[0] = _NONE
+
+
+@template("INDEX", "DIVMOD", "BATCHED", "visit")
+def _indexed(indices, params, gathered, total, inner, inner_m, inner_s, num, num_m, num_s, outer, outer_m, outer_s, rows, lo, hi, wrap):
+    # Element t of gathered [batch, outer, num, inner] pairs with element p of params [batch,
+    # outer, rows, inner], in the row its index selects (found false where it selects none).
+    t = bound.INDEX(cuda.grid(1))
+    step = bound.INDEX(cuda.gridsize(1))
+    while t < total:
+        row, k = bound.DIVMOD(t, inner, inner_m, inner_s)
+        batch_outer, i = bound.DIVMOD(row, num, num_m, num_s)
+        position = i
+        if bound.BATCHED:
+            b, _ = bound.DIVMOD(batch_outer, outer, outer_m, outer_s)
+            position = bound.INDEX(b * num + i)
+        r = gather_row(np.int64(indices[position]), lo, hi, rows, wrap)
+        p = bound.INDEX(bound.INDEX(batch_outer * rows + bound.INDEX(max(r, 0))) * inner + k)
+        bound.visit(params, gathered, t, p, r >= 0)
+        t = bound.INDEX(t + step)
+
+
+def indexed_kernel(name: str, indices_dtype: DataType, params, gathered, wide: bool, batched: bool, visit) -> CudaKernel:
+    """The kernel (indices, params, gathered, *indexed_args) calling visit(params, gathered, t, p,
+    found) for each gathered element t, p its params element; params and gathered are Numba array
+    types, batched says whether indices has a row per batch."""
+    size = fast_divmod.size_type(wide)
+    argtypes = (numba.from_dtype(indices_dtype.dtype)[::1], params, gathered, *([size] * 11), *([numba.int64] * 3))
+    bindings = fast_divmod.index_bindings(wide)
+    return CudaKernel(_indexed, f"{name}_{'i64' if wide else 'i32'}", argtypes, BATCHED=batched, visit=visit, **bindings)
+
+
+def indexed_args(sizes: GatherSizes, total: int, inner: int, wide: bool, wrap: bool) -> tuple:
+    """An indexed_kernel's arguments after its buffers: total gathered elements (units), inner of
+    them a row."""
+    return (
+        total,
+        *fast_divmod.divisor(inner, wide),
+        *fast_divmod.divisor(sizes.num_indices, wide),
+        *fast_divmod.divisor(sizes.outer, wide),
+        sizes.gather,
+        sizes.lo,
+        sizes.hi,
+        int(wrap),
+    )
 
 
 @function_cache("kernels")

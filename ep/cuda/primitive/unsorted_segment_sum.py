@@ -3,18 +3,16 @@ segment's row with an atomic add; float16 sums into a float32 temporary, rounded
 from __future__ import annotations
 
 import numba
-import numpy as np
 from numba import cuda
 
-from ep.common.jit import bound, template
+from ep.common.jit import bound, specialize, template
 from ep.common.math import fast_divmod
 from ep.common.math.convert import load_fn, store_fn
-from ep.common.primitive.gather import gather_row
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES, UnsortedSegmentSumFactoryImpl, accumulator_dtype
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import HALF_TYPES, INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
-from ep.cuda.kernel import CudaKernel, keep_launch
+from ep.cuda.kernel import CudaKernel, device_function, keep_launch
 from ep.cuda.primitive import gather_common
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
@@ -38,34 +36,19 @@ def _to_half(src, dst, count):
         t += step
 
 
-@template("INDEX", "DIVMOD", "load")
-def _segment_sum(ids, data, acc, total, inner, inner_m, inner_s, num, num_m, num_s, outer, outer_m, outer_s, segments, lo, hi, wrap):
-    t = bound.INDEX(cuda.grid(1))
-    step = bound.INDEX(cuda.gridsize(1))
-    while t < total:
-        row, k = bound.DIVMOD(t, inner, inner_m, inner_s)
-        batch_outer, i = bound.DIVMOD(row, num, num_m, num_s)
-        b, _ = bound.DIVMOD(batch_outer, outer, outer_m, outer_s)
-        r = gather_row(np.int64(ids[bound.INDEX(b * num + i)]), lo, hi, segments, wrap)
-        if r >= 0:
-            dst = bound.INDEX(bound.INDEX(batch_outer * segments + bound.INDEX(r)) * inner + k)
-            cuda.atomic.add(acc, dst, bound.load(data[t]))
-        t = bound.INDEX(t + step)
+@template("load")
+def _add(acc, data, t, dst, found):
+    # gather_common's visit: data's element t is added to acc's element dst.
+    if found:
+        cuda.atomic.add(acc, dst, bound.load(data[t]))
 
 
 @function_cache("kernels")
 def _sum_kernel(ids_dtype: DataType, dtype: DataType, wide: bool) -> CudaKernel:
-    size = fast_divmod.size_type(wide)
     acc = numba.from_dtype(accumulator_dtype(dtype).dtype)[::1]
-    argtypes = (
-        numba.from_dtype(ids_dtype.dtype)[::1],
-        numba.from_dtype(dtype.storage_dtype)[::1],
-        acc,
-        *([size] * 11),
-        *([numba.int64] * 3),
-    )
-    name = f"unsorted_segment_sum_{ids_dtype.value}_{dtype.value}_{'i64' if wide else 'i32'}"
-    return CudaKernel(_segment_sum, name, argtypes, load=load_fn(dtype, DeviceType.kCUDA), **fast_divmod.index_bindings(wide))
+    visit = device_function(specialize(_add, f"add_{dtype.value}", load=load_fn(dtype, DeviceType.kCUDA)))
+    name = f"unsorted_segment_sum_{ids_dtype.value}_{dtype.value}"
+    return gather_common.indexed_kernel(name, ids_dtype, acc, numba.from_dtype(dtype.storage_dtype)[::1], wide, True, visit)
 
 
 @function_cache("kernels")
@@ -96,7 +79,7 @@ class CudaUnsortedSegmentSumKernels(gather_common.CudaIndexedKernels):
         acc = out if to_half is None else stream.temporary(out_count, acc_dtype.dtype)
         fill(acc, out_count)
         if segment_sum is not None:
-            segment_sum(ids, data, acc, *args)
+            segment_sum(ids, acc, data, *args)
         if to_half is not None:
             to_half(acc, out, out_count)
 
@@ -128,16 +111,7 @@ class CudaUnsortedSegmentSumKernels(gather_common.CudaIndexedKernels):
             return acc_dtype, _fill_kernel(acc_dtype), None, ()
         # The kernel reads ids below index_count only.
         wide = fast_divmod.needs_wide(sizes.params_count, data_count, sizes.index_count)
-        args = (
-            data_count,
-            *fast_divmod.divisor(sizes.inner, wide),
-            *fast_divmod.divisor(sizes.num_indices, wide),
-            *fast_divmod.divisor(sizes.outer, wide),
-            sizes.gather,
-            sizes.lo,
-            sizes.hi,
-            int(primitive.wrap),
-        )
+        args = gather_common.indexed_args(sizes, data_count, sizes.inner, wide, primitive.wrap)
         return acc_dtype, _fill_kernel(acc_dtype), _sum_kernel(primitive.indices_dtype, primitive.dtype, wide), args
 
     def all_kernels(self):
