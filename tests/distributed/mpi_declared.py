@@ -11,7 +11,7 @@ import numpy as np
 from mpi4py import MPI
 
 import ep
-from ep.sbp import broadcast as B, partial_sum as P, split as S, split_array
+from ep.sbp import broadcast as B, split as S, split_array
 
 comm = MPI.COMM_WORLD
 RANK, SIZE = comm.Get_rank(), comm.Get_size()
