@@ -6,25 +6,24 @@ import functools
 
 
 @functools.cache
-def cublas_bindings():
-    """nvmath's cuBLAS bindings, or None: on Numba's CUDA simulator (no GPU) or without nvmath-python."""
+def _probe() -> tuple[object, str | None]:
+    """(nvmath's cuBLAS bindings, None), or (None, why they cannot run here)."""
     from numba import config
 
     if config.ENABLE_CUDASIM:
-        return None
+        return None, "cuBLAS cannot run on Numba's CUDA simulator (no GPU): CUDA float matmul runs only on a GPU"
     try:
         from nvmath.bindings import cublas
     except ImportError:
-        return None
-    return cublas
+        return None, "CUDA float matmul is cuBLAS's, through nvmath-python, which is not installed (pip install 'ep[cuda]')"
+    return cublas, None
+
+
+def cublas_bindings():
+    """nvmath's cuBLAS bindings, or None: on Numba's CUDA simulator (no GPU) or without nvmath-python."""
+    return _probe()[0]
 
 
 def cublas_missing() -> str | None:
     """Why cuBLAS cannot run here, or None where it can."""
-    from numba import config
-
-    if config.ENABLE_CUDASIM:
-        return "cuBLAS cannot run on Numba's CUDA simulator (no GPU): CUDA float matmul runs only on a GPU"
-    if cublas_bindings() is None:
-        return "CUDA float matmul is cuBLAS's, through nvmath-python, which is not installed (pip install 'ep[cuda]')"
-    return None
+    return _probe()[1]
