@@ -4,6 +4,8 @@ PyTorch's reductions (NumPy's axis= and keepdims= also taken), then the Reduce p
 Dtypes are PyTorch's: sum and prod of integers and bool give int64; mean, var and std refuse them
 (as torch does: pass dtype= a float dtype); logsumexp computes them in float32; argmax and argmin
 give int64, any and all bool. dtype= casts x to it first (PyTorch's rule), for every function.
+dim=() is torch's too: every dim for sum, mean, amax, amin, var, std, logsumexp and norm, none for
+prod, any and all; NumPy's axis=() reduces none.
 """
 from __future__ import annotations
 
@@ -31,14 +33,25 @@ class _Missing:
 MISSING = _Missing()
 
 
-def dim_keepdim(dim, keepdim, axis, keepdims) -> tuple[object, object]:
-    """(dim, keepdim) from PyTorch's names or NumPy's aliases, not both."""
+# The reductions whose torch form reads dim=() (no dim named) as every dim, an early rule of its
+# reductions; the others (any, all, and prod, whose torch form takes one int) and NumPy's axis=()
+# reduce none.
+EMPTY_DIM_IS_EVERY = frozenset({"sum", "mean", "amax", "amin", "var", "std", "logsumexp", "norm"})
+
+
+def dim_keepdim(dim, keepdim, axis, keepdims, name: str) -> tuple[object, object]:
+    """(dim, keepdim) of the reduction name from PyTorch's names or NumPy's aliases, not both; dim
+    None for every dim."""
     if axis is MISSING and keepdims is MISSING and type(keepdim) is bool:
+        if type(dim) in (tuple, list) and not dim and name in EMPTY_DIM_IS_EVERY:
+            return None, keepdim
         return dim, keepdim  # the common call, at once
     if axis is not MISSING:
         if dim is not None:
             raise TypeError("dim, axis: both given; axis is NumPy's name for dim, pass one")
         dim = axis
+    elif isinstance(dim, (tuple, list)) and not dim and name in EMPTY_DIM_IS_EVERY:
+        dim = None
     if keepdims is not MISSING:
         if keepdim is not False:
             raise TypeError("keepdim, keepdims: both given; keepdims is NumPy's name for keepdim, pass one")
@@ -204,7 +217,7 @@ def _reduction(op: ReduceOp, name: str, doc: str):
     """The ep.ops function name: op over x's dim (one int for argmax and argmin), PyTorch's signature."""
 
     def reduction(x, dim=None, keepdim=False, *, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
-        dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
+        dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims, name)
         return _reduce(op, x, dim, keepdim, dtype, out, stream)
 
     reduction.__name__ = reduction.__qualname__ = name
@@ -267,14 +280,14 @@ def var(x, dim=None, *, correction=1, keepdim=False, dtype=None, out=None, axis=
     """The variance of x over dim, as torch.var: the squared deviations' sum over max(0, n -
     correction) (Welford's, merged by Chan's formula); floating dtypes only (TypeError for
     integers, as torch)."""
-    dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
+    dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims, "var")
     return _reduce(ReduceOp.kVar, x, dim, keepdim, dtype, out, stream, correction)
 
 
 @same_kind("x")
 def std(x, dim=None, *, correction=1, keepdim=False, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
     """The standard deviation of x over dim, as torch.std: the square root of var's."""
-    dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
+    dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims, "std")
     return _reduce(ReduceOp.kStd, x, dim, keepdim, dtype, out, stream, correction)
 
 
@@ -294,7 +307,7 @@ def norm(x, p=2, dim=None, keepdim=False, *, dtype=None, out=None, axis=MISSING,
     from ep.ops.binary import binary
     from ep.ops.unary import unary
 
-    dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
+    dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims, "norm")
     if p == "fro":
         p = 2
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):

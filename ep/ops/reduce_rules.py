@@ -70,11 +70,16 @@ def _result_dtype(name: str, x_dtype, dtype):
     return reduce_dtypes(OPS[name], as_data_type(x_dtype, "x"), dtype)[1]
 
 
+def _dims(name: str, ndim: int, dim) -> tuple[int, ...]:
+    """The dims name reduces of an x of ndim dims, read as the op reads dim (dim=() included)."""
+    return reduced_dims(ndim, dim_keepdim(dim, False, MISSING, MISSING, name)[0], name in SINGLE)
+
+
 def _plan(name: str):
     def plan(x, dim=None, keepdim=False, dtype=None, axis=MISSING, keepdims=MISSING, **extra) -> Plan:
         x = global_tensors(x=x)["x"]
-        dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims)
-        dims = reduced_dims(len(x.shape), dim, name in SINGLE)
+        dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims, name)
+        dims = _dims(name, len(x.shape), dim)
         if name in OPS:
             check_reduction(OPS[name], tuple(x.shape), dims, dim)
         if name in SINGLE and dim is not None:
@@ -92,7 +97,7 @@ def _plan(name: str):
 def _shapes(name: str):
     def shapes(x, dim=None, keepdim=False, dtype=None, x_dtype=None, **extra) -> dict:
         x = shape(x, "x")
-        return {"x": x, "out": reduced_shape(x, reduced_dims(len(x), dim, name in SINGLE), keepdim)}
+        return {"x": x, "out": reduced_shape(x, _dims(name, len(x), dim), keepdim)}
 
     return shapes
 
@@ -100,7 +105,7 @@ def _shapes(name: str):
 def _signatures(name: str):
     def signatures(x, dim=None, keepdim=False, dtype=None, x_dtype=None, **extra) -> list[Signature]:
         x = shape(x, "x")
-        dims = reduced_dims(len(x), dim, name in SINGLE)
+        dims = _dims(name, len(x), dim)
         kept = [d for d in range(len(x)) if d not in dims]
         sigs = [signature(S(d if keepdim else kept.index(d)), x=S(d)) for d in kept]
         # (An empty reduction has no parts to combine: its x goes whole.)

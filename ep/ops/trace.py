@@ -163,7 +163,7 @@ class Tracer:
         x = self.operand(x)
         if isinstance(x, TracedScalar):
             raise TypeError(f"x: {x.name} is a scalar; a fused reduction takes an array")
-        dim, keepdim = dim_keepdim(dim, keepdim, MISSING if axis is None else axis, MISSING if keepdims is None else keepdims)
+        dim, keepdim = dim_keepdim(dim, keepdim, MISSING if axis is None else axis, MISSING if keepdims is None else keepdims, op.value)
         src, dst = reduce_dtypes(op, x.data_type, dtype)
         if self.without_reduction:
             return Traced(self, self.node(x, src), src, x.name)

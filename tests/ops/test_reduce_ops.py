@@ -110,6 +110,20 @@ def test_numpys_aliases_and_strided_inputs(device):
         ep.ops.sum(to_device(X, device), 0, True, keepdims=True)
 
 
+@pytest.mark.parametrize("empty", [(), []])
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "amin", "var", "std", "norm", "any", "all"])
+def test_no_dims_named_means_what_it_means_in_pytorch(device, name, empty):
+    # torch reads dim=() as every dim in its older reductions, as none in any and all; NumPy's
+    # axis=() is none in every one.
+    x = X > 0.5 if name in ("any", "all") else X
+    t = torch.from_numpy(x)
+    expected = (torch.linalg.vector_norm(t, dim=empty) if name == "norm" else getattr(torch, name)(t, dim=empty)).numpy()
+    compare(getattr(ep.ops, name)(to_device(x, device), dim=empty), expected)
+    compare(getattr(ep.ops, name)(to_device(x, device), dim=empty, keepdim=True), expected.reshape((1,) * x.ndim) if expected.ndim == 0 else expected)
+    if name in ("sum", "amax", "any"):
+        compare(getattr(ep.ops, name)(to_device(x, device), axis=empty), getattr(np, name)(x, axis=()))
+
+
 def test_dtypes_follow_pytorch(device):
     ints = np.arange(12, dtype=np.int32).reshape(3, 4)
     for name in ("sum", "prod"):

@@ -94,3 +94,12 @@ def test_var_takes_its_correction_and_norm_its_p(device):
     x = np.random.default_rng(2).standard_normal((4, 6))
     check_every_signature("var", x, {"dim": (1,), "keepdim": False, "dtype": None, "x_dtype": "float64", "correction": 0}, device, (1e-12, 1e-12))
     check_every_signature("norm", x, {"dim": (0,), "keepdim": True, "dtype": None, "x_dtype": "float64", "p": 3.0}, device, (1e-12, 1e-12))
+
+
+def test_no_dims_named_reads_as_the_local_op_reads_it(device):
+    # dim=(): every dim for sum (torch's rule), none for any; the signatures follow.
+    assert signatures("sum", x=(3, 4), dim=(), x_dtype="float32") == signatures("sum", x=(3, 4), dim=None, x_dtype="float32")
+    assert [(s["x"], s["out"]) for s in signatures("any", x=(3, 4), dim=())] == [(S(0), S(0)), (S(1), S(1)), (B, B)]
+    x = np.random.default_rng(3).standard_normal((4, 6)).astype(np.float32)
+    check_every_signature("sum", x, {"dim": (), "keepdim": False, "dtype": None, "x_dtype": "float32"}, device)
+    check_every_signature("any", x > 0, {"dim": (), "keepdim": True, "dtype": None, "x_dtype": "bool"}, device)
