@@ -15,7 +15,7 @@ import numpy as np
 from numba import config, cuda
 
 from ep.common.jit import scalar_function
-from ep.common.math.intrinsics import load_pack, opaque, store_pack
+from ep.common.math.intrinsics import load_pack, move16, opaque, store_pack
 
 # The widest access a thread makes: one 128-bit load or store.
 PACK_BYTES = 16
@@ -37,6 +37,17 @@ def pack_bytes(lanes: int, dtype: np.dtype) -> int:
     """The bytes of a pack of lanes elements of dtype: a buffer's address must be a multiple of
     them for its packs to move as one access."""
     return lanes * np.dtype(dtype).itemsize
+
+
+def _move16_simulated(dst, dst_word, src, src_word):
+    dst[dst_word] = src[src_word]
+    dst[dst_word + 1] = src[src_word + 1]
+
+
+def move16_function() -> Callable:
+    """intrinsics.move16, or on the simulator (which runs kernels as Python, where an LLVM
+    intrinsic cannot run) two word moves."""
+    return _move16_simulated if config.ENABLE_CUDASIM else move16
 
 
 @functools.cache

@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import Iterator
 
 import numba
-from numba import config, cuda
+from numba import cuda
 
 from ep.common.jit import bound, template
 from ep.common.math import fast_divmod
 from ep.common.math.fast_divmod import divisor, index_bindings, size_type
-from ep.common.math.intrinsics import move16
 from ep.common.math.nd_index_offset_helper import SPLIT_DIMS, split_args, split_offsets
 from ep.common.primitive.byte_units import UNITS, as_units, unit_dtype
 from ep.common.primitive.copy_nd import CopyNdFactoryImpl
@@ -24,21 +23,16 @@ from ep.common.runtime.buffer import kept_for
 from ep.common.runtime.caches import function_cache
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import THREADS_PER_BLOCK, CudaKernel, keep_launch
+from ep.cuda.pack import move16_function
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
-# 16-byte units are one 128-bit load and store (intrinsics.move16).
+# 16-byte units are one 128-bit load and store (pack.move16_function).
 WIDEST_UNIT = 16
 # Runs of at least this many units are copied a block at a time: the block finds where its piece
 # of a run starts once, and its threads stride through the piece without dividing.
 LONG_RUN = THREADS_PER_BLOCK
 PIECE = 16 * THREADS_PER_BLOCK
-
-
-def _move16_simulated(dst, dst_word, src, src_word):
-    # The simulator runs kernels as Python, where an LLVM intrinsic cannot run.
-    dst[dst_word] = src[src_word]
-    dst[dst_word + 1] = src[src_word + 1]
 
 
 @template("INDEX", "DIVMOD", "wide16", "move16")
@@ -91,12 +85,11 @@ class CudaStridedCopyKernels(StridedCopyKernels):
         size = size_type(wide)
         dims = numba.types.UniTuple(size, SPLIT_DIMS)
         argtypes = (units, units, *([size] * 5), size, *([dims] * 5), size, size, *([size] * 4))
-        move = _move16_simulated if config.ENABLE_CUDASIM else move16
-        # The 64-bit variant's divisions need more than 32 registers: under the full-occupancy cap
+            # The 64-bit variant's divisions need more than 32 registers: under the full-occupancy cap
         # it would spill. It runs only for buffers beyond 2**31 - 1 units.
         name = f"strided_copy_u{8 * unit}_{'i64' if wide else 'i32'}"
         return CudaKernel(
-            _copy, name, argtypes, full_occupancy=not wide, wide16=unit == 16, move16=move, **index_bindings(wide)
+            _copy, name, argtypes, full_occupancy=not wide, wide16=unit == 16, move16=move16_function(), **index_bindings(wide)
         )
 
     def moves_elements(self, count: int) -> bool:

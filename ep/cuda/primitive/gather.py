@@ -2,17 +2,15 @@
 back from its offset with divisions by invariant sizes (32- or 64-bit: fast_divmod.needs_wide).
 
 Rows move as raw units of the widest size dividing the row and both buffers' addresses; 16-byte
-units are one 128-bit load and store (byte_units.move16). With check_bounds a pass over the
+units are one 128-bit load and store (pack.move16_function). With check_bounds a pass over the
 indices is queued first and a bad index raised at the stream's Sync (gather_common).
 """
 from __future__ import annotations
 
 import numba
-from numba import config
 
 from ep.common.jit import bound, specialize, template
 from ep.common.math import fast_divmod
-from ep.common.math.intrinsics import move16
 from ep.common.primitive.byte_units import UNITS, as_units, move_unit, unit_dtype
 from ep.common.primitive.gather import GatherFactoryImpl
 from ep.common.runtime.buffer import address, kept_for
@@ -20,17 +18,12 @@ from ep.common.runtime.caches import function_cache
 from ep.common.runtime.data_type import INDEX_TYPES, DataType
 from ep.common.runtime.device import DeviceType
 from ep.cuda.kernel import CudaKernel, device_function, keep_launch
+from ep.cuda.pack import move16_function
 from ep.cuda.primitive import gather_common
 from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import REGISTER_PRIMITIVE_FACTORY
 
 WIDEST_UNIT = 16
-
-
-def _move16_simulated(dst, dst_word, src, src_word):
-    # The simulator runs kernels as Python, where an LLVM intrinsic cannot run.
-    dst[dst_word] = src[src_word]
-    dst[dst_word + 1] = src[src_word + 1]
 
 
 @template("WIDE16", "move16")
@@ -52,8 +45,7 @@ def _move(in_, out, t, src, found):
 def gather_kernel(indices_dtype: DataType, unit: int, wide: bool, batched: bool) -> CudaKernel:
     """The gather kernel of an index dtype, move unit, index width, and with or without batches."""
     units = numba.from_dtype(unit_dtype(unit))[::1]
-    move = _move16_simulated if config.ENABLE_CUDASIM else move16
-    visit = device_function(specialize(_move, f"move_u{unit}", WIDE16=unit == 16, move16=move))
+    visit = device_function(specialize(_move, f"move_u{unit}", WIDE16=unit == 16, move16=move16_function()))
     name = f"{'batch_' if batched else ''}gather_{indices_dtype.value}_u{unit}"
     return gather_common.indexed_kernel(name, indices_dtype, units, units, wide, batched, visit)
 

@@ -301,7 +301,7 @@ FAST_GELU = UnaryFunctor(
 
 
 def _x_sigmoid(op: UnaryOp, k: float, doc: str) -> UnaryFunctor:
-    """x * sigmoid(k x), its float32 variant and its slope: silu at k = 1, quick_gelu at 1.702."""
+    """x * sigmoid(k x), its float32 variant and its slope: silu at k = 1, quick_gelu at _QUICK_GELU_ALPHA."""
 
     def over(m):
         @scalar_function
@@ -320,7 +320,7 @@ def _x_sigmoid(op: UnaryOp, k: float, doc: str) -> UnaryFunctor:
     return UnaryFunctor(op, forward, FLOAT, float32_formula=forward_float32, with_dy_x=backward_with_dy_x, doc=doc)
 
 
-QUICK_GELU = _x_sigmoid(UnaryOp.kQuickGelu, _QUICK_GELU_ALPHA, "x * sigmoid(1.702 x)")
+QUICK_GELU = _x_sigmoid(UnaryOp.kQuickGelu, _QUICK_GELU_ALPHA, f"x * sigmoid({_QUICK_GELU_ALPHA} x)")
 SILU = _x_sigmoid(UnaryOp.kSilu, 1.0, "x * sigmoid(x)")
 
 
