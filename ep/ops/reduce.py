@@ -39,19 +39,22 @@ MISSING = _Missing()
 EMPTY_DIM_IS_EVERY = frozenset({"sum", "mean", "amax", "amin", "var", "std", "logsumexp", "norm"})
 
 
+def _torch_dim(dim, name: str):
+    """dim, or None (every dim) where it names none and torch.name reads that as every dim."""
+    return None if type(dim) in (tuple, list) and not dim and name in EMPTY_DIM_IS_EVERY else dim
+
+
 def dim_keepdim(dim, keepdim, axis, keepdims, name: str) -> tuple[object, object]:
     """(dim, keepdim) of the reduction name from PyTorch's names or NumPy's aliases, not both; dim
     None for every dim."""
     if axis is MISSING and keepdims is MISSING and type(keepdim) is bool:
-        if type(dim) in (tuple, list) and not dim and name in EMPTY_DIM_IS_EVERY:
-            return None, keepdim
-        return dim, keepdim  # the common call, at once
+        return _torch_dim(dim, name), keepdim  # the common call, at once
     if axis is not MISSING:
         if dim is not None:
             raise TypeError("dim, axis: both given; axis is NumPy's name for dim, pass one")
         dim = axis
-    elif isinstance(dim, (tuple, list)) and not dim and name in EMPTY_DIM_IS_EVERY:
-        dim = None
+    else:
+        dim = _torch_dim(dim, name)
     if keepdims is not MISSING:
         if keepdim is not False:
             raise TypeError("keepdim, keepdims: both given; keepdims is NumPy's name for keepdim, pass one")

@@ -85,7 +85,7 @@ class CudaStridedCopyKernels(StridedCopyKernels):
         size = size_type(wide)
         dims = numba.types.UniTuple(size, SPLIT_DIMS)
         argtypes = (units, units, *([size] * 5), size, *([dims] * 5), size, size, *([size] * 4))
-            # The 64-bit variant's divisions need more than 32 registers: under the full-occupancy cap
+        # The 64-bit variant's divisions need more than 32 registers: under the full-occupancy cap
         # it would spill. It runs only for buffers beyond 2**31 - 1 units.
         name = f"strided_copy_u{8 * unit}_{'i64' if wide else 'i32'}"
         return CudaKernel(
