@@ -1,6 +1,7 @@
-"""Threads and fork: first use of ep from many threads at once, and a child forked after a parallel launch.
+"""Threads and fork: first use of ep from many threads at once, a child forked after a parallel launch,
+and reductions from threads and a forked child (the CPU's thread pool).
 
-Each case runs in a fresh interpreter, since both concern what a process does first.
+Each case runs in a fresh interpreter, since they concern what a process does first.
 """
 import subprocess
 import sys
@@ -92,3 +93,39 @@ def test_concurrent_parallel_launches_from_threads():
         print("ok" if not wrong else "wrong")
     """)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_reductions_from_threads_and_in_a_forked_child():
+    # Reductions cut into slices (a state per slice, then a merge launch), fused ones included:
+    # each launch's states are its own, so threads and a child forked after them agree with NumPy.
+    result = _run("""
+        import os
+        import threading
+        import numpy as np
+        import ep
+
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal(1 << 20).astype(np.float32)
+        m = rng.standard_normal((256, 1024))
+        dot = ep.fuse(lambda a, b: ep.ops.sum(a * b, dim=-1))
+        total, peak, var, dots = np.sum(x, dtype=np.float64), np.argmax(x), np.var(m, axis=0, ddof=1), np.sum(m * m, axis=-1)
+        wrong = []
+
+        def launch(i):
+            for _ in range(20):
+                if abs(float(ep.ops.sum(x)) - total) > 1e-2 or int(ep.ops.argmax(x)) != peak:
+                    wrong.append(i)
+                if not (np.allclose(ep.ops.var(m, 0), var) and np.allclose(dot(m, m), dots)):
+                    wrong.append(i)
+
+        threads = [threading.Thread(target=launch, args=(i,)) for i in range(8)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if abs(float(ep.ops.sum(x)) - total) < 1e-2 and np.allclose(dot(m, m), dots) else 3)
+        _, status = os.waitpid(pid, 0)
+        print("ok" if not wrong else f"wrong in threads {sorted(set(wrong))}", os.waitstatus_to_exitcode(status))
+    """)
+    assert result.returncode == 0 and result.stdout.split() == ["ok", "0"], result.stdout + result.stderr
