@@ -36,25 +36,25 @@ MISSING = _Missing()
 # The reductions whose torch form reads dim=() (no dim named) as every dim, an early rule of its
 # reductions; the others (any, all, and prod, whose torch form takes one int) and NumPy's axis=()
 # reduce none.
-EMPTY_DIM_IS_EVERY = frozenset({"sum", "mean", "amax", "amin", "var", "std", "logsumexp", "norm"})
+_EMPTY_DIM_IS_EVERY = frozenset({"sum", "mean", "amax", "amin", "var", "std", "logsumexp", "norm"})
 
 
-def _torch_dim(dim, name: str):
+def torch_dim(dim, name: str):
     """dim, or None (every dim) where it names none and torch.name reads that as every dim."""
-    return None if type(dim) in (tuple, list) and not dim and name in EMPTY_DIM_IS_EVERY else dim
+    return None if type(dim) in (tuple, list) and not dim and name in _EMPTY_DIM_IS_EVERY else dim
 
 
 def dim_keepdim(dim, keepdim, axis, keepdims, name: str) -> tuple[object, object]:
     """(dim, keepdim) of the reduction name from PyTorch's names or NumPy's aliases, not both; dim
     None for every dim."""
     if axis is MISSING and keepdims is MISSING and type(keepdim) is bool:
-        return _torch_dim(dim, name), keepdim  # the common call, at once
+        return torch_dim(dim, name), keepdim  # the common call, at once
     if axis is not MISSING:
         if dim is not None:
             raise TypeError("dim, axis: both given; axis is NumPy's name for dim, pass one")
         dim = axis
     else:
-        dim = _torch_dim(dim, name)
+        dim = torch_dim(dim, name)
     if keepdims is not MISSING:
         if keepdim is not False:
             raise TypeError("keepdim, keepdims: both given; keepdims is NumPy's name for keepdim, pass one")

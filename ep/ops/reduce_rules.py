@@ -25,7 +25,7 @@ from ep.common.runtime.data_type import FLOATING_TYPES, as_data_type
 from ep.include.primitive.reduce import ReduceOp
 from ep.ops import reduce as reductions
 from ep.ops.binary import binary
-from ep.ops.reduce import MISSING, check_reduction, dim_keepdim, norm_dtype, reduce_dtypes, reduced_dims, reduced_shape
+from ep.ops.reduce import MISSING, check_reduction, dim_keepdim, norm_dtype, reduce_dtypes, reduced_dims, reduced_shape, torch_dim
 from ep.ops.unary import unary
 from ep.sbp.boxing import all_gather_parts, to_device, to_host
 from ep.sbp.global_ops import global_tensors
@@ -72,14 +72,14 @@ def _result_dtype(name: str, x_dtype, dtype):
 
 def _dims(name: str, ndim: int, dim) -> tuple[int, ...]:
     """The dims name reduces of an x of ndim dims, read as the op reads dim (dim=() included)."""
-    return reduced_dims(ndim, dim_keepdim(dim, False, MISSING, MISSING, name)[0], name in SINGLE)
+    return reduced_dims(ndim, torch_dim(dim, name), name in SINGLE)
 
 
 def _plan(name: str):
     def plan(x, dim=None, keepdim=False, dtype=None, axis=MISSING, keepdims=MISSING, **extra) -> Plan:
         x = global_tensors(x=x)["x"]
         dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims, name)
-        dims = _dims(name, len(x.shape), dim)
+        dims = reduced_dims(len(x.shape), dim, name in SINGLE)
         if name in OPS:
             check_reduction(OPS[name], tuple(x.shape), dims, dim)
         if name in SINGLE and dim is not None:
