@@ -39,6 +39,20 @@ def test_values_and_indices_match_pytorch(device, name, dim):
     assert values is got.values and indices is got.indices
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_each_value_is_its_indexs_element_zeros_of_both_signs_included(device, name, dtype):
+    # Of equal values the later wins, in values as in indices: -0.0 after 0.0 is -0.0, as torch's.
+    x = np.array([[-1.0, 0.0, -0.0, 0.0, -0.0, 2.0], [1.0, -0.0, 0.0, -0.0, np.nan, 0.0]], dtype)
+    values, indices = (to_numpy(a) for a in getattr(ep.ops, name)(to_device(x, device), 1))
+    expected = getattr(torch, name)(torch.from_numpy(x), 1)
+    np.testing.assert_array_equal(indices, expected.indices.numpy())
+    taken = np.take_along_axis(x, indices, 1)
+    np.testing.assert_array_equal(values, taken)
+    np.testing.assert_array_equal(np.signbit(values), np.signbit(taken))
+    np.testing.assert_array_equal(np.signbit(values), np.signbit(expected.values.numpy()))
+
+
 @pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16])
 def test_dtypes_follow_pytorch(device, dtype):
     x = (X * 3).astype(dtype)

@@ -413,9 +413,10 @@ def scan_accumulate_dtype(op: str, compute_dtype: np.dtype) -> np.dtype:
     return accumulate_dtype(op, compute_dtype)
 
 
-def _last_extreme_formulas(acc: type, floating: bool, largest: bool) -> ReduceFormulas:
-    """A scan's argmax and argmin (PyTorch's cummax and cummin): the later of equal values wins,
-    and a NaN over any number (the latest NaN); index -1 marks the state of no element."""
+def _last_extreme_formulas(acc: type, floating: bool, largest: bool, index: bool) -> ReduceFormulas:
+    """A scan's amax and amin (index False: the values) or argmax and argmin (PyTorch's cummax and
+    cummin): the later of equal values wins, and a NaN over any number (the latest NaN); index -1
+    marks the state of no element. So a value is its index's element (-0.0 after 0.0 included)."""
     start = (-np.inf if largest else np.inf) if floating else (np.iinfo(acc).min if largest else np.iinfo(acc).max)
 
     @scalar_function
@@ -445,9 +446,16 @@ def _last_extreme_formulas(acc: type, floating: bool, largest: bool) -> ReduceFo
             return x, s[1], s[2], r
         return s
 
-    @scalar_function
-    def finish(s, n, correction):
-        return s[3]
+    if index:
+
+        @scalar_function
+        def finish(s, n, correction):
+            return s[3]
+    else:
+
+        @scalar_function
+        def finish(s, n, correction):
+            return s[0]
 
     return ReduceFormulas(init, step, merge, finish)
 
@@ -460,8 +468,8 @@ def scan_formulas(op: str, compute_dtype: np.dtype) -> ReduceFormulas:
     acc, floating = acc_dtype.type, acc_dtype.kind == "f"
     if op == "sum":
         return _sum_formulas(acc, False, False)  # plain additions: see scan_accumulate_dtype
-    if op in ("argmax", "argmin"):
-        return _last_extreme_formulas(acc, floating, op == "argmax")
-    if op in ("prod", "amax", "amin", "logsumexp"):
+    if op in ("amax", "amin", "argmax", "argmin"):
+        return _last_extreme_formulas(acc, floating, op in ("amax", "argmax"), op.startswith("arg"))
+    if op in ("prod", "logsumexp"):
         return formulas(op, acc_dtype if op == "prod" else compute_dtype)
     raise ValueError(f"op: {op!r} is not a scan")

@@ -14,10 +14,11 @@ class Scan(Primitive):
         src[..., :r, ...], the op's identity at r = 0); src and dst are storage of shape src_dims.
 
         kSum and kProd: NumPy's cumsum and cumprod (floats accumulate in float64, at least as
-        accurate as NumPy's); kMax and kMin: the running extreme, NaN from the first NaN on;
-        kArgMax and kArgMin: the index along dim of the running extreme, the last of equal ones
-        (PyTorch's cummax and cummin; a NaN's, the latest, once one is met); kLogSumExp:
-        log(cumsum(exp(src))) without overflow. dst may be exactly src (in place).
+        accurate as NumPy's); kArgMax and kArgMin: the index along dim of the running extreme,
+        the last of equal ones (PyTorch's cummax and cummin; a NaN's, the latest, once one is
+        met); kMax and kMin: the element at that index (so NaN from the first NaN on, and -0.0
+        after an equal 0.0); kLogSumExp: log(cumsum(exp(src))) without overflow. dst may be
+        exactly src (in place).
         """
 
 
