@@ -1,4 +1,4 @@
-"""ep.ops.expand, expand_grad and repeat: OneFlow's expand rules, then the Expand and ExpandGrad primitives."""
+"""ep.ops.expand, expand_grad and repeat: PyTorch's expand rules (OneFlow's, with sizes of 0), then the Expand and ExpandGrad primitives."""
 from __future__ import annotations
 
 import math
@@ -33,11 +33,11 @@ def _int_sizes(sizes: object, name: str) -> tuple[int, ...]:
 
 
 def expand_shape(input_shape: Sequence[int], sizes: Sequence[int], name: str = "sizes") -> tuple[int, ...]:
-    """The shape OneFlow's expand gives input_shape for sizes; ValueError naming the dim otherwise.
+    """The shape torch.Tensor.expand gives input_shape for sizes; ValueError naming the dim otherwise.
 
-    len(sizes) >= len(input_shape); the extra dims are new leading dims, each >= 1 (never -1);
-    -1 keeps the input's size; an input dim of 1 may become any size >= 1; any other input dim
-    must be kept (its own size or -1).
+    len(sizes) >= len(input_shape); the extra dims are new leading dims, each >= 0 (never -1);
+    -1 keeps the input's size; an input dim of 1 may become any size >= 0 (0: an empty result, as
+    torch's expand gives); any other input dim must be kept (its own size or -1).
     """
     input_shape = dims(input_shape, "input_shape", sys.maxsize)
     sizes = _int_sizes(sizes, name)
@@ -58,19 +58,19 @@ def _expand_shape(input_shape: tuple[int, ...], sizes: tuple[int, ...], name: st
     shape = []
     for dim, size in enumerate(sizes):
         if dim < lead:
-            if size < 1:
+            if size < 0:
                 raise ValueError(
-                    f"{name}[{dim}]: dim {dim} is a new leading dim (no input size); expected a size >= 1, got {size}"
+                    f"{name}[{dim}]: dim {dim} is a new leading dim (no input size); expected a size >= 0, got {size}"
                 )
             shape.append(size)
             continue
         input_size = input_shape[dim - lead]
         if size == -1 or size == input_size:
             shape.append(input_size)
-        elif input_size == 1 and size >= 1:
+        elif input_size == 1 and size >= 0:
             shape.append(size)
         else:
-            allowed = f"{input_size} or -1" + (" or a size >= 1" if input_size == 1 else "")
+            allowed = f"{input_size} or -1" + (" or a size >= 0" if input_size == 1 else "")
             raise ValueError(
                 f"{name}[{dim}]: dim {dim} has input size {input_size}; cannot expand it to {size} (expected {allowed})"
             )

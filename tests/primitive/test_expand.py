@@ -437,23 +437,23 @@ def test_contiguous_transposed_array_and_negative_strides(device):
 # ---- ep.ops.expand and the expand rule
 
 # Per dim of each issue example: candidate size -> the size it gives, or None when the rule
-# forbids it (own size, -1, 1, other values).
+# forbids it (own size, -1, 1, 0, other values); torch's expand (checked below) gives the same.
 EXAMPLES = [
     (
         (4, 3, 1, 2),
         [
             {4: 4, -1: 4, 1: None, 5: None, 0: None},
             {3: 3, -1: 3, 1: None, 6: None},
-            {5: 5, -1: 1, 1: 1, 0: None, -2: None},
+            {5: 5, -1: 1, 1: 1, 0: 0, -2: None},
             {2: 2, -1: 2, 1: None, 4: None},
         ],
     ),
     (
         (1, 4, 3, 5),
         [
-            {2: 2, 1: 1, -1: None, 0: None},
-            {1: 1, 3: 3, -1: None, 0: None},
-            {2: 2, -1: 1, 1: 1, 0: None},
+            {2: 2, 1: 1, -1: None, 0: 0},
+            {1: 1, 3: 3, -1: None, 0: 0},
+            {2: 2, -1: 1, 1: 1, 0: 0},
             {4: 4, -1: 4, 1: None, 8: None},
             {3: 3, -1: 3, 1: None},
             {5: 5, -1: 5, 1: None, 10: None},
@@ -480,6 +480,18 @@ def test_expand_shape_follows_the_rule_for_every_candidate(example):
                 expand_shape(input_shape, sizes)
         else:
             assert expand_shape(input_shape, sizes) == expected
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=["4,3,1,2", "1,4,3,5"])
+def test_the_rule_is_torchs(example):
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(example[0])
+    for _, sizes, expected, _ in candidates(example):
+        try:
+            got = tuple(x.expand(*sizes).shape)
+        except RuntimeError:
+            got = None
+        assert got == expected, (example[0], sizes)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=["4,3,1,2", "1,4,3,5"])
