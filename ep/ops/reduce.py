@@ -302,6 +302,23 @@ def norm_dtype(x_dtype: object, dtype: object) -> DataType:
     return result
 
 
+def norm_order(p: object, shape: tuple[int, ...], dim: object) -> float:
+    """norm's p as a float ("fro" is 2); ValueError for NaN, and naming the dim where p < 0 and a
+    reduced dim is empty (torch's rule: sum(|x|**p)**(1/p) of no element has no identity)."""
+    if p == "fro":
+        p = 2
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):
+        raise TypeError(f"p: {type(p).__name__} {p!r} is not a real number (or 'fro')")
+    p = float(p)
+    if p != p:
+        raise ValueError("p: is NaN; expected a real number")
+    if p < 0 and not math.prod(shape):
+        for d in reduced_dims(len(shape), dim):
+            if shape[d] == 0:
+                raise ValueError(f"dim: norm of order {p} over dim {d} of size 0 (x.shape {shape}); an empty reduction has no identity")
+    return p
+
+
 @same_kind("x")
 def norm(x, p=2, dim=None, keepdim=False, *, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
     """The vector p-norm of x over dim, as torch.linalg.vector_norm (and torch.norm, "fro" being
@@ -311,13 +328,7 @@ def norm(x, p=2, dim=None, keepdim=False, *, dtype=None, out=None, axis=MISSING,
     from ep.ops.unary import unary
 
     dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims, "norm")
-    if p == "fro":
-        p = 2
-    if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real):
-        raise TypeError(f"p: {type(p).__name__} {p!r} is not a real number (or 'fro')")
-    p = float(p)
-    if p != p:
-        raise ValueError("p: is NaN; expected a real number")
+    p = norm_order(p, tuple(x.shape), dim)
     device = device_of(x, "x")
     result = norm_dtype(x.dtype, dtype)
     stream = stream_for(device, stream)

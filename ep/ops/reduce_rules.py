@@ -25,7 +25,7 @@ from ep.common.runtime.data_type import FLOATING_TYPES, as_data_type
 from ep.include.primitive.reduce import ReduceOp
 from ep.ops import reduce as reductions
 from ep.ops.binary import binary
-from ep.ops.reduce import MISSING, check_reduction, dim_keepdim, norm_dtype, reduce_dtypes, reduced_dims, reduced_shape, torch_dim
+from ep.ops.reduce import MISSING, check_reduction, dim_keepdim, norm_dtype, norm_order, reduce_dtypes, reduced_dims, reduced_shape, torch_dim
 from ep.ops.unary import unary
 from ep.sbp.boxing import all_gather_parts, to_device, to_host
 from ep.sbp.global_ops import global_tensors
@@ -82,6 +82,8 @@ def _plan(name: str):
         dims = reduced_dims(len(x.shape), dim, name in SINGLE)
         if name in OPS:
             check_reduction(OPS[name], tuple(x.shape), dims, dim)
+        elif name == "norm":
+            norm_order(extra.get("p", 2), tuple(x.shape), dim)
         if name in SINGLE and dim is not None:
             dim = dims[0] if dims else dim
         elif dim is not None:

@@ -246,6 +246,8 @@ def test_reductions_over_an_empty_dim_give_the_local_answer(device):
     x = np.zeros((0, 3), np.float32)
     with pytest.raises(ValueError, match="amax over dim 0 of size 0"):
         ep.ops.amax(glob(x, device), 0)
+    with pytest.raises(ValueError, match="norm of order -1.0 over dim 0 of size 0"):
+        ep.ops.norm(glob(x, device, S(0)), -1, 0)
     for name, expected in [("prod", np.ones(3, np.float32)), ("mean", np.full(3, np.nan, np.float32)), ("all", np.ones(3, bool)), ("logsumexp", np.full(3, -np.inf, np.float32))]:
         out = getattr(ep.ops, name)(glob(x, device, S(0)), 0)
         assert out.dtype == expected.dtype, name

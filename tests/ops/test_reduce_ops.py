@@ -174,6 +174,21 @@ def test_norm_orders_match_pytorch(device):
         ep.ops.norm(to_device(X, device), "nuc")
 
 
+@pytest.mark.parametrize("p", [-1, -2, -0.5, -np.inf, 0.5, 0, 2, np.inf])
+@pytest.mark.parametrize("dim", [None, 0, 1, ()])
+def test_norm_over_an_empty_dim_is_refused_where_torch_refuses_it(device, p, dim):
+    x = np.zeros((0, 3), np.float32)
+    try:
+        expected = torch.linalg.vector_norm(torch.from_numpy(x), ord=p, dim=dim).numpy()
+    except RuntimeError:
+        expected = None
+    if expected is None:
+        with pytest.raises(ValueError, match="dim: .* over dim 0 of size 0"):
+            ep.ops.norm(to_device(x, device), p, dim=dim)
+    else:
+        compare(ep.ops.norm(to_device(x, device), p, dim=dim), expected)
+
+
 @pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning")  # PyTorch's, for correction=5 of 4 elements
 def test_var_and_std_take_a_correction(device):
     for correction in (0, 1, 2.5, 5):
