@@ -343,5 +343,5 @@ def floor_mod(a, b, attr0, attr1):
 
 FLOOR_MOD = BinaryFunctor(
     BinaryOp.kFloorMod, floor_mod, ALL_TYPES, int_formula=_int_divmod_part(1), divides_integers=True,
-    doc="a - floor(a / b) * b, with b's sign (np.remainder, torch.remainder); integers: x % 0 = 0",
+    doc="a - floor(a / b) * b, with b's sign, a zero's too (torch's zero takes a's) (np.remainder, torch.remainder); integers: x % 0 = 0",
 )
