@@ -136,7 +136,10 @@ def binary(op, a, b, attr0=None, attr1=None, *, out=None, stream=None, **attrs):
     """op(a, b) with NumPy broadcasting; a new C-contiguous array of the broadcast shape, or out.
 
     Either operand may be a Python or NumPy scalar (not both). Arrays of different dtypes are cast
-    on the device to np.result_type first; comparison and logical ops give bool.
+    on the device to np.result_type first; comparison and logical ops give bool. An integer array
+    compares with an int outside its dtype's range by value, as NumPy 2 does (torch wraps the int
+    into the dtype first: int8 < 1000 is True here, False there); other ops refuse such an int
+    (OverflowError, as NumPy).
 
     op is a BinaryOp or a name: its own ("less_than"), OneFlow's ("kLessThan") or NumPy's and
     PyTorch's ("less", "lt", "remainder"), which compute what that library computes (NumPy's true_divide
