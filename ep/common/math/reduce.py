@@ -416,7 +416,8 @@ def scan_accumulate_dtype(op: str, compute_dtype: np.dtype) -> np.dtype:
 def _last_extreme_formulas(acc: type, floating: bool, largest: bool, index: bool) -> ReduceFormulas:
     """A scan's amax and amin (index False: the values) or argmax and argmin (PyTorch's cummax and
     cummin): the later of equal values wins, and a NaN over any number (the latest NaN); index -1
-    marks the state of no element. So a value is its index's element (-0.0 after 0.0 included)."""
+    marks the state of no element. So a value is its index's element (-0.0 after 0.0 included).
+    The values need no mark: every element wins over the start, and the start over no state."""
     start = (-np.inf if largest else np.inf) if floating else (np.iinfo(acc).min if largest else np.iinfo(acc).max)
 
     @scalar_function
@@ -431,27 +432,37 @@ def _last_extreme_formulas(acc: type, floating: bool, largest: bool, index: bool
             return False
         return a2 >= a1 if largest else a2 <= a1
 
-    @scalar_function
-    def merge(s, t):
-        if t[3] < 0:
-            return s
-        if s[3] < 0 or later_wins(s[0], t[0]):
-            return t
-        return s
-
-    @scalar_function
-    def step(s, x, r):
-        x = as_type(x, s[0])
-        if s[3] < 0 or later_wins(s[0], x):
-            return x, s[1], s[2], r
-        return s
-
     if index:
+
+        @scalar_function
+        def merge(s, t):
+            if t[3] < 0:
+                return s
+            if s[3] < 0 or later_wins(s[0], t[0]):
+                return t
+            return s
+
+        @scalar_function
+        def step(s, x, r):
+            x = as_type(x, s[0])
+            if s[3] < 0 or later_wins(s[0], x):
+                return x, s[1], s[2], r
+            return s
 
         @scalar_function
         def finish(s, n, correction):
             return s[3]
+
     else:
+
+        @scalar_function
+        def merge(s, t):
+            return t if later_wins(s[0], t[0]) else s
+
+        @scalar_function
+        def step(s, x, r):
+            x = as_type(x, s[0])
+            return (x, s[1], s[2], s[3]) if later_wins(s[0], x) else s
 
         @scalar_function
         def finish(s, n, correction):
