@@ -179,6 +179,18 @@ def _prod_formulas(acc: type) -> ReduceFormulas:
     return ReduceFormulas(init, step, merge, finish, block=block, identity=1)
 
 
+@scalar_function
+def _index_of(s, n, correction):
+    # The finish of an index op (argmax, argmin): the state's index.
+    return s[3]
+
+
+@scalar_function
+def _value_of(s, n, correction):
+    # The finish of an extreme (amax, amin): the state's value.
+    return s[0]
+
+
 def _extreme_formulas(acc: type, floating: bool, largest: bool, index: bool, element: np.dtype) -> ReduceFormulas:
     """kMax, kMin (index False) and kArgMax, kArgMin of elements of dtype element: NaN wins (the
     first one for the index ops), then the extreme (of zeros, +0.0 the larger), then the smaller
@@ -217,15 +229,12 @@ def _extreme_formulas(acc: type, floating: bool, largest: bool, index: bool, ele
         def value_wins(a1, a2):
             return a1 >= a2 if largest else a1 <= a2
 
+    finish = _index_of if index else _value_of
     if index:
 
         @scalar_function
         def merge(s, t):
             return s if first_wins(s[0], s[3], t[0], t[3]) else t
-
-        @scalar_function
-        def finish(s, n, correction):
-            return s[3]
 
     else:
 
@@ -233,10 +242,6 @@ def _extreme_formulas(acc: type, floating: bool, largest: bool, index: bool, ele
         def merge(s, t):
             # The value alone: which of two equal values wins matters only for zeros' signs.
             return s[0] if value_wins(s[0], t[0]) else t[0], s[1], s[2], s[3]
-
-        @scalar_function
-        def finish(s, n, correction):
-            return s[0]
 
     @scalar_function
     def step(s, x, r):
@@ -449,10 +454,6 @@ def _last_extreme_formulas(acc: type, floating: bool, largest: bool, index: bool
                 return x, s[1], s[2], r
             return s
 
-        @scalar_function
-        def finish(s, n, correction):
-            return s[3]
-
     else:
 
         @scalar_function
@@ -464,11 +465,7 @@ def _last_extreme_formulas(acc: type, floating: bool, largest: bool, index: bool
             x = as_type(x, s[0])
             return (x, s[1], s[2], s[3]) if later_wins(s[0], x) else s
 
-        @scalar_function
-        def finish(s, n, correction):
-            return s[0]
-
-    return ReduceFormulas(init, step, merge, finish)
+    return ReduceFormulas(init, step, merge, _index_of if index else _value_of)
 
 
 @functools.cache
