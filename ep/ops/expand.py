@@ -1,4 +1,4 @@
-"""ep.ops.expand, expand_grad and repeat: PyTorch's expand rules (OneFlow's, with sizes of 0), then the Expand and ExpandGrad primitives."""
+"""ep.ops.expand, expand_grad and repeat: PyTorch's expand rule (OneFlow's, but a size may be 0), then the Expand and ExpandGrad primitives."""
 from __future__ import annotations
 
 import math

@@ -93,13 +93,18 @@ def reduced_shape(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) 
     return tuple(n for d, n in enumerate(shape) if d not in dims)
 
 
+def refuse_empty_dims(what: str, shape: tuple[int, ...], dims: tuple[int, ...]) -> None:
+    """ValueError naming the first of dims of size 0: what (a reduction without an identity) has no value there."""
+    for d in dims:
+        if shape[d] == 0:
+            raise ValueError(f"dim: {what} over dim {d} of size 0 (x.shape {shape}); an empty reduction has no identity")
+
+
 def check_reduction(op: ReduceOp, shape: tuple[int, ...], dims: tuple[int, ...], dim: object) -> None:
     """ValueError naming the dim where op has no value: over an empty dim without an identity, or
     an index of an empty array."""
     if op in NO_IDENTITY:
-        for d in dims:
-            if shape[d] == 0:
-                raise ValueError(f"dim: {op.value} over dim {d} of size 0 (x.shape {shape}); an empty reduction has no identity")
+        refuse_empty_dims(op.value, shape, dims)
         if op in (ReduceOp.kArgMax, ReduceOp.kArgMin) and dim is None and not math.prod(shape):
             raise ValueError(f"x: {op.value} of an empty array (x.shape {shape}) has no index")
 
@@ -313,9 +318,7 @@ def norm_order(p: object, shape: tuple[int, ...], dim: object) -> float:
     if p != p:
         raise ValueError("p: is NaN; expected a real number")
     if p < 0 and not math.prod(shape):
-        for d in reduced_dims(len(shape), dim):
-            if shape[d] == 0:
-                raise ValueError(f"dim: norm of order {p} over dim {d} of size 0 (x.shape {shape}); an empty reduction has no identity")
+        refuse_empty_dims(f"norm of order {p}", shape, reduced_dims(len(shape), dim))
     return p
 
 
