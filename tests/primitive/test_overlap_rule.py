@@ -172,6 +172,20 @@ def test_tensor_fill_takes_src_inside_dst_and_fill_has_one_buffer(device):
     assert [type(b).__name__ for b in type(ep.NewPrimitive(ep.FillFactory, device, np.float32)).launch.buffers] == ["Out"]
 
 
+def test_tensor_fill_refuses_src_across_two_of_dsts_elements(device):
+    stream = ep.GetDevice(device).CreateStream()
+    host = np.zeros(40, np.uint8)
+    host[2:6] = np.frombuffer(np.float32(1).tobytes(), np.uint8)
+    raw = to_device(host, device)
+    dst, src = raw[:32].view(np.float32), raw[2:6].view(np.float32)  # src: half of dst[0], half of dst[1]
+    fill = ep.NewPrimitive(ep.TensorFillFactory, device, np.float32)
+    # On CUDA, src is refused first as misaligned (any such straddle is).
+    message = "src, dst: share memory across dst's elements" if device == "cpu" else "src: starts at address .*, not a multiple"
+    with pytest.raises(ValueError, match=message):
+        fill.Launch(stream, src, dst, 8)
+    np.testing.assert_array_equal(to_numpy(raw), host)
+
+
 def test_binary_refuses_dst_over_part_of_an_operand_and_runs_in_place(device):
     mul = ep.NewPrimitive(ep.BroadcastElementwiseBinaryFactory, device, ep.BinaryOp.kMul, np.float32, np.float32)
     stream = ep.GetDevice(device).CreateStream()

@@ -9,7 +9,7 @@ From the declaration (CuPy's ElementwiseKernel declares in_params and out_params
   (`storage`); and the overlap rule: an output that shares memory with an input without being
   exactly its elements is refused, unless the output declares that it reads that input's element
   before writing it (`reads_first`) or that it may hold the input (`holds`: a value every
-  element written takes), and no two outputs share memory;
+  element written takes, as whole elements of the output), and no two outputs share memory;
 - `launch_trusted(stream, ...)`, the same arguments for a caller that made those checks itself
   (ep.ops): the plan and the flat storage only (what is not a NumPy array is checked as storage,
   its size included: the memory a kernel reads is the buffer's, whatever its attributes say).
@@ -28,7 +28,7 @@ from ep.common.jit import define
 from ep.common.runtime.buffer import storage, trusted_storage
 from ep.common.runtime.device import STREAM_TYPES, check_stream
 from ep.common.runtime.once import cached_property
-from ep.common.runtime.overlap import owner, refuse_overlap
+from ep.common.runtime.overlap import owner, refuse_overlap, refuse_straddle
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import SCALAR_TYPES, scalar_bits, scalar_value
 from ep.common.runtime.validate import INT64_MAX, count as check_count
@@ -197,8 +197,6 @@ def _overlap_lines(declaration: Declaration) -> list[str]:
             lines.append(f"{owners[b.name]} = {b.name} if type({b.name}) is ndarray and {b.name}.base is None else owner({b.name})")
     for k, out in enumerate(outputs):
         for other in [b for b in buffers if not isinstance(b, Out)] + outputs[k + 1 :]:
-            if other.name in out.holds:
-                continue
             sides, loops = [], []
             for buffer in (other, out):
                 if isinstance(buffer, Ins):
@@ -212,7 +210,10 @@ def _overlap_lines(declaration: Declaration) -> list[str]:
             condition = f"{a_owner} is None or {a_owner} is {b_owner} or {b_owner} is None"
             if other.scalar:
                 condition = f"not {other.name}_is_scalar and ({condition})"
-            call = f"refuse_overlap({a}, {a_size}, {b}, {b_size}, {a_name}, {b_name}, {other.name in out.reads_first})"
+            if other.name in out.holds:
+                call = f"refuse_straddle({a}, {a_size}, {b}, {b_size}, {a_name}, {b_name})"
+            else:
+                call = f"refuse_overlap({a}, {a_size}, {b}, {b_size}, {a_name}, {b_name}, {other.name in out.reads_first})"
             lines += ["    " * depth + loop for depth, loop in enumerate(loops)]
             lines.append("    " * len(loops) + f"if {condition}: {call}")
     return lines
@@ -262,7 +263,7 @@ def _generate(declaration: Declaration, checked: bool, doc: str | None):
     scope = {
         "storage": storage, "trusted_storage": trusted_storage, "check_stream": check_stream, "check_count": check_count,
         "INT64_MAX": INT64_MAX, "ndarray": np.ndarray, "scalar_bits": scalar_bits, "scalar_value": scalar_value,
-        "refuse_overlap": refuse_overlap, "owner": owner, "SCALAR_TYPES": SCALAR_TYPES,
+        "refuse_overlap": refuse_overlap, "refuse_straddle": refuse_straddle, "owner": owner, "SCALAR_TYPES": SCALAR_TYPES,
     }
     function = define(source, name, scope)
     function.__source__ = source

@@ -53,6 +53,21 @@ def refuse_overlap(x, x_size: int, out, out_size: int, x_name: str, out_name: st
     raise ValueError(f"{x_name}, {out_name}: share memory; expected separate memory")
 
 
+def refuse_straddle(x, x_size: int, out, out_size: int, x_name: str, out_name: str) -> None:
+    """ValueError naming both when the first x_size elements of flat storage x share memory with
+    the first out_size of out other than as whole elements of out: an input the output may hold
+    (TensorFill's src, one of dst's elements, which only ever takes its own value)."""
+    if not x_size or not out_size:
+        return
+    if type(x) is _ndarray and type(out) is _ndarray and not np.may_share_memory(x, out):
+        return
+    start, out_start, itemsize = address(x), address(out), out.dtype.itemsize
+    if not _meet((start, start + x_size * x.dtype.itemsize), (out_start, out_start + out_size * itemsize)):
+        return
+    if x.dtype.itemsize != itemsize or (start - out_start) % itemsize:
+        raise ValueError(f"{x_name}, {out_name}: share memory across {out_name}'s elements; expected {x_name} to be whole elements of {out_name} or separate memory")
+
+
 def _storage_overlap(x, x_size: int, out, out_size: int, elementwise: bool) -> bool:
     """overlaps() for the first elements of two flat storages, from their addresses (on a GPU,
     slicing numba arrays and reading their __cuda_array_interface__ cost more than the rest of a
