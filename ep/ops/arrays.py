@@ -35,6 +35,8 @@ CPU = GetDevice(_CPU_TYPE)
 # classes would otherwise grow it without end; past the limit they take the slow path).
 _NATIVE = {np.ndarray, int, float, bool, str, tuple, list, type(None)}
 _NATIVE_LIMIT = 256
+# Native types that are not arrays: refused where an array is expected (as torch refuses a list).
+_NOT_ARRAYS = {str, tuple, list}
 
 
 def same_kind(*names: str):
@@ -58,6 +60,7 @@ def same_kind(*names: str):
         signature = inspect.signature(function)
         parameters = list(signature.parameters)
         positions = tuple((name, parameters.index(name)) for name in names)
+        indices = tuple(position for _, position in positions)
         with_sbp = _with_sbp(signature)
 
         @functools.wraps(function)
@@ -67,14 +70,18 @@ def same_kind(*names: str):
                 if type(arg) not in _NATIVE:
                     break
             else:
-                if not kwargs:
-                    return function(*args)  # without **{}: a third of this wrapper's cost
-                for arg in kwargs.values():
-                    if type(arg) not in _NATIVE:
+                for i in indices:
+                    if i < len(args) and type(args[i]) in _NOT_ARRAYS:
                         break
                 else:
-                    if "sbp" not in kwargs:
-                        return function(*args, **kwargs)
+                    if not kwargs:
+                        return function(*args)  # without **{}: a third of this wrapper's cost
+                    for name, arg in kwargs.items():
+                        if type(arg) not in _NATIVE or (type(arg) in _NOT_ARRAYS and name in names):
+                            break
+                    else:
+                        if "sbp" not in kwargs:
+                            return function(*args, **kwargs)
             return _call_slow(function, with_sbp, positions, args, kwargs)
 
         call.__signature__ = with_sbp
@@ -102,6 +109,9 @@ def same_kind_sequence(function):
         if not arrays:
             raise ValueError(f"{name}: is empty; expected at least one array")
         namespace = namespace_of(arrays[0]) if is_foreign(arrays[0]) else None
+        for i, a in enumerate(arrays):
+            if type(a) in _NOT_ARRAYS:
+                raise TypeError(f"{name}[{i}]: {type(a).__name__} is not an array; expected an array (np.asarray makes one)")
         arrays = [own(a, f"{name}[{i}]") for i, a in enumerate(arrays)]
         out = kwargs.get("out")
         if out is not None and is_foreign(out):
@@ -142,6 +152,9 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
         name: args[position] if position < len(args) else kwargs[name]
         for name, position in positions if position < len(args) or name in kwargs
     }
+    for name, value in tensors.items():
+        if type(value) in _NOT_ARRAYS:
+            raise TypeError(f"{name}: {type(value).__name__} is not an array; expected an array (np.asarray({name}) makes one)")
     if any(type(t) is GlobalTensor for t in tensors.values()) or kwargs.get("sbp") is not None:
         return call_global(function, signature, args, kwargs)
     kwargs.pop("sbp", None)
@@ -255,7 +268,7 @@ def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = Fal
             return np.array(x, order="C")
         if x.flags.c_contiguous or any(s < 0 for s in x.strides):
             return np.ascontiguousarray(x)
-        array = x if type(x) is np.ndarray else x.view(np.ndarray)
+        array = x if type(x) is np.ndarray else np.ndarray.view(x, np.ndarray)
     else:
         array = as_cuda_array(x, name)
         if array.is_c_contiguous() and not copy:

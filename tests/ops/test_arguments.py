@@ -268,6 +268,30 @@ def test_a_set_or_dict_is_no_sequence_of_dims(device, call):
         call(x)
 
 
+@pytest.mark.parametrize(
+    "call, named",
+    [
+        (lambda x, bad: ep.ops.cumsum(bad, 0), "x"),
+        (lambda x, bad: ep.ops.cummax(x=bad, dim=0), "x"),
+        (lambda x, bad: ep.ops.logcumsumexp(bad, 0, out=x), "x"),
+        (lambda x, bad: ep.ops.unary("relu", bad), "x"),
+        (lambda x, bad: ep.ops.binary("add", x, bad), "b"),
+        (lambda x, bad: ep.ops.sum(bad), "x"),
+        (lambda x, bad: ep.ops.where(x > 0, bad, x), "x"),
+        (lambda x, bad: ep.ops.matmul(bad, x), "a"),
+        (lambda x, bad: ep.ops.cat([x, bad]), r"tensors\[1\]"),
+        (lambda x, bad: ep.ops.stack([bad, x]), r"tensors\[0\]"),
+    ],
+    ids=["cumsum", "cummax-keyword", "logcumsumexp-out", "unary", "binary", "sum", "where", "matmul", "cat", "stack"],
+)
+@pytest.mark.parametrize("bad", [[1.0, 2.0], (1.0, 2.0), "12"], ids=["list", "tuple", "str"])
+def test_a_list_where_an_array_goes_is_a_type_error_naming_it(device, call, named, bad):
+    # As torch refuses a list for a tensor: cumsum and cat read its .dtype and .shape (AttributeError).
+    x = to_device(np.ones(2, np.float32), device)
+    with pytest.raises(TypeError, match=f"^{named}: {type(bad).__name__} is not an array"):
+        call(x, bad)
+
+
 def test_a_float_matmul_that_cannot_run_is_refused_before_any_cast(device, monkeypatch):
     from cublas import missing
 
