@@ -27,7 +27,7 @@ import numpy as np
 from ep.common.primitive.broadcast import broadcast_shape
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.buffer import plain
-from ep.common.runtime.dlpack import from_dlpack, is_foreign, own
+from ep.common.runtime.dlpack import from_dlpack, is_foreign, own, to_namespace
 from ep.common.runtime.once import cached_property
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import is_scalar, promotion_key, scalar_value
@@ -214,7 +214,7 @@ class Fused:
         if given is not None:
             return given
         if namespace is not None:
-            outs = [namespace.from_dlpack(o) if isinstance(o, np.ndarray) else namespace.asarray(o) for o in outs]
+            outs = [to_namespace(o, namespace) for o in outs]
         return outs[0] if trace.single else tuple(outs)
 
     @cached_property
@@ -263,7 +263,7 @@ class Fused:
         if given is not None:
             return given
         if namespace is not None:
-            return namespace.from_dlpack(out) if isinstance(out, np.ndarray) else namespace.asarray(out)
+            return to_namespace(out, namespace)
         return out
 
     def _shapes(self, reads: tuple, *arg_shapes: tuple | None) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]]:

@@ -28,3 +28,23 @@ def test_launch_trusted_refuses_a_buffer_smaller_than_its_count(device):
     relu.launch_trusted(stream, src, dst, 4)
     stream.Sync()
     np.testing.assert_array_equal(to_numpy(dst)[:4], np.maximum(host, 0))
+
+
+class _OtherView(np.ndarray):
+    """A NumPy subclass whose view method hands out other memory."""
+
+    def view(self, *args, **kwargs):
+        return np.full(8, 7, np.float32)
+
+
+def test_launch_reads_a_subclass_memory_not_what_its_view_method_returns(device):
+    if device != "cpu":
+        pytest.skip("a NumPy subclass is host memory")
+    relu = ep.NewPrimitive(ep.ElementwiseUnaryFactory, device, "relu", np.float32, np.float32)
+    stream = ep.GetDevice(device).default_stream
+    host = np.arange(8, dtype=np.float32) - 4
+    for launch in (relu.Launch, relu.launch_trusted):
+        dst = np.zeros(8, np.float32).view(_OtherView)
+        launch(stream, host.view(_OtherView), dst, 8)
+        stream.Sync()
+        np.testing.assert_array_equal(np.ndarray.view(dst, np.ndarray), np.maximum(host, 0))

@@ -55,7 +55,7 @@ def plain_ndarray(array: np.ndarray, name: str) -> np.ndarray:
         return array
     if isinstance(array, np.ma.MaskedArray):
         raise TypeError(f"{name}: a numpy.ma.MaskedArray was given; ep ignores masks, so pass array.filled() or array.data")
-    return array.view(np.ndarray)
+    return np.ndarray.view(array, np.ndarray)  # not array.view: a subclass may override it
 
 
 def host_array(obj: object, name: str, device_type: int | None = None) -> np.ndarray:
