@@ -158,5 +158,5 @@ def flip(x, dims, *, out=None, stream=None):
         raise ValueError(f"dims: {dims} names a dim twice; expected distinct dims")
     stream = stream_for(device, stream)
     result = reversed_along(contiguous(x, device, stream), list(dims), device, stream, out)
-    # A new array, never x itself (flip of nothing to reverse is a copy, as torch's).
-    return contiguous(result, device, stream, copy=True) if result is x else result
+    # A new array, never x itself (flip of nothing to reverse is a copy, as torch's); out= is returned.
+    return contiguous(result, device, stream, copy=True) if result is x and out is None else result

@@ -85,8 +85,11 @@ def test_results_are_new_arrays_and_out_may_be_the_input(device):
     # out= overlapping the input gives the result of reading the input first.
     assert ep.ops.roll(x, 3, 0, out=x) is x
     assert_same(to_numpy(x), np.roll(np.arange(10), 3))
-    ep.ops.flip(x, 0, out=x)
+    assert ep.ops.flip(x, 0, out=x) is x
     assert_same(to_numpy(x), np.roll(np.arange(10), 3)[::-1])
+    square = to_device(np.arange(6, dtype=np.int64).reshape(2, 3), device)
+    assert ep.ops.flip(square, (0, 1), out=square) is square  # was a copy of the result
+    assert_same(to_numpy(square), np.arange(6)[::-1].reshape(2, 3))
     y = to_device(np.arange(6, dtype=np.int64), device)
     out = to_device(np.zeros(12, np.int64), device)
     assert ep.ops.cat([y, y], out=out) is out
