@@ -72,10 +72,11 @@ def fuse(fn: Callable) -> Callable:
 
     fn takes arrays and scalars (by position, or by the names of its positional parameters) and
     returns one traced array or a tuple of them. It may use Python's operators (+ - * / // % ** -x
-    abs(), < <= == != > >=, & | ^ ~ with NumPy's meaning: / is true_divide, // floor_divide, %
+    abs(), < <= == != > >=, & | ^ ~ << >> with NumPy's meaning: / is true_divide, // floor_divide, %
     remainder, ** power), NumPy's ufuncs and torch's elementwise functions by name (np.exp(x),
     torch.tanh(x): each library's rule, as ep.ops takes the name), np.clip and x.clip,
-    x.astype(dtype), and ep.ops.unary, ep.ops.binary (any op, with attributes) and ep.ops.where;
+    x.astype(dtype), ep.ops.unary, ep.ops.binary (any op, with attributes) and ep.ops.where, and
+    ep.ops' elementwise composites (clamp, lerp, addcmul, addcdiv, nan_to_num, masked_fill);
     it may end with one of ep.ops' reductions of a traced value (sum, prod, mean, amax, amin, argmax,
     argmin, any, all, logsumexp, var, std, with their dim, keepdim, dtype and correction; or the
     methods x.sum(), prod, mean, any, all, argmax, argmin, which mean one thing in NumPy and torch), returned
@@ -161,6 +162,8 @@ class Fused:
                 arg_shapes.append(None)
                 continue
             else:
+                if hasattr(type(arg), "__ep_trace__"):
+                    return self._inlined(args, out, stream)
                 name = self._name(position)
                 if is_foreign(arg):
                     namespace = namespace_of(arg) if device is None else namespace
@@ -216,6 +219,12 @@ class Fused:
         if namespace is not None:
             outs = [to_namespace(o, namespace) for o in outs]
         return outs[0] if trace.single else tuple(outs)
+
+    def _inlined(self, args: tuple, out, stream):
+        """A fused function called inside another's trace (ep.ops.clamp in ep.fuse): its fn traced there."""
+        if out is not None or stream is not None:
+            raise TypeError("out, stream: a fused function called inside ep.fuse takes neither; give them to the outer call")
+        return self._fn(*args)
 
     @cached_property
     def _elementwise_part(self) -> Fused:

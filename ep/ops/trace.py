@@ -237,6 +237,8 @@ class _Operators:
     __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", True)
     __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", True)
     __xor__, __rxor__ = _binary("bitwise_xor"), _binary("bitwise_xor", True)
+    __lshift__, __rlshift__ = _binary("left_shift"), _binary("left_shift", True)
+    __rshift__, __rrshift__ = _binary("right_shift"), _binary("right_shift", True)
     __lt__, __le__, __gt__, __ge__ = _binary("less"), _binary("less_equal"), _binary("greater"), _binary("greater_equal")
     __eq__, __ne__ = _binary("equal"), _binary("not_equal")
     __hash__ = None
@@ -253,6 +255,11 @@ class _Operators:
 
     def __invert__(self):
         return self.tracer.unary("invert", self)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of the value (ep.ops' composite ops read it to check their arguments)."""
+        return self.data_type.dtype
 
     def astype(self, dtype) -> Traced:
         """self cast to dtype (ep.ops.unary("cast", self, dtype=dtype))."""
@@ -318,7 +325,7 @@ class _Operators:
         if name.startswith("__"):
             raise AttributeError(name)
         raise AttributeError(
-            f"{self.name}.{name}: a traced value inside ep.fuse has no {name!r}; {_NOT_ELEMENTWISE} (it has astype, "
+            f"{self.name}.{name}: a traced value inside ep.fuse has no {name!r}; {_NOT_ELEMENTWISE} (it has dtype, astype, "
             "clip and Python's operators, and as its last step sum, prod, mean, any, all, argmax and argmin)"
         )
 

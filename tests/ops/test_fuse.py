@@ -22,9 +22,10 @@ OPERATORS = {
     "<": (lambda a, b: a < b, "less"), "<=": (lambda a, b: a <= b, "less_equal"), "==": (lambda a, b: a == b, "equal"),
     "!=": (lambda a, b: a != b, "not_equal"), ">": (lambda a, b: a > b, "greater"), ">=": (lambda a, b: a >= b, "greater_equal"),
     "&": (lambda a, b: a & b, "bitwise_and"), "|": (lambda a, b: a | b, "bitwise_or"), "^": (lambda a, b: a ^ b, "bitwise_xor"),
+    "<<": (lambda a, b: a << b, "left_shift"), ">>": (lambda a, b: a >> b, "right_shift"),
 }
 UNARY = {"-x": (lambda a: -a, "negative"), "abs": (lambda a: abs(a), "absolute"), "~": (lambda a: ~a, "invert")}
-BITWISE = {"&", "|", "^", "~"}
+BITWISE = {"&", "|", "^", "~", "<<", ">>"}
 
 
 def operands(device, dtype):
@@ -217,6 +218,26 @@ def test_more_than_thirty_arguments_and_outputs(device):
     assert len(many) == 33
     for i, got in enumerate(many):
         np.testing.assert_array_equal(to_numpy(got), x * i)
+
+
+def test_composite_ops_inside_a_fused_function_are_traced_there(device):
+    x = np.array([-3.0, -0.5, np.nan, 0.5, 3.0], np.float32)
+    on = to_device(x, device)
+    calls = {
+        "clamp": lambda a: ops.clamp(a * 2, -1, 1),
+        "lerp": lambda a: ops.lerp(a, a * 3, 0.25),
+        "addcdiv": lambda a: ops.addcdiv(a, a, a + 10, value=2),
+        "nan_to_num": lambda a: ops.nan_to_num(a / 0.0),
+        "masked_fill": lambda a: ops.masked_fill(a, a > 0, 9.0),
+    }
+    for name, call in calls.items():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            np.testing.assert_array_equal(to_numpy(ep.fuse(call)(on)), to_numpy(call(on)), err_msg=name)
+    finite = np.nan_to_num(x)
+    got = ep.fuse(lambda a: ops.sum(ops.clamp(a, 0, 1), dim=0))(to_device(finite, device))
+    np.testing.assert_allclose(to_numpy(got), np.clip(finite, 0, 1).sum())
+    with pytest.raises(TypeError, match="out, stream: a fused function called inside ep.fuse takes neither"):
+        ep.fuse(lambda a: ops.clamp(a, 0, 1, out=a))(on)
 
 
 def test_numpy_clip_torch_functions_and_keyword_arguments_trace(device):
