@@ -164,11 +164,20 @@ def scatter_add(input, dim, index, src, *, out=None, stream=None):  # noqa: A002
     return _scatter(ScatterOp.kAdd, input, index_shape, dim, index, index_shape, src, out, device, stream)
 
 
+def scatter_source(src, value):
+    """scatter's source: src (an array or a scalar) or torch's value= (a scalar), exactly one given."""
+    if (src is None) == (value is None):
+        raise TypeError(f"src, value: {'neither is' if src is None else 'both are'} given; expected one (torch.scatter's src or value=)")
+    if value is not None and not is_scalar(value):
+        raise TypeError(f"value: {type(value).__name__} is not a scalar; an array goes in src")
+    return src if value is None else value
+
+
 @same_kind("input", "index", "src")
-def scatter(input, dim, index, src, *, reduce=None, out=None, stream=None):  # noqa: A002 - torch's names
+def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None, stream=None):  # noqa: A002 - torch's names
     """input with src's elements written where index names, as torch.scatter: for every position p
-    of index, input's position p with dim replaced by index[p] takes src[p] (src may be a scalar,
-    torch's value=, written in input's dtype). Where index names a position more than once, the
+    of index, input's position p with dim replaced by index[p] takes src[p] (or value, a scalar
+    written in input's dtype, given as value= or as src, as torch takes either). Where index names a position more than once, the
     last write along dim lands, as on torch's CPU (its CUDA leaves it undefined), on every device
     and every run: a line of positions is written by one thread in index order. Every dtype; the
     values are written bit for bit (-0.0 and NaN payloads kept). torch's reduce="add" adds them
@@ -176,6 +185,7 @@ def scatter(input, dim, index, src, *, reduce=None, out=None, stream=None):  # n
     index order, as torch's CPU)."""
     if reduce not in (None, "add", "multiply"):
         raise ValueError(f"reduce: {reduce!r}; expected None, 'add' or 'multiply' (torch's)")
+    src = scatter_source(src, value)
     device = device_of(input, "input")
     stream = stream_for(device, stream)
     if is_scalar(src):

@@ -22,7 +22,7 @@ import numpy as np
 
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.scalar import is_scalar
-from ep.ops.scatter import index_add, index_add_alpha, index_add_rule, index_dtype, scatter, scatter_add, scatter_rule
+from ep.ops.scatter import index_add, index_add_alpha, index_add_rule, index_dtype, scatter, scatter_add, scatter_rule, scatter_source
 from ep.sbp.global_ops import global_tensors
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
@@ -161,10 +161,11 @@ def scatter_attributes(slices, input, index, dim, src=None, value=None, reduce=N
     return {"dim": dim, "value": value, "reduce": reduce}
 
 
-def scatter_plan(input, dim, index, src, reduce=None) -> Plan:  # noqa: A002
+def scatter_plan(input, dim, index, src=None, value=None, reduce=None) -> Plan:  # noqa: A002
     """scatter's checks on the metadata (index's values are checked on each rank's piece; a split
     never puts one position's writes, repeats included, on two ranks); a scalar src is written as
     value, in input's dtype."""
+    src = scatter_source(src, value)
     if reduce not in (None, "add", "multiply"):
         raise ValueError(f"reduce: {reduce!r}; expected None, 'add' or 'multiply' (torch's)")
     if is_scalar(src):

@@ -156,6 +156,22 @@ def test_scatter_takes_a_scalar_out_0d_and_empty_indices(device):
     np.testing.assert_array_equal(empty, x)
 
 
+def test_scatter_takes_torchs_value_keyword(device):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    index = np.array([[3, 1], [0, 0], [1, 2]])
+    want = torch.scatter(torch.from_numpy(x), 1, torch.from_numpy(index), value=-2.5).numpy()
+    on, at = to_device(x, device), to_device(index, device)
+    np.testing.assert_array_equal(to_numpy(ep.ops.scatter(on, 1, at, value=-2.5)), want)
+    added = torch.scatter(torch.from_numpy(x), 1, torch.from_numpy(index), value=2.0, reduce="add").numpy()
+    np.testing.assert_array_equal(to_numpy(ep.ops.scatter(on, 1, at, value=2.0, reduce="add")), added)
+    with pytest.raises(TypeError, match="src, value: neither is given"):
+        ep.ops.scatter(on, 1, at)
+    with pytest.raises(TypeError, match="src, value: both are given"):
+        ep.ops.scatter(on, 1, at, 1.0, value=2.0)
+    with pytest.raises(TypeError, match="value: ndarray is not a scalar"):
+        ep.ops.scatter(on, 1, at, value=np.ones((3, 2), np.float32))
+
+
 @pytest.mark.parametrize(
     "index, error, match",
     [
