@@ -84,18 +84,40 @@ def _rows(factory, name: str, arrays: tuple[tuple[object, str], ...], dim, out, 
     return out
 
 
+def result_dtype(dtype) -> DataType:
+    """torch's dtype= of softmax and log_softmax: a float dtype, which x is cast to before the op."""
+    target = as_data_type(dtype, "dtype")
+    if target not in FLOATING_TYPES:
+        raise TypeError(f"dtype: {target.value}; expected a float dtype (the result's)")
+    return target
+
+
+def cast_first(x, dtype, stream):
+    """x cast to dtype= (as given where None)."""
+    if dtype is None:
+        return x
+    target = result_dtype(dtype)
+    if as_data_type(x.dtype, "x") is target:
+        return x
+    from ep.ops.unary import unary
+
+    return unary("cast", x, dtype=target.dtype, stream=stream)
+
+
 @same_kind("x")
-def softmax(x, dim: int = -1, *, out=None, stream=None):
+def softmax(x, dim: int = -1, *, dtype=None, out=None, stream=None):
     """torch.softmax(x, dim): exp(x) / exp(x).sum(dim), the max along dim subtracted first (no
-    overflow); float16 computed in float32. A new C-contiguous array (or out); a global x
-    (ep.to_global) gives a global tensor, laid out by sbp when given."""
-    return _rows(SoftmaxFactory, "softmax", ((x, "x"),), dim, out, stream)
+    overflow); float16 computed in float32; dtype= casts x to that float dtype first. A new
+    C-contiguous array (or out); a global x (ep.to_global) gives a global tensor, laid out by sbp
+    when given."""
+    return _rows(SoftmaxFactory, "softmax", ((cast_first(x, dtype, stream), "x"),), dim, out, stream)
 
 
 @same_kind("x")
-def log_softmax(x, dim: int = -1, *, out=None, stream=None):
-    """torch.log_softmax(x, dim): x - log(exp(x).sum(dim)), computed as x - max - log(sum(exp(x - max)))."""
-    return _rows(LogSoftmaxFactory, "log_softmax", ((x, "x"),), dim, out, stream)
+def log_softmax(x, dim: int = -1, *, dtype=None, out=None, stream=None):
+    """torch.log_softmax(x, dim): x - log(exp(x).sum(dim)), computed as x - max - log(sum(exp(x - max)));
+    dtype= casts x to that float dtype first."""
+    return _rows(LogSoftmaxFactory, "log_softmax", ((cast_first(x, dtype, stream), "x"),), dim, out, stream)
 
 
 @same_kind("y", "dy")

@@ -10,7 +10,7 @@ elementwise backward ops (not for bool: no softmax takes it).
 """
 from __future__ import annotations
 
-from ep.ops.softmax import log_softmax, log_softmax_grad, rows_dtype, softmax, softmax_dim, softmax_grad
+from ep.ops.softmax import log_softmax, log_softmax_grad, result_dtype, rows_dtype, softmax, softmax_dim, softmax_grad
 from ep.sbp.global_ops import global_tensors
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
@@ -20,13 +20,13 @@ def _dim(x: tuple[int, ...], dim) -> int:
     return softmax_dim(len(x), dim)
 
 
-def forward_shapes(x, dim=-1) -> dict:
+def forward_shapes(x, dim=-1, dtype=None) -> dict:
     x = shape(x, "x")
     _dim(x, dim)
     return {"x": x, "out": x}
 
 
-def forward_signatures(x, dim=-1) -> list[Signature]:
+def forward_signatures(x, dim=-1, dtype=None) -> list[Signature]:
     x = forward_shapes(x, dim)["x"]
     return [signature(S(d), x=S(d)) for d in range(len(x)) if d != _dim(x, dim)] + [signature(B, x=B)]
 
@@ -45,25 +45,27 @@ def grad_signatures(y, dy, dim=-1) -> list[Signature]:
     return sigs + [signature(P, y=B, dy=P), signature(B, y=B, dy=B)]
 
 
-def attributes(slices, dim=-1, **shapes) -> dict:
-    """dim: the same on every rank (it never splits)."""
-    return {"dim": dim}
+def attributes(slices, dim=-1, dtype=None, **shapes) -> dict:
+    """dim and the forward ops' dtype= where given: the same on every rank (dim never splits)."""
+    return {"dim": dim} if dtype is None else {"dim": dim, "dtype": dtype}
 
 
 def _plan(op):
     """The plan of softmax-family op: its arrays of one shape and float dtype, dim in range."""
 
-    def plan(dim=-1, **arrays) -> Plan:
+    def plan(dim=-1, dtype=None, **arrays) -> Plan:
         tensors = global_tensors(**arrays)
-        dtype = rows_dtype(op.__name__, tuple((t, n) for n, t in tensors.items()))
         softmax_dim(len(next(iter(tensors.values())).shape), dim)
-        return Plan(tensors, {"dim": dim}, dtype.dtype)
+        if dtype is not None:  # the forward ops' dtype=: x cast to it first
+            dtype = result_dtype(dtype).dtype
+            return Plan(tensors, {"dim": dim, "dtype": dtype.name}, dtype)
+        return Plan(tensors, {"dim": dim}, rows_dtype(op.__name__, tuple((t, n) for n, t in tensors.items())).dtype)
 
     return plan
 
 
 def _forward(op):
-    return OpRule(_plan(op), forward_signatures, forward_shapes, attributes, lambda args, attrs, **options: op(args["x"], attrs["dim"], **options))
+    return OpRule(_plan(op), forward_signatures, forward_shapes, attributes, lambda args, attrs, **options: op(args["x"], attrs["dim"], dtype=attrs.get("dtype"), **options))
 
 
 def _grad(op):

@@ -56,6 +56,7 @@ def cases(rng):
         (lambda t: ep.ops.one_hot(t["i"], 5, on_value=3), {"i": bidx}, np.where(bidx[..., None] == np.arange(5), 3, 0)),
         (lambda t: ep.ops.softmax(t["a"], 0), {"a": a}, softmax(a, 0).astype(np.float32)),
         (lambda t: ep.ops.log_softmax(t["a"]), {"a": a}, np.log(softmax(a, -1)).astype(np.float32)),
+        (lambda t: ep.ops.softmax(t["a"], 1, dtype=np.float64), {"a": a}, softmax(a, 1).astype(np.float64)),
         (lambda t: ep.ops.softmax_grad(t["y"], t["dy"], 0), {"y": y, "dy": dy}, y * (dy - (y * dy).sum(0))),
         (lambda t: ep.ops.log_softmax_grad(t["y"], t["dy"]), {"y": y, "dy": dy}, dy - np.exp(y) * dy.sum(-1, keepdims=True)),
         (lambda t: ep.ops.cumsum(t["a"], 0), {"a": a}, np.cumsum(a, 0)),

@@ -43,6 +43,18 @@ def test_strided_input_float16_and_out(device):
     np.testing.assert_allclose(to_numpy(out).astype(np.float64), expected, rtol=2e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("name", list(OPS))
+def test_dtype_casts_x_first_as_torch(device, name):
+    x = (np.arange(12).reshape(3, 4) / 7).astype(np.float16)
+    for source, dtype, torch_dtype in ((x, np.float32, torch.float32), (x, np.float64, torch.float64), (np.arange(4), np.float32, torch.float32)):
+        got = to_numpy(getattr(ep.ops, name)(to_device(source, device), 0, dtype=dtype))
+        want = OPS[name](torch.from_numpy(source), 0, dtype=torch_dtype).numpy()
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    with pytest.raises(TypeError, match="dtype: int32; expected a float dtype"):
+        getattr(ep.ops, name)(to_device(x, device), 0, dtype=np.int32)
+
+
 def test_in_place_out():
     x = np.random.default_rng(1).standard_normal((2, 7)).astype(np.float64)
     expected = torch.log_softmax(torch.from_numpy(x), 1).numpy()
