@@ -283,20 +283,33 @@ logsumexp = _reduction(
 )
 
 
+def var_correction(correction, unbiased):
+    """var's and std's correction: torch's correction= (None: 1) or its older unbiased= (True: 1,
+    False: 0), not both."""
+    if unbiased is None:
+        return 1 if correction is None else correction
+    if correction is not None:
+        raise TypeError("correction, unbiased: both are given; expected one (torch's rule)")
+    if not isinstance(unbiased, (bool, np.bool_)):
+        raise TypeError(f"unbiased: {unbiased!r} is not a bool")
+    return int(unbiased)
+
+
 @same_kind("x")
-def var(x, dim=None, *, correction=1, keepdim=False, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
+def var(x, dim=None, *, correction=None, unbiased=None, keepdim=False, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
     """The variance of x over dim, as torch.var: the squared deviations' sum over max(0, n -
-    correction) (Welford's, merged by Chan's formula); floating dtypes only (TypeError for
-    integers, as torch)."""
+    correction) (correction=None: 1; or torch's unbiased=: 1 or 0) (Welford's, merged by Chan's
+    formula); floating dtypes only (TypeError for integers, as torch)."""
     dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims, "var")
-    return _reduce(ReduceOp.kVar, x, dim, keepdim, dtype, out, stream, correction)
+    return _reduce(ReduceOp.kVar, x, dim, keepdim, dtype, out, stream, var_correction(correction, unbiased))
 
 
 @same_kind("x")
-def std(x, dim=None, *, correction=1, keepdim=False, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
-    """The standard deviation of x over dim, as torch.std: the square root of var's."""
+def std(x, dim=None, *, correction=None, unbiased=None, keepdim=False, dtype=None, out=None, axis=MISSING, keepdims=MISSING, stream=None):
+    """The standard deviation of x over dim, as torch.std: the square root of var's (the same
+    correction= or unbiased=)."""
     dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims, "std")
-    return _reduce(ReduceOp.kStd, x, dim, keepdim, dtype, out, stream, correction)
+    return _reduce(ReduceOp.kStd, x, dim, keepdim, dtype, out, stream, var_correction(correction, unbiased))
 
 
 def norm_dtype(x_dtype: object, dtype: object) -> DataType:

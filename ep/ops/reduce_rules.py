@@ -25,7 +25,9 @@ from ep.common.runtime.data_type import FLOATING_TYPES, as_data_type
 from ep.include.primitive.reduce import ReduceOp
 from ep.ops import reduce as reductions
 from ep.ops.binary import binary
-from ep.ops.reduce import MISSING, check_reduction, dim_keepdim, norm_dtype, norm_order, reduce_dtypes, reduced_dims, reduced_shape, torch_dim
+from ep.ops.reduce import (
+    MISSING, check_reduction, dim_keepdim, norm_dtype, norm_order, reduce_dtypes, reduced_dims, reduced_shape, torch_dim, var_correction,
+)
 from ep.ops.unary import unary
 from ep.sbp.boxing import all_gather_parts, to_device, to_host
 from ep.sbp.global_ops import global_tensors
@@ -79,6 +81,9 @@ def _plan(name: str):
     def plan(x, dim=None, keepdim=False, dtype=None, axis=MISSING, keepdims=MISSING, **extra) -> Plan:
         x = global_tensors(x=x)["x"]
         dim, keepdim = dim_keepdim(dim, keepdim, axis, keepdims, name)
+        if name in MOMENTS:
+            correction = var_correction(extra.pop("correction", None), extra.pop("unbiased", None))
+            extra = {**extra, "correction": correction}
         dims = reduced_dims(len(x.shape), dim, name in SINGLE)
         if name in OPS:
             check_reduction(OPS[name], tuple(x.shape), dims, dim)

@@ -156,10 +156,11 @@ class Tracer:
         node = Where(self.node(condition, DataType.kBool), self.node(x, dtype), self.node(y, dtype))
         return Traced(self, node, dtype, _joined(condition, x, y))
 
-    def reduction(self, op: ReduceOp, x, dim=None, keepdim=False, dtype=None, correction=1, axis=None, keepdims=None) -> TracedReduction:
+    def reduction(self, op: ReduceOp, x, dim=None, keepdim=False, dtype=None, correction=None, unbiased=None, axis=None, keepdims=None) -> TracedReduction:
         """ep.ops' reduction op of x (its signature's arguments): the fused function's result."""
-        from ep.ops.reduce import MISSING, dim_keepdim, reduce_dtypes
+        from ep.ops.reduce import MISSING, dim_keepdim, reduce_dtypes, var_correction
 
+        correction = var_correction(correction, unbiased)
         x = self.operand(x)
         if isinstance(x, TracedScalar):
             raise TypeError(f"x: {x.name} is a scalar; a fused reduction takes an array")

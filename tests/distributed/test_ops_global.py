@@ -62,6 +62,7 @@ def cases(rng):
         (lambda t: ep.ops.cumsum(t["a"], 0), {"a": a}, np.cumsum(a, 0)),
         (lambda t: ep.ops.sum(t["a"], 1), {"a": a}, a.sum(1)),
         (lambda t: ep.ops.var(t["a"], 0, correction=0), {"a": a}, a.var(0)),
+        (lambda t: ep.ops.std(t["a"], 1, unbiased=True), {"a": a}, a.std(1, ddof=1)),
         (lambda t: ep.ops.cumprod(t["x"], -1), {"x": x}, np.cumprod(x, -1, dtype=np.int64) if x.dtype.kind in "biu" else np.cumprod(x, -1)),
         (lambda t: ep.ops.cummax(t["a"], 1).values, {"a": a}, np.maximum.accumulate(a, 1)),
     ]

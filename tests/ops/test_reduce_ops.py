@@ -194,8 +194,22 @@ def test_var_and_std_take_a_correction(device):
     for correction in (0, 1, 2.5, 5):
         compare(ep.ops.var(to_device(X, device), 1, correction=correction), torch.var(torch.from_numpy(X), 1, correction=correction).numpy())
     compare(ep.ops.std(to_device(X, device), correction=0), np.array(X.astype(np.float64).std(), np.float32))
+    # None is torch's default, 1 (it was refused).
+    compare(ep.ops.var(to_device(X, device), correction=None), torch.var(torch.from_numpy(X), correction=None).numpy())
     with pytest.raises(TypeError, match="correction"):
-        ep.ops.var(to_device(X, device), correction=None)
+        ep.ops.var(to_device(X, device), correction="1")
+
+
+def test_var_and_std_take_torchs_unbiased(device):
+    for unbiased in (True, False):
+        compare(ep.ops.var(to_device(X, device), 0, unbiased=unbiased), torch.var(torch.from_numpy(X), 0, unbiased=unbiased).numpy())
+        compare(ep.ops.std(to_device(X, device), unbiased=unbiased), torch.std(torch.from_numpy(X), unbiased=unbiased).numpy())
+        fused = ep.fuse(lambda a: ep.ops.var(a * 2, 1, unbiased=unbiased))(to_device(X, device))
+        compare(fused, torch.var(torch.from_numpy(X) * 2, 1, unbiased=unbiased).numpy())
+    with pytest.raises(TypeError, match="correction, unbiased: both are given"):
+        ep.ops.var(to_device(X, device), correction=0, unbiased=True)
+    with pytest.raises(TypeError, match="unbiased: 1 is not a bool"):
+        ep.ops.std(to_device(X, device), unbiased=1)
 
 
 def test_out_is_written_and_checked(device):
