@@ -60,7 +60,6 @@ def same_kind(*names: str):
         signature = inspect.signature(function)
         parameters = list(signature.parameters)
         positions = tuple((name, parameters.index(name)) for name in names)
-        indices = tuple(position for _, position in positions)
         with_sbp = _with_sbp(signature)
 
         @functools.wraps(function)
@@ -70,18 +69,19 @@ def same_kind(*names: str):
                 if type(arg) not in _NATIVE:
                     break
             else:
-                for i in indices:
-                    if i < len(args) and type(args[i]) in _NOT_ARRAYS:
-                        break
-                else:
+                try:
                     if not kwargs:
                         return function(*args)  # without **{}: a third of this wrapper's cost
-                    for name, arg in kwargs.items():
-                        if type(arg) not in _NATIVE or (type(arg) in _NOT_ARRAYS and name in names):
+                    for arg in kwargs.values():
+                        if type(arg) not in _NATIVE:
                             break
                     else:
                         if "sbp" not in kwargs:
                             return function(*args, **kwargs)
+                except AttributeError:
+                    # A list where an array goes (its .dtype read): said here, at no cost to a good call.
+                    _refuse_non_arrays(_arrays_given(positions, args, kwargs))
+                    raise
             return _call_slow(function, with_sbp, positions, args, kwargs)
 
         call.__signature__ = with_sbp
@@ -148,13 +148,8 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
         if record is not None:
             # A traced value (ep.fuse): the call becomes a node of the fused expression, or is refused.
             return record(value, function.__name__, signature, args, kwargs)
-    tensors = {
-        name: args[position] if position < len(args) else kwargs[name]
-        for name, position in positions if position < len(args) or name in kwargs
-    }
-    for name, value in tensors.items():
-        if type(value) in _NOT_ARRAYS:
-            raise TypeError(f"{name}: {type(value).__name__} is not an array; expected an array (np.asarray({name}) makes one)")
+    tensors = _arrays_given(positions, args, kwargs)
+    _refuse_non_arrays(tensors)
     if any(type(t) is GlobalTensor for t in tensors.values()) or kwargs.get("sbp") is not None:
         return call_global(function, signature, args, kwargs)
     kwargs.pop("sbp", None)
@@ -185,6 +180,21 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
         function(*args, **kwargs)
         return out
     return in_namespace(function(*args, **kwargs), namespace)
+
+
+def _arrays_given(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict) -> dict:
+    """The arguments given for the array parameters (name, position), by name."""
+    return {
+        name: args[position] if position < len(args) else kwargs[name]
+        for name, position in positions if position < len(args) or name in kwargs
+    }
+
+
+def _refuse_non_arrays(arrays: dict) -> None:
+    """TypeError naming the first list, tuple or str given where an array goes (as torch refuses one)."""
+    for name, value in arrays.items():
+        if type(value) in _NOT_ARRAYS:
+            raise TypeError(f"{name}: {type(value).__name__} is not an array; expected an array (np.asarray({name}) makes one)") from None
 
 
 def in_namespace(result, namespace: types.ModuleType | None):
