@@ -93,7 +93,7 @@ def result_dtype(dtype) -> DataType:
 
 
 def cast_first(x, dtype, stream):
-    """x cast to dtype= (as given where None)."""
+    """x cast to dtype= (x itself where dtype is None or x's)."""
     if dtype is None:
         return x
     target = result_dtype(dtype)
