@@ -179,10 +179,10 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None, s
     of index, input's position p with dim replaced by index[p] takes src[p] (or value, a scalar
     written in input's dtype, given as value= or as src, as torch takes either). Where index names
     a position more than once, the last write along dim lands, as on torch's CPU (its CUDA leaves
-    it undefined), on every device and every run: a line of positions is written by one thread in index order. Every dtype; the
-    values are written bit for bit (-0.0 and NaN payloads kept). torch's reduce="add" adds them
-    instead (repeats accumulate, as scatter_add), reduce="multiply" multiplies them in (repeats in
-    index order, as torch's CPU)."""
+    it undefined), on every device and every run: a line of positions is written by one thread
+    in index order. Every dtype; the values are written bit for bit (-0.0 and NaN payloads kept).
+    torch's reduce="add" adds them instead (repeats accumulate, as scatter_add), reduce="multiply"
+    multiplies them in (repeats in index order, as torch's CPU)."""
     if reduce not in (None, "add", "multiply"):
         raise ValueError(f"reduce: {reduce!r}; expected None, 'add' or 'multiply' (torch's)")
     src = scatter_source(src, value)
