@@ -109,9 +109,7 @@ def same_kind_sequence(function):
         if not arrays:
             raise ValueError(f"{name}: is empty; expected at least one array")
         namespace = namespace_of(arrays[0]) if is_foreign(arrays[0]) else None
-        for i, a in enumerate(arrays):
-            if type(a) in _NOT_ARRAYS:
-                raise TypeError(f"{name}[{i}]: {type(a).__name__} is not an array; expected an array (np.asarray makes one)")
+        _refuse_non_arrays({f"{name}[{i}]": a for i, a in enumerate(arrays)})
         arrays = [own(a, f"{name}[{i}]") for i, a in enumerate(arrays)]
         out = kwargs.get("out")
         if out is not None and is_foreign(out):

@@ -61,10 +61,10 @@ def refuse_straddle(x, x_size: int, out, out_size: int, x_name: str, out_name: s
         return
     if type(x) is _ndarray and type(out) is _ndarray and not np.may_share_memory(x, out):
         return
-    start, out_start, itemsize = address(x), address(out), out.dtype.itemsize
-    if not _meet((start, start + x_size * x.dtype.itemsize), (out_start, out_start + out_size * itemsize)):
+    if not _storage_overlap(x, x_size, out, out_size, False):
         return
-    if x.dtype.itemsize != itemsize or (start - out_start) % itemsize:
+    itemsize = out.dtype.itemsize
+    if x.dtype.itemsize != itemsize or (address(x) - address(out)) % itemsize:
         raise ValueError(f"{x_name}, {out_name}: share memory across {out_name}'s elements; expected {x_name} to be whole elements of {out_name} or separate memory")
 
 
