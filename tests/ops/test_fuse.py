@@ -230,9 +230,17 @@ def test_composite_ops_inside_a_fused_function_are_traced_there(device):
         "nan_to_num": lambda a: ops.nan_to_num(a / 0.0),
         "masked_fill": lambda a: ops.masked_fill(a, a > 0, 9.0),
     }
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy(x)
+    references = {  # torch's own, computed here
+        "clamp": torch.clamp(t * 2, -1, 1), "lerp": torch.lerp(t, t * 3, 0.25), "addcdiv": torch.addcdiv(t, t, t + 10, value=2),
+        "nan_to_num": torch.nan_to_num(t / 0.0), "masked_fill": t.masked_fill(t > 0, 9.0),
+    }
     for name, call in calls.items():
         with np.errstate(divide="ignore", invalid="ignore"):
-            np.testing.assert_array_equal(to_numpy(ep.fuse(call)(on)), to_numpy(call(on)), err_msg=name)
+            fused = to_numpy(ep.fuse(call)(on))
+            np.testing.assert_array_equal(fused, to_numpy(call(on)), err_msg=name)
+        np.testing.assert_allclose(fused, references[name].numpy(), rtol=1e-6, err_msg=name)
     finite = np.nan_to_num(x)
     got = ep.fuse(lambda a: ops.sum(ops.clamp(a, 0, 1), dim=0))(to_device(finite, device))
     np.testing.assert_allclose(to_numpy(got), np.clip(finite, 0, 1).sum())
