@@ -1,6 +1,6 @@
 """NumPy's and PyTorch's names of ep's ops compute what the named library computes: each alias over
 every dtype, against NumPy or PyTorch (torch.special, torch.nn.functional) computed here. OneFlow's
-own names (div, pow) keep OneFlow's rules and are tested elsewhere."""
+own names (kDiv, kPow) keep OneFlow's rules and are tested elsewhere."""
 import warnings
 
 import numpy as np
@@ -141,3 +141,22 @@ def test_a_refused_dtype_is_named():
         ep.ops.binary("subtract", np.array([True]), np.array([False]))
     with pytest.raises(TypeError, match="x: 'positive' .* does not support dtype bool"):
         ep.ops.unary("positive", np.array([True]))
+
+
+def test_bool_operands_of_sub_pow_and_fmod_follow_numpy(device):
+    # sub is torch.sub (and NumPy's subtract): both refuse bools. pow and fmod are NumPy's names too
+    # (numpy.pow, numpy.fmod), which compute bools as int8 where torch refuses them.
+    a, b = np.array([True, True, False, False]), np.array([True, False, True, False])
+    with pytest.raises(TypeError, match="a, b: 'sub' .* does not support dtype bool"):
+        ep.ops.binary("sub", to_device(a, device), to_device(b, device))
+    with pytest.raises(RuntimeError, match="bool"):
+        torch.sub(torch.from_numpy(a), torch.from_numpy(b))
+    assert ep.NewPrimitive(ep.BroadcastElementwiseBinaryFactory, device, "sub", "bool", "bool", 4) is None
+    assert ep.NewPrimitive(ep.BroadcastElementwiseBinaryFactory, device, "kSub", "bool", "bool", 4) is not None
+    for name in ("pow", "fmod"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = {"pow": np.power, "fmod": np.fmod}[name](a, b)
+            got = to_numpy(ep.ops.binary(name, to_device(a, device), to_device(b, device)))
+        assert got.dtype == want.dtype == np.int8
+        assert_same(got, want)

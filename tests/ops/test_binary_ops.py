@@ -48,13 +48,13 @@ def _int_pow(a, b):
 
 MATH = {
     "add": (np.add, np.add),
-    "sub": (np.subtract, np.subtract),
+    "kSub": (np.subtract, np.subtract),
     "mul": (np.multiply, np.multiply),
     "kDiv": (np.true_divide, _int_trunc_div),
     "max": (np.maximum, np.maximum),
     "min": (np.minimum, np.minimum),
-    "pow": (np.power, _int_pow),
-    "fmod": (np.fmod, _int_fmod),
+    "kPow": (np.power, _int_pow),
+    "kFmod": (np.fmod, _int_fmod),
     "floor_div": (np.floor_divide, _int_floor_div),
     "trunc_div": (lambda a, b: np.trunc(a / b), _int_trunc_div),
     "floor_mod": (np.remainder, _int_floor_mod),

@@ -36,9 +36,11 @@ FORWARD_OPS = [op for op in EVERY_FORWARD_OP if op not in TORCH_OPS]
 # Where ep's op means what NumPy's ufunc means on the promoted dtype. Elsewhere ep keeps OneFlow's
 # semantics, checked with test_binary_ops' references on NumPy's promoted dtype: integer
 # division, modulo and power (zero divisors give 0, negative powers 0 or +-1, where NumPy warns,
-# raises or gives float64), bool arithmetic (NumPy's bool sub raises; its div, pow and modulo
-# give int8 or float64), and is_close, which has no ufunc.
+# raises or gives float64), bool arithmetic of OneFlow's names (NumPy's div and modulo give int8
+# or float64), and is_close, which has no ufunc. sub refuses bools, as NumPy and torch do; pow and
+# fmod, NumPy's names too, compute bools as int8.
 _INTEGER_SEMANTICS = {"kDiv", "pow", "fmod", "floor_div", "trunc_div", "floor_mod"}
+_BOOLS_AS_INT8 = {"pow", "fmod"}
 
 DTYPES = [np.int8, np.int32, np.uint8, np.bool_, np.float16, np.float32]
 SCALARS = [True, False, 0, 1, -1, 3, 128, 256, -129, 2**31, 2**63, 0.0, 1.5, -2.5, 1e5, float("nan"), float("inf")]
@@ -58,7 +60,7 @@ def same_as_numpy(op: str, src: np.dtype) -> bool:
         return False
     if op in _INTEGER_SEMANTICS:
         return src.kind == "f"
-    return not (op == "sub" and src == np.bool_)
+    return True
 
 
 def oneflow_reference(op: str, x, y, src: np.dtype) -> np.ndarray:
@@ -68,7 +70,8 @@ def oneflow_reference(op: str, x, y, src: np.dtype) -> np.ndarray:
     if op.startswith("is_close"):
         return is_close_reference(*np.broadcast_arrays(x, y), 1e-8, 1e-5, equal_nan=op == "is_close_equal_nan")
     compute = compute_type(src)
-    result = MATH[op][1](x.astype(compute), y.astype(compute))
+    reference = MATH[op if op in MATH else ep.BinaryOp(op).name][1]  # "pow": kPow's rule
+    result = reference(x.astype(compute), y.astype(compute))
     return result != 0 if src == np.bool_ else result.astype(src)
 
 
@@ -76,6 +79,8 @@ def numpy_result(op: str, x, y):
     """(NumPy's result, None) or (None, the exception type NumPy raises)."""
     array = x if isinstance(x, np.ndarray) else y
     src = np.result_type(x, y)
+    if op in _BOOLS_AS_INT8 and src == np.bool_:
+        src = np.dtype(np.int8)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -8,7 +8,7 @@ primitive of the alias for that dtype. ep's own snake_case names are PyTorch's: 
 input to a math function PyTorch computes in its default dtype takes float32 (torch.exp of int32:
 the record's ints_to_float), and PyTorch's rounding of integers (ceil, floor, round, trunc)
 returns them as they are (of bool: refused, as torch refuses it).
-OneFlow's own names (div, kDiv, kExp) keep OneFlow's rules.
+OneFlow's own names (kDiv, kExp) keep OneFlow's rules.
 """
 from __future__ import annotations
 
@@ -75,8 +75,10 @@ _RULES: dict[str, Callable[[DataType], DataType | None]] = {
     # torch.div divides integers in float32; OneFlow's kDiv truncates them.
     **dict.fromkeys(("psi", "gammaln", "expit", "div"), _torch_float),
     **dict.fromkeys(("divide", "true_divide"), _true_divide),
-    **dict.fromkeys(("power", "floor_divide", "remainder", "mod", "left_shift", "right_shift"), _bool_as_int8),
-    **dict.fromkeys(("positive", "subtract"), _no_bool),
+    # pow and fmod are NumPy's names too (numpy.pow, numpy.fmod); torch refuses bools there.
+    **dict.fromkeys(("power", "pow", "fmod", "floor_divide", "remainder", "mod", "left_shift", "right_shift"), _bool_as_int8),
+    # NumPy's subtract and torch.sub both refuse bools.
+    **dict.fromkeys(("positive", "subtract", "sub"), _no_bool),
     "softsign": _torch_float_no_bool,
     "square": _torch_bool_as_int64,
 }
