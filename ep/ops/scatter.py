@@ -2,8 +2,9 @@
 (or, scatter, written into) a copy of input at the positions an index names, by one DimScatter.
 
 Repeats combine in index order along dim, a line of positions per thread and no atomics, on every
-device: the same result on every run, and PyTorch's CPU's (float16 and bfloat16 rounded at each
-addition as there; integers wrap in their dtype; bool adds as or).
+device: the same result on every run, and PyTorch's CPU's (integers wrap in their dtype; bool adds
+as or). float16 and bfloat16 round at each addition, as torch's index_add of a 1-d input does (its
+scatter_add and its index_add of more dims add in float32 and round once).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import math
 import numpy as np
 
 from ep.common.runtime.data_type import DataType, as_data_type
-from ep.common.runtime.scalar import is_scalar
+from ep.common.runtime.scalar import is_scalar, scalar_value
 from ep.common.runtime.validate import integer
 from ep.include.primitive.dim_scatter import DimScatterFactory, ScatterOp
 from ep.include.primitive.primitive import NewPrimitive
@@ -75,14 +76,12 @@ def _scatter(op: ScatterOp, input, dims: tuple, dim: int, index, index_dims: tup
 
 def index_add_rule(input, dim, index, source) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:  # noqa: A002
     """index_add's checks on metadata (.shape and .dtype; not index's values): (dim, len(index),
-    input's and source's shapes, (1,) for a 0-d input); with len(index) 0 nothing else is checked."""
+    input's and source's shapes, (1,) for a 0-d input)."""
     shape, source_shape = tuple(input.shape), tuple(source.shape)
     dim = _dim(dim, len(shape))
     if len(tuple(index.shape)) > 1:
         raise ValueError(f"index: has shape {tuple(index.shape)}; expected a 1-d or 0-d array of indices")
     count = math.prod(tuple(index.shape))
-    if not count:
-        return dim, count, shape, source_shape
     if not shape:  # torch's 0-d case: one element along dim 0
         shape, source_shape = (1,), source_shape or (1,)
     expected = shape[:dim] + (count,) + shape[dim + 1 :]
@@ -94,34 +93,37 @@ def index_add_rule(input, dim, index, source) -> tuple[int, int, tuple[int, ...]
     return dim, count, shape, source_shape
 
 
-def index_add_alpha(alpha, dtype: DataType) -> None:
-    """index_add's check of an alpha other than 1: integer and bool inputs take an integer one."""
-    if (dtype.is_integer or dtype is DataType.kBool) and not isinstance(alpha, (int, np.integer)):
-        raise TypeError(f"alpha: {type(alpha).__name__} {alpha!r}; integer and bool inputs take an integer alpha, as torch's")
+def index_add_alpha(alpha, dtype: DataType) -> np.generic:
+    """alpha as an element of input's dtype, as torch.index_add converts it: a float truncates toward
+    zero for integers; a value the dtype cannot hold is an OverflowError, but a negative integer
+    down to -max given to an unsigned dtype wraps (-1 is uint8's 255), as in torch."""
+    if dtype.is_integer and dtype.dtype.kind == "u" and isinstance(alpha, (int, np.integer)) and not isinstance(alpha, (bool, np.bool_)):
+        high = int(np.iinfo(dtype.dtype).max)
+        if -high <= int(alpha) < 0:
+            return dtype.dtype.type(int(alpha) + high + 1)
+    with np.errstate(over="ignore"):  # a float dtype's overflow is refused below
+        element = np.asarray(scalar_value(alpha, "alpha", dtype)).astype(dtype.dtype)[()]
+    if dtype.is_floating and not np.isfinite(element) and math.isfinite(alpha):
+        raise OverflowError(f"alpha: {alpha!r} is out of the range of {dtype.value}")
+    return element
 
 
 @same_kind("input", "index", "source")
 def index_add(input, dim, index, source, *, alpha=1, out=None, stream=None):  # noqa: A002 - torch's name
     """input with source's slices along dim added at index, as torch.index_add: index is a 1-d (or
     0-d) integer array of indices in [0, n), one per slice of source (source has input's shape,
-    but len(index) along dim); alpha scales source (an integer for integer inputs)."""
+    but len(index) along dim); alpha, converted to input's dtype, scales source."""
     device = device_of(input, "input")
     stream = stream_for(device, stream)
     dim, count, shape, source_shape = index_add_rule(input, dim, index, source)
+    dtype = as_data_type(input.dtype, "input")
+    if not (type(alpha) is int and alpha == 1):
+        alpha = index_add_alpha(alpha, dtype)
     if not count:
         return unary("identity", input, out=out, stream=stream)
-    dtype = as_data_type(input.dtype, "input")
     _check_index(index, shape[dim], dim, stream)
     if alpha != 1:
-        index_add_alpha(alpha, dtype)
-        if dtype is DataType.kBool:
-            alpha = np.bool_(alpha)
-        elif dtype.is_integer:
-            # Integer sums wrap: alpha modulo 2**bits multiplies as alpha does (-1 is uint8's 255).
-            alpha = np.uint64(integer(alpha, "alpha") % (1 << (8 * dtype.itemsize))).astype(dtype.dtype)
         source = binary("mul", source, alpha, stream=stream)
-        if source.dtype != dtype.dtype:
-            source = unary("cast", source, dtype=dtype.dtype, stream=stream)
     index_dims = (1,) * dim + (count,) + (1,) * (len(shape) - dim - 1)
     return _scatter(ScatterOp.kAdd, input, source_shape, dim, index, index_dims, source, out, device, stream)
 

@@ -25,7 +25,8 @@ def _check(got, expected):
     expected = expected.numpy()
     got = to_numpy(got)
     assert got.dtype == expected.dtype and got.shape == expected.shape
-    # Repeats add in index order, as torch's CPU does (float16 rounded at each addition there too).
+    # Repeats add in index order, as torch's CPU does; ep rounds float16 at each addition, torch's
+    # scatter_add and its index_add of more than one dim add in float32 and round once.
     tolerance = {np.float16: 1e-3, np.float32: 1e-6, np.float64: 1e-12}.get(got.dtype.type, 0)
     np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=tolerance, atol=tolerance)
 
@@ -90,7 +91,10 @@ def test_inputs_are_not_modified(device):
         (lambda x: ep.ops.index_add(x, 0, np.array([[0]]), np.ones((1, 4), np.float32)), ValueError, "index: has shape"),
         (lambda x: ep.ops.index_add(x, 2, np.array([0]), np.ones((1, 4), np.float32)), IndexError, "dim: 2 is out of range"),
         (lambda x: ep.ops.index_add(x, 0, np.array([0]), np.ones((1, 4), np.float64)), TypeError, "source: dtype float64"),
-        (lambda x: ep.ops.index_add(x.astype(np.int32), 0, np.array([0]), np.ones((1, 4), np.int32), alpha=0.5), TypeError, "alpha"),
+        (lambda x: ep.ops.index_add(x.astype(np.int32), 0, np.array([0]), np.ones((1, 4), np.int32), alpha=None), TypeError, "alpha: None"),
+        (lambda x: ep.ops.index_add(x, 0, np.array([0]), np.ones((1, 4), np.float32), alpha="2"), TypeError, "alpha: '2'"),
+        (lambda x: ep.ops.index_add(x, 0, np.zeros(0, np.int64), np.ones((7, 7), np.float32)), ValueError, r"source: has shape \(7, 7\); expected \(0, 4\)"),
+        (lambda x: ep.ops.index_add(x, 0, np.zeros(0, np.int64), np.ones((0, 4), np.float64)), TypeError, "source: dtype float64"),
         (lambda x: ep.ops.scatter_add(x, 0, np.array([[5]]), np.ones((1, 1), np.float32)), IndexError, "index: holds 5"),
         (lambda x: ep.ops.scatter_add(x, 0, np.array([[0, 0, 0, 0, 0]]), np.ones((1, 5), np.float32)), ValueError, "index: has shape"),
         (lambda x: ep.ops.scatter_add(x, 0, np.array([0]), np.ones((1, 4), np.float32)), ValueError, "have 1 and 2 dims"),
@@ -100,6 +104,26 @@ def test_inputs_are_not_modified(device):
 def test_refusals_name_the_argument(call, error, message):
     with pytest.raises(error, match=message):
         call(np.zeros((3, 4), np.float32))
+
+
+ALPHAS = [2, -1, 0, 2.7, -1.5, 127, 128, -129, 255, 256, -255, 2**63, float("inf"), float("nan"), 1e5, True]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_index_add_converts_alpha_as_torch(dtype):
+    # torch converts alpha to input's dtype: floats truncate for integers, negative integers wrap
+    # for uint8, a value the dtype cannot hold raises.
+    x, index, source = np.zeros(2, dtype), np.array([0]), np.ones(1, dtype)
+    for alpha in ALPHAS:
+        try:
+            expected = torch.index_add(torch.from_numpy(x), 0, torch.from_numpy(index), torch.from_numpy(source), alpha=alpha)
+        except (RuntimeError, TypeError):
+            with pytest.raises((TypeError, ValueError, OverflowError), match="alpha"):
+                ep.ops.index_add(x, 0, index, source, alpha=alpha)
+            continue
+        got = ep.ops.index_add(x, 0, index, source, alpha=alpha)
+        np.testing.assert_array_equal(got, expected.numpy(), err_msg=f"alpha {alpha!r}")
+        assert got.dtype == dtype
 
 
 SCATTER_DTYPES = DTYPES + [np.int16, np.uint16, np.uint32, np.uint64]

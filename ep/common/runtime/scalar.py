@@ -105,11 +105,13 @@ def scalar_value(value: object, name: str, dtype: DataType):
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(value):
             raise ValueError(f"{name}: {value!r} has no {dtype.value} value")
-        value = math.trunc(float(value))  # NumPy's float32 and float16 have no __trunc__
+        whole = math.trunc(float(value))  # NumPy's float32 and float16 have no __trunc__
+    else:
+        whole = int(value)
     low, high = _RANGES[dtype.dtype]
-    if not low <= int(value) <= high:
+    if not low <= whole <= high:
         raise OverflowError(f"{name}: {value!r} is out of the range of {dtype.value} [{low}, {high}]")
-    return compute(int(value))
+    return compute(whole)
 
 
 def scalar_bits(value: object, name: str, dtype: DataType) -> np.unsignedinteger:
