@@ -123,7 +123,7 @@ def _frozen(value: object) -> object:
     choice cache's key, and what the rules read."""
     if isinstance(value, (list, tuple)):
         return tuple(_frozen(v) for v in value)
-    if hasattr(value, "tolist") and hasattr(value, "shape") and not isinstance(value, np.generic):
+    if hasattr(value, "tolist") and hasattr(value, "shape") and not isinstance(value, (np.generic, type)):
         return _frozen(value.tolist())
     return value
 

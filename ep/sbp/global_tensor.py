@@ -67,7 +67,8 @@ def group(placement: Placement, world) -> Group:
     """The cached Group of placement on the communicator world (collective on its first use)."""
     key = (placement, world.py2f())
     found = _GROUPS.get(key)
-    if found is None:
+    # MPI hands a freed communicator's handle to the next one: the cached Group's world is then null.
+    if found is None or found.world != world:
         found = _GROUPS[key] = Group(placement, world)
     return found
 

@@ -137,6 +137,14 @@ def check_sub_communicators() -> None:
         raises_everywhere(ValueError, "arrays: rank", lambda: ep.ops.add_n([t, t] if odd else [t, t, t]))
     checked[0] += 2
     sub.Free()
+    # MPI may give the next communicator the freed one's handle: ep must not take it for the old one.
+    again = comm.Split(1 - color, RANK)
+    pl = ep.placement("cpu", list(range(again.Get_size())))
+    y = np.arange(again.Get_size() * 2, dtype=np.float32)
+    np.testing.assert_array_equal(ep.ops.add_n([make_global(y, pl, S(0), again)] * 2).numpy(), 2 * y)
+    np.testing.assert_array_equal(ep.ops.sum(make_global(y, pl, S(0), again), dtype=np.float64).numpy(), y.sum(dtype=np.float64))
+    checked[0] += 2
+    again.Free()
 
 
 PARTS = {"names": check_names, "empty": check_empty, "same_op": check_same_op, "sub": check_sub_communicators}
