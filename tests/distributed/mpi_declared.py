@@ -11,7 +11,7 @@ import numpy as np
 from mpi4py import MPI
 
 import ep
-from ep.sbp import broadcast as B, split as S, split_array
+from ep.sbp import broadcast as B, partial_sum as P, split as S, split_array
 
 comm = MPI.COMM_WORLD
 RANK, SIZE = comm.Get_rank(), comm.Get_size()
@@ -89,6 +89,11 @@ def check_empty() -> None:
         same_as_local("matmul int", lambda: ep.ops.matmul(empty64, empty64.T), lambda: ep.ops.matmul(g(empty64), make_global(empty64.T, pl, B)))
         same_as_local("where int condition", lambda: ep.ops.where(empty64, f32, f32), lambda: ep.ops.where(g(empty64), g(f32), g(f32)))
         same_as_local("softmax empty float", lambda: ep.ops.softmax(f32, 1), lambda: ep.ops.softmax(g(f32), 1))
+    for sbp in (S(0), S(1), B, P):  # a mean over no elements is NaN, a sum 0
+        g = lambda x: make_global(x, pl, sbp)  # noqa: E731
+        for dim in (None, 0, 1):
+            same_as_local(f"mean {sbp} {dim}", lambda: ep.ops.mean(f32, dim), lambda: ep.ops.mean(g(f32), dim))
+            same_as_local(f"sum {sbp} {dim}", lambda: ep.ops.sum(f32, dim), lambda: ep.ops.sum(g(f32), dim))
 
 
 def raises_everywhere(kind, match: str, fn) -> None:
