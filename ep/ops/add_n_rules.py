@@ -7,7 +7,7 @@ partial sum (not for bool, whose sum is no count), all broadcast a broadcast.
 from __future__ import annotations
 
 from ep.ops.add_n import add_n, add_n_dtype
-from ep.ops.elementwise_rules import _numeric
+from ep.ops.elementwise_rules import summable
 from ep.sbp.global_ops import global_tensors
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
 from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, signature
@@ -38,7 +38,7 @@ def add_n_signatures(dtype="float32", **arrays) -> list[Signature]:
     shapes = add_n_shapes(**arrays)
     names = [n for n in shapes if n != "out"]
     sigs = [signature(S(d), **{n: S(d) for n in names}) for d in range(len(shapes["out"]))]
-    if _numeric(dtype).kind != "b":
+    if summable(dtype):
         sigs.append(signature(P, **{n: P for n in names}))
     return sigs + [signature(B, **{n: B for n in names})]
 

@@ -9,9 +9,8 @@ logical, bitwise or other nonlinear ops, nor for bool (its sum is no count).
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ep.common.primitive.broadcast import broadcast_shape
+from ep.common.runtime.data_type import DataType, as_data_type
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
 from ep.common.math.binary_functor import binary_keyword_attrs
@@ -25,18 +24,20 @@ from ep.sbp.signature import OpRule, Plan, Signature, register_rules, shape, sig
 LINEAR_UNARY_OPS = frozenset({UnaryOp.kIdentity, UnaryOp.kNegative})
 
 
-def _numeric(dtype: object) -> np.dtype:
-    dtype = np.dtype(dtype)
-    if dtype.kind not in "biuf":
-        raise TypeError(f"dtype: {dtype} is not a dtype ep's elementwise ops take")
-    return dtype
+def _numeric(dtype: object) -> DataType:
+    return as_data_type(dtype, "dtype")
+
+
+def summable(dtype: object) -> bool:
+    """Whether pieces of dtype may be a partial sum: any dtype ep takes but bool (its sum is no count)."""
+    return _numeric(dtype) is not DataType.kBool
 
 
 def unary_signatures(op, x, attr0=None, attr1=None, dtype="float32") -> list[Signature]:
     """dtype: x's dtype (a partial sum of bool is no sum)."""
     op, x, dtype = as_unary_op(op), shape(x, "x"), _numeric(dtype)
     sigs = [signature(S(d), x=S(d)) for d in range(len(x))]
-    if op in LINEAR_UNARY_OPS and dtype.kind != "b":
+    if op in LINEAR_UNARY_OPS and dtype is not DataType.kBool:
         sigs.append(signature(P, x=P))
     return sigs + [signature(B, x=B)]
 
@@ -50,15 +51,15 @@ def unary_attributes(slices, op, x, attr0=None, attr1=None, dtype="float32") -> 
     return {"op": op, "attr0": attr0, "attr1": attr1}
 
 
-def _partial_sums(op: BinaryOp, dtype: np.dtype) -> list[dict]:
+def _partial_sums(op: BinaryOp, dtype: DataType) -> list[dict]:
     """The (a, b) SBPs with a partial sum that give a partial sum out."""
-    if dtype.kind == "b":
+    if dtype is DataType.kBool:
         return []
     if op in (BinaryOp.kAdd, BinaryOp.kSub):
         return [{"a": P, "b": P}]
     if op is BinaryOp.kMul:
         return [{"a": P, "b": B}, {"a": B, "b": P}]
-    if (op is BinaryOp.kDiv and dtype.kind == "f") or op.name.endswith(("BackwardWithDyX", "BackwardWithDyY")):
+    if (op is BinaryOp.kDiv and dtype.is_floating) or op.name.endswith(("BackwardWithDyX", "BackwardWithDyY")):
         return [{"a": P, "b": B}]
     return []
 

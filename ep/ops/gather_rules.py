@@ -18,7 +18,7 @@ import numpy as np
 
 from ep.common.primitive.copies import copy_to_device
 from ep.common.runtime.validate import dims
-from ep.ops.elementwise_rules import _numeric
+from ep.ops.elementwise_rules import summable
 from ep.ops.gather import batch_gather, gather, gather_grad, gather_grad_dtypes, gather_rule, gather_shape
 from ep.sbp.boxing import to_host
 from ep.sbp.global_ops import device_of, global_tensors
@@ -88,7 +88,7 @@ def _out_dim(dim: int, g, indices_rank: int) -> int:
 
 def gather_signatures(params, indices, axis=0, batch_dims=0, dtype="float32") -> list[Signature]:
     g = _shape(params, indices, axis, batch_dims)
-    summed = _numeric(dtype).kind != "b"
+    summed = summable(dtype)
     rank = len(tuple(indices))
     sigs = [signature(S(i), params=S(i), indices=S(i)) for i in range(g.batch_dims)]
     sigs += [signature(S(g.axis + i - g.batch_dims), params=B, indices=S(i)) for i in range(g.batch_dims, rank)]

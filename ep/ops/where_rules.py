@@ -8,7 +8,7 @@ broadcast condition give a partial sum (not for bool data, whose sum is no count
 from __future__ import annotations
 
 from ep.common.primitive.broadcast import broadcast_shape
-from ep.ops.elementwise_rules import _numeric, _operand
+from ep.ops.elementwise_rules import _operand, summable
 from ep.ops.where import where, where_dtype
 from ep.sbp.global_ops import global_tensors
 from ep.sbp.sbp import broadcast as B, partial_sum as P, split as S
@@ -28,7 +28,7 @@ def where_signatures(condition, x, y, dtype="float32") -> list[Signature]:
     shapes = where_shapes(condition, x, y)
     out = shapes["out"]
     sigs = [signature(S(d), **{n: _operand(shapes[n], out, d) for n in _NAMES}) for d in range(len(out))]
-    if _numeric(dtype).kind != "b":
+    if summable(dtype):
         sigs.append(signature(P, condition=B, x=P, y=P))
     return sigs + [signature(B, condition=B, x=B, y=B)]
 

@@ -280,10 +280,17 @@ def all_gather(x: np.ndarray, axis: int, whole, comm) -> np.ndarray:
     return out
 
 
+def _summed_wider(x: np.ndarray) -> bool:
+    """Whether MPI sums x's pieces in float32: bfloat16's (MPI has no bfloat16; the sum rounds once)."""
+    return x.dtype == DataType.kBFloat16.dtype
+
+
 def all_reduce(x: np.ndarray, comm) -> np.ndarray:
     """P -> B: the sum of the pieces on every rank (Allreduce)."""
     from mpi4py import MPI
 
+    if _summed_wider(x):
+        return all_reduce(x.astype(np.float32), comm).astype(x.dtype)
     out, mpi_type = _empty(x.shape, x.dtype), _mpi_type(x.dtype)
     comm.Allreduce([x, mpi_type], [out, mpi_type], op=MPI.SUM)
     parts = comm.Get_size()
@@ -311,6 +318,8 @@ def reduce_scatter(x: np.ndarray, axis: int, comm) -> np.ndarray:
     consecutive blocks only, so a split after a leading axis packs the parts first (one copy)."""
     from mpi4py import MPI
 
+    if _summed_wider(x):
+        return reduce_scatter(x.astype(np.float32), axis, comm).astype(x.dtype)
     parts, rank = comm.Get_size(), comm.Get_rank()
     bounds = _split_bounds(x.shape[axis], parts)
     counts = [math.prod(_with(x.shape, axis, hi - lo)) for lo, hi in bounds]
