@@ -203,11 +203,12 @@ def _like(result: tuple, results: tuple) -> tuple:
 
 
 @function_cache("plans")
-def _choose(name: str, hierarchy: tuple[int, ...], kw: tuple, sbps: tuple, itemsizes: tuple, out_itemsize: int, requested):
+def _choose(name: str, hierarchy: tuple[int, ...], kw: tuple, sbps: tuple, itemsizes: tuple, out_itemsize: int, requested, bools: tuple = ()):
     """The nd-signature for inputs laid out by sbps (in kw's input order) and the result's requested
-    nd-SBP (or None): one they match as they are, else the one of least boxing cost."""
+    nd-SBP (or None): one they match as they are, else the one of least boxing cost. None makes a
+    partial sum of the tensors named in bools (a sum of bools is no count)."""
     kw = dict(kw)
-    candidates = nd_signatures(name, hierarchy, **kw)
+    candidates = [sig for sig in nd_signatures(name, hierarchy, **kw) if not any(isinstance(s, PartialSum) for n in bools for s in sbp_of(sig, n))]
     names = [n for n, _ in sbps]
     for sig in candidates:
         if all(sbp_of(sig, n) == s for n, s in sbps) and (requested is None or requested == sbp_of(sig, "out")):
@@ -231,7 +232,8 @@ def choose(name: str, tensors: dict[str, GlobalTensor], attrs: dict, out_dtype: 
     kw = tuple((n, t.shape) for n, t in tensors.items()) + tuple((k, _frozen(v)) for k, v in attrs.items())
     sbps = tuple((n, t.sbp) for n, t in tensors.items())
     itemsizes = tuple(t.dtype.itemsize for t in tensors.values())
-    return _choose(name, first.placement.hierarchy, kw, sbps, itemsizes, np.dtype(out_dtype).itemsize, requested)
+    bools = tuple(n for n, t in tensors.items() if t.dtype == np.bool_)
+    return _choose(name, first.placement.hierarchy, kw, sbps, itemsizes, np.dtype(out_dtype).itemsize, requested, bools)
 
 
 def _shared(first: GlobalTensor, run: Callable[[], object]):

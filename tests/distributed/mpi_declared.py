@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+import ml_dtypes
 import numpy as np
 from mpi4py import MPI
 
@@ -152,7 +153,35 @@ def check_sub_communicators() -> None:
     again.Free()
 
 
-PARTS = {"names": check_names, "empty": check_empty, "same_op": check_same_op, "sub": check_sub_communicators}
+def check_bfloat16() -> None:
+    """bfloat16 global tensors: elementwise ops take them, and a partial sum (MPI has no bfloat16)
+    is summed in float32. Small integers, so that every result is exact."""
+    pl = ep.placement("cpu", list(range(SIZE)))
+    x = np.arange(12, dtype=np.float32).reshape(4, 3).astype(ml_dtypes.bfloat16)
+    w = np.ones((3, 4), ml_dtypes.bfloat16)
+    for sbp in (S(0), S(1), B, P):
+        g = make_global(x, pl, sbp)
+        same_as_local(f"add {sbp}", lambda: ep.ops.binary("add", x, x), lambda: ep.ops.binary("add", g, g))
+        same_as_local(f"mul {sbp}", lambda: ep.ops.binary("mul", x, x), lambda: ep.ops.binary("mul", g, make_global(x, pl, B)))
+        same_as_local(f"sum {sbp}", lambda: ep.ops.sum(x), lambda: ep.ops.sum(g))
+        same_as_local(f"sum 0 {sbp}", lambda: ep.ops.sum(x, 0), lambda: ep.ops.sum(g, 0))
+        same_as_local(f"matmul {sbp}", lambda: ep.ops.matmul(x, w), lambda: ep.ops.matmul(g, make_global(w, pl, S(0) if sbp == S(1) else B)))
+
+
+def check_bools() -> None:
+    """Bool tensors split along the op's dim: no signature boxes them to a partial sum (no count)."""
+    pl = ep.placement("cpu", list(range(SIZE)))
+    x = np.arange(6 * SIZE).reshape(2 * SIZE, 3) % 3 == 0
+    for sbp in (S(0), S(1), B):
+        g = make_global(x, pl, sbp)
+        same_as_local(f"flip {sbp}", lambda: ep.ops.flip(x, (0, 1)), lambda: ep.ops.flip(g, (0, 1)))
+        same_as_local(f"roll {sbp}", lambda: ep.ops.roll(x, 1, 1), lambda: ep.ops.roll(g, 1, 1))
+        same_as_local(f"cat {sbp}", lambda: ep.ops.cat([x, x], 1), lambda: ep.ops.cat([g, make_global(x, pl, S(0))], 1))
+        same_as_local(f"stack {sbp}", lambda: ep.ops.stack([x, x]), lambda: ep.ops.stack([g, make_global(x, pl, S(1))]))
+        same_as_local(f"repeat {sbp}", lambda: ep.ops.repeat(x, (2, 1)), lambda: ep.ops.repeat(g, (2, 1)))
+
+
+PARTS = {"bools": check_bools, "names": check_names, "empty": check_empty, "same_op": check_same_op, "sub": check_sub_communicators, "bfloat16": check_bfloat16}
 
 if __name__ == "__main__":
     for part in sys.argv[1:] or PARTS:
