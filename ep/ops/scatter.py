@@ -82,8 +82,10 @@ def index_add_rule(input, dim, index, source) -> tuple[int, int, tuple[int, ...]
     if len(tuple(index.shape)) > 1:
         raise ValueError(f"index: has shape {tuple(index.shape)}; expected a 1-d or 0-d array of indices")
     count = math.prod(tuple(index.shape))
-    if not shape:  # torch's 0-d case: one element along dim 0
-        shape, source_shape = (1,), source_shape or (1,)
+    if not shape:  # torch's 0-d case: one element along dim 0, added from a 0-d source
+        if source_shape or count != 1:
+            raise ValueError(f"source, index: have shapes {source_shape} and {tuple(index.shape)}; a 0-d input takes a 0-d source and one index")
+        shape, source_shape = (1,), (1,)
     expected = shape[:dim] + (count,) + shape[dim + 1 :]
     if source_shape != expected:
         raise ValueError(f"source: has shape {tuple(source.shape)}; expected {expected} (input's shape with len(index) = {count} along dim {dim})")

@@ -95,6 +95,8 @@ def test_inputs_are_not_modified(device):
         (lambda x: ep.ops.index_add(x, 0, np.array([0]), np.ones((1, 4), np.float32), alpha="2"), TypeError, "alpha: '2'"),
         (lambda x: ep.ops.index_add(x, 0, np.zeros(0, np.int64), np.ones((7, 7), np.float32)), ValueError, r"source: has shape \(7, 7\); expected \(0, 4\)"),
         (lambda x: ep.ops.index_add(x, 0, np.zeros(0, np.int64), np.ones((0, 4), np.float64)), TypeError, "source: dtype float64"),
+        (lambda x: ep.ops.index_add(x[0, 0, ...], 0, np.array([0, 0]), np.ones(2, np.float32)), ValueError, "a 0-d input takes a 0-d source and one index"),
+        (lambda x: ep.ops.index_add(x[0, 0, ...], 0, np.array([0]), np.ones(1, np.float32)), ValueError, "a 0-d input takes a 0-d source"),
         (lambda x: ep.ops.scatter_add(x, 0, np.array([[5]]), np.ones((1, 1), np.float32)), IndexError, "index: holds 5"),
         (lambda x: ep.ops.scatter_add(x, 0, np.array([[0, 0, 0, 0, 0]]), np.ones((1, 5), np.float32)), ValueError, "index: has shape"),
         (lambda x: ep.ops.scatter_add(x, 0, np.array([0]), np.ones((1, 4), np.float32)), ValueError, "have 1 and 2 dims"),
