@@ -143,7 +143,7 @@ class PermuteImpl(Declared, Permute):
         num_dims = check_count(num_dims, "num_dims")
         if not 1 <= num_dims <= self.max_num_dims:
             raise ValueError(f"num_dims: {num_dims} is outside 1..{self.max_num_dims} (the max_num_dims given to New)")
-        src_dims = check_dims(src_dims, "src_dims", num_dims)
+        src_dims = check_dims(src_dims, "src_dims", self.max_num_dims)
         if len(src_dims) != num_dims:
             raise ValueError(f"src_dims: has {len(src_dims)} entries; expected num_dims = {num_dims}")
         permutation = check_permutation(permutation, num_dims)
