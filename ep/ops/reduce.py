@@ -185,6 +185,8 @@ def _rule(op: ReduceOp, device, x_dtype, dtype, shape: tuple[int, ...], dim) -> 
     src, dst = reduce_dtypes(op, x_dtype, dtype)
     primitive = NewPrimitive(ReduceFactory, device, op, src, dst)
     if primitive is None:
+        if src is not x_dtype:  # dtype= casts x first
+            raise TypeError(f"dtype: {op.value} into {dst.value} is not supported (x, {x_dtype.value}, would be cast to {src.value} first)")
         raise TypeError(f"x: {op.value} of {src.value} into {dst.value} is not supported")
     return _Rule(None if src is x_dtype else src, *reduction_rule(primitive, op, device, dst, dim, shape), dst)
 

@@ -138,6 +138,9 @@ def test_dtypes_follow_pytorch(device):
     for name in ("mean", "var", "std", "norm"):
         with pytest.raises(TypeError, match="x: .*int32"):
             getattr(ep.ops, name)(to_device(ints, device))
+    # A sum into bool is refused (torch's is an any); the error names dtype= and x's own dtype.
+    with pytest.raises(TypeError, match=r"dtype: sum into bool is not supported \(x, int32, would be cast to bool first\)"):
+        ep.ops.sum(to_device(ints, device), dtype=np.bool_)
 
 
 def test_empty_and_zero_d_arrays(device):
