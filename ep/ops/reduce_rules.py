@@ -117,12 +117,13 @@ def _signatures(name: str):
         sigs = [signature(S(d if keepdim else kept.index(d)), x=S(d)) for d in kept]
         # (An empty reduction has no parts to combine: its x goes whole.)
         nonempty = all(x[d] for d in dims)
-        if name == "sum" or name == "mean" and nonempty:
+        # (A mean over no elements is NaN: a partial sum of pieces from none would give 0.)
+        linear = name == "sum" or name == "mean" and nonempty
+        if linear:
             sigs += [signature(P, x=S(d)) for d in dims]
         elif name in FINISHED and nonempty:
             sigs += [signature(B, x=S(d)) for d in dims]
-        # (A mean over no elements is NaN: a partial sum of pieces from none would give 0.)
-        if (name == "sum" or nonempty) and name in ("sum", "mean") and x_dtype is not None and as_data_type(x_dtype, "x") in FLOATING_TYPES and dtype is None:
+        if linear and x_dtype is not None and as_data_type(x_dtype, "x") in FLOATING_TYPES and dtype is None:
             sigs.append(signature(P, x=P))
         return sigs + [signature(B, x=B)]
 

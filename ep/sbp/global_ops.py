@@ -205,8 +205,8 @@ def _like(result: tuple, results: tuple) -> tuple:
 @function_cache("plans")
 def _choose(name: str, hierarchy: tuple[int, ...], kw: tuple, sbps: tuple, itemsizes: tuple, out_itemsize: int, requested, bools: tuple = ()):
     """The nd-signature for inputs laid out by sbps (in kw's input order) and the result's requested
-    nd-SBP (or None): one they match as they are, else the one of least boxing cost. None makes a
-    partial sum of the tensors named in bools (a sum of bools is no count)."""
+    nd-SBP (or None): one they match as they are, else the one of least boxing cost; never one that
+    makes a partial sum of a tensor named in bools (a sum of bools is no count)."""
     kw = dict(kw)
     candidates = [sig for sig in nd_signatures(name, hierarchy, **kw) if not any(isinstance(s, PartialSum) for n in bools for s in sbp_of(sig, n))]
     names = [n for n, _ in sbps]
