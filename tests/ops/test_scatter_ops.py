@@ -112,18 +112,19 @@ ALPHAS = [2, -1, 0, 2.7, -1.5, 127, 128, -129, 255, 256, -255, 2**63, float("inf
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_index_add_converts_alpha_as_torch(dtype):
+def test_index_add_converts_alpha_as_torch(device, dtype):
     # torch converts alpha to input's dtype: floats truncate for integers, negative integers wrap
     # for uint8, a value the dtype cannot hold raises.
     x, index, source = np.zeros(2, dtype), np.array([0]), np.ones(1, dtype)
+    on = [to_device(a, device) for a in (x, index, source)]
     for alpha in ALPHAS:
         try:
             expected = torch.index_add(torch.from_numpy(x), 0, torch.from_numpy(index), torch.from_numpy(source), alpha=alpha)
         except (RuntimeError, TypeError):
             with pytest.raises((TypeError, ValueError, OverflowError), match="alpha"):
-                ep.ops.index_add(x, 0, index, source, alpha=alpha)
+                ep.ops.index_add(on[0], 0, on[1], on[2], alpha=alpha)
             continue
-        got = ep.ops.index_add(x, 0, index, source, alpha=alpha)
+        got = to_numpy(ep.ops.index_add(on[0], 0, on[1], on[2], alpha=alpha))
         np.testing.assert_array_equal(got, expected.numpy(), err_msg=f"alpha {alpha!r}")
         assert got.dtype == dtype
 
