@@ -6,7 +6,8 @@ from typing import Sequence
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.include.primitive.add import AddFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import contiguous, one_device, output, same_kind_sequence, stream_for, unaliased
+from ep.common.primitive.operands import contiguous, one_device, output, stream_for, unaliased
+from ep.ops.arrays import same_kind_sequence
 
 
 @same_kind_sequence

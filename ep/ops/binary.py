@@ -18,7 +18,9 @@ from ep.common.runtime.scalar import integer_out_of_range, is_scalar, promote, r
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS, BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
+from ep.common.runtime.allocator import empty
+from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, stream_for, unaliased
+from ep.ops.arrays import same_kind
 from ep.ops.unary import unary
 
 _COMPARISONS = frozenset(

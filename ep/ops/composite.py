@@ -16,7 +16,8 @@ import numpy as np
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.scalar import is_scalar, scalar_value
 from ep.common.runtime.validate import integer
-from ep.ops.arrays import device_of, on_device, same_kind, stream_for
+from ep.common.primitive.operands import device_of, on_device, stream_for
+from ep.ops.arrays import same_kind
 from ep.ops.binary import binary
 from ep.ops.fuse import fuse
 from ep.ops.unary import unary

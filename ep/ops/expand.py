@@ -11,7 +11,9 @@ from ep.common.runtime.validate import INT64_MAX, INT64_MIN, check_sequence, dim
 from ep.include.primitive.expand import ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import check_out, contiguous, device_of, empty, output, same_kind, stream_for, unaliased
+from ep.common.runtime.allocator import empty
+from ep.common.primitive.operands import check_out, contiguous, device_of, output, stream_for, unaliased
+from ep.ops.arrays import same_kind
 
 
 # expand_shape's results by (input_shape, sizes); a program cycling through more shapes recomputes them.

@@ -12,7 +12,8 @@ from ep.common.runtime.scalar import is_scalar, scalar_value
 from ep.common.runtime.validate import INT64_MAX, dims
 from ep.include.primitive.fill import FillFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import output, same_kind, stream_for
+from ep.common.primitive.operands import output, stream_for
+from ep.ops.arrays import same_kind
 
 
 def full_dtype(fill_value: object) -> DataType:

@@ -35,7 +35,9 @@ from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedF
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.reduce import ReduceOp
 from ep.include.primitive.reduce_fused import ReduceFusedFactory
-from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, namespace_of, stream_for, unaliased
+from ep.common.runtime.allocator import empty
+from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, stream_for, unaliased
+from ep.ops.arrays import namespace_of
 from ep.ops.reduce import reduction_rule, run_stages
 from ep.sbp import global_ops
 from ep.sbp.global_tensor import GlobalTensor
@@ -238,7 +240,7 @@ class Fused:
         them, each array argument expanded to the expression's shape where it has another and
         permuted where the reduced dims are not one run and op's partials do not compose (var, std,
         float16 sums), then one ReduceFused launch (and a Reduce per further run of dims apart)."""
-        from ep.ops.arrays import output
+        from ep.common.primitive.operands import output
         from ep.ops.expand import expand
         from ep.ops.permute import permute
 

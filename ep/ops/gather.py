@@ -23,7 +23,9 @@ from ep.include.primitive.batch_gather import BatchGatherFactory
 from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
-from ep.ops.arrays import CPU, check_out, contiguous, device_of, empty, on_host, one_dim, same_kind, stream_for, unaliased
+from ep.common.runtime.allocator import empty
+from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, on_host, stream_for, unaliased
+from ep.ops.arrays import one_dim, same_kind
 from ep.ops.reduce import amin
 
 _INDEX_DTYPES = {dtype.dtype: dtype for dtype in INDEX_TYPES}

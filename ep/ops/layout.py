@@ -14,9 +14,8 @@ from ep.common.runtime.scalar import promote, promotion_key
 from ep.common.runtime.validate import check_sequence, integer
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import (
-    contiguous, device_of, one_device, one_dim, output, reversed_along, same_kind, same_kind_sequence, stream_for, unaliased,
-)
+from ep.common.primitive.operands import contiguous, device_of, one_device, output, reversed_along, stream_for, unaliased
+from ep.ops.arrays import one_dim, same_kind, same_kind_sequence
 from ep.ops.unary import unary
 
 

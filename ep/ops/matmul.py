@@ -16,7 +16,8 @@ from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.common.primitive.matmul import INTEGER_MATMUL_TYPES, MATMUL_TYPES
 from ep.include.primitive.broadcast_matmul import BroadcastMatmulFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import check_out, contiguous, device_of, output, same_kind, stream_for, unaliased
+from ep.common.primitive.operands import check_out, contiguous, device_of, output, stream_for, unaliased
+from ep.ops.arrays import same_kind
 from ep.ops.expand import expand
 from ep.ops.unary import unary
 

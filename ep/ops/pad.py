@@ -10,7 +10,9 @@ from ep.common.runtime.scalar import scalar_value
 from ep.common.runtime.validate import MAX_NUM_DIMS, check_sequence, int64
 from ep.include.primitive.constant_pad import ConstantPadFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import contiguous, device_of, empty, output, same_kind, stream_for, unaliased
+from ep.common.runtime.allocator import empty
+from ep.common.primitive.operands import contiguous, device_of, output, stream_for, unaliased
+from ep.ops.arrays import same_kind
 
 
 def pad_widths(shape: Sequence[int], pad: object) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:

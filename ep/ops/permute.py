@@ -8,7 +8,8 @@ from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.validate import check_sequence, integer
 from ep.include.primitive.permute import PermuteFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import contiguous, device_of, output, same_kind, stream_for, unaliased
+from ep.common.primitive.operands import contiguous, device_of, output, stream_for, unaliased
+from ep.ops.arrays import same_kind
 
 
 def permute_dims(ndim: int, dims: object, name: str = "dims") -> tuple[int, ...]:

@@ -21,7 +21,9 @@ from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import integer
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.reduce import ReduceFactory, ReduceOp
-from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
+from ep.common.runtime.allocator import empty
+from ep.common.primitive.operands import check_out, contiguous, device_of, stream_for, unaliased
+from ep.ops.arrays import same_kind
 
 class _Missing:
     """The default of NumPy's axis= and keepdims=, which help() shows as not given."""

@@ -15,7 +15,8 @@ from ep.common.runtime.overlap import overlaps
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.reduce import ReduceOp
 from ep.include.primitive.scan import ScanFactory
-from ep.ops.arrays import contiguous, device_of, one_dim, output, same_kind, stream_for, unaliased
+from ep.common.primitive.operands import contiguous, device_of, output, stream_for, unaliased
+from ep.ops.arrays import one_dim, same_kind
 
 
 class ValuesIndices(NamedTuple):

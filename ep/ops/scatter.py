@@ -17,7 +17,8 @@ from ep.common.runtime.scalar import is_scalar, scalar_value
 from ep.common.runtime.validate import integer
 from ep.include.primitive.dim_scatter import DimScatterFactory, ScatterOp
 from ep.include.primitive.primitive import NewPrimitive
-from ep.ops.arrays import check_out, contiguous, device_of, on_host, same_kind, stream_for, unaliased
+from ep.common.primitive.operands import check_out, contiguous, device_of, on_host, stream_for, unaliased
+from ep.ops.arrays import same_kind
 from ep.ops.binary import binary
 from ep.ops.full import full
 from ep.ops.reduce import amax, amin

@@ -15,7 +15,9 @@ from ep.include.primitive.permute import PermuteFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.softmax import LogSoftmaxFactory, SoftmaxFactory
 from ep.include.primitive.softmax_backward import LogSoftmaxBackwardFactory, SoftmaxBackwardFactory
-from ep.ops.arrays import check_out, contiguous, device_of, empty, same_kind, stream_for, unaliased
+from ep.common.runtime.allocator import empty
+from ep.common.primitive.operands import check_out, contiguous, device_of, stream_for, unaliased
+from ep.ops.arrays import same_kind
 
 
 def softmax_dim(ndim: int, dim: object, name: str = "dim") -> int:

@@ -9,7 +9,8 @@ from ep.common.runtime.scalar import is_scalar, result_dtype, scalar_value
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.where import WhereFactory
-from ep.ops.arrays import CPU, check_out, contiguous, device_of, output, same_kind, stream_for, unaliased
+from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, output, stream_for, unaliased
+from ep.ops.arrays import same_kind
 from ep.ops.full import full
 from ep.ops.unary import unary
 

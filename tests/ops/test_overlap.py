@@ -100,12 +100,12 @@ def test_gather_into_its_own_params(device):
 
 def test_exact_in_place_is_copy_free(monkeypatch, device):
     # The elementwise ops run in place when out is the input, element for element.
-    from ep.ops import arrays
+    from ep.common.primitive import operands
 
     def no_copy(*args, **kwargs):
         raise AssertionError("an exact in-place call was copied")
 
-    monkeypatch.setattr(arrays, "contiguous", no_copy)
+    monkeypatch.setattr(operands, "contiguous", no_copy)
     host = np.arange(-4, 8, dtype=np.float32).reshape(3, 4)
     x = to_device(host, device)
     assert ep.ops.unary("relu", x, out=x) is x
@@ -116,11 +116,11 @@ def test_exact_in_place_is_copy_free(monkeypatch, device):
 
 
 def test_disjoint_views_of_one_buffer_are_not_copied(monkeypatch, device):
-    from ep.ops import arrays
+    from ep.common.primitive import operands
 
     copies = []
-    real = arrays.contiguous
-    monkeypatch.setattr(arrays, "contiguous", lambda *a, **k: copies.append(k) or real(*a, **k))
+    real = operands.contiguous
+    monkeypatch.setattr(operands, "contiguous", lambda *a, **k: copies.append(k) or real(*a, **k))
     base = to_device(np.arange(20, dtype=np.float32), device)
     ep.ops.binary("add", base[:10], base[:10], out=base[10:])
     ep.ops.unary("negative", base[:10], out=base[10:])

@@ -13,7 +13,7 @@ from ep.common.primitive.strided_copy import copy_plan
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.cpu.parallel_for import PARALLEL_THRESHOLD
 from ep.cpu.primitive.copy_nd import STREAM_BYTES
-from ep.ops.arrays import contiguous
+from ep.common.primitive.operands import contiguous
 from ep.ops.expand import expand_shape
 from ep.testing import to_device, to_numpy, transposed
 from samples import sample

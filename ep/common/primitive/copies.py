@@ -29,7 +29,7 @@ def copy_to_device(host: np.ndarray, device: object = "cuda"):
     else:
         from numba import cuda
 
-        # Any dtype (complex, structured): ep.ops.arrays.empty makes only ep's eight.
+        # Any dtype (complex, structured): ep.common.runtime.allocator.empty makes only ep's eight.
         copy, kind = cuda.device_array(host.shape, host.dtype), "kHtoD"
     _copy(device, kind, copy, host, host.nbytes)
     return copy
