@@ -221,29 +221,10 @@ _NOT_ELEMENTWISE = "a fused function is elementwise: it computes every element a
 
 
 class _Operators:
-    """Python's operators with NumPy's names and the refusals, shared by Traced and TracedScalar."""
+    """Python's operators with NumPy's names and the refusals, shared by Traced and TracedScalar
+    (the binary operators and comparisons: set from _BINARY_OPERATORS below)."""
 
-    def _binary(name: str, reflected: bool = False):
-        if reflected:
-            return lambda self, other: self.tracer.binary(name, other, self)
-        return lambda self, other: self.tracer.binary(name, self, other)
-
-    __add__, __radd__ = _binary("add"), _binary("add", True)
-    __sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)
-    __mul__, __rmul__ = _binary("multiply"), _binary("multiply", True)
-    __truediv__, __rtruediv__ = _binary("true_divide"), _binary("true_divide", True)
-    __floordiv__, __rfloordiv__ = _binary("floor_divide"), _binary("floor_divide", True)
-    __mod__, __rmod__ = _binary("remainder"), _binary("remainder", True)
-    __pow__, __rpow__ = _binary("power"), _binary("power", True)
-    __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", True)
-    __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", True)
-    __xor__, __rxor__ = _binary("bitwise_xor"), _binary("bitwise_xor", True)
-    __lshift__, __rlshift__ = _binary("left_shift"), _binary("left_shift", True)
-    __rshift__, __rrshift__ = _binary("right_shift"), _binary("right_shift", True)
-    __lt__, __le__, __gt__, __ge__ = _binary("less"), _binary("less_equal"), _binary("greater"), _binary("greater_equal")
-    __eq__, __ne__ = _binary("equal"), _binary("not_equal")
     __hash__ = None
-    del _binary
 
     def __neg__(self):
         return self.tracer.unary("negative", self)
@@ -343,6 +324,29 @@ class _Operators:
     __getitem__ = _refuse("indexing", _NOT_ELEMENTWISE)
     __setitem__ = _refuse("assigning into", _NOT_ELEMENTWISE)
     __array__ = _refuse("numpy.asarray of", _CONTROL_FLOW)
+
+
+# Python's operators on traced values, as the NumPy functions they call: each binary one also
+# reflected (1 + x), the comparisons not (Python turns 1 < x into x > 1 itself).
+_BINARY_OPERATORS = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide", "floordiv": "floor_divide",
+    "mod": "remainder", "pow": "power", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "left_shift", "rshift": "right_shift",
+}
+_COMPARISONS = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "eq": "equal", "ne": "not_equal"}
+
+
+def _binary(name: str, reflected: bool = False):
+    if reflected:
+        return lambda self, other: self.tracer.binary(name, other, self)
+    return lambda self, other: self.tracer.binary(name, self, other)
+
+
+for _stem, _name in _BINARY_OPERATORS.items():
+    setattr(_Operators, f"__{_stem}__", _binary(_name))
+    setattr(_Operators, f"__r{_stem}__", _binary(_name, True))
+for _stem, _name in _COMPARISONS.items():
+    setattr(_Operators, f"__{_stem}__", _binary(_name))
 
 
 class Traced(_Operators):

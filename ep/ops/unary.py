@@ -72,8 +72,9 @@ def unary(op, x, attr0=None, attr1=None, *, dtype=None, out=None, stream=None, *
     if cast is not None:
         x = unary("cast", x, dtype=cast, stream=stream)
     shape = x.shape
-    # After the shape: a copy of a 0-d array may be 1-d. plain(x) inline: the common case, one test.
-    if not (type(x) is np.ndarray and (flags := x.flags).c_contiguous and flags.aligned and x.dtype.isnative):
+    # After the shape: a copy of a 0-d array may be 1-d. plain(x) inline, the common case in one
+    # test: less its byte order, which _PRIMITIVES refused unless native.
+    if not (type(x) is np.ndarray and (flags := x.flags).c_contiguous and flags.aligned):
         x = contiguous(x, device, stream)
     if out is None:
         out = empty(shape, dst_dtype, device, stream)
