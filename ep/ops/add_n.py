@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ep.common.primitive.operands import contiguous, one_device, output, stream_for, unaliased
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.include.primitive.add import AddFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.common.primitive.operands import contiguous, one_device, output, stream_for, unaliased
 from ep.ops.arrays import same_kind_sequence
 
 

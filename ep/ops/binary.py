@@ -10,16 +10,16 @@ from ep.common.math.aliases import checks_negative_powers, refuse_alias
 from ep.common.math.binary_functor import BINARY_FUNCTORS, binary_dst_dtype, binary_keyword_attrs, binary_source
 from ep.common.math.ops.record import document_ops
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
-from ep.common.runtime.data_type import DataType, as_data_type
+from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, stream_for, unaliased
+from ep.common.runtime.allocator import empty
 from ep.common.runtime.buffer import plain
+from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.plan_cache import PlanCache
-from ep.common.runtime.validate import INT64_MAX, INT64_MIN
 from ep.common.runtime.scalar import integer_out_of_range, is_scalar, promote, result_dtype, scalar_promotion_key, scalar_value
+from ep.common.runtime.validate import INT64_MAX, INT64_MIN
 from ep.include.primitive.binary_op import BinaryOp, as_binary_op
 from ep.include.primitive.broadcast_elementwise_binary import MAX_NUM_DIMS, BroadcastElementwiseBinaryFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.common.runtime.allocator import empty
-from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, stream_for, unaliased
 from ep.ops.arrays import same_kind
 from ep.ops.unary import unary
 

@@ -13,10 +13,10 @@ import math
 import ml_dtypes
 import numpy as np
 
+from ep.common.primitive.operands import device_of, on_device, stream_for
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.scalar import is_scalar, scalar_value
 from ep.common.runtime.validate import integer
-from ep.common.primitive.operands import device_of, on_device, stream_for
 from ep.ops.arrays import same_kind
 from ep.ops.binary import binary
 from ep.ops.fuse import fuse

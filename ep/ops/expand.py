@@ -5,14 +5,14 @@ import math
 import sys
 from typing import Sequence
 
+from ep.common.primitive.operands import check_out, contiguous, device_of, output, stream_for, unaliased
+from ep.common.runtime.allocator import empty
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import INT64_MAX, INT64_MIN, check_sequence, dims, int64
 from ep.include.primitive.expand import ExpandFactory
 from ep.include.primitive.expand_grad import ExpandGradFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.common.runtime.allocator import empty
-from ep.common.primitive.operands import check_out, contiguous, device_of, output, stream_for, unaliased
 from ep.ops.arrays import same_kind
 
 

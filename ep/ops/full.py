@@ -6,13 +6,13 @@ import sys
 
 import numpy as np
 
+from ep.common.primitive.operands import output, stream_for
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import GetDevice
 from ep.common.runtime.scalar import is_scalar, scalar_value
 from ep.common.runtime.validate import INT64_MAX, dims
 from ep.include.primitive.fill import FillFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.common.primitive.operands import output, stream_for
 from ep.ops.arrays import same_kind
 
 

@@ -25,8 +25,10 @@ from typing import Callable
 import numpy as np
 
 from ep.common.primitive.broadcast import broadcast_shape
-from ep.common.runtime.data_type import as_data_type
+from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, stream_for, unaliased
+from ep.common.runtime.allocator import empty
 from ep.common.runtime.buffer import plain
+from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.dlpack import from_dlpack, is_foreign, own, to_namespace
 from ep.common.runtime.once import cached_property
 from ep.common.runtime.plan_cache import PlanCache
@@ -35,13 +37,11 @@ from ep.include.primitive.elementwise_fused import NODE_TYPES, ElementwiseFusedF
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.reduce import ReduceOp
 from ep.include.primitive.reduce_fused import ReduceFusedFactory
-from ep.common.runtime.allocator import empty
-from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, stream_for, unaliased
 from ep.ops.arrays import namespace_of
 from ep.ops.reduce import reduction_rule, run_stages
+from ep.ops.trace import REDUCTIONS, ScalarSlot, Traced, TracedReduction, TracedScalar, Tracer
 from ep.sbp import global_ops
 from ep.sbp.global_tensor import GlobalTensor
-from ep.ops.trace import REDUCTIONS, ScalarSlot, Traced, TracedReduction, TracedScalar, Tracer
 
 # Each reduction's ep.ops function, by its op (a fused reduction of global tensors calls it).
 OPS_OF = {op: name for name, op in REDUCTIONS.items()}

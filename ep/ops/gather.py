@@ -13,7 +13,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, on_host, stream_for, unaliased
 from ep.common.primitive.unsorted_segment_sum import SUM_TYPES
+from ep.common.runtime.allocator import empty
 from ep.common.runtime.buffer import plain
 from ep.common.runtime.data_type import INDEX_TYPES, DataType, as_data_type
 from ep.common.runtime.device import Device, caller_indices
@@ -23,8 +25,6 @@ from ep.include.primitive.batch_gather import BatchGatherFactory
 from ep.include.primitive.gather import IndexOutOfRange
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unsorted_segment_sum import UnsortedSegmentSumFactory
-from ep.common.runtime.allocator import empty
-from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, on_host, stream_for, unaliased
 from ep.ops.arrays import one_dim, same_kind
 from ep.ops.reduce import amin
 

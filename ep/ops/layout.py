@@ -9,12 +9,12 @@ from typing import Sequence
 import numpy as np
 
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
+from ep.common.primitive.operands import contiguous, device_of, one_device, output, reversed_along, stream_for, unaliased
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.scalar import promote, promotion_key
 from ep.common.runtime.validate import check_sequence, integer
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.common.primitive.operands import contiguous, device_of, one_device, output, reversed_along, stream_for, unaliased
 from ep.ops.arrays import one_dim, same_kind, same_kind_sequence
 from ep.ops.unary import unary
 

@@ -6,6 +6,8 @@ import math
 import numpy as np
 
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
+from ep.common.primitive.matmul import INTEGER_MATMUL_TYPES, MATMUL_TYPES
+from ep.common.primitive.operands import check_out, contiguous, device_of, output, stream_for, unaliased
 from ep.common.runtime.buffer import span
 from ep.common.runtime.cublas import cublas_missing
 from ep.common.runtime.data_type import DataType, as_data_type
@@ -13,10 +15,8 @@ from ep.common.runtime.device import DeviceType
 from ep.common.runtime.dlpack import as_cuda_array
 from ep.common.runtime.scalar import is_scalar, result_dtype
 from ep.common.runtime.validate import MAX_NUM_DIMS
-from ep.common.primitive.matmul import INTEGER_MATMUL_TYPES, MATMUL_TYPES
 from ep.include.primitive.broadcast_matmul import BroadcastMatmulFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.common.primitive.operands import check_out, contiguous, device_of, output, stream_for, unaliased
 from ep.ops.arrays import same_kind
 from ep.ops.expand import expand
 from ep.ops.unary import unary

@@ -6,14 +6,14 @@ import math
 
 import numpy as np
 
+from ep.common.primitive.copies import copy_to_host
+from ep.common.primitive.operands import contiguous, device_of, output, stream_for, unaliased
 from ep.common.runtime.data_type import INDEX_TYPES, DataType, as_data_type
 from ep.common.runtime.device import DeviceType
 from ep.common.runtime.validate import integer
 from ep.include.primitive.one_hot import OneHotFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.common.primitive.operands import contiguous, device_of, output, stream_for, unaliased
 from ep.ops.arrays import same_kind
-from ep.common.primitive.copies import copy_to_host
 from ep.ops.gather import _launch as launch_naming_indices
 
 _INDEX_DTYPES = {dtype.dtype for dtype in INDEX_TYPES}

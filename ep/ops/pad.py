@@ -4,14 +4,14 @@ from __future__ import annotations
 from typing import Sequence
 
 from ep.common.primitive.constant_pad import simplify_padding
+from ep.common.primitive.operands import contiguous, device_of, output, stream_for, unaliased
+from ep.common.runtime.allocator import empty
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.scalar import scalar_value
 from ep.common.runtime.validate import MAX_NUM_DIMS, check_sequence, int64
 from ep.include.primitive.constant_pad import ConstantPadFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.common.runtime.allocator import empty
-from ep.common.primitive.operands import contiguous, device_of, output, stream_for, unaliased
 from ep.ops.arrays import same_kind
 
 

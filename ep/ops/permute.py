@@ -4,11 +4,11 @@ from __future__ import annotations
 from typing import Sequence
 
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
+from ep.common.primitive.operands import contiguous, device_of, output, stream_for, unaliased
 from ep.common.runtime.data_type import as_data_type
 from ep.common.runtime.validate import check_sequence, integer
 from ep.include.primitive.permute import PermuteFactory
 from ep.include.primitive.primitive import NewPrimitive
-from ep.common.primitive.operands import contiguous, device_of, output, stream_for, unaliased
 from ep.ops.arrays import same_kind
 
 

@@ -15,15 +15,16 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ep.common.primitive.operands import check_out, contiguous, device_of, stream_for, unaliased
 from ep.common.primitive.reduce import INDEX_OPS, NO_IDENTITY, reduction_stages, staged
+from ep.common.runtime.allocator import empty
 from ep.common.runtime.data_type import FLOATING_TYPES, HALF_TYPES, DataType, as_data_type
 from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import integer
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.reduce import ReduceFactory, ReduceOp
-from ep.common.runtime.allocator import empty
-from ep.common.primitive.operands import check_out, contiguous, device_of, stream_for, unaliased
 from ep.ops.arrays import same_kind
+
 
 class _Missing:
     """The default of NumPy's axis= and keepdims=, which help() shows as not given."""

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ep.common.primitive.operands import contiguous, device_of, output, stream_for, unaliased
 from ep.common.runtime.data_type import FLOATING_TYPES, DataType, as_data_type
 from ep.common.runtime.dlpack import own
 from ep.common.runtime.overlap import overlaps
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.reduce import ReduceOp
 from ep.include.primitive.scan import ScanFactory
-from ep.common.primitive.operands import contiguous, device_of, output, stream_for, unaliased
 from ep.ops.arrays import one_dim, same_kind
 
 

@@ -12,12 +12,12 @@ import math
 
 import numpy as np
 
+from ep.common.primitive.operands import check_out, contiguous, device_of, on_host, stream_for, unaliased
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.scalar import is_scalar, scalar_value
 from ep.common.runtime.validate import integer
 from ep.include.primitive.dim_scatter import DimScatterFactory, ScatterOp
 from ep.include.primitive.primitive import NewPrimitive
-from ep.common.primitive.operands import check_out, contiguous, device_of, on_host, stream_for, unaliased
 from ep.ops.arrays import same_kind
 from ep.ops.binary import binary
 from ep.ops.full import full

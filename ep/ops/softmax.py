@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import math
 
+from ep.common.primitive.operands import check_out, contiguous, device_of, stream_for, unaliased
+from ep.common.runtime.allocator import empty
 from ep.common.runtime.data_type import FLOATING_TYPES, DataType, as_data_type
 from ep.common.runtime.validate import integer
 from ep.include.primitive.permute import PermuteFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.softmax import LogSoftmaxFactory, SoftmaxFactory
 from ep.include.primitive.softmax_backward import LogSoftmaxBackwardFactory, SoftmaxBackwardFactory
-from ep.common.runtime.allocator import empty
-from ep.common.primitive.operands import check_out, contiguous, device_of, stream_for, unaliased
 from ep.ops.arrays import same_kind
 
 

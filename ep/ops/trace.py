@@ -21,8 +21,8 @@ from ep.common.primitive.elementwise_fused import check_size
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.scalar import is_scalar, result_dtype
 from ep.include.primitive.binary_op import as_binary_op
-from ep.include.primitive.reduce import ReduceOp
 from ep.include.primitive.elementwise_fused import Binary, Cast, Input, Scalar, Unary, Where
+from ep.include.primitive.reduce import ReduceOp
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
 
 _ELEMENTWISE = ("unary", "binary", "where")

@@ -4,16 +4,16 @@ from __future__ import annotations
 import numpy as np
 
 from ep.common.math.aliases import refuse_alias
-from ep.common.runtime.data_type import as_data_type
-from ep.common.runtime.plan_cache import PlanCache
 from ep.common.math.ops.record import document_ops
 from ep.common.math.unary_functor import UNARY_FUNCTORS, unary_attrs, unary_keyword_attrs, unary_result_dtype, unary_source
+from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, stream_for, unaliased
+from ep.common.runtime.allocator import empty
+from ep.common.runtime.data_type import as_data_type
+from ep.common.runtime.plan_cache import PlanCache
 from ep.include.primitive.cast import CastFactory
 from ep.include.primitive.elementwise_unary import ElementwiseUnaryFactory
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.unary_op import UnaryOp, as_unary_op
-from ep.common.runtime.allocator import empty
-from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, stream_for, unaliased
 from ep.ops.arrays import same_kind
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from ep.common.primitive.broadcast import broadcast_shape, simplify_broadcast_dims
+from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, output, stream_for, unaliased
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.scalar import is_scalar, result_dtype, scalar_value
 from ep.common.runtime.validate import MAX_NUM_DIMS
 from ep.include.primitive.primitive import NewPrimitive
 from ep.include.primitive.where import WhereFactory
-from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, output, stream_for, unaliased
 from ep.ops.arrays import same_kind
 from ep.ops.full import full
 from ep.ops.unary import unary
