@@ -35,9 +35,11 @@ def _dim(dim: object, ndim: int) -> int:
 
 
 def index_dtype(index) -> None:
-    """TypeError naming index where its dtype is not an integer one (a check on metadata)."""
-    if np.dtype(index.dtype).kind not in "iu":
-        raise TypeError(f"index: dtype {np.dtype(index.dtype)} is not an integer dtype")
+    """TypeError naming index where its dtype is not int32 or int64, torch's index dtypes (a check
+    on metadata)."""
+    dtype = np.dtype(index.dtype)
+    if dtype not in (np.int32, np.int64):
+        raise TypeError(f"index: dtype {dtype}; expected int32 or int64 (torch's index dtypes)")
 
 
 def _check_index(index, size: int, dim: int, stream) -> None:
@@ -63,6 +65,7 @@ def _scatter(op: ScatterOp, input, dims: tuple, dim: int, index, index_dims: tup
     dtype = as_data_type(input.dtype, "input")
     index = contiguous(index, device, stream, name="index")
     if np.dtype(index.dtype) not in (np.int32, np.int64):
+        # An empty index, whose dtype scatter and scatter_add take as torch does, unchecked.
         index = unary("cast", index, dtype=np.int64, stream=stream)
     src = contiguous(src, device, stream, name="src")
     if out is not None:
@@ -122,6 +125,7 @@ def index_add(input, dim, index, source, *, alpha=1, out=None, stream=None):  # 
     dtype = as_data_type(input.dtype, "input")
     if not (type(alpha) is int and alpha == 1):
         alpha = index_add_alpha(alpha, dtype)
+    index_dtype(index)  # torch checks an empty index's too
     if not count:
         return unary("identity", input, out=out, stream=stream)
     _check_index(index, shape[dim], dim, stream)

@@ -78,10 +78,9 @@ def index_add_attributes(slices, input, index, source, dim, alpha=1, dtype="floa
 def index_add_plan(input, dim, index, source, alpha=1) -> Plan:  # noqa: A002
     """index_add's checks on the metadata (index's values are checked on each rank's piece)."""
     tensors = global_tensors(input=input, index=index, source=source)
-    _, count, _, _ = index_add_rule(input, dim, index, source)
+    index_add_rule(input, dim, index, source)
     index_add_alpha(alpha, as_data_type(input.dtype, "input"))
-    if count:
-        index_dtype(index)
+    index_dtype(index)
     return Plan(tensors, {"dim": dim, "alpha": alpha, "dtype": input.dtype.name}, input.dtype)
 
 

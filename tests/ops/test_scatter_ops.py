@@ -74,6 +74,33 @@ def test_empty_index_and_out(device):
     np.testing.assert_array_equal(to_numpy(out), expected)
 
 
+INDEX_DTYPES = [np.int64, np.int32, np.uint8, np.int8, np.int16, np.uint16, np.uint32, np.uint64]
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES, ids=str)
+@pytest.mark.parametrize("size", [2, 0])
+def test_index_dtypes_are_torchs(device, index_dtype, size):
+    # torch takes int32 and int64 indices; index_add refuses another even when empty, scatter and
+    # scatter_add only when not.
+    x, index = np.zeros((3, 4), np.float32), np.arange(size).astype(index_dtype)
+    source, src = np.ones((size, 4), np.float32), np.ones((size, 1), np.float32)
+    t = torch.from_numpy(x)
+    calls = {
+        "index_add": (lambda on: ep.ops.index_add(*on(x, 0, index, source)), lambda: torch.index_add(t, 0, torch.from_numpy(index), torch.from_numpy(source))),
+        "scatter_add": (lambda on: ep.ops.scatter_add(*on(x, 0, index[:, None], src)), lambda: torch.scatter_add(t, 0, torch.from_numpy(index[:, None]), torch.from_numpy(src))),
+        "scatter": (lambda on: ep.ops.scatter(*on(x, 0, index[:, None], src)), lambda: torch.scatter(t, 0, torch.from_numpy(index[:, None]), torch.from_numpy(src))),
+    }
+    on = lambda *args: [to_device(a, device) if isinstance(a, np.ndarray) else a for a in args]  # noqa: E731
+    for name, (ours, theirs) in calls.items():
+        try:
+            expected = theirs().numpy()
+        except RuntimeError:
+            with pytest.raises(TypeError, match=f"index: dtype {np.dtype(index_dtype)}; expected int32 or int64"):
+                ours(on)
+        else:
+            np.testing.assert_array_equal(to_numpy(ours(on)), expected, err_msg=name)
+
+
 def test_inputs_are_not_modified(device):
     y, source = _values((3, 4), np.int32), _values((2, 4), np.int32)
     arrays = [to_device(a, device) for a in (y, np.array([2, 2]), source)]
@@ -204,7 +231,7 @@ def test_scatter_takes_torchs_value_keyword(device):
     [
         (np.array([[0, 3]]), IndexError, r"holds 3; expected indices in \[0, 3\)"),
         (np.array([[-1, 0]]), IndexError, r"holds -1"),
-        (np.array([[0.0, 1.0]]), TypeError, "not an integer dtype"),
+        (np.array([[0.0, 1.0]]), TypeError, "index: dtype float64; expected int32 or int64"),
         (np.array([0, 1]), ValueError, "have 1 and 2 dims"),
     ],
 )
