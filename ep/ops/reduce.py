@@ -3,7 +3,7 @@ PyTorch's reductions (NumPy's axis= and keepdims= also taken), then the Reduce p
 
 Dtypes are PyTorch's: sum and prod of integers and bool give int64; mean, var and std refuse them
 (as torch does: pass dtype= a float dtype); logsumexp computes them in float32; argmax and argmin
-give int64, any and all bool. dtype= casts x to it first (PyTorch's rule), for every function.
+give int64, any and all bool (uint8 of uint8, as torch). dtype= casts x to it first (PyTorch's rule), for every function.
 dim=() is torch's too: every dim for sum, mean, amax, amin, var, std, logsumexp and norm, none for
 prod, any and all; NumPy's axis=() reduces none.
 """
@@ -139,7 +139,7 @@ def reduce_dtypes(op: ReduceOp, x_dtype: DataType, dtype: object) -> tuple[DataT
     if op in (ReduceOp.kArgMax, ReduceOp.kArgMin):
         return src, DataType.kInt64
     if op in (ReduceOp.kAny, ReduceOp.kAll):
-        return src, DataType.kBool
+        return src, (DataType.kUInt8 if src is DataType.kUInt8 else DataType.kBool)
     if op is ReduceOp.kLogSumExp and src not in FLOATING_TYPES:
         return DataType.kFloat, DataType.kFloat
     if op in (ReduceOp.kMean, ReduceOp.kVar, ReduceOp.kStd) and src not in FLOATING_TYPES:
@@ -282,11 +282,11 @@ argmin = _reduction(
 )
 any = _reduction(
     ReduceOp.kAny, "any",
-    """Whether any element of x over dim is nonzero (NaN counts), as bool (NumPy's; torch.any of uint8 gives uint8).""",
+    """Whether any element of x over dim is nonzero (NaN counts), as torch.any: bool, or 0 and 1 in uint8 for uint8.""",
 )
 all = _reduction(
     ReduceOp.kAll, "all",
-    """Whether every element of x over dim is nonzero, as bool; True for an empty reduction.""",
+    """Whether every element of x over dim is nonzero, as torch.all (bool; uint8 for uint8); true for an empty reduction.""",
 )
 logsumexp = _reduction(
     ReduceOp.kLogSumExp, "logsumexp",

@@ -43,10 +43,8 @@ def index_dtype(index) -> None:
 
 
 def _check_index(index, size: int, dim: int, stream) -> None:
-    """IndexError naming index where a value is outside [0, size) (torch takes no negative one)."""
-    if not math.prod(tuple(index.shape)):
-        return
-    index_dtype(index)
+    """IndexError naming index (non-empty, of an index dtype) where a value is outside [0, size)
+    (torch takes no negative one)."""
     # A NumPy index is checked by NumPy, at once; a device's by a reduction read back.
     if type(index) is np.ndarray:
         extremes = (index.min(), index.max())
@@ -138,7 +136,8 @@ def index_add(input, dim, index, source, *, alpha=1, out=None, stream=None):  # 
 def _along_dim(input, dim, index, src, stream) -> tuple[int, tuple[int, ...]]:  # noqa: A002
     """scatter's and scatter_add's checks: (dim, index's shape, (1,) for a 0-d one)."""
     dim, index_shape = scatter_rule(input, dim, index, src)
-    if math.prod(index_shape):
+    if math.prod(index_shape):  # torch leaves an empty index's dtype unchecked here
+        index_dtype(index)
         _check_index(index, (tuple(input.shape) or (1,))[dim], dim, stream)
     return dim, index_shape or (1,)
 

@@ -79,6 +79,23 @@ def test_dims_in_runs_apart(device, name, dtype, shape, dims):
     assert np.array_equal(to_numpy(xd), x)
 
 
+@pytest.mark.parametrize("dim", [None, 1, (0, 2)])
+@pytest.mark.parametrize("name", ["any", "all"])
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int8, np.int64, np.float16, np.float32])
+def test_any_and_all_have_torchs_dtypes(device, name, dtype, dim):
+    # torch.any and torch.all of uint8 give uint8 (0 or 1), of the other dtypes bool; NaN and -0.0 as torch reads them.
+    x = np.random.default_rng(2).integers(0, 3, (3, 4, 5)).astype(dtype)
+    if dtype in (np.float16, np.float32):
+        x[0, 0], x[1, 1] = np.nan, -0.0
+    t = torch.from_numpy(x)
+    for keepdim in (False, True):
+        expected = getattr(torch, name)(t, **({} if dim is None else {"dim": dim, "keepdim": keepdim})).numpy()
+        compare(getattr(ep.ops, name)(to_device(x, device), dim, keepdim=dim is not None and keepdim), expected)
+    # An empty reduction: any's is 0, all's 1, in the same dtype.
+    empty = np.zeros((0, 3), dtype)
+    compare(getattr(ep.ops, name)(to_device(empty, device), 0), getattr(torch, name)(torch.from_numpy(empty), 0).numpy())
+
+
 def test_runs_apart_are_reduced_largest_first():
     stages = reduction_stages((4, 3, 5, 2, 6), (0, 2, 4))
     assert stages == (

@@ -90,6 +90,13 @@ def test_integer_sums_over_a_split_dim_are_exact(device):
     check_every_signature("sum", x, {"dim": (1,), "keepdim": False, "dtype": None, "x_dtype": "int32"}, device, None)
 
 
+@pytest.mark.parametrize("name", ["any", "all"])
+def test_any_and_all_of_uint8_stay_uint8_over_a_split_dim(device, name):
+    # torch's dtype (uint8 in, uint8 out) through every signature, a split reduced dim's combination included.
+    x = (np.random.default_rng(3).integers(0, 4, (4, 6)) > 0).astype(np.uint8) * 7
+    check_every_signature(name, x, {"dim": (1,), "keepdim": False, "dtype": None, "x_dtype": "uint8"}, device, None)
+
+
 def test_var_takes_its_correction_and_norm_its_p(device):
     x = np.random.default_rng(2).standard_normal((4, 6))
     check_every_signature("var", x, {"dim": (1,), "keepdim": False, "dtype": None, "x_dtype": "float64", "correction": 0}, device, (1e-12, 1e-12))

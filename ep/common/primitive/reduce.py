@@ -261,7 +261,8 @@ def dst_dtypes(op: ReduceOp, src: DataType) -> tuple[DataType, ...]:
     if op in INDEX_OPS:
         return (DataType.kInt64,)
     if op in LOGICAL_OPS:
-        return (DataType.kBool,)
+        # uint8 too: torch.any and torch.all of uint8 give uint8.
+        return (DataType.kBool, DataType.kUInt8) if src is DataType.kUInt8 else (DataType.kBool,)
     if op in FLOAT_OPS:
         return (src,) if src in FLOATING_TYPES else ()
     if op in (ReduceOp.kSum, ReduceOp.kProd):
