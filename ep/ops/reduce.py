@@ -3,9 +3,9 @@ PyTorch's reductions (NumPy's axis= and keepdims= also taken), then the Reduce p
 
 Dtypes are PyTorch's: sum and prod of integers and bool give int64; mean, var and std refuse them
 (as torch does: pass dtype= a float dtype); logsumexp computes them in float32; argmax and argmin
-give int64, any and all bool (uint8 of uint8, as torch). dtype= casts x to it first (PyTorch's rule), for every function.
-dim=() is torch's too: every dim for sum, mean, amax, amin, var, std, logsumexp and norm, none for
-prod, any and all; NumPy's axis=() reduces none.
+give int64, any and all bool (uint8 of uint8). dtype= casts x to it first (PyTorch's rule), for
+every function. dim=() is torch's too: every dim for sum, mean, amax, amin, var, std, logsumexp
+and norm, none for prod, any and all; NumPy's axis=() reduces none.
 """
 from __future__ import annotations
 

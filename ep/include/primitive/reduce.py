@@ -47,6 +47,6 @@ class ReduceFactory(Factory):
 
         kSum and kProd: any numeric src into itself, and integers or bool into int64 (summed in
         int64, wrapping); kMax and kMin: any dtype into itself; kArgMax and kArgMin: any dtype into
-        int64; kAny and kAll: any dtype into bool, and uint8 into uint8 (0 or 1); kLogSumExp, kMean, kVar and kStd: floating dtypes
-        into themselves. float16 accumulates in float32.
+        int64; kAny and kAll: any dtype into bool, and uint8 into uint8 (0 or 1); kLogSumExp,
+        kMean, kVar and kStd: floating dtypes into themselves. float16 accumulates in float32.
         """
