@@ -6,9 +6,12 @@ argmin's, var's and std's, which exchange more than their results, on real ranks
 tests/distributed/mpi_cases.py)."""
 import numpy as np
 import pytest
+import torch
 
+import ep.ops
 from ep.ops.reduce import reduced_dims
 from ep.sbp import Split, broadcast as B, nd_signatures, partial_sum as P, signatures, split as S
+from ep.testing import to_device, to_numpy
 from sbp_check import check, run_logical
 
 PARTS = (2, 3, 4)
@@ -92,8 +95,11 @@ def test_integer_sums_over_a_split_dim_are_exact(device):
 
 @pytest.mark.parametrize("name", ["any", "all"])
 def test_any_and_all_of_uint8_stay_uint8_over_a_split_dim(device, name):
-    # torch's dtype (uint8 in, uint8 out) through every signature, a split reduced dim's combination included.
+    # torch's dtype (uint8 in, uint8 out) through every signature, a split reduced dim's combination
+    # included; check_every_signature compares with the logical op, itself checked against torch here.
     x = (np.random.default_rng(3).integers(0, 4, (4, 6)) > 0).astype(np.uint8) * 7
+    logical = to_numpy(getattr(ep.ops, name)(to_device(x, device), 1))
+    np.testing.assert_array_equal(logical, getattr(torch, name)(torch.from_numpy(x), 1).numpy(), strict=True)
     check_every_signature(name, x, {"dim": (1,), "keepdim": False, "dtype": None, "x_dtype": "uint8"}, device, None)
 
 
