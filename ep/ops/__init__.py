@@ -4,8 +4,9 @@ Conventions every op follows: attributes (attr0, attr1) are real numbers, Python
 and floats (a bool, a container or a string is a TypeError naming the attribute); scalar operands
 promote as in NumPy 2 (NEP 50); an out= that overlaps an input gives NumPy's result, as if every
 input were read first (the input is copied, except for an elementwise op run exactly in place).
-Inputs may have any strides (negative and zero too); out= must be C-contiguous: a strided out is a
-ValueError naming it, before anything is written (NumPy and PyTorch write through its strides).
+Inputs may have any strides (negative and zero too); so may out= (as in NumPy and PyTorch), whose
+elements must be apart (a stride 0 is a ValueError naming it): a strided out receives a C-contiguous
+result, written through its strides by one more launch.
 Each op also takes global tensors (ep.to_global) and returns one, sbp= its layout: its declaration
 for them sits beside it (<family>_rules.py: its plan on metadata, SBP rules and local run).
 """

@@ -10,6 +10,7 @@ import types
 
 import numpy as np
 
+from ep.common.primitive.operands import given_out, stand_in, strided_out, write_out
 from ep.common.runtime.dlpack import from_dlpack, is_foreign, own, to_namespace
 from ep.common.runtime.scalar import is_scalar
 from ep.common.runtime.validate import integer
@@ -40,7 +41,7 @@ def same_kind(*names: str):
     kind of the first of names that is an array (binary's a, or b when a is a scalar): made by
     that library's from_dlpack (its asarray for CUDA memory), again without a copy; a NumPy or
     numba array there gives the result as before. The other arrays may be of any kind on the same
-    device. An out= of any kind receives the result and is returned as it was given. A global
+    device. An out= of any kind and strides receives the result and is returned as it was given. A global
     tensor among names, or sbp=, hands the call to call_global (ep.sbp.global_ops).
     """
 
@@ -65,7 +66,10 @@ def same_kind(*names: str):
                             break
                     else:
                         if "sbp" not in kwargs:
-                            return function(*args, **kwargs)
+                            out = kwargs.get("out")
+                            # A tuple's items may be another library's: _call_slow views them first.
+                            if out is None or (type(out) is np.ndarray and out.flags.c_contiguous) or (type(out) is not tuple and not strided_out(out)):
+                                return function(*args, **kwargs)
                 except AttributeError:
                     # A list where an array goes (its .dtype read): said here, at no cost to a good call.
                     _refuse_non_arrays(_arrays_given(positions, args, kwargs))
@@ -99,10 +103,8 @@ def same_kind_sequence(function):
         namespace = namespace_of(arrays[0]) if is_foreign(arrays[0]) else None
         _refuse_non_arrays({f"{name}[{i}]": a for i, a in enumerate(arrays)})
         arrays = [own(a, f"{name}[{i}]") for i, a in enumerate(arrays)]
-        out = kwargs.get("out")
-        if out is not None and is_foreign(out):
-            function(arrays, *args, **{**kwargs, "out": own(out, "out", writable=True)})  # written in place
-            return out
+        if kwargs.get("out") is not None:
+            return _into_out(function, (arrays, *args), kwargs)
         return in_namespace(function(arrays, *args, **kwargs), namespace)
 
     return call
@@ -148,14 +150,27 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
             else:
                 kwargs[name] = from_dlpack(value, name)
         seen_array = seen_array or not (value is None or is_scalar(value))
-    out = kwargs.get("out")
-    if out is not None:
-        if not is_foreign(out):
-            return function(*args, **kwargs)  # out itself, or a tuple of the given outs (cummax's)
-        kwargs["out"] = from_dlpack(out, "out", writable=True)
-        function(*args, **kwargs)
-        return out
+    if kwargs.get("out") is not None:
+        return _into_out(function, args, kwargs)
     return in_namespace(function(*args, **kwargs), namespace)
+
+
+def _into_out(function, args, kwargs: dict):
+    """function's call with an out= of any kind and layout: out as given, written in place (a
+    tuple of outs, cummax's, as function's result kind). Where out is not C-contiguous, function
+    writes a stand_in, copied into out after (write_out): NumPy's and PyTorch's out= of any strides."""
+    given = kwargs["out"]
+    out = given_out(given)
+    if strided_out(out):
+        stream = kwargs.get("stream")
+        written = stand_in(out, stream)
+        result = function(*args, **{**kwargs, "out": written})
+        write_out(written, out, stream)
+    else:
+        result = function(*args, **{**kwargs, "out": out})
+        if out is given:
+            return result
+    return result._make(given) if isinstance(result, tuple) else given
 
 
 def _arrays_given(positions: tuple[tuple[str, int], ...], args: tuple, kwargs: dict) -> dict:

@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 
 from ep.common.primitive.broadcast import broadcast_shape
-from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, stream_for, unaliased
+from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, given_out, stand_in, stream_for, strided_out, unaliased, write_out
 from ep.common.runtime.allocator import empty
 from ep.common.runtime.buffer import plain
 from ep.common.runtime.data_type import as_data_type
@@ -180,6 +180,13 @@ class Fused:
             arg_shapes.append(tuple(arg.shape))
         if device is None:
             raise TypeError("args: no array among the arguments; a fused call needs one (its result has their broadcast shape)")
+        if out is not None and strided_out(given_out(out)):
+            # An out of any strides: written through C-contiguous stand-ins.
+            views = given_out(out)
+            written = stand_in(views, stream)
+            self(*args, out=written, stream=stream)
+            write_out(written, views, stream)
+            return out
         trace = self._trace((tuple(key), device.device_type), values, device)
         stream = stream_for(device, stream)
         shape, shapes = trace.shapes.get(*arg_shapes)

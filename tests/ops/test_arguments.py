@@ -158,14 +158,18 @@ def test_non_shape_arguments_are_named(device):
 
 
 def _out_errors(device, call, shape, dtype):
-    """call(out) names out (never dst) for a strided, a misshapen and a mistyped 1-d out."""
-    with pytest.raises(ValueError, match=r"out: must be C-contiguous"):
-        call(to_device(np.zeros(2 * shape[0], dtype), device)[::2])
-    with pytest.raises(ValueError, match=r"out: has shape"):
-        call(to_device(np.zeros(shape + (1,), dtype), device))
+    """call(out) names out (never dst) for a misshapen and a mistyped 1-d out, C-contiguous or
+    strided (which is written through a new result), and writes a strided one."""
     other = np.float64 if np.dtype(dtype) != np.float64 else np.float32
-    with pytest.raises(TypeError, match=r"out: has dtype"):
-        call(to_device(np.zeros(shape, other), device))
+    for step in (1, 2):
+        with pytest.raises(ValueError, match=r"out: has shape"):
+            call(to_device(np.zeros((step * (shape[0] + 1),), dtype), device)[::step])
+        with pytest.raises(TypeError, match=r"out: has dtype"):
+            call(to_device(np.zeros((step * shape[0],), other), device)[::step])
+    strided = to_device(np.zeros(2 * shape[0], dtype), device)
+    assert call(strided[::2]) is not None
+    np.testing.assert_array_equal(to_numpy(strided)[::2], to_numpy(call(None)))
+    assert not to_numpy(strided)[1::2].any()
 
 
 def test_out_errors_name_out(device):

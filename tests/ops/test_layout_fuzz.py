@@ -1,7 +1,7 @@
 """Every primitive that ep.ops reaches, fuzzed through its op: each argument a view of one buffer
-with drawn strides (negative, zero, interleaved, transposed), drawn dtypes, and a C-contiguous out=
-placed over an input's elements at a drawn shift (a strided out is refused, as ep.ops documents), compared with NumPy on copies of the inputs; nothing outside
-out is written. Each case names the factory its op launches, and every registered factory is
+with drawn strides (negative, zero, interleaved, transposed), drawn dtypes, and an out= of drawn
+strides (negative, interleaved, transposed; none zero) placed over an input's elements at a drawn
+shift, compared with NumPy on copies of the inputs; nothing outside out is written. Each case names the factory its op launches, and every registered factory is
 covered here or by tests/badinput (test_every_factory_is_fuzzed).
 
 The suite runs FUZZ_EXAMPLES examples a case; EP_FUZZ_EXAMPLES=2000 runs it long on demand."""
@@ -272,9 +272,9 @@ def test_views_with_any_strides_and_out_over_an_input(device, name, data, sizes)
         result = case.call(*inputs)
     else:
         shape = case.out(*sizes)
-        # ep.ops writes C-contiguous outs only (a strided one is refused, below), placed anywhere:
-        # over an input's elements, shifted a little, or elsewhere.
-        strides = tuple(math.prod(shape[d + 1 :]) for d in range(len(shape)))
+        # An out of any strides whose elements are apart, placed anywhere: over an input's
+        # elements, shifted a little, or elsewhere.
+        strides = data.draw(layouts(shape, broadcast=False), "out strides")
         near = [s for s in starts if s is not None]
         wanted = data.draw(st.sampled_from(near), "over") + data.draw(st.integers(-3, 3)) if near else data.draw(st.integers(0, BASE))
         start = place(shape, strides, wanted)
@@ -293,7 +293,32 @@ def test_views_with_any_strides_and_out_over_an_input(device, name, data, sizes)
 
 
 @pytest.mark.parametrize("name", sorted(name for name, case in CASES.items() if case.out is not None))
-def test_a_strided_out_is_refused_before_anything_is_written(device, name):
+def test_a_strided_out_receives_the_result_and_nothing_else_is_written(device, name):
+    case = CASES[name]
+    dtype = case.dtypes[0]
+    host = _values(dtype, BASE, "data")
+    base = to_device(host, device)
+    hosts = [_values(dtype, math.prod(shape), role).reshape(shape) for shape, role in case.inputs(2, 3, 2)]
+    inputs = [to_device(h, device) for h in hosts]
+    expected = np.full(case.out(2, 3, 2), 7, dtype) if name == "full" else case.reference(*hosts)
+    shape = expected.shape
+    for strides in (
+        tuple(2 * math.prod(shape[d + 1 :]) for d in range(len(shape))),  # every other element
+        tuple(-math.prod(shape[d + 1 :]) for d in range(len(shape))),  # every dim reversed
+    ):
+        start = place(shape, strides, 10)
+        out = as_strided_view(base.view(expected.dtype), device, start, shape, strides)
+        result = ep.ops.full(shape, 7, device=device, out=out) if name == "full" else case.call(*inputs, out=out)
+        assert result is out
+        want = host.copy()
+        np.lib.stride_tricks.as_strided(want.view(expected.dtype)[start:], shape, tuple(s * want.itemsize for s in strides))[...] = expected
+        _assert_close(to_numpy(base), want, dtype)
+        host = want
+        base = to_device(host, device)
+
+
+@pytest.mark.parametrize("name", sorted(name for name, case in CASES.items() if case.out is not None))
+def test_an_out_whose_elements_share_memory_is_refused_before_anything_is_written(device, name):
     case = CASES[name]
     dtype = case.dtypes[0]
     host = _values(dtype, BASE, "data")
@@ -302,10 +327,11 @@ def test_a_strided_out_is_refused_before_anything_is_written(device, name):
         to_device(_values(dtype, math.prod(shape), role).reshape(shape), device) for shape, role in case.inputs(2, 3, 2)
     ]
     shape = case.out(2, 3, 2)
-    strides = tuple(2 * math.prod(shape[d + 1 :]) for d in range(len(shape)))  # every other element
+    strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+    strides[next(d for d, n in enumerate(shape) if n > 1)] = 0  # a dim's elements all at one place
     dst_dtype = np.uint64 if name == "cast" else dtype
-    out = as_strided_view(base.view(dst_dtype), device, 10, shape, strides)
-    with pytest.raises(ValueError, match=r"out: must be C-contiguous; got strides"):
+    out = as_strided_view(base.view(dst_dtype), device, 10, shape, tuple(strides))
+    with pytest.raises(ValueError, match=r"out: element strides: \(.*\b0\b.* may put two elements at one offset"):
         ep.ops.full(shape, 7, device=device, out=out) if name == "full" else case.call(*inputs, out=out)
     np.testing.assert_array_equal(to_numpy(base), host)
 

@@ -1,20 +1,24 @@
 """Operands at the storage level, for the ops layer's launches: the device an array is on, the
-stream, C-contiguous copies, out= checked, and NumPy's out= rule (an input overlapping out is read
-from a copy)."""
+stream, C-contiguous copies, out= checked or written into any strides, and NumPy's out= rule (an
+input overlapping out is read from a copy)."""
 from __future__ import annotations
 
 import numpy as np
 
+from ep.common.math.nd_index_offset_helper import contiguous_strides
+from ep.common.primitive.broadcast_elementwise_unary import check_distinct
 from ep.common.primitive.copies import copy_to_host
 from ep.common.runtime.allocator import empty
-from ep.common.runtime.buffer import check_device_address, cuda_view, device_type_of, plain, span
+from ep.common.runtime.buffer import check_device_address, cuda_view, device_type_of, is_cuda_buffer, plain, span
 from ep.common.runtime.data_type import DataType, as_data_type
 from ep.common.runtime.device import Device, DeviceType, GetDevice, Stream, check_stream
-from ep.common.runtime.dlpack import as_cuda_array, plain_ndarray
+from ep.common.runtime.dlpack import as_cuda_array, own, plain_ndarray
 from ep.common.runtime.overlap import overlaps
+from ep.include.primitive.broadcast_elementwise_unary import BroadcastElementwiseUnaryFactory
 from ep.include.primitive.copy_nd import CopyNdFactory
 from ep.include.primitive.gather import GatherFactory
 from ep.include.primitive.primitive import NewPrimitive
+from ep.include.primitive.unary_op import UnaryOp
 
 _CPU_TYPE = DeviceType.kCPU
 # The CPU Device, which every NumPy array is on.
@@ -109,18 +113,22 @@ def _unreversed(array, device: Device, stream: Stream, name: str):
     """A C-contiguous copy of a cuda array with negative strides: read with each reversed dim turned
     around (strides >= 0: one CopyNd), then each such dim of more than one element turned back by a
     Gather of reversed indices (a pass each; reversed device arrays are rare)."""
+    result = contiguous(_turned(array), device, stream, copy=True, name=name)
+    return reversed_along(result, [d for d, s in enumerate(array.strides) if s < 0], device, stream)
+
+
+def _turned(array):
+    """array (a NumPy or numba array) with each dim of negative stride turned around: a view of the
+    same memory from its lowest address, every stride >= 0."""
     from numba import config
 
-    if config.ENABLE_CUDASIM:  # the simulator's arrays are NumPy's, sliced as NumPy slices
-        turned = array[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in array.strides)]
-    else:
-        # The same memory from its lowest address (the interface's pointer is element [0, ..., 0]'s).
-        interface = dict(array.__cuda_array_interface__, strides=tuple(abs(s) for s in array.strides))
-        low = sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s < 0)
-        interface["data"] = (interface["data"][0] + low, interface["data"][1])
-        turned = cuda_view(interface, array, array.dtype)
-    result = contiguous(turned, device, stream, copy=True, name=name)
-    return reversed_along(result, [d for d, s in enumerate(array.strides) if s < 0], device, stream)
+    if type(array) is np.ndarray or config.ENABLE_CUDASIM:  # NumPy's arrays (the simulator's too), sliced as NumPy slices
+        return array[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in array.strides)]
+    # The interface's pointer is element [0, ..., 0]'s; the lowest address is below it by the reversed dims' reach.
+    interface = dict(array.__cuda_array_interface__, strides=tuple(abs(s) for s in array.strides))
+    low = sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s < 0)
+    interface["data"] = (interface["data"][0] + low, interface["data"][1])
+    return cuda_view(interface, array, array.dtype)
 
 
 def on_device(host: np.ndarray, device: Device, stream: Stream):
@@ -162,8 +170,9 @@ def contiguous_into(x, out, device: Device, stream: Stream):
     return out
 
 
-def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: Device):
-    """out, if it is a writable C-contiguous array of shape and dtype on device; otherwise a clear error."""
+def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: Device, layout: bool = True):
+    """out, if it is a writable C-contiguous array of shape and dtype on device; otherwise a clear
+    error. layout=False: of any strides (write_out's)."""
     # A NumPy array of ep's own dtype object (so native), shape and flags: the common case, in one test.
     if type(out) is np.ndarray and device.device_type is _CPU_TYPE and out.dtype is dtype.dtype and out.shape == shape:
         flags = out.flags
@@ -186,9 +195,81 @@ def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: D
         contiguous = flags.c_contiguous
     else:
         contiguous = view.is_c_contiguous()
-    if not contiguous:
+    if layout and not contiguous:
         raise ValueError(f"{name}: must be C-contiguous; got strides {tuple(view.strides)} for shape {tuple(view.shape)}")
     return out
+
+
+def given_out(out):
+    """out= as ep's own arrays: another library's viewed without a copy (own), a tuple's item by item."""
+    if type(out) is tuple:
+        return tuple(own(o, f"out[{i}]", writable=True) for i, o in enumerate(out))
+    return own(out, "out", writable=True)
+
+
+def strided_out(out) -> bool:
+    """Whether out= (ep's own arrays: given_out's) holds an array that is not C-contiguous: the op
+    then writes a stand_in, which write_out copies into out."""
+    if type(out) is tuple:
+        return any(map(strided_out, out))
+    if type(out) is np.ndarray:
+        return not out.flags.c_contiguous
+    return is_cuda_buffer(out) and not as_cuda_array(out, "out").is_c_contiguous()
+
+
+def stand_in(out, stream: Stream | None = None, name: str = "out"):
+    """For each array of out (given_out's) that is not C-contiguous, a new C-contiguous one of its
+    shape, dtype and device for the op to write (its C-contiguous ones as they are); out checked
+    first: on a device, writable, its elements apart (ValueError naming name)."""
+    if type(out) is tuple:
+        return tuple(stand_in(o, stream, f"{name}[{i}]") for i, o in enumerate(out))
+    if not strided_out(out):
+        return out
+    device = device_of(out, name)
+    view = out if device.device_type is _CPU_TYPE else as_cuda_array(out, name)
+    shape, dtype = tuple(view.shape), as_data_type(view.dtype, name)
+    check_out(out, name, shape, dtype, device, layout=False)
+    strides = tuple(abs(s) for s in view.strides)
+    if any(s % dtype.itemsize for s in strides):
+        check_distinct(shape + (dtype.itemsize,), strides + (1,), f"{name}: byte strides")
+    else:
+        check_distinct(shape, tuple(s // dtype.itemsize for s in strides), f"{name}: element strides")
+    return empty(shape, dtype, device, stream_for(device, stream))
+
+
+def write_out(written, out, stream: Stream | None = None) -> None:
+    """stand_in(out)'s arrays, once the op wrote them, into out's (each of any strides, checked by
+    stand_in) on stream: NumPy's and PyTorch's out= of any layout, as if every input were read
+    before out is written."""
+    for w, o in zip(written, out) if type(out) is tuple else ((written, out),):
+        if w is not o:
+            _write(w, o, stream)
+
+
+def _write(result, out, stream: Stream | None) -> None:
+    """result (C-contiguous, new) into out, of its shape and dtype and any strides that keep its
+    elements apart: one BroadcastElementwiseUnary (kIdentity) into out's memory with strides >= 0
+    (a reversed dim of out turned around, result reversed along it first)."""
+    device = device_of(result, "result")
+    shape, dtype = tuple(result.shape), as_data_type(result.dtype, "result")
+    stream = stream_for(device, stream)
+    view = out if device.device_type is _CPU_TYPE else as_cuda_array(out, "out", stream)
+    reversed_dims = [d for d, s in enumerate(view.strides) if s < 0 and shape[d] > 1]
+    if reversed_dims:
+        result, view = reversed_along(result, reversed_dims, device, stream), _turned(view)
+    strides, itemsize = tuple(abs(s) for s in view.strides), dtype.itemsize
+    if any(s % itemsize for s in strides):
+        # Strides that are not whole elements: bytes are copied, the element's an innermost dim.
+        result = result.reshape(result.size).view(np.uint8)
+        dtype, shape, strides, itemsize = DataType.kUInt8, shape + (itemsize,), strides + (1,), 1
+    if not result.size:
+        return
+    strides = tuple(s // itemsize for s in strides)
+    dims, src_strides = (shape, contiguous_strides(shape)) if shape else ((1,), (1,))
+    dst = span(view, dtype, 1 + sum((n - 1) * s for n, s in zip(shape, strides)), device.device_type, writable=True)
+    NewPrimitive(BroadcastElementwiseUnaryFactory, device, UnaryOp.kIdentity, dtype, dtype).Launch(
+        stream, len(dims), dims, src_strides, result.reshape(result.size), len(dims), dims, strides or (1,), dst
+    )
 
 
 def unaliased(x, out, device: Device, stream: Stream | None = None, elementwise: bool = False):

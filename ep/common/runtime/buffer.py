@@ -227,19 +227,19 @@ def trusted_storage(obj: object, name: str, dtype: DataType, device_type: Device
     return storage(obj, name, device_type, dtype, count, False, stream)
 
 
-def span(array, dtype: DataType, count: int, device_type: DeviceType):
+def span(array, dtype: DataType, count: int, device_type: DeviceType, writable: bool = False):
     """count elements of dtype from array's first element on, as flat storage: the memory a strided
-    view of array reads, for a primitive that takes strides (CopyNd)."""
+    view of array reads (or, writable, writes), for a primitive that takes strides (CopyNd)."""
     if device_type is _CPU:
-        return _host_span(array, dtype, count)
+        return _host_span(array, dtype, count, writable)
     from numba import config
 
     if config.ENABLE_CUDASIM:
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
-        return FakeCUDAArray(_host_span(np.asarray(array), dtype, count))
+        return FakeCUDAArray(_host_span(np.asarray(array), dtype, count, writable))
     data = array.__cuda_array_interface__["data"][0]
-    interface = {"shape": (count,), "strides": None, "typestr": dtype.dtype.str, "data": (data, True), "version": 3}
+    interface = {"shape": (count,), "strides": None, "typestr": dtype.dtype.str, "data": (data, not writable), "version": 3}
     return cuda_view(interface, array, dtype.dtype)
 
 
@@ -252,7 +252,7 @@ def cuda_view(interface: dict, owner: object, dtype: np.dtype):
     return array if array.dtype == dtype else array.view(dtype)
 
 
-def _host_span(array: np.ndarray, dtype: DataType, count: int) -> np.ndarray:
+def _host_span(array: np.ndarray, dtype: DataType, count: int, writable: bool) -> np.ndarray:
     root = array
     while isinstance(root.base, np.ndarray):
         root = root.base
@@ -261,4 +261,4 @@ def _host_span(array: np.ndarray, dtype: DataType, count: int) -> np.ndarray:
         offset = array.ctypes.data - root.ctypes.data
         return np.ndarray((count,), dtype.dtype, buffer=root, offset=offset)
     first = array[(slice(0, 1),) * array.ndim].reshape(1).view(dtype.dtype)
-    return np.lib.stride_tricks.as_strided(first, shape=(count,), strides=(dtype.itemsize,), writeable=False)
+    return np.lib.stride_tricks.as_strided(first, shape=(count,), strides=(dtype.itemsize,), writeable=writable)
