@@ -180,7 +180,7 @@ class Fused:
             arg_shapes.append(tuple(arg.shape))
         if device is None:
             raise TypeError("args: no array among the arguments; a fused call needs one (its result has their broadcast shape)")
-        if out is not None and strided_out(given_out(out)):
+        if out is not None and not (type(out) is np.ndarray and out.flags.c_contiguous) and strided_out(given_out(out)):
             # An out of any strides: written through C-contiguous stand-ins.
             views = given_out(out)
             written = stand_in(views, stream)

@@ -158,6 +158,16 @@ def test_out_of_the_callers_kind_is_written_and_returned(device, kind):
 
 
 @pytest.mark.parametrize("kind", ["boxed", "torch", "torch-cuda", "cupy"])
+def test_a_strided_out_of_the_callers_kind_is_written_through_its_strides(device, kind):
+    make, _ = kind_for(kind, device)
+    a = floats(2, 3)
+    memory = make(np.zeros((3, 2), np.float32), device)
+    out = Boxed(memory.array.T) if kind == "boxed" else memory.T  # (2, 3), strides (1, 2)
+    assert ep.ops.unary("neg", make(a, device), out=out) is out
+    np.testing.assert_array_equal(to_numpy(memory), -a.T)
+
+
+@pytest.mark.parametrize("kind", ["boxed", "torch", "torch-cuda", "cupy"])
 def test_arrays_are_shared_not_copied(device, kind):
     make, _ = kind_for(kind, device)
     host = floats(5)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ep.common.math.nd_index_offset_helper import contiguous_strides
-from ep.common.primitive.broadcast_elementwise_unary import check_distinct
+from ep.common.primitive.broadcast_elementwise_unary import check_distinct, extent
 from ep.common.primitive.copies import copy_to_host
 from ep.common.runtime.allocator import empty
 from ep.common.runtime.buffer import check_device_address, cuda_view, device_type_of, is_cuda_buffer, plain, span
@@ -266,7 +266,7 @@ def _write(result, out, stream: Stream | None) -> None:
         return
     strides = tuple(s // itemsize for s in strides)
     dims, src_strides = (shape, contiguous_strides(shape)) if shape else ((1,), (1,))
-    dst = span(view, dtype, 1 + sum((n - 1) * s for n, s in zip(shape, strides)), device.device_type, writable=True)
+    dst = span(view, dtype, extent(shape, strides), device.device_type, writable=True)
     NewPrimitive(BroadcastElementwiseUnaryFactory, device, UnaryOp.kIdentity, dtype, dtype).Launch(
         stream, len(dims), dims, src_strides, result.reshape(result.size), len(dims), dims, strides or (1,), dst
     )
