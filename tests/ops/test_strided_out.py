@@ -84,3 +84,15 @@ def test_an_out_whose_elements_overlap_is_refused_naming_it(device):
     with pytest.raises(ValueError, match=r"out: byte strides: \(2, 1\) for dims \(4, 4\) may put two elements at one offset"):
         ep.ops.unary("neg", x, out=out)
     assert not to_numpy(base).any()
+
+
+def test_a_tuple_of_outs_sharing_memory_is_refused_naming_them(device):
+    x = to_device(np.ones((2, 3), np.float32), device)
+    memory = to_device(np.zeros((2, 6), np.float32), device)
+    two = ep.fuse(lambda a: (a * 2, a + 1))
+    with pytest.raises(ValueError, match=r"out\[0\], out\[1\]: share memory; expected separate arrays"):
+        two(x, out=(memory[:, ::2], memory[:, 1:4]))
+    values = to_device(np.zeros((2, 6), np.float32), device)
+    with pytest.raises(ValueError, match=r"out\[0\], out\[1\]: share memory"):
+        ep.ops.cummax(x, 1, out=(values[:, ::2], values[:, :3].view(np.int32)))
+    assert not to_numpy(memory).any() and not to_numpy(values).any()

@@ -220,8 +220,13 @@ def strided_out(out) -> bool:
 def stand_in(out, stream: Stream | None = None, name: str = "out"):
     """For each array of out (given_out's) that is not C-contiguous, a new C-contiguous one of its
     shape, dtype and device for the op to write (its C-contiguous ones as they are); out checked
-    first: on a device, writable, its elements apart (ValueError naming name)."""
+    first: on a device, writable, its elements apart, a tuple's arrays apart (ValueError naming name)."""
     if type(out) is tuple:
+        # The op's own check of its outputs against each other sees only the stand-ins.
+        for i, a in enumerate(out):
+            for j in range(i + 1, len(out)):
+                if overlaps(a, out[j]):
+                    raise ValueError(f"{name}[{i}], {name}[{j}]: share memory; expected separate arrays")
         return tuple(stand_in(o, stream, f"{name}[{i}]") for i, o in enumerate(out))
     if not strided_out(out):
         return out
