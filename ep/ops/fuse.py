@@ -180,13 +180,13 @@ class Fused:
             arg_shapes.append(tuple(arg.shape))
         if device is None:
             raise TypeError("args: no array among the arguments; a fused call needs one (its result has their broadcast shape)")
-        if out is not None and not (type(out) is np.ndarray and out.flags.c_contiguous) and strided_out(given_out(out)):
-            # An out of any strides: written through C-contiguous stand-ins.
+        if out is not None and not (type(out) is np.ndarray and out.flags.c_contiguous):
             views = given_out(out)
-            written = stand_in(views, stream)
-            self(*args, out=written, stream=stream)
-            write_out(written, views, stream)
-            return out
+            if strided_out(views):  # an out of any strides: written through C-contiguous stand-ins
+                written = stand_in(views, stream)
+                self(*args, out=written, stream=stream)
+                write_out(written, views, stream)
+                return out
         trace = self._trace((tuple(key), device.device_type), values, device)
         stream = stream_for(device, stream)
         shape, shapes = trace.shapes.get(*arg_shapes)
