@@ -70,6 +70,8 @@ def same_kind(*names: str):
                             # A tuple's items may be another library's: _call_slow views them first.
                             if out is None or (type(out) is np.ndarray and out.flags.c_contiguous) or (type(out) is not tuple and not strided_out(out)):
                                 return function(*args, **kwargs)
+                            if type(out) is not tuple:
+                                return _into_out(function, args, kwargs)
                 except AttributeError:
                     # A list where an array goes (its .dtype read): said here, at no cost to a good call.
                     _refuse_non_arrays(_arrays_given(positions, args, kwargs))
