@@ -6,6 +6,7 @@ from typing import Sequence
 from ep.common.primitive.broadcast_dims import MAX_CALLER_DIMS
 from ep.common.primitive.operands import contiguous, device_of, output, stream_for, unaliased
 from ep.common.runtime.data_type import as_data_type
+from ep.common.runtime.plan_cache import PlanCache
 from ep.common.runtime.validate import check_sequence, integer
 from ep.include.primitive.permute import PermuteFactory
 from ep.include.primitive.primitive import NewPrimitive
@@ -34,6 +35,10 @@ def permute_shape(shape: Sequence[int], dims: object) -> tuple[tuple[int, ...], 
     return dims, tuple(shape[d] for d in dims)
 
 
+# Keyed by the call's shape and dims: a repeated permute skips their checks (a third of a small one).
+_SHAPES = PlanCache(permute_shape)
+
+
 @same_kind("x")
 def permute(x, dims: Sequence[int], *, out=None, stream=None):
     """x with its dims reordered (torch.permute, numpy.transpose with every axis given): the
@@ -44,7 +49,7 @@ def permute(x, dims: Sequence[int], *, out=None, stream=None):
     device = device_of(x, "x")
     dtype = as_data_type(x.dtype, "x")
     x_shape = tuple(x.shape)
-    dims, shape = permute_shape(x_shape, dims)
+    dims, shape = _SHAPES.get(x_shape, dims)
     stream = stream_for(device, stream)
     x = contiguous(x, device, stream)
     out = output(out, shape, dtype, device, stream)
