@@ -1,8 +1,9 @@
 """Every primitive that ep.ops reaches, fuzzed through its op: each argument a view of one buffer
 with drawn strides (negative, zero, interleaved, transposed), drawn dtypes, and an out= of drawn
 strides (negative, interleaved, transposed; none zero) placed over an input's elements at a drawn
-shift, compared with NumPy on copies of the inputs; nothing outside out is written. Each case names the factory its op launches, and every registered factory is
-covered here or by tests/badinput (test_every_factory_is_fuzzed).
+shift, compared with NumPy on copies of the inputs; nothing outside out is written. Each case names
+the factory its op launches, and every registered factory is covered here or by tests/badinput
+(test_every_factory_is_fuzzed).
 
 The suite runs FUZZ_EXAMPLES examples a case; EP_FUZZ_EXAMPLES=2000 runs it long on demand."""
 from __future__ import annotations
