@@ -67,11 +67,11 @@ def same_kind(*names: str):
                     else:
                         if "sbp" not in kwargs:
                             out = kwargs.get("out")
-                            # A tuple's items may be another library's: _call_slow views them first.
-                            if out is None or (type(out) is np.ndarray and out.flags.c_contiguous) or (type(out) is not tuple and not strided_out(out)):
+                            if out is None or (type(out) is np.ndarray and out.flags.c_contiguous):
                                 return function(*args, **kwargs)
+                            # A tuple's items may be another library's: _call_slow views them first.
                             if type(out) is not tuple:
-                                return _into_out(function, args, kwargs)
+                                return _into_out(function, args, kwargs) if strided_out(out) else function(*args, **kwargs)
                 except AttributeError:
                     # A list where an array goes (its .dtype read): said here, at no cost to a good call.
                     _refuse_non_arrays(_arrays_given(positions, args, kwargs))
