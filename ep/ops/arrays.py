@@ -10,7 +10,7 @@ import types
 
 import numpy as np
 
-from ep.common.primitive.operands import given_out, stand_in, strided_out, write_out
+from ep.common.primitive.operands import given_out, strided_out, through_stand_ins
 from ep.common.runtime.dlpack import from_dlpack, is_foreign, own, to_namespace
 from ep.common.runtime.scalar import is_scalar
 from ep.common.runtime.validate import integer
@@ -160,14 +160,11 @@ def _call_slow(function, signature: inspect.Signature, positions: tuple[tuple[st
 def _into_out(function, args, kwargs: dict):
     """function's call with an out= of any kind and layout: out as given, written in place (a
     tuple of outs, cummax's, as function's result kind). Where out is not C-contiguous, function
-    writes a stand_in, copied into out after (write_out): NumPy's and PyTorch's out= of any strides."""
+    writes stand-ins, copied into out after (through_stand_ins): NumPy's and PyTorch's out= of any strides."""
     given = kwargs["out"]
     out = given_out(given)
     if strided_out(out):
-        stream = kwargs.get("stream")
-        written = stand_in(out, stream)
-        result = function(*args, **{**kwargs, "out": written})
-        write_out(written, out, stream)
+        result = through_stand_ins(lambda written: function(*args, **{**kwargs, "out": written}), out, kwargs.get("stream"))
     else:
         result = function(*args, **{**kwargs, "out": out})
         if out is given:

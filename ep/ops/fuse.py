@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 
 from ep.common.primitive.broadcast import broadcast_shape
-from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, given_out, stand_in, stream_for, strided_out, unaliased, write_out
+from ep.common.primitive.operands import CPU, check_out, contiguous, device_of, given_out, stream_for, strided_out, through_stand_ins, unaliased
 from ep.common.runtime.allocator import empty
 from ep.common.runtime.buffer import plain
 from ep.common.runtime.data_type import as_data_type
@@ -183,9 +183,7 @@ class Fused:
         if out is not None and not (type(out) is np.ndarray and out.flags.c_contiguous):
             views = given_out(out)
             if strided_out(views):  # an out of any strides: written through C-contiguous stand-ins
-                written = stand_in(views, stream)
-                self(*args, out=written, stream=stream)
-                write_out(written, views, stream)
+                through_stand_ins(lambda written: self(*args, out=written, stream=stream), views, stream)
                 return out
         trace = self._trace((tuple(key), device.device_type), values, device)
         stream = stream_for(device, stream)

@@ -1,7 +1,8 @@
 """out= of any strides, as NumPy and PyTorch take it: the op writes a C-contiguous stand-in that one
 more launch copies through out's strides (operands.write_out). Every op with out= is run into a
 strided out by tests/ops/test_layout_fuzz.py; here the layouts and kinds of out that take their own
-path: a tuple of outs, strides that are not whole elements, in place, and ep.fuse."""
+path: a tuple of outs, strides that are not whole elements (and an input of such strides, which the
+copy before a launch reads by the same rule), in place, and ep.fuse."""
 from __future__ import annotations
 
 import numpy as np
@@ -53,6 +54,14 @@ def test_an_out_of_strides_not_whole_elements_is_written_bytewise(device):
     want = host.copy()
     np.ndarray((3, 4), np.float32, buffer=want, offset=offset, strides=(20, 5))[...] = -x
     np.testing.assert_array_equal(to_numpy(base), want)
+
+
+def test_an_input_of_strides_not_whole_elements_is_read_bytewise(device):
+    host = np.arange(3 * 5 * 4, dtype=np.uint8)
+    offset = 1 if device == "cpu" else 0  # a cuda array must start at a multiple of its element size
+    x = _byte_strided(to_device(host, device), device, offset, (3, 4), (20, 5), np.float32)
+    want = np.ndarray((3, 4), np.float32, buffer=host, offset=offset, strides=(20, 5))
+    np.testing.assert_array_equal(to_numpy(ep.ops.unary("neg", x)), -want)
 
 
 def test_an_elementwise_op_in_place_on_a_strided_array_reads_before_it_writes(device):

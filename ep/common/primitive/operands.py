@@ -89,14 +89,11 @@ def contiguous(x, device: Device, stream: Stream | None = None, copy: bool = Fal
     copy = empty(tuple(array.shape), dtype, device, stream)
     if array.size == 0:
         return copy
-    shape, strides, itemsize = tuple(array.shape), tuple(array.strides), dtype.itemsize
-    if all(s % itemsize == 0 for s in strides):
-        dst, element_strides = copy, tuple(s // itemsize for s in strides)
-    else:
-        # Strides that are not whole elements: copy bytes, the element's bytes an innermost dim.
+    shape, element_strides, bytewise = in_units(tuple(array.shape), tuple(array.strides), dtype.itemsize)
+    dst = copy
+    if bytewise:
         dtype, dst = DataType.kUInt8, copy.reshape(copy.size).view(np.uint8)
-        shape, element_strides = shape + (itemsize,), strides + (1,)
-    src = span(array, dtype, 1 + sum((n - 1) * s for n, s in zip(shape, element_strides)), device.device_type)
+    src = span(array, dtype, extent(shape, element_strides), device.device_type)
     zeros = (0,) * len(shape)
     NewPrimitive(CopyNdFactory, device, len(shape)).Launch(stream, dtype, len(shape), dst, shape, zeros, src, shape, zeros, shape, element_strides)
     return copy
@@ -173,7 +170,7 @@ def contiguous_into(x, out, device: Device, stream: Stream):
 
 def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: Device, layout: bool = True):
     """out, if it is a writable C-contiguous array of shape and dtype on device; otherwise a clear
-    error. layout=False: of any strides (write_out's)."""
+    error. layout=False: of any strides (stand_in's)."""
     # A NumPy array of ep's own dtype object (so native), shape and flags: the common case, in one test.
     if type(out) is np.ndarray and device.device_type is _CPU_TYPE and out.dtype is dtype.dtype and out.shape == shape:
         flags = out.flags
@@ -201,6 +198,15 @@ def check_out(out, name: str, shape: tuple[int, ...], dtype: DataType, device: D
     return out
 
 
+def in_units(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """(dims, strides, bytewise) of a layout of byte strides (their sizes taken) in elements; where
+    a stride is not whole elements, bytewise: in bytes, the element's bytes an innermost dim."""
+    strides = tuple(abs(s) for s in strides)
+    if any(s % itemsize for s in strides):
+        return shape + (itemsize,), strides + (1,), True
+    return shape, tuple(s // itemsize for s in strides), False
+
+
 def given_out(out):
     """out= as ep's own arrays: another library's viewed without a copy (own), a tuple's item by item."""
     if type(out) is tuple:
@@ -210,7 +216,7 @@ def given_out(out):
 
 def strided_out(out) -> bool:
     """Whether out= (ep's own arrays: given_out's) holds an array that is not C-contiguous: the op
-    then writes a stand_in, which write_out copies into out."""
+    then writes a stand_in, which through_stand_ins copies into out."""
     if type(out) is tuple:
         return any(map(strided_out, out))
     if type(out) is np.ndarray:
@@ -235,21 +241,21 @@ def stand_in(out, stream: Stream | None = None, name: str = "out"):
     view = out if device.device_type is _CPU_TYPE else as_cuda_array(out, name)
     shape, dtype = tuple(view.shape), as_data_type(view.dtype, name)
     check_out(out, name, shape, dtype, device, layout=False)
-    strides = tuple(abs(s) for s in view.strides)
-    if any(s % dtype.itemsize for s in strides):
-        check_distinct(shape + (dtype.itemsize,), strides + (1,), f"{name}: byte strides")
-    else:
-        check_distinct(shape, tuple(s // dtype.itemsize for s in strides), f"{name}: element strides")
+    dims, strides, bytewise = in_units(shape, tuple(view.strides), dtype.itemsize)
+    check_distinct(dims, strides, f"{name}: {'byte' if bytewise else 'element'} strides")
     return empty(shape, dtype, device, stream_for(device, stream))
 
 
-def write_out(written, out, stream: Stream | None = None) -> None:
-    """stand_in(out)'s arrays, once the op wrote them, into out's (each of any strides, checked by
-    stand_in) on stream: NumPy's and PyTorch's out= of any layout, as if every input were read
-    before out is written."""
+def through_stand_ins(call, out, stream: Stream | None = None):
+    """call(stand_in(out)), its result, once the stand-ins' elements are written into out's arrays
+    (each of any strides) on stream: NumPy's and PyTorch's out= of any layout, as if every input
+    were read before out is written."""
+    written = stand_in(out, stream)
+    result = call(written)
     for w, o in zip(written, out) if type(out) is tuple else ((written, out),):
         if w is not o:
             _write(w, o, stream)
+    return result
 
 
 def _write(result, out, stream: Stream | None) -> None:
@@ -264,14 +270,11 @@ def _write(result, out, stream: Stream | None) -> None:
     reversed_dims = [d for d, s in enumerate(view.strides) if s < 0 and shape[d] > 1]
     if reversed_dims:
         result, view = reversed_along(result, reversed_dims, device, stream), _turned(view)
-    strides, itemsize = tuple(abs(s) for s in view.strides), dtype.itemsize
-    if any(s % itemsize for s in strides):
-        # Strides that are not whole elements: bytes are copied, the element's an innermost dim.
-        result = result.reshape(result.size).view(np.uint8)
-        dtype, shape, strides, itemsize = DataType.kUInt8, shape + (itemsize,), strides + (1,), 1
+    shape, strides, bytewise = in_units(shape, tuple(view.strides), dtype.itemsize)
+    if bytewise:
+        result, dtype = result.reshape(result.size).view(np.uint8), DataType.kUInt8
     if not result.size:
         return
-    strides = tuple(s // itemsize for s in strides)
     dst = span(view, dtype, extent(shape, strides), device.device_type, writable=True)
     order = tuple(sorted(range(len(shape)), key=lambda d: -strides[d]))
     if all(shape[d] == 1 or strides[d] == s for d, s in zip(order, contiguous_strides([shape[d] for d in order]))):
