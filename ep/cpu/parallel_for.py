@@ -96,28 +96,45 @@ class ParallelFor:
         self.span = CpuKernel(_span_at, name, by_address=True, span=body, ARGS=self.args_type)
 
     @cached_property
-    def run(self) -> Callable:
-        """run(args, count, work, grain, threads): the entry's compiled entry point bound to the
-        driver and the span."""
+    def _entry(self) -> tuple[Callable, int, int]:
+        """(the entry's compiled entry point, the driver's address, the span's address)."""
         enter = _ENTER if self.aligned is None else _aligned_enter(self.aligned)
         entry = enter.entry(_INDEX, _INDEX, self.args_type, _INDEX, _INDEX, _INDEX, _INDEX, parallel=False)
         driver = _DRIVER.task(_INDEX, _INDEX, _INDEX, _INDEX, _INDEX, numba.boolean, parallel=True)
-        return functools.partial(entry, driver, self.span.task(_INDEX, _INDEX, _INDEX))
+        return entry, driver, self.span.task(_INDEX, _INDEX, _INDEX)
 
     def compile(self) -> None:
         """Build the span and its entry now, not at the first launch."""
-        self.run  # the cached property builds them
+        self._entry  # the cached property builds them
+
+    @cached_property
+    def run(self) -> Callable[..., None]:
+        """run(args, count, work, grain=0): the span over items [0, count) of args, in chunks of
+        grain items (default: one chunk per thread), in parallel when work (elements touched)
+        reaches PARALLEL_THRESHOLD, else on the calling thread (in one chunk unless grain is given).
+        A function of its own, not a method: a launcher binds it (a method call was a tenth of a
+        tiny launch)."""
+        entry, driver, span = self._entry
+
+        def run(args: tuple, count: int, work: int, grain: int = 0) -> None:
+            entry(driver, span, args, count, work, grain, _threads)
+
+        return run
+
+    @cached_property
+    def launch(self) -> Callable[..., None]:
+        """launch(stream, count, *args), CudaKernel.launch's form, for a span of one item per element:
+        the span over items [0, count) of args (a cpu stream runs it at once)."""
+        entry, driver, span = self._entry
+
+        def launch(stream: object, count: int, *args: object) -> None:
+            entry(driver, span, args, count, count, 0, _threads)
+
+        return launch
 
     def __call__(self, args: tuple, count: int, work: int, grain: int = 0) -> None:
-        """The span over items [0, count) of args, in chunks of grain items (default: one chunk per
-        thread), in parallel when work (elements touched) reaches PARALLEL_THRESHOLD, else on the
-        calling thread (in one chunk unless grain is given)."""
-        self.run(args, count, work, grain, _threads)
-
-    def launch(self, stream, count: int, *args: object) -> None:
-        """CudaKernel.launch's form, for a span of one item per element: the span over items
-        [0, count) of args (a cpu stream runs it at once)."""
-        self.run(args, count, count, 0, _threads)
+        """run(args, count, work, grain)."""
+        self.run(args, count, work, grain)
 
 
 @template("span", "ARGS")

@@ -160,7 +160,7 @@ class CpuBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
 
     def launcher(self, op, src_dtype, dst_dtype, plan: BinaryPlan) -> Callable[..., None]:
         swap = plan.path in _SWAPPABLE and plan.side == 0
-        run = self.kernel(op, src_dtype, dst_dtype, plan.path, swap and _swaps(op))
+        run = self.kernel(op, src_dtype, dst_dtype, plan.path, swap and _swaps(op)).run
         count = plan.count
         if plan.path == "general":
             strides = np.array((plan.strides0, plan.strides1, plan.dst_strides), np.int64)
@@ -169,15 +169,20 @@ class CpuBroadcastElementwiseBinaryKernels(BroadcastElementwiseBinaryKernels):
             items, tail = plan.rows, (plan.cols,)
         else:
             items, tail = count, ()
+        # Each launch's args built without a star (a list built and copied): tail only where there is one.
         if plan.path == "scalar" and not (plan.value0 or plan.value1):
             # The one-element operand is read on the host and passed as the scalar value.
             compute, view = src_dtype.compute_dtype.type, src_dtype.dtype
             if swap:
-                return lambda stream, a, b, out, x, y: run((b, compute(a[:1].view(view)[0]), out, *tail, x, y), items, count)
-            return lambda stream, a, b, out, x, y: run((a, compute(b[:1].view(view)[0]), out, *tail, x, y), items, count)
+                return lambda stream, a, b, out, x, y: run((b, compute(a[:1].view(view)[0]), out, x, y), items, count)
+            return lambda stream, a, b, out, x, y: run((a, compute(b[:1].view(view)[0]), out, x, y), items, count)
+        if tail:
+            if swap:
+                return lambda stream, a, b, out, x, y: run((b, a, out) + tail + (x, y), items, count)
+            return lambda stream, a, b, out, x, y: run((a, b, out) + tail + (x, y), items, count)
         if swap:
-            return lambda stream, a, b, out, x, y: run((b, a, out, *tail, x, y), items, count)
-        return lambda stream, a, b, out, x, y: run((a, b, out, *tail, x, y), items, count)
+            return lambda stream, a, b, out, x, y: run((b, a, out, x, y), items, count)
+        return lambda stream, a, b, out, x, y: run((a, b, out, x, y), items, count)
 
 
 REGISTER_PRIMITIVE_FACTORY(

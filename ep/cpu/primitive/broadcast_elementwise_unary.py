@@ -64,7 +64,7 @@ class CpuBroadcastElementwiseUnaryKernels(BroadcastElementwiseUnaryKernels):
 
     def launcher(self, op, src_dtype, dst_dtype, plan: UnaryBroadcastPlan) -> Callable[..., None]:
         count = plan.count
-        run = self.kernel(op, src_dtype, dst_dtype)
+        run = self.kernel(op, src_dtype, dst_dtype).run
         strides = np.array((plan.src_strides, plan.dst_strides, contiguous_strides(plan.dims)), np.int64)
         cols = plan.dims[-1]
         rows = count // cols

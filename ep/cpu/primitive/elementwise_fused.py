@@ -95,7 +95,7 @@ class CpuElementwiseFusedKernels(ElementwiseFusedKernels):
         yield self.kernel(primitive, tuple(SCALAR if i in primitive.scalars else broadcast.get(i, FLAT) for i in range(len(primitive.dtypes))))
 
     def launcher(self, primitive: ElementwiseFusedImpl, plan: FusedPlan) -> Callable[..., None]:
-        run, count = self.kernel(primitive, plan.kinds), plan.count
+        run, count = self.kernel(primitive, plan.kinds).run, plan.count
         if plan.flat:
             return lambda stream, values, outs: run((*values, *outs), count, count)
         # One row per output row; the strides of the arguments (a scalar's are zeros) and the output's.

@@ -257,18 +257,17 @@ class CpuReduceKernels(ReduceKernels):
         slices = _slices(tasks, length, min(plan.inner, cols), work)
         chunk = -(-length // slices) if length else 0
         slices = -(-length // chunk) if length else 1
-        first = self.kernel(op, src_dtype, dst_dtype, False, source)
-        merge = self.kernel(op, src_dtype, dst_dtype, True)
+        first = self.kernel(op, src_dtype, dst_dtype, False, source).run
         # Built with the first plan, cut or not: a small first call leaves a large one nothing to compile.
-        merge.compile()
+        merge = self.kernel(op, src_dtype, dst_dtype, True).run
         scalars = (length, plan.inner, chunk, slices, blocks, count, correction)
         if slices == 1:
             states, indices = np.empty(0, acc), np.empty(0, np.int64)  # not written: one for every launch
-            return lambda stream, src, dst: first((src, dst, states, indices, *scalars), tasks, work)
+            return lambda stream, src, dst: first((src, dst, states, indices) + scalars, tasks, work)
 
         def run(stream, src, dst) -> None:
             states, indices = np.empty(3 * count * slices, acc), np.empty(count * slices, np.int64)
-            first((src, dst, states, indices, *scalars), tasks * slices, work)
+            first((src, dst, states, indices) + scalars, tasks * slices, work)
             merge((dst, states, indices, slices, count, length, correction), count, count * slices)
 
         return run

@@ -72,9 +72,9 @@ class CpuWhereKernels(WhereKernels):
     def launcher(self, cond_bytes: int, data_bytes: int, plan: WherePlan) -> Callable[..., None]:
         cond, data, count = unit_dtype(cond_bytes), unit_dtype(data_bytes), plan.count
         if plan.elementwise:
-            run = self.kernel(cond_bytes, data_bytes, "elementwise")
+            run = self.kernel(cond_bytes, data_bytes, "elementwise").run
             return lambda stream, c, x, y, z: run((c.view(cond), x.view(data), y.view(data), z.view(data)), count, count)
-        run = self.kernel(cond_bytes, data_bytes, "general")
+        run = self.kernel(cond_bytes, data_bytes, "general").run
         strides = np.array((*plan.strides, plan.dst_strides), np.int64)
         cols = plan.dims[-1]
         rows = count // cols
