@@ -22,7 +22,6 @@ wraparound checks and vectorize.
 """
 from __future__ import annotations
 
-import functools
 import os
 from typing import Callable
 
