@@ -92,8 +92,8 @@ def empty(shape: tuple[int, ...], dtype: DataType, device: Device, stream: Strea
     try:
         host_dtype = dtype.dtype
         nbytes = math.prod(shape) * host_dtype.itemsize
-        if 0 < nbytes < _CACHED_BYTES and device.device_type is _CPU:
-            return np.empty(shape, host_dtype)  # the common case: within every limit below (any machine's memory)
+        if 0 < nbytes < _CACHED_BYTES and device.device_type is _CPU and (_PHYSICAL_BYTES is None or nbytes <= _PHYSICAL_BYTES):
+            return np.empty(shape, host_dtype)  # the common case: within every limit below
         # NumPy's rule, its dims of 0 left out (numba-cuda's own check fails with a SystemError);
         # only an empty or a huge shape can break it.
         if (not nbytes or nbytes >= 1 << 62) and math.prod(n for n in shape if n) * host_dtype.itemsize >= 1 << 63:
