@@ -3,7 +3,9 @@
 # that no process holds the kernels of the whole suite. Numba never frees a kernel it compiled: one
 # run of the whole suite grew an xdist worker past 16 GB and the OOM killer stopped it (24 GB
 # machine, 2026-11-29). A part loads the kernels earlier parts compiled from the disk cache.
-# Arguments are passed to every part; every part runs, and the exit status is 1 if any failed.
+# worksteal: the idle worker takes queued tests from the busy one (a part ends with a few slow
+# compiles, which load scheduling left on one worker while the other waited). Arguments are passed
+# to every part; every part runs, and the exit status is 1 if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 parts=(
@@ -17,6 +19,6 @@ status=0
 for part in "${parts[@]}"; do
     echo "+ pytest $part"
     # $part unquoted: a part is several arguments, and its globs name files.
-    .venv/bin/python -m pytest -n 2 -m "not sweep" $part "$@" || status=1
+    .venv/bin/python -m pytest -n 2 --dist worksteal -m "not sweep" $part "$@" || status=1
 done
 exit $status
