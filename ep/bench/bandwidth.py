@@ -26,7 +26,7 @@ _THREADED_COPY = ParallelFor(_copy_span, "bench_copy", (input_array(_F32), outpu
 
 
 def _threaded_copy(src: np.ndarray, dst: np.ndarray) -> None:
-    _THREADED_COPY((src, dst), src.size, src.size)
+    _THREADED_COPY.run((src, dst), src.size, src.size)
 
 
 def copy_bandwidth(device: str, repeats: int) -> dict:

@@ -131,10 +131,6 @@ class ParallelFor:
 
         return launch
 
-    def __call__(self, args: tuple, count: int, work: int, grain: int = 0) -> None:
-        """run(args, count, work, grain)."""
-        self.run(args, count, work, grain)
-
 
 @template("span", "ARGS")
 def _span_at(address, start, stop):

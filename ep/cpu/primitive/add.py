@@ -36,7 +36,7 @@ def _add(start, stop, args):
 class CpuAddKernel(ParallelFor):
     def launch(self, stream, work: int, srcs: tuple, dst, count: int, attr0, attr1) -> None:
         """AddKernels' launch: the sum of srcs into dst over count elements (a cpu stream runs it at once)."""
-        self((*srcs, dst, attr0, attr1), count, work * (MAX_ARITY + 1))
+        self.run((*srcs, dst, attr0, attr1), count, work * (MAX_ARITY + 1))
 
 
 class CpuAddKernels(AddKernels):

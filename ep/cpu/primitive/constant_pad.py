@@ -164,7 +164,7 @@ class CpuConstantPadKernels(ConstantPadKernels):
     def pad(self, stream, prepared, src, dst, value) -> None:
         span, params, rows, count, grain = prepared
         dtype = value.dtype
-        span((src.view(dtype), dst.view(dtype), params, value), rows, count, grain)
+        span.run((src.view(dtype), dst.view(dtype), params, value), rows, count, grain)
 
     def all_kernels(self) -> Iterator[object]:
         for unit in (1, 2, 4, 8):

@@ -172,7 +172,7 @@ class CpuStridedCopyKernels(StridedCopyKernels):
         params, count, grain = launch.prepared
         if src.dtype is _BOOL:  # Numba would normalize bools to 0 or 1: move their bytes
             src, dst = src.view(_UINT8), dst.view(_UINT8)
-        _span(src.dtype)((src, dst, params), count, count, grain)
+        _span(src.dtype).run((src, dst, params), count, count, grain)
 
     def all_kernels(self) -> Iterator[object]:
         for dtype in sorted({dtype.storage_dtype for dtype in DataType} - {_BOOL}, key=str):

@@ -48,6 +48,6 @@ class CpuDimScatterKernels(DimScatterKernels):
             primitive.attr, plan.inner,
         )
         tasks = plan.lines // plan.inner * -(-plan.inner // BLOCK)
-        span(args, tasks, plan.lines * plan.length)
+        span.run(args, tasks, plan.lines * plan.length)
 
 REGISTER_PRIMITIVE_FACTORY(DeviceType.kCPU, DimScatterFactory, DimScatterFactoryImpl(DeviceType.kCPU, CpuDimScatterKernels()))

@@ -132,7 +132,7 @@ class CpuExpandGradKernels(ExpandGradKernels):
         strides = np.array((plan.dst_strides, plan.src_strides, plan.outer_strides, plan.outer_src_strides), np.int64)
         args = (src, dst, sums, strides, pieces, plan.row, plan.num_outer, plan.inner, plan.inner_stride)
         work = plan.count * plan.num_outer * plan.inner
-        self.kernel(dtype)(args, plan.count // plan.row * pieces, work)
+        self.kernel(dtype).run(args, plan.count // plan.row * pieces, work)
 
     def all_kernels(self) -> Iterator[object]:
         for dtype in ACCUMULATE_DTYPES:

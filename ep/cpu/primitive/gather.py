@@ -440,7 +440,7 @@ def _run(plan: _Plan, indices, in_, out) -> bool:
         span = in_range_span
     elif mode == _REFUSED:
         return False
-    span((indices, in_, out, params, mode), plan.rows, plan.work, plan.grain)
+    span.run((indices, in_, out, params, mode), plan.rows, plan.work, plan.grain)
     return True
 
 

@@ -110,7 +110,7 @@ class CpuMatmulKernels(common.MatmulKernels):
         packed = np.array(layout.dims + layout.a_strides + layout.b_strides, np.int64)
         rows = plan.batch_count * plan.m
         args = (a, b, c, packed, plan.m, plan.n, plan.k, layout.a_row, layout.a_col, layout.b_row, layout.b_col, np.int64(alpha), np.int64(beta))
-        integer_gemm_kernel(dtype)(args, rows, rows * plan.n * max(plan.k, 1))
+        integer_gemm_kernel(dtype).run(args, rows, rows * plan.n * max(plan.k, 1))
 
     def all_kernels(self):
         return (integer_gemm_kernel(dtype) for dtype in common.INTEGER_MATMUL_TYPES)

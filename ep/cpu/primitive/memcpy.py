@@ -35,7 +35,7 @@ class CpuMemcpyKernels(MemcpyKernels):
     def copy(self, stream, dst, src, count: int) -> None:
         unit = move_unit(count, (dst, src), WIDEST_UNIT)
         units = count // unit
-        self.kernel(unit)((as_units(dst, count, unit), as_units(src, count, unit)), units, units)
+        self.kernel(unit).run((as_units(dst, count, unit), as_units(src, count, unit)), units, units)
 
     def all_kernels(self):
         return iter(())  # CPU kernels: nothing for the PTX check

@@ -69,7 +69,7 @@ class CpuOneHotKernels(OneHotKernels):
             values = indices[:rows]
             if values.min() < sizes.lo or values.max() > sizes.hi:
                 return first_bad_index(indices, sizes, False)
-        span((indices, out, on, off, sizes.gather, sizes.lo, sizes.hi, block), rows, count)
+        span.run((indices, out, on, off, sizes.gather, sizes.lo, sizes.hi, block), rows, count)
         return -1
 
     def all_kernels(self) -> Iterator[ParallelFor]:

@@ -109,7 +109,7 @@ class CpuPermuteKernels(PermuteKernels):
         params, items, work = prepared
         if src.dtype is _BOOL:  # Numba would normalize bools to 0 or 1: move their bytes
             src, dst = src.view(_UINT8), dst.view(_UINT8)
-        _span(src.dtype)((src, dst, params), items, work)
+        _span(src.dtype).run((src, dst, params), items, work)
 
     def all_kernels(self) -> Iterator[object]:
         yield from self.copy.all_kernels()

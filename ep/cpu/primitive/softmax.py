@@ -140,7 +140,7 @@ class CpuSoftmaxKernels(SoftmaxKernels):
         return ParallelFor(_rows, f"{self.op.name}_{dtype.value}", arg_types, **bindings)
 
     def launch(self, stream, dtype: DataType, rows: int, cols: int, a, b, dst) -> None:
-        self.kernel(dtype, cols <= BLOCK and dtype in self._keeps_terms)((a, b, dst, cols), rows, rows * cols)
+        self.kernel(dtype, cols <= BLOCK and dtype in self._keeps_terms).run((a, b, dst, cols), rows, rows * cols)
 
     def all_kernels(self) -> Iterator[object]:
         for dtype in FLOATING_TYPES:

@@ -88,7 +88,7 @@ class CpuUnsortedSegmentSumKernels(IndexedKernels):
         acc_dtype = accumulator_dtype(primitive.dtype)
         acc = out if acc_dtype is primitive.dtype else np.empty(sizes.params_count, acc_dtype.dtype)
         # One task a chunk: tasks are already sized for the threads.
-        kernel((ids, data, acc, out) + args, tasks, work, 1)
+        kernel.run((ids, data, acc, out) + args, tasks, work, 1)
         return -1
 
     def all_kernels(self):
