@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from ep.common.jit import bound, specialize, template
+from ep.common.jit import bound, linked, scalar_function, specialize, template
 from ep.common.primitive.factory import DtypeFactory
 from ep.common.runtime.data_type import DataType, FLOATING_TYPES
 from ep.common.runtime.device import DeviceType
@@ -22,6 +22,27 @@ def _reads_a_slot(x):
 @template("scale")
 def _scaled(x):
     return bound.scale * x
+
+
+@template("step")
+def _steps_thrice(x):
+    return bound.step(bound.step(bound.step(x)))
+
+
+@scalar_function
+def _plus_half(x):
+    return x + 0.5
+
+
+def test_a_linked_function_is_inlined_by_llvm_at_every_call():
+    # linked (a kernel's step, called at many places): compiled once and linked, then inlined by
+    # LLVM, so the kernel's optimized code calls it nowhere and computes what Numba's IR copies do.
+    copied = njit(specialize(_steps_thrice, "steps_copied", step=_plus_half))
+    linked_ = njit(specialize(_steps_thrice, "steps_linked", step=linked(_plus_half)))
+    assert copied(1.0) == linked_(1.0) == 2.5
+    code = linked_.inspect_llvm(linked_.signatures[0])
+    calls = [line for line in code.splitlines() if "call" in line and "_plus_half" in line]
+    assert "_plus_half" in code and not calls, calls
 
 
 def test_a_function_reading_no_slot_is_a_template_of_none():

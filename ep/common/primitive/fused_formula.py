@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from ep.common.jit import define, scalar_function
+from ep.common.jit import define, linked, scalar_function
 from ep.common.math.binary_functor import binary_formula
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.special import as_type
@@ -145,4 +145,6 @@ def compose_formula(outputs: tuple, dtypes: tuple[DataType, ...], device: Device
         unpack = [f"{', '.join(arguments[i : i + GROUP])}, = g{i}" for i in groups]
     body = "".join(f"    {line}\n" for line in unpack + writer.lines)
     source = f"def fused({parameters}):\n{body}    return ({grouped(results)},)\n"
-    return scalar_function(define(source, "fused", writer.globals))
+    fused = define(source, "fused", writer.globals)
+    # On the CPU linked: a fused reduction calls it at a dozen places.
+    return linked(fused) if device is DeviceType.kCPU else scalar_function(fused)

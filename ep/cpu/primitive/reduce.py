@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from ep.common.cpu_target import full_vector_width_in_use
-from ep.common.jit import bound, scalar_function, template
+from ep.common.jit import bound, linked, scalar_function, template
 from ep.common.math.convert import store_fn
 from ep.common.math.reduce import accumulate_dtype, formulas
 from ep.common.primitive.reduce import FusedSource, ReduceFactoryImpl, ReduceKernels, ReducePlan, source_element, source_type
@@ -229,14 +229,16 @@ class CpuReduceKernels(ReduceKernels):
         name = f"reduce_{op.value}_{src_dtype.value}_{dst_dtype.value}"
         if merging:
             arg_types = (output_array(dst_dtype.storage_dtype), input_array(acc), input_array(np.dtype(np.int64)), int64, int64, int64, acc_type)
-            return ParallelFor(_merge_slices, name + "_merge", arg_types, init=rule.init, merge=rule.merge, finish=rule.finish, store=store)
+            return ParallelFor(_merge_slices, name + "_merge", arg_types, init=rule.init, merge=linked(rule.merge), finish=linked(rule.finish), store=store)
         arg_types = (
             source_type(src_dtype, source, input_array), output_array(dst_dtype.storage_dtype), output_array(acc),
             output_array(np.dtype(np.int64)), *(int64,) * 6, acc_type,
         )
         return ParallelFor(
+            # step, merge and finish linked: _reduce calls them at a dozen places (block, in the
+            # vectorized loops, stays inlined).
             _reduce, name if source is None else name.replace("reduce_", "reduce_fused_"), arg_types, init=rule.init,
-            step=rule.step, merge=rule.merge, finish=rule.finish, store=store, block=rule.block or _no_block,
+            step=linked(rule.step), merge=linked(rule.merge), finish=linked(rule.finish), store=store, block=rule.block or _no_block,
             quick=rule.quick or _no_quick, suspect=rule.suspect or _no_suspect, ACC=acc.type,
             TOTAL=rule.total_type or acc.type, IDENTITY=rule.identity,
             BLOCK=sum_block() if rule.block else 0, QUICK=int(rule.quick is not None), COLS=_cols(acc),

@@ -15,7 +15,7 @@ from typing import Iterator
 import numba
 import numpy as np
 
-from ep.common.jit import bound, template
+from ep.common.jit import bound, linked, template
 from ep.common.math.convert import load_fn, store_fn
 from ep.common.math.intrinsics import add_reassociable
 from ep.common.math.reduce import scan_accumulate_dtype, scan_formulas
@@ -161,13 +161,14 @@ class CpuScanKernels(ScanKernels):
         acc = scan_accumulate_dtype(op.value, src_dtype.compute_dtype)
         name = f"scan_{op.value}_{src_dtype.value}_{dst_dtype.value}{'_exclusive' if exclusive else ''}_{stage}"
         if stage == "carry":
-            return ParallelFor(_carry, name, (output_array(acc), output_array(np.dtype(np.int64)), numba.int64, numba.int64), init=rule.init, merge=rule.merge)
+            return ParallelFor(_carry, name, (output_array(acc), output_array(np.dtype(np.int64)), numba.int64, numba.int64), init=rule.init, merge=linked(rule.merge))
         arg_types = (
             input_array(src_dtype.storage_dtype), output_array(dst_dtype.storage_dtype), output_array(acc),
             output_array(np.dtype(np.int64)), *(numba.int64,) * 8, numba.boolean,
         )
+        # step, merge and finish linked: _scan calls each at several places (as Reduce's).
         return ParallelFor(
-            _scan, name, arg_types, init=rule.init, step=rule.step, merge=rule.merge, finish=rule.finish, load=load_fn(src_dtype, DeviceType.kCPU),
+            _scan, name, arg_types, init=rule.init, step=linked(rule.step), merge=linked(rule.merge), finish=linked(rule.finish), load=load_fn(src_dtype, DeviceType.kCPU),
             store=store_fn(dst_dtype, DeviceType.kCPU, acc), ACC=acc.type, SUMS=op is ReduceOp.kSum, TOTALS=stage == "totals",
             EXCLUSIVE=exclusive,
         )
@@ -194,14 +195,14 @@ class CpuScanKernels(ScanKernels):
         chunk = -(-length // chunks)
         chunks = -(-length // chunk)
         if chunks == 1:
-            scan((src, dst, *none, plan.outer, length, inner, chunk, 1, blocks, group, lines, False), -(-tasks // group), plan.count)
+            scan.run((src, dst, *none, plan.outer, length, inner, chunk, 1, blocks, group, lines, False), -(-tasks // group), plan.count)
             return
         # Chunk k's carry: the merge of chunks 0 .. k - 1's states (chunk 0's the state of none).
         states, indices = np.empty(3 * lines * chunks, acc), np.empty(lines * chunks, np.int64)
         totals = self.kernel(op, src_dtype, dst_dtype, False, "totals")
-        totals((src, dst, states, indices, plan.outer, length, inner, chunk, chunks - 1, blocks, 1, lines, True), tasks * (chunks - 1), plan.count)
-        self.kernel(op, src_dtype, dst_dtype, False, "carry")((states, indices, chunks, lines), lines, lines * chunks)
-        scan((src, dst, states, indices, plan.outer, length, inner, chunk, chunks, blocks, 1, lines, True), tasks * chunks, plan.count)
+        totals.run((src, dst, states, indices, plan.outer, length, inner, chunk, chunks - 1, blocks, 1, lines, True), tasks * (chunks - 1), plan.count)
+        self.kernel(op, src_dtype, dst_dtype, False, "carry").run((states, indices, chunks, lines), lines, lines * chunks)
+        scan.run((src, dst, states, indices, plan.outer, length, inner, chunk, chunks, blocks, 1, lines, True), tasks * chunks, plan.count)
 
     def all_kernels(self) -> Iterator[object]:
         for op, (src, dst) in combinations():
