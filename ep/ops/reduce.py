@@ -4,8 +4,10 @@ PyTorch's reductions (NumPy's axis= and keepdims= also taken), then the Reduce p
 Dtypes are PyTorch's: sum and prod of integers and bool give int64; mean, var and std refuse them
 (as torch does: pass dtype= a float dtype); logsumexp computes them in float32; argmax and argmin
 give int64, any and all bool (uint8 of uint8). dtype= casts x to it first (PyTorch's rule), for
-every function. dim=() is torch's too: every dim for sum, mean, amax, amin, var, std, logsumexp
-and norm, none for prod, any and all; NumPy's axis=() reduces none.
+every function. An out= of another dtype is refused, except a floating out of mean, var and std
+(torch's rule: mean as if dtype= were out's; var and std cast their result). dim=() is torch's
+too: every dim for sum, mean, amax, amin, var, std, logsumexp and norm, none for prod, any and
+all; NumPy's axis=() reduces none.
 """
 from __future__ import annotations
 
@@ -212,6 +214,8 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1):
             rule = _RULES.get(op, device, x.dtype, dtype, shape, dim)
         except TypeError:  # dims no cache keys (a list, an array), or the rule's own refusal: made anew
             rule = _rule(op, device, x.dtype, dtype, shape, dim)
+    if out is not None and op in _INTO_OTHER_FLOAT and out.dtype != rule.dst.dtype and dtype is None and out.dtype in _FLOATS:
+        return _into_other_float(op, x, dim, keepdim, out, stream, correction)
     stream = device.default_stream if stream is None else stream_for(device, stream)
     if rule.src is not None:
         from ep.ops.unary import unary
@@ -231,6 +235,22 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1):
         x = unaliased(x, out, device, stream)
     run_stages(stream, rule.stages, x, out, rule.dst, device, correction)
     return out
+
+
+# torch's mean, var and std write a floating x's result into an out= of another floating dtype;
+# its other reductions refuse that out (as ep's do, by check_out).
+_INTO_OTHER_FLOAT = frozenset({ReduceOp.kMean, ReduceOp.kVar, ReduceOp.kStd})
+_FLOATS = frozenset(t.dtype for t in FLOATING_TYPES)
+
+
+def _into_other_float(op: ReduceOp, x, dim, keepdim, out, stream, correction):
+    """op of x into out of another floating dtype, as torch 2.13 does it: mean as if dtype= were
+    out's, var and std in their own dtype and then cast."""
+    if op is ReduceOp.kMean:
+        return _reduce(op, x, dim, keepdim, out.dtype, out, stream, correction)
+    from ep.ops.unary import unary
+
+    return unary("cast", _reduce(op, x, dim, keepdim, None, None, stream, correction), dtype=out.dtype, out=out, stream=stream)
 
 
 def _reduction(op: ReduceOp, name: str, doc: str):

@@ -248,6 +248,25 @@ def test_out_is_written_and_checked(device):
         np.testing.assert_allclose(x.reshape(-1)[:5], expected, rtol=1e-5)
 
 
+@pytest.mark.parametrize("out_dtype", [np.float64, np.float16])
+@pytest.mark.parametrize("name", ["mean", "var", "std"])
+def test_mean_var_and_std_write_into_another_floating_out_as_pytorch(device, name, out_dtype):
+    # torch: mean computes in out's dtype (as dtype=), var and std in x's, then cast.
+    x = np.array([[0.1, 0.2, 0.3, 1e4], [1.5, -2.5, 3.25, 7.0]], np.float32)
+    expected = torch.empty(2, dtype=getattr(torch, np.dtype(out_dtype).name))
+    getattr(torch, name)(torch.from_numpy(x), 1, out=expected)
+    out = to_device(np.zeros(2, out_dtype), device)
+    assert getattr(ep.ops, name)(to_device(x, device), 1, out=out) is out
+    # A float64 mean is float64's to the last bits, not float32's cast (rtol 1e-12 tells them apart).
+    rtol = 1e-3 if out_dtype == np.float16 else 1e-12 if name == "mean" else 1e-6
+    np.testing.assert_allclose(to_numpy(out), expected.numpy(), rtol=rtol)
+    # Another floating out: refused by sum, as torch refuses it; an integer out by mean too.
+    with pytest.raises(TypeError, match="out: has dtype float64; expected float32"):
+        ep.ops.sum(to_device(x, device), 1, out=to_device(np.zeros(2, np.float64), device))
+    with pytest.raises(TypeError, match="out: has dtype int32; expected float32"):
+        getattr(ep.ops, name)(to_device(x, device), 1, out=to_device(np.zeros(2, np.int32), device))
+
+
 @pytest.mark.parametrize("name", ["sum", "amax", "mean", "logsumexp"])
 def test_out_may_be_x_itself_over_dims_of_one(device, name):
     # out may be x itself when every reduced dim has size 1: the result as if x were read first.
