@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: the suite (-m "not sweep") in parts, each in fresh pytest workers, so
-# that no process holds the kernels of the whole suite. Numba never frees a kernel it compiled: one
-# run of the whole suite grew an xdist worker past 16 GB and the OOM killer stopped it (24 GB
-# machine, 2026-11-29). A part loads the kernels earlier parts compiled from the disk cache.
-# worksteal: the idle worker takes queued tests from the busy one (a part ends with a few slow
-# compiles, which load scheduling left on one worker while the other waited). Arguments are passed
-# to every part; every part runs, and the exit status is 1 if any failed.
+# that no process holds the kernels of the whole suite (why: README, Testing). worksteal: the idle
+# worker takes queued tests from the busy one. Arguments are passed to every part; every part runs,
+# and the exit status is 1 if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 parts=(
