@@ -214,7 +214,7 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1):
             rule = _RULES.get(op, device, x.dtype, dtype, shape, dim)
         except TypeError:  # dims no cache keys (a list, an array), or the rule's own refusal: made anew
             rule = _rule(op, device, x.dtype, dtype, shape, dim)
-    if out is not None and op in _INTO_OTHER_FLOAT and out.dtype != rule.dst.dtype and dtype is None and out.dtype in _FLOATS:
+    if out is not None and op in _INTO_OTHER_FLOAT and dtype is None and _other_float(out, rule.dst):
         return _into_other_float(op, x, dim, keepdim, out, stream, correction)
     stream = device.default_stream if stream is None else stream_for(device, stream)
     if rule.src is not None:
@@ -241,6 +241,12 @@ def _reduce(op: ReduceOp, x, dim, keepdim, dtype, out, stream, correction=1):
 # its other reductions refuse that out (as ep's do, by check_out).
 _INTO_OTHER_FLOAT = frozenset({ReduceOp.kMean, ReduceOp.kVar, ReduceOp.kStd})
 _FLOATS = frozenset(t.dtype for t in FLOATING_TYPES)
+
+
+def _other_float(out, dst: DataType) -> bool:
+    """Whether out is an array of a floating dtype other than dst (anything else: check_out's to refuse)."""
+    given = getattr(out, "dtype", None)
+    return isinstance(given, np.dtype) and given != dst.dtype and given in _FLOATS
 
 
 def _into_other_float(op: ReduceOp, x, dim, keepdim, out, stream, correction):

@@ -265,6 +265,8 @@ def test_mean_var_and_std_write_into_another_floating_out_as_pytorch(device, nam
         ep.ops.sum(to_device(x, device), 1, out=to_device(np.zeros(2, np.float64), device))
     with pytest.raises(TypeError, match="out: has dtype int32; expected float32"):
         getattr(ep.ops, name)(to_device(x, device), 1, out=to_device(np.zeros(2, np.int32), device))
+    with pytest.raises(TypeError, match="out: list is not an array"):
+        getattr(ep.ops, name)(to_device(x, device), 1, out=[0.0, 0.0])
 
 
 @pytest.mark.parametrize("name", ["sum", "amax", "mean", "logsumexp"])
