@@ -17,6 +17,7 @@ from numba import types as numba_types
 from numba.core.extending import _Intrinsic as Intrinsic
 
 from ep.common.cpu_target import hoist_loop_constants, prefer_full_vector_width
+from ep.common.runtime.caches import function_cache
 
 # Before ep makes its first Numba function (below and in every module that imports this one): the
 # CPU code generator reads its features when the first one is made, LLVM its options at each build.
@@ -34,12 +35,14 @@ def scalar_function(fn: Callable) -> Callable:
     return njit(inline="always")(fn)
 
 
+@function_cache("kernels")
 def linked(fn: Callable) -> Callable:
-    """fn (a scalar_function, or a plain function) for CPU kernels as a function of its own: a
-    kernel links its compiled code and LLVM inlines it there, where scalar_function's copies its
-    Numba IR into every call. For a function a kernel calls in many places: a reduction's step
-    and merge, a fused expression's formula (logsumexp's Reduce took 56 s and 1.15 GB to compile,
-    a fused sum 29 s and 726 MB; the kernels run as fast)."""
+    """fn (a scalar_function, or a plain function) for CPU kernels as a function of its own,
+    compiled once per argument types: each kernel calling it links that code, and LLVM inlines it
+    at every call (forceinline), where a scalar_function's Numba IR is copied into each call and
+    compiled again. For a function a kernel calls in many places: a reduction's step and merge, a
+    fused expression's formula (logsumexp's Reduce took 56 s and 1.15 GB to compile, a fused sum
+    29 s and 726 MB; the kernels run as fast)."""
     return njit(forceinline=True)(getattr(fn, "py_func", fn))
 
 

@@ -43,6 +43,10 @@ def test_a_linked_function_is_inlined_by_llvm_at_every_call():
     code = linked_.inspect_llvm(linked_.signatures[0])
     calls = [line for line in code.splitlines() if "call" in line and "_plus_half" in line]
     assert "_plus_half" in code and not calls, calls
+    # Inlined because linked marks it so (forceinline), not by LLVM's choice for a small function,
+    # which left logsumexp's step a call; one dispatcher per function, whichever kernel links it.
+    assert linked(_plus_half) is linked(_plus_half)
+    assert "alwaysinline" in linked(_plus_half).inspect_llvm(linked(_plus_half).signatures[0])
 
 
 def test_a_function_reading_no_slot_is_a_template_of_none():

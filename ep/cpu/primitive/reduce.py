@@ -234,9 +234,9 @@ class CpuReduceKernels(ReduceKernels):
             source_type(src_dtype, source, input_array), output_array(dst_dtype.storage_dtype), output_array(acc),
             output_array(np.dtype(np.int64)), *(int64,) * 6, acc_type,
         )
+        # step, merge and finish linked: _reduce calls them at a dozen places (block, in the
+        # vectorized loops, stays inlined).
         return ParallelFor(
-            # step, merge and finish linked: _reduce calls them at a dozen places (block, in the
-            # vectorized loops, stays inlined).
             _reduce, name if source is None else name.replace("reduce_", "reduce_fused_"), arg_types, init=rule.init,
             step=linked(rule.step), merge=linked(rule.merge), finish=linked(rule.finish), store=store, block=rule.block or _no_block,
             quick=rule.quick or _no_quick, suspect=rule.suspect or _no_suspect, ACC=acc.type,
